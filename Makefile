@@ -1,0 +1,74 @@
+# Kustos — make targets. `make help` lists them.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       ?= $(CURDIR)/bin
+PKGS      := ./...
+FUZZTIME  ?= 30s
+# Packages whose fuzz targets `make fuzz` runs, and the targets in each.
+FUZZ_TARGETS := ./internal/detect/quota:FuzzParseAnnotations,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad
+
+export KUSTOS_TESTBIN := $(BIN)
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/kustos.
+	$(GO) build -trimpath -o $(BIN)/kustos ./cmd/kustos
+
+.PHONY: testbin
+testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd) and helm into bin/ (cached).
+	hack/setup-testbin.sh
+
+.PHONY: vet
+vet: ## go vet and a gofmt check.
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+.PHONY: unit
+unit: ## Unit tests and fuzz seed corpora (no cluster needed).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv)
+
+.PHONY: e2e
+e2e: testbin ## End-to-end tests on the real control plane.
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
+
+.PHONY: chart
+chart: testbin ## helm lint and helm template of charts/kustos.
+	$(BIN)/helm lint --strict charts/kustos
+	$(BIN)/helm template kustos charts/kustos --namespace kustos-system > /dev/null
+	@if $(BIN)/helm template kustos charts/kustos --set mode=bogus >/dev/null 2>&1; then \
+	  echo "chart accepted an invalid mode"; exit 1; fi
+
+.PHONY: test
+test: testbin vet ## Everything: vet, unit, fuzz seeds, e2e on the real control plane, chart checks.
+	$(GO) test -count=1 -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
+	$(MAKE) --no-print-directory chart
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each.
+	@for spec in $(FUZZ_TARGETS); do pkg=$${spec%%:*}; for f in $$(tr , ' ' <<<"$${spec#*:}"); do \
+	  echo "== $$pkg $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; done; done
+
+.PHONY: bench
+bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on the real control plane.
+	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
+	$(GO) run ./bench/controlplane -kustos $(BIN)/kustos
+
+.PHONY: demo
+demo: testbin build ## The main job on an embedded default: a real control plane, Kustos in observer mode, what it recommends.
+	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
+
+.PHONY: lint
+lint: ## golangci-lint with the curated .golangci.yml.
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
+
+.PHONY: clean
+clean: ## Remove bin/ (including the cached control plane).
+	rm -rf $(BIN)

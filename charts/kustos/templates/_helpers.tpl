@@ -1,0 +1,107 @@
+{{/*
+Chart name, truncated to 63 characters (the DNS-1123 label limit).
+*/}}
+{{- define "kustos.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name, truncated to 63 characters. If the release name already contains
+the chart name it is used as is.
+*/}}
+{{- define "kustos.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Chart name and version, as used by the helm.sh/chart label.
+*/}}
+{{- define "kustos.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Common labels, put on every object.
+*/}}
+{{- define "kustos.labels" -}}
+helm.sh/chart: {{ include "kustos.chart" . }}
+{{ include "kustos.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: kustos
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Selector labels. These must never change between upgrades: Deployment selectors are immutable.
+*/}}
+{{- define "kustos.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kustos.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Name of the ServiceAccount to use.
+*/}}
+{{- define "kustos.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kustos.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Namespace holding Kustos's state Leases: stateNamespace, or the release namespace when empty.
+*/}}
+{{- define "kustos.stateNamespace" -}}
+{{- default .Release.Namespace .Values.stateNamespace }}
+{{- end }}
+
+{{/*
+Namespaces that need the coordination Role: the state namespace and, if different, the release
+namespace (where the Pod runs and leader election may fall back to). Rendered as a JSON list.
+*/}}
+{{- define "kustos.coordinationNamespaces" -}}
+{{- list (include "kustos.stateNamespace" .) .Release.Namespace | uniq | toJson }}
+{{- end }}
+
+{{/*
+Container image reference: repository@digest when a digest is given, else repository:tag with
+the tag defaulting to the chart's appVersion.
+*/}}
+{{- define "kustos.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Checks that values.schema.json cannot express (or that must hold even when schema validation is
+skipped). Each failure names the value and what to do about it.
+*/}}
+{{- define "kustos.validateValues" -}}
+{{- if ne (toString .Values.mode) "observe" }}
+{{- fail (printf "\n\nmode %q is not supported: this version of Kustos only runs in observe mode (it recommends quota increases as Events and logs and never changes a ResourceQuota). Set mode=observe or remove the override." (toString .Values.mode)) }}
+{{- end }}
+{{- if or (lt (float64 .Values.threshold) 0.0) (gt (float64 .Values.threshold) 100.0) }}
+{{- fail (printf "\n\nthreshold must be a percentage between 0 and 100, got %v" .Values.threshold) }}
+{{- end }}
+{{- if eq (int .Values.metrics.port) (int .Values.health.port) }}
+{{- fail (printf "\n\nmetrics.port and health.port must differ, both are %v" .Values.metrics.port) }}
+{{- end }}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
+{{- fail "\n\nreplicaCount > 1 requires leaderElection.enabled=true, or every replica would emit the same recommendations." }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,180 @@
+// Command kustos keeps a GitOps-managed, multi-tenant cluster right-sized by proposing changes
+// to Git instead of patching the cluster. Subcommands:
+//
+//	kustos run        run the controller against a cluster (kubeconfig or in-cluster)
+//	kustos recommend  make the same decisions offline, from YAML/JSON objects
+//	kustos version    print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/recommend"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return run(args[1:], stderr)
+	case "recommend":
+		return recommend.Run(args[1:], stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "kustos", version)
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "kustos: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: kustos <command> [flags]
+
+Commands:
+  run         run the controller (observer mode by default)
+  recommend   decide offline from Kubernetes objects in YAML or JSON files
+  version     print the version
+
+Run 'kustos <command> -h' for the flags of a command.
+`)
+}
+
+// runFlags parses the flags of `kustos run` into app.Options. Every flag here has a Helm value
+// and a row in the README's configuration table.
+func runFlags(args []string, stderr io.Writer) (app.Options, string, string, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o          app.Options
+		mode       = fs.String("mode", string(app.ModeObserve), "how changes are carried out: observe (Events and log lines only)")
+		threshold  = fs.String("threshold", "80", "default usage threshold in percent (0-100) at which a quota resource is raised; annotation resizer.io/threshold")
+		increment  = fs.String("increment", "20%", "default increase, as a percentage (20%) or fraction (0.2); annotation resizer.io/increment")
+		kubeconfig = fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info or error")
+	)
+	fs.DurationVar(&o.DefaultCooldown, "cooldown", 60*time.Minute, "default time after a recommendation during which the same quota is not raised again; annotation resizer.io/cooldown-minutes")
+	fs.StringVar(&o.StateNamespace, "state-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the state and leader-election Leases (default: $POD_NAMESPACE)")
+	fs.DurationVar(&o.LeaseSweepInterval, "lease-sweep-interval", 12*time.Hour, "how often state Leases of deleted namespaces are removed")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one replica acts")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "kustos", "name of the leader-election Lease")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
+	if err := fs.Parse(args); err != nil {
+		return o, "", "", err
+	}
+	if fs.NArg() > 0 {
+		return o, "", "", fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	o.Mode = app.Mode(*mode)
+	var err error
+	if o.Defaults.Threshold, err = quota.ParseThreshold(*threshold); err != nil {
+		return o, "", "", fmt.Errorf("--threshold=%q: %w", *threshold, err)
+	}
+	if o.Defaults.Increment, err = quota.ParseIncrement(*increment); err != nil {
+		return o, "", "", fmt.Errorf("--increment=%q: %w", *increment, err)
+	}
+	o.Instance = os.Getenv("POD_NAME")
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
+	}
+	return o, *kubeconfig, *logLevel, nil
+}
+
+func run(args []string, stderr io.Writer) int {
+	o, kubeconfig, level, err := runFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos run:", err)
+		return 2
+	}
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos run:", err)
+		return 2
+	}
+	o.Log = log
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		log.Error(err, "no Kubernetes configuration")
+		return 1
+	}
+	cfg.UserAgent = "kustos/" + version
+	mgr, err := app.NewManager(cfg, o)
+	if err != nil {
+		log.Error(err, "cannot start")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("starting", "version", version, "mode", o.Mode, "stateNamespace", o.StateNamespace,
+		"threshold", quota.FormatRat(o.Defaults.Threshold), "increment", quota.FormatRat(o.Defaults.Increment),
+		"cooldown", o.DefaultCooldown.String())
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "stopped with an error")
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// newLogger writes JSON lines: one object per line with stable keys, for log pipelines.
+func newLogger(w io.Writer, level string) (logr.Logger, error) {
+	var l slog.Level
+	switch level {
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "error":
+		l = slog.LevelError
+	default:
+		return logr.Discard(), fmt.Errorf("--log-level=%q: want debug, info or error", level)
+	}
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})
+	return logr.FromSlogHandler(h), nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRealMain(t *testing.T) {
+	cases := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"no command", nil, 2, "", "Usage: kustos"},
+		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, 0, "kustos dev", ""},
+		{"help", []string{"help"}, 0, "recommend", ""},
+		{"run: bad threshold", []string{"run", "--threshold=120", "--state-namespace=x"}, 2, "", `--threshold="120"`},
+		{"run: bad increment", []string{"run", "--increment=-5%", "--state-namespace=x"}, 2, "", `--increment="-5%"`},
+		{"run: bad log level", []string{"run", "--log-level=chatty", "--state-namespace=x"}, 2, "", `--log-level="chatty"`},
+		{"run: stray argument", []string{"run", "extra"}, 2, "", "unexpected arguments: extra"},
+		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "flag provided but not defined: -treshold"},
+		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(tc.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d (stderr: %s)", code, tc.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.wantStdout) {
+				t.Errorf("stdout %q does not contain %q", stdout.String(), tc.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tc.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.wantStderr)
+			}
+		})
+	}
+}
+
+func TestRunFlagsDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "kustos-system")
+	o, kubeconfig, level, err := runFlags(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Mode != "observe" || o.StateNamespace != "kustos-system" || !o.LeaderElection || kubeconfig != "" || level != "info" {
+		t.Errorf("defaults: mode=%s stateNamespace=%s leaderElect=%v kubeconfig=%q level=%s", o.Mode, o.StateNamespace, o.LeaderElection, kubeconfig, level)
+	}
+	if o.Defaults.Threshold.RatString() != "80" || o.Defaults.Increment.RatString() != "1/5" || o.DefaultCooldown.String() != "1h0m0s" {
+		t.Errorf("defaults: threshold=%s increment=%s cooldown=%s", o.Defaults.Threshold, o.Defaults.Increment, o.DefaultCooldown)
+	}
+}

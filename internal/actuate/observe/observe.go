@@ -1,0 +1,155 @@
+package observe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+)
+
+// Recorder writes Events and log lines.
+type Recorder struct {
+	Client client.Client
+	// Component and Instance identify the writer in Events (source.component,
+	// reportingComponent, reportingInstance).
+	Component string
+	Instance  string
+	Log       logr.Logger
+
+	// written remembers Event names this process already wrote, so a finding seen on every
+	// reconcile costs one API call, not one per reconcile. Only findings land here; they are rare.
+	written sync.Map
+}
+
+// Record tells people about a Change decided at decidedAt: for each proposed field a Warning
+// Event on the target and a JSON log line with the field's evidence.
+func (r *Recorder) Record(ctx context.Context, c lifecycle.Change, decidedAt time.Time) error {
+	ref := corev1.ObjectReference{
+		APIVersion: apiVersion(c.Target), Kind: c.Target.Kind,
+		Namespace: c.Target.Namespace, Name: c.Target.Name,
+	}
+	for i, f := range c.Edit.Fields {
+		var ev map[string]string
+		if i < len(c.Evidence) {
+			ev = c.Evidence[i]
+		}
+		msg := ev["message"]
+		if msg == "" {
+			msg = fmt.Sprintf("%s should change from %s to %s", pathString(f.Path), f.From, f.To)
+		}
+		id := fmt.Sprintf("%s|%s|%s|%s", c.Key, decidedAt.UTC().Format(time.RFC3339Nano), pathString(f.Path), f.To)
+		if err := r.Warn(ctx, ref, c.Reason, msg, id, decidedAt); err != nil {
+			return err
+		}
+		kv := []any{"key", string(c.Key), "reason", c.Reason}
+		for _, k := range sortedKeys(ev) {
+			kv = append(kv, k, ev[k])
+		}
+		r.Log.Info("recommendation", kv...)
+	}
+	return nil
+}
+
+// Warn writes one Warning Event about ref. id identifies what is reported: the same id always
+// gives the same Event name, so repeating a report is a no-op while the Event lives.
+func (r *Recorder) Warn(ctx context.Context, ref corev1.ObjectReference, reason, message, id string, at time.Time) error {
+	name := EventName(ref.Name, id)
+	if _, done := r.written.Load(name); done {
+		return nil
+	}
+	ts := metav1.NewTime(at)
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ref.Namespace,
+			Name:      name,
+		},
+		InvolvedObject:      ref,
+		Reason:              reason,
+		Message:             truncate(message, 1024),
+		Type:                corev1.EventTypeWarning,
+		Source:              corev1.EventSource{Component: r.Component},
+		FirstTimestamp:      ts,
+		LastTimestamp:       ts,
+		Count:               1,
+		ReportingController: r.Component,
+		ReportingInstance:   r.Instance,
+	}
+	if ev.Namespace == "" {
+		// Events about cluster-scoped objects (Namespaces) live in "default", as kubectl expects.
+		ev.Namespace = metav1.NamespaceDefault
+	}
+	err := r.Client.Create(ctx, ev)
+	if apierrors.IsAlreadyExists(err) {
+		r.written.Store(name, struct{}{})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s event on %s %s/%s: %w", reason, ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	r.written.Store(name, struct{}{})
+	metrics.EventsWritten.WithLabelValues(reason).Inc()
+	return nil
+}
+
+// EventName is "<object>.<hash of id>", the shape kubectl users know, cut to fit the 253
+// characters of an object name.
+func EventName(object, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	suffix := hex.EncodeToString(sum[:8])
+	const maxObject = 253 - 1 - 16
+	if len(object) > maxObject {
+		object = object[:maxObject]
+	}
+	return object + "." + suffix
+}
+
+func apiVersion(t lifecycle.Target) string {
+	if t.Group == "" {
+		return t.Version
+	}
+	return t.Group + "/" + t.Version
+}
+
+func pathString(p []string) string {
+	s := ""
+	for i, e := range p {
+		if i > 0 {
+			s += "."
+		}
+		s += e
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}

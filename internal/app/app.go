@@ -1,0 +1,301 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kustos-dev/kustos/internal/actuate/observe"
+	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// Mode says how changes are carried out.
+type Mode string
+
+const (
+	// ModeObserve reports changes as Events and log lines and changes nothing. The default.
+	ModeObserve Mode = "observe"
+)
+
+// Options are everything `kustos run` can be told.
+type Options struct {
+	Mode            Mode
+	Defaults        quota.Settings
+	DefaultCooldown time.Duration
+	// StateNamespace holds the state Leases and the leader-election Lease.
+	StateNamespace     string
+	LeaseSweepInterval time.Duration
+
+	LeaderElection   bool
+	LeaderElectionID string
+
+	MetricsAddr string // "0" disables
+	HealthAddr  string // "" or "0" disables
+
+	MaxConcurrentReconciles int
+	// Instance names this replica in Events (the pod name).
+	Instance string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// InProcessReplica allows several Kustos managers in one process (tests start and stop
+	// replicas); controller-runtime otherwise refuses a second controller of the same name.
+	InProcessReplica bool
+	Log logr.Logger
+}
+
+// Validate reports the first option that cannot work, naming it as a flag.
+func (o Options) Validate() error {
+	switch {
+	case o.Mode != ModeObserve:
+		return fmt.Errorf("--mode=%q: only %q is available in this version", o.Mode, ModeObserve)
+	case o.StateNamespace == "":
+		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
+	case o.DefaultCooldown < 0:
+		return fmt.Errorf("--cooldown=%s: must not be negative", o.DefaultCooldown)
+	case o.LeaseSweepInterval <= 0:
+		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", o.LeaseSweepInterval)
+	case o.MaxConcurrentReconciles < 1:
+		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+// NewManager builds a manager running Kustos against cfg.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		// client-go's default (5 requests/s) would queue recommendations behind each other: a
+		// recommendation is three writes. Leave admission control to the API server's priority
+		// and fairness, as controller-runtime's own config loader does (QPS -1).
+		cfg.QPS = -1
+	}
+	// Protobuf is smaller on the wire and cheaper to decode than JSON for built-in types; the
+	// initial lists of thousands of quotas are where Kustos's peak memory comes from.
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	shutdown := 10 * time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                         cacheOptions(o.StateNamespace),
+		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
+		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.StateNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
+		Logger:                        o.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace}
+	actuator := &observe.Recorder{
+		Client:    mgr.GetClient(),
+		Component: "kustos",
+		Instance:  o.Instance,
+		Log:       o.Log.WithName("observe"),
+	}
+	rec := &quota.Reconciler{
+		Cache:           mgr.GetClient(),
+		Live:            mgr.GetAPIReader(),
+		State:           store,
+		Actuator:        actuator,
+		Defaults:        o.Defaults,
+		DefaultCooldown: o.DefaultCooldown,
+		Now:             o.Now,
+		Log:             o.Log.WithName("quota"),
+	}
+	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		return nil, fmt.Errorf("setting up quota detector: %w", err)
+	}
+	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func orDisabled(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
+
+// cacheOptions keeps the informer caches as small as the work allows: this is what makes
+// Kustos cheap in a busy cluster.
+func cacheOptions(stateNamespace string) cache.Options {
+	return cache.Options{
+		DefaultTransform: trimObject,
+		ByObject: map[client.Object]cache.ByObject{
+			// Only Warning FailedCreate events, filtered by the API server: the thousands of
+			// ordinary events of a busy cluster never reach us.
+			&corev1.Event{}: {
+				Field: fields.SelectorFromSet(fields.Set{
+					"reason": quota.EventReasonFailedCreate,
+					"type":   quota.EventTypeWarning,
+				}),
+				Transform: trimEvent,
+			},
+			// Only our own state Leases, only in our namespace.
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{stateNamespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{state.LabelManagedBy: state.ManagedByValue}),
+			},
+		},
+	}
+}
+
+// trimObject drops what no detector reads: managed fields and the client-side-apply copy of
+// the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
+// the objects cached by the thousand, keep only what the detector reads.
+func trimObject(in any) (any, error) {
+	switch o := in.(type) {
+	case *corev1.ResourceQuota:
+		return &corev1.ResourceQuota{
+			TypeMeta:   o.TypeMeta,
+			ObjectMeta: trimMeta(&o.ObjectMeta, nil),
+			Status:     o.Status,
+		}, nil
+	case *metav1.PartialObjectMetadata:
+		// Only Namespaces are watched as metadata; only their resizer.io annotations matter.
+		return &metav1.PartialObjectMetadata{
+			TypeMeta:   o.TypeMeta,
+			ObjectMeta: trimMeta(&o.ObjectMeta, func(k string) bool { return strings.HasPrefix(k, quota.AnnotationPrefix) }),
+		}, nil
+	}
+	if obj, err := meta.Accessor(in); err == nil {
+		if obj.GetManagedFields() != nil {
+			obj.SetManagedFields(nil)
+		}
+		if a := obj.GetAnnotations(); a != nil {
+			if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+				delete(a, corev1.LastAppliedConfigAnnotation)
+				obj.SetAnnotations(a)
+			}
+		}
+	}
+	return in, nil
+}
+
+// trimMeta keeps identity, version and deletion state, and the annotations keep selects.
+func trimMeta(m *metav1.ObjectMeta, keep func(string) bool) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}
+	for k, v := range m.Annotations {
+		if keep != nil && keep(k) {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
+
+// trimEvent keeps only the fields the quota detector reads from an Event.
+func trimEvent(in any) (any, error) {
+	ev, ok := in.(*corev1.Event)
+	if !ok {
+		return in, nil
+	}
+	return &corev1.Event{
+		TypeMeta: ev.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ev.Name, Namespace: ev.Namespace, UID: ev.UID,
+			ResourceVersion: ev.ResourceVersion, CreationTimestamp: ev.CreationTimestamp,
+		},
+		InvolvedObject: corev1.ObjectReference{Kind: ev.InvolvedObject.Kind, Name: ev.InvolvedObject.Name, Namespace: ev.InvolvedObject.Namespace},
+		Reason:         ev.Reason,
+		Message:        ev.Message,
+		Type:           ev.Type,
+		FirstTimestamp: ev.FirstTimestamp,
+		LastTimestamp:  ev.LastTimestamp,
+		EventTime:      ev.EventTime,
+		Series:         ev.Series,
+		Count:          ev.Count,
+	}, nil
+}
+
+// leaseSweeper deletes state Leases of namespaces that no longer exist (seed 3.3.1). It runs on
+// the leader only, once at start and then every interval.
+type leaseSweeper struct {
+	store    *state.Store
+	live     client.Reader
+	interval time.Duration
+	log      logr.Logger
+}
+
+var _ manager.LeaderElectionRunnable = (*leaseSweeper)(nil)
+
+func (s *leaseSweeper) NeedLeaderElection() bool { return true }
+
+func (s *leaseSweeper) Start(ctx context.Context) error {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		n, err := s.store.Sweep(ctx, s.namespaceExists)
+		if err != nil {
+			s.log.Error(err, "lease sweep failed; will try again")
+		}
+		if n > 0 {
+			metrics.LeasesSwept.Add(float64(n))
+			s.log.Info("deleted state leases of deleted namespaces", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// namespaceExists asks the API server, not the cache: deleting state on a stale cache
+// would forget a cooldown.
+func (s *leaseSweeper) namespaceExists(ctx context.Context, name string) (bool, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := s.live.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}

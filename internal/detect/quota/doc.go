@@ -1,0 +1,8 @@
+// Package quota is the quota-pressure detector (seed 003, sections 2 and 3): it decides when a
+// ResourceQuota is under pressure and what its new hard limit should be.
+//
+// decide.go and the parsers beside it are pure: a Snapshot (the quota, its namespace's policy,
+// the FailedCreate evidence, the remembered state and the time) goes in, a Decision comes out.
+// controller.go gathers the snapshot from the informer cache and hands the Decision to an
+// actuator; it holds no arithmetic of its own.
+package quota

@@ -1,0 +1,156 @@
+package quota
+
+import (
+	"math/big"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// DetectorName is the detector's name in Keys, metrics and log lines.
+const DetectorName = "quota"
+
+// Trigger says why a resource got a recommendation.
+type Trigger string
+
+const (
+	// TriggerThreshold: used/hard reached the threshold (seed 2.1).
+	TriggerThreshold Trigger = "threshold"
+	// TriggerDeficit: a workload failed to create pods because the quota was exceeded (seed 2.6).
+	TriggerDeficit Trigger = "deficit"
+)
+
+// Settings are the tunables of one resource (or of the whole namespace, or the flags).
+type Settings struct {
+	// Threshold in percent, 0 ≤ Threshold ≤ 100.
+	Threshold *big.Rat
+	// Increment as a fraction: 0.2 means +20%. 0 < Increment ≤ 10.
+	Increment *big.Rat
+}
+
+// Policy is the effective configuration of one namespace after annotations were applied to the
+// flag defaults. Precedence: per-resource annotation, namespace annotation, flag.
+type Policy struct {
+	// Enabled is false when the namespace opted out with resizer.io/enabled: "false".
+	Enabled bool
+	// Namespace holds the namespace-wide settings (annotation, else flag).
+	Namespace Settings
+	// PerResource holds per-alias overrides; a nil field means "not overridden".
+	PerResource map[string]Settings
+	// Cooldown is how long no further increase is recommended after one was made.
+	Cooldown time.Duration
+}
+
+// AnnotationProblem describes one namespace annotation that could not be used.
+type AnnotationProblem struct {
+	Key      string // full annotation key, e.g. resizer.io/cpu-threshold
+	Value    string // the value as written
+	Problem  string // what is wrong, e.g. "threshold must be between 0 and 100"
+	Fallback string // the value used instead, human readable, e.g. "80%"
+}
+
+// State is what the Lease remembers about one quota.
+type State struct {
+	// LastModified is the time of the last recommendation (observer mode) or PR (PR mode);
+	// zero when none was ever made.
+	LastModified time.Time
+}
+
+// FailureKind distinguishes the two quota messages the API server writes into FailedCreate events.
+type FailureKind int
+
+const (
+	// FailureExceeded: "exceeded quota: <q>, requested: …, used: …, limited: …".
+	FailureExceeded FailureKind = iota + 1
+	// FailureMissingSpec: "failed quota: <q>: must specify <resources>" — nothing to raise.
+	FailureMissingSpec
+)
+
+// QuotaFailure is the parsed quota part of a FailedCreate event message.
+type QuotaFailure struct {
+	Kind  FailureKind
+	Quota string
+	// For FailureExceeded.
+	Requested, Used, Limited corev1.ResourceList
+	// For FailureMissingSpec: the text after "must specify", as written (e.g. "limits.cpu for: c").
+	Missing string
+}
+
+// Owner is the object that failed to create pods, and how many pods it still lacks.
+type Owner struct {
+	Kind string // ReplicaSet, StatefulSet, Job, DaemonSet, Pod, or "" when unknown
+	Name string
+	// Missing is how many pods the owner still lacks; 0 when unknown (counted as 1).
+	Missing int64
+	// Known is true when the owner was found and Missing was computed from its spec and status.
+	Known bool
+}
+
+// Failure is one FailedCreate event that names a quota, with its owner.
+type Failure struct {
+	EventName string
+	// LastSeen is the event's last timestamp (lastTimestamp, series, eventTime, firstTimestamp,
+	// creation, whichever is latest).
+	LastSeen time.Time
+	Message  string
+	Owner    Owner
+	Parsed   QuotaFailure
+}
+
+// Snapshot is everything Decide needs about one ResourceQuota.
+type Snapshot struct {
+	Now       time.Time
+	Namespace string
+	Quota     string
+	// Hard and Used are the quota's status; Hard empty means "no status yet".
+	Hard, Used corev1.ResourceList
+	Policy     Policy
+	State      State
+	// Failures are the FailedCreate events in the namespace that name this quota.
+	Failures []Failure
+}
+
+// Recommendation is one resource of one quota that should be raised.
+type Recommendation struct {
+	Namespace   string
+	Quota       string
+	Resource    corev1.ResourceName
+	Current     resource.Quantity
+	Used        resource.Quantity
+	UsedPercent float64
+	// ThresholdPercent is the threshold that applied, for the message.
+	ThresholdPercent float64
+	Recommended      resource.Quantity
+	Trigger          Trigger
+	// Owner is the failing workload for deficits.
+	Owner *Owner
+	// Event is an excerpt of the FailedCreate event for deficits.
+	Event   string
+	Message string
+
+	// requested is what each missing pod requests (deficits), for the message.
+	requested resource.Quantity
+}
+
+// MissingSpec reports a workload that cannot create pods because the quota requires a
+// resource field its pod template does not set; there is nothing to raise.
+type MissingSpec struct {
+	Namespace, Quota string
+	Owner            Owner
+	Missing          string
+	EventName        string
+	Message          string
+}
+
+// Decision is what Decide concluded about one quota.
+type Decision struct {
+	Recommendations []Recommendation
+	MissingSpecs    []MissingSpec
+	// RequeueAfter is when Decide needs to look again even if nothing changes (the end of a
+	// cooldown under pressure); 0 means "only when something changes".
+	RequeueAfter time.Duration
+	// Problems are per-resource problems (a quantity that does not parse, an overflow) that
+	// skipped that resource only.
+	Problems []string
+}

@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"strings"
+)
+
+// Key names one target of one detector, stably across restarts and replicas:
+// "<detector>/<namespace>/<name>". It names the target's Lease and, in PR mode, its branch.
+type Key string
+
+// NewKey builds the Key of a detector's target.
+func NewKey(detector, namespace, name string) Key {
+	return Key(detector + "/" + namespace + "/" + name)
+}
+
+// Target is the object a Change is about.
+type Target struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String renders the target like kubectl does: kind/namespace/name.
+func (t Target) String() string {
+	var b strings.Builder
+	b.WriteString(t.Kind)
+	if t.Group != "" {
+		b.WriteString("." + t.Group)
+	}
+	b.WriteString("/")
+	if t.Namespace != "" {
+		b.WriteString(t.Namespace + "/")
+	}
+	b.WriteString(t.Name)
+	return b.String()
+}
+
+// EditOp is what an actuator is asked to do to the target's manifest.
+type EditOp string
+
+const (
+	// EditSetFields sets one or more fields to new values.
+	EditSetFields EditOp = "SetFields"
+	// EditScaleToZero sets the replica count to zero.
+	EditScaleToZero EditOp = "ScaleToZero"
+	// EditDelete removes the object (its manifest, in PR mode). Always an explicit opt-in.
+	EditDelete EditOp = "Delete"
+)
+
+// FieldChange is one field of an EditSetFields: the path below the object root, the value the
+// detector saw and the value it proposes, both in their Kubernetes string form.
+type FieldChange struct {
+	Path []string `json:"path"`
+	From string   `json:"from,omitempty"`
+	To   string   `json:"to"`
+}
+
+// Edit says what, not how: actuators decide how to carry it out.
+type Edit struct {
+	Op     EditOp        `json:"op"`
+	Fields []FieldChange `json:"fields,omitempty"`
+}
+
+// Change is a detector's proposal: what should change on which object, and the evidence a
+// reviewer needs to agree.
+type Change struct {
+	Key      Key    `json:"key"`
+	Detector string `json:"detector"`
+	Target   Target `json:"target"`
+	Edit     Edit   `json:"edit"`
+	// Reason is a CamelCase machine reason, used as the Kubernetes Event reason.
+	Reason string `json:"reason"`
+	// Summary is one human sentence per field, joined, used as Event message.
+	Summary string `json:"summary"`
+	// Evidence holds structured facts (one entry per field) for logs and PR bodies.
+	Evidence []map[string]string `json:"evidence,omitempty"`
+}

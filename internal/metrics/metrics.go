@@ -1,0 +1,52 @@
+// Package metrics defines Kustos's Prometheus metrics, registered with controller-runtime's
+// registry so they are served on /metrics next to the controller-runtime ones.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// Decisions counts recommendations by detector and trigger.
+	Decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_decisions_total",
+		Help: "Recommendations made, by detector and trigger.",
+	}, []string{"detector", "trigger"})
+
+	// RecommendedValue is the last recommended value of a quota resource, in base units.
+	RecommendedValue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_recommended_value",
+		Help: "Last recommended hard limit of a quota resource, in base units (cores, bytes, objects).",
+	}, []string{"namespace", "quota", "resource"})
+
+	// ReconcileDuration measures one reconcile of a detector, snapshot to actuation.
+	ReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kustos_reconcile_duration_seconds",
+		Help:    "Time of one reconcile, by detector.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"detector"})
+
+	// InvalidInput counts input Kustos could not use, by kind (annotation, event_message,
+	// quantity, state_lease), so that bad input shows on a dashboard, not only in logs.
+	InvalidInput = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_invalid_input_total",
+		Help: "Inputs that could not be used and were skipped or replaced by a default, by kind.",
+	}, []string{"detector", "kind"})
+
+	// EventsWritten counts Kubernetes Events Kustos created, by reason.
+	EventsWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_events_written_total",
+		Help: "Kubernetes Events written, by reason.",
+	}, []string{"reason"})
+
+	// LeasesSwept counts state Leases deleted because their namespace was gone.
+	LeasesSwept = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kustos_state_leases_swept_total",
+		Help: "State Leases deleted because their target namespace no longer exists.",
+	})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept)
+}

@@ -1,0 +1,16 @@
+// Package recommend implements `kustos recommend`, the offline twin of the quota detector: it
+// reads Kubernetes objects from files or stdin (a cluster dump, or manifests for a dry run),
+// makes the same decision the controller would make for every ResourceQuota (quota.Decide), and
+// prints the recommendations as JSON lines.
+//
+// The package has two halves:
+//
+//   - load.go reads YAML or JSON (multi-document YAML, `kind: List` and `*List` objects) into
+//     typed objects, each with the file and line it came from, so that invalid input can be
+//     reported as FILE:LINE: what is wrong. Kinds the decision does not need are skipped.
+//   - recommend.go indexes the objects (namespaces, quotas, FailedCreate events, workloads,
+//     state Leases), builds one quota.Snapshot per quota and calls quota.Decide; run.go holds
+//     the command line: flags, exit codes and output.
+//
+// Nothing here talks to a cluster, and the only clock read is the default of --now.
+package recommend

@@ -1,0 +1,10 @@
+// Package state is the only place Kustos remembers anything: one coordination.k8s.io Lease per
+// change Key in the controller's own namespace (seed 003, section 3.3). The Lease holds the time
+// of the last modification (for cooldowns and stale-event filtering), the lock (holder = the
+// open pull request, in PR mode) and a pending decision that was decided but not yet fully
+// recorded. GitOps tools never prune these Leases because they are not in Git.
+//
+// Every write carries the Lease's resourceVersion, so two replicas (or a replica and its own
+// stale cache) can never both record the same decision: the loser gets a conflict and retries.
+// A background sweep deletes Leases whose target namespace no longer exists (seed 3.3.1).
+package state
