@@ -62,7 +62,7 @@ type Options struct {
 	// InProcessReplica allows several Kustos managers in one process (tests start and stop
 	// replicas); controller-runtime otherwise refuses a second controller of the same name.
 	InProcessReplica bool
-	Log logr.Logger
+	Log              logr.Logger
 }
 
 // Validate reports the first option that cannot work, naming it as a flag.

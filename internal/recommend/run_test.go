@@ -135,10 +135,23 @@ func TestRun(t *testing.T) {
 			wantLines: 1,
 		},
 		{
-			name:      "stdin by default, several files",
-			args:      []string{"-f", "testdata/deficit.yaml", "--threshold", "85%", "--increment", "0.5"},
+			name:      "stdin by default",
 			stdin:     "threshold.yaml",
-			wantOut:   []string{`"recommended":"16"`},
+			wantOut:   []string{`"recommended":"12"`},
+			wantLines: 1,
+		},
+		{
+			name:      "several files",
+			args:      []string{"-f", "testdata/typedlist.yaml", "-f", "testdata/threshold.yaml"},
+			wantOut:   []string{`{"namespace":"team-a",`, `{"namespace":"team-e",`},
+			wantLines: 2,
+		},
+		{
+			// requests.cpu at 80% is below --threshold 85%; the deficit still needs 16, more
+			// than +50% (15).
+			name:      "threshold and increment flags",
+			args:      []string{"-f", "testdata/deficit.yaml", "--threshold", "85%", "--increment", "0.5"},
+			wantOut:   []string{`"recommended":"16","trigger":"deficit"`},
 			wantLines: 1,
 		},
 		{

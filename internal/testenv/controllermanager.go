@@ -68,8 +68,9 @@ func (e *Env) startControllerManager(ctx context.Context, opts Options) error {
 
 // waitControllerManager proves that the controllers we depend on run: in a fresh probe
 // namespace the resourcequota controller computes a quota's status and the serviceaccount
-// controller creates the default ServiceAccount; then the namespace controller deletes the
-// namespace completely.
+// controller creates the default ServiceAccount. The probe namespace is then deleted without
+// waiting: the namespace controller waits a fixed 5s before it deletes a namespace, so the empty
+// probe namespace stays Terminating for about that long after Start returns.
 func (e *Env) waitControllerManager(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -105,13 +106,11 @@ func (e *Env) waitControllerManager(ctx context.Context) error {
 		return err
 	}
 
-	if err := cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+	// Delete the quota right away, so that nothing watching quotas sees it.
+	if err := cs.CoreV1().ResourceQuotas(ns.Name).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	return e.poll(ctx, "deletion of the probe namespace", func() (bool, error) {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
+	return cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
 }
 
 // poll calls cond until it returns true or an error, ctx ends, or kube-controller-manager exits.

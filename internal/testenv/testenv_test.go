@@ -209,6 +209,36 @@ func TestControllerManager(t *testing.T) {
 		logQuota(t, cs, ns)
 	})
 
+	// There are no kubelets, but the DaemonSet controller schedules pods itself onto Node
+	// objects (it sets spec.nodeName), so three bare Nodes give it three pods to create.
+	t.Run("DaemonSet", func(t *testing.T) {
+		for i := range 3 {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}}
+			if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ns := createQuotaNamespace(t, cs, "ds", true)
+		ds := &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+				Template: podTemplate("agent", corev1.RestartPolicyAlways),
+			},
+		}
+		if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForQuotaEvent(t, cs, ns, "DaemonSet")
+		ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("at the event: DaemonSet %s status.desiredNumberScheduled=%d currentNumberScheduled=%d",
+			ds.Name, ds.Status.DesiredNumberScheduled, ds.Status.CurrentNumberScheduled)
+		logQuota(t, cs, ns)
+	})
+
 	// The query Kustos uses finds the events of all workload kinds.
 	t.Run("FieldSelector", func(t *testing.T) {
 		list, err := cs.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
@@ -220,10 +250,10 @@ func TestControllerManager(t *testing.T) {
 		kinds := map[string]bool{}
 		for _, ev := range list.Items {
 			kinds[ev.InvolvedObject.Kind] = true
-			t.Logf("%s %s/%s count=%d", ev.Namespace, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Count)
+			t.Logf("%s %s/%s count=%d: %s", ev.Namespace, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Count, ev.Message)
 		}
 		// The Deployment's namespace has been deleted, with its events.
-		for _, kind := range []string{"Job", "StatefulSet"} {
+		for _, kind := range []string{"Job", "StatefulSet", "DaemonSet"} {
 			if !kinds[kind] {
 				t.Errorf("no FailedCreate event for a %s in %v", kind, kinds)
 			}

@@ -50,6 +50,10 @@ type StateStore interface {
 
 var _ StateStore = (*state.Store)(nil)
 
+// conflictRetry is how soon a quota is decided again after its state Lease changed under us:
+// long enough for the cache to see the newer Lease, short enough to be unnoticeable.
+const conflictRetry = 200 * time.Millisecond
+
 // Reconciler gathers the Snapshot of one ResourceQuota from the informer cache, calls Decide
 // and hands the result to the Actuator. It holds no arithmetic of its own.
 type Reconciler struct {
@@ -156,7 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	rec, err = r.State.MarkModified(ctx, rec, now, string(pending))
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		log.V(1).Info("state lease changed under us; deciding again")
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err

@@ -58,7 +58,9 @@ func summarize(d Decision) string {
 }
 
 func TestDecide(t *testing.T) {
-	rs := func(missing int64) Owner { return Owner{Kind: "ReplicaSet", Name: "web-1", Missing: missing, Known: true} }
+	rs := func(missing int64) Owner {
+		return Owner{Kind: "ReplicaSet", Name: "web-1", Missing: missing, Known: true}
+	}
 	cases := []struct {
 		name        string
 		s           Snapshot
