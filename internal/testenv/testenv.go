@@ -61,8 +61,9 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver and, if opts.ControllerManager, kube-controller-manager,
 // and returns once they serve requests (for the controller manager: once it has handled a probe
-// namespace, see waitControllerManager). ctx bounds the start-up only; the processes run until
-// Stop. On error, everything already started is stopped again.
+// namespace, see waitControllerManager). ctx bounds that wait only (etcd and kube-apiserver have
+// their own 60s start timeout); the processes run until Stop. On error, everything already
+// started is stopped again. KUBEBUILDER_ASSETS and TEST_ASSET_* are ignored.
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
