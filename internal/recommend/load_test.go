@@ -17,11 +17,10 @@ func summary(objs []Object) string {
 		kind := strings.TrimPrefix(fmt.Sprintf("%T", o.Object), "*")
 		kind = kind[strings.Index(kind, ".")+1:]
 		var ns, name string
-		switch obj := o.Object.(type) {
-		case interface {
+		if obj, ok := o.Object.(interface {
 			GetNamespace() string
 			GetName() string
-		}:
+		}); ok {
 			ns, name = obj.GetNamespace(), obj.GetName()
 		}
 		if ns != "" {

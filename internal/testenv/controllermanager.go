@@ -126,7 +126,7 @@ func (e *Env) poll(ctx context.Context, what string, cond func() (bool, error)) 
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
 		case <-e.kcm.done:
-			return fmt.Errorf("kube-controller-manager exited: %v", e.kcm.err)
+			return fmt.Errorf("kube-controller-manager exited: %w", e.kcm.err)
 		case <-tick.C:
 		}
 	}
