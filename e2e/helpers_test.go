@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -196,6 +198,12 @@ type kustos struct {
 // startKustos starts Kustos with the defaults of `kustos run`, changed by mutate.
 func startKustos(t *testing.T, mutate func(*app.Options)) *kustos {
 	t.Helper()
+	return startKustosAs(t, env.Config, mutate)
+}
+
+// startKustosAs starts Kustos talking to the API server with cfg's identity.
+func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *kustos {
+	t.Helper()
 	threshold, _ := quota.ParseThreshold("80")
 	increment, _ := quota.ParseIncrement("20%")
 	o := app.Options{
@@ -216,14 +224,14 @@ func startKustos(t *testing.T, mutate func(*app.Options)) *kustos {
 	if o.StateNamespace == "" {
 		o.StateNamespace = newNamespace(t, "kustos-state", nil)
 	}
-	return startKustosWith(t, o)
+	return startKustosWith(t, cfg, o)
 }
 
-func startKustosWith(t *testing.T, o app.Options) *kustos {
+func startKustosWith(t *testing.T, cfg *rest.Config, o app.Options) *kustos {
 	t.Helper()
 	logs := &logBuffer{}
 	o.Log = logr.FromSlogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mgr, err := app.NewManager(env.Config, o)
+	mgr, err := app.NewManager(cfg, o)
 	if err != nil {
 		t.Fatalf("creating Kustos: %v", err)
 	}
@@ -257,4 +265,21 @@ func rl(pairs ...string) corev1.ResourceList {
 	return out
 }
 
-var _ = ptr.To[int32]
+// deploymentOf is a Deployment of replicas pods requesting cpu each.
+func deploymentOf(ns, name string, replicas int32, cpu string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "c", Image: "registry.invalid/app:1",
+					Resources: corev1.ResourceRequirements{Requests: rl("cpu", cpu)},
+				}}},
+			},
+		},
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +39,9 @@ type options struct {
 }
 
 func main() {
+	// The harness's own clients (envtest) log through controller-runtime; it has nothing to
+	// say that the report does not, and an unset logger prints a warning with a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
