@@ -1,0 +1,188 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+var (
+	// ErrSourceNotFound: no document in the indexed paths defines the target.
+	ErrSourceNotFound = errors.New("source not found")
+	// ErrSourceAmbiguous: several documents define the target; see *AmbiguousError.
+	ErrSourceAmbiguous = errors.New("source ambiguous")
+	// ErrSourceNotEditable: the target's values come from a kustomize patch or generator that a
+	// plain edit of its document cannot change; see *NotEditableError.
+	ErrSourceNotEditable = errors.New("source not editable")
+)
+
+// NotFoundError says where the index looked.
+type NotFoundError struct {
+	Target lifecycle.Target
+	Where  []string // path prefixes, or the resizer.io/git-path value
+}
+
+func (e *NotFoundError) Error() string {
+	where := "the whole repository"
+	if len(e.Where) > 0 && !(len(e.Where) == 1 && e.Where[0] == "") {
+		where = strings.Join(e.Where, ", ")
+	}
+	return fmt.Sprintf("source not found: no manifest defines %s under %s", e.Target, where)
+}
+
+// Is makes errors.Is(err, ErrSourceNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrSourceNotFound }
+
+// AmbiguousError lists every file that defines the target.
+type AmbiguousError struct {
+	Target lifecycle.Target
+	Paths  []string // "path" or, when a file defines it twice, "path#doc"
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("source ambiguous: %s is defined in %d places: %s", e.Target, len(e.Paths), strings.Join(e.Paths, ", "))
+}
+
+// Is makes errors.Is(err, ErrSourceAmbiguous) true.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrSourceAmbiguous }
+
+// NotEditableError names the kustomization and the patch or generator in the way.
+type NotEditableError struct {
+	Target        lifecycle.Target
+	Location      *Location // the document, when there is one (patch case)
+	Kustomization string    // path of the kustomization file
+	Patch         string    // e.g. "patches[0] (path: quota-patch.yaml)"; empty for generators
+	Generator     string    // e.g. "configMapGenerator[0] (settings)"
+}
+
+func (e *NotEditableError) Error() string {
+	if e.Patch != "" {
+		return fmt.Sprintf("source not editable: %s (%s#%d) is patched by %s in %s; edit the patch instead",
+			e.Target, e.Location.Path, e.Location.Doc, e.Patch, e.Kustomization)
+	}
+	return fmt.Sprintf("source not editable: %s is produced by %s in %s", e.Target, e.Generator, e.Kustomization)
+}
+
+// Is makes errors.Is(err, ErrSourceNotEditable) true.
+func (e *NotEditableError) Is(target error) bool { return target == ErrSourceNotEditable }
+
+// Locate finds the one document that defines t under the index's path prefixes.
+func (ix *Index) Locate(t lifecycle.Target) (Location, error) {
+	ns := t.Namespace
+	if clusterScopedKinds[t.Kind] {
+		ns = ""
+	}
+	es := ix.byKey[Key{t.Group, t.Kind, ns, t.Name}]
+	return ix.pick(t, es, ix.prefixes)
+}
+
+// LocateIn finds t in the file or below the directory p (slash-separated, relative to the
+// repository root), as named by a namespace's resizer.io/git-path annotation. Besides documents
+// in t's namespace it accepts documents with no namespace at all (set by the GitOps tool's
+// target namespace), preferring the former.
+func (ix *Index) LocateIn(p string, t lifecycle.Target) (Location, error) {
+	p = normPrefix(p)
+	var same, none []*entry
+	for _, e := range ix.byName[Key{t.Group, t.Kind, "", t.Name}] {
+		if !under(e.Path, p) {
+			continue
+		}
+		switch {
+		case e.Namespace == t.Namespace:
+			same = append(same, e)
+		case e.Namespace == "":
+			none = append(none, e)
+		}
+	}
+	if len(same) == 0 {
+		same = none
+	}
+	return ix.pick(t, same, []string{p})
+}
+
+func (ix *Index) pick(t lifecycle.Target, es []*entry, where []string) (Location, error) {
+	switch len(es) {
+	case 0:
+		if err := ix.generated(t, where); err != nil {
+			return Location{}, err
+		}
+		return Location{}, &NotFoundError{Target: t, Where: where}
+	case 1:
+	default:
+		count := map[string]int{}
+		for _, e := range es {
+			count[e.Path]++
+		}
+		var paths []string
+		for _, e := range es {
+			if count[e.Path] > 1 {
+				paths = append(paths, fmt.Sprintf("%s#%d", e.Path, e.Doc))
+			} else {
+				paths = append(paths, e.Path)
+			}
+		}
+		sort.Strings(paths)
+		return Location{}, &AmbiguousError{Target: t, Paths: paths}
+	}
+	e := es[0]
+	for _, k := range e.kusts {
+		for i := range k.patches {
+			if k.patches[i].matches(e, k) {
+				loc := e.Location
+				return Location{}, &NotEditableError{Target: t, Location: &loc, Kustomization: k.path, Patch: k.patches[i].desc}
+			}
+		}
+	}
+	return e.Location, nil
+}
+
+// generated reports a generator (configMapGenerator, secretGenerator, helmCharts) under where
+// that produces t.
+func (ix *Index) generated(t lifecycle.Target, where []string) error {
+	for _, k := range ix.kusts {
+		inWhere := false
+		for _, w := range where {
+			if under(k.path, w) {
+				inWhere = true
+			}
+		}
+		if !inWhere {
+			continue
+		}
+		for _, g := range k.generators {
+			if g.kind != "" && (t.Group != "" || g.kind != t.Kind || !generatedName(g.name, t.Name)) {
+				continue
+			}
+			overrides := k.overrides
+			if len(overrides) == 0 {
+				overrides = []string{""}
+			}
+			for _, o := range overrides {
+				ns := o
+				if ns == "" {
+					ns = g.namespace
+				}
+				if ns == "" {
+					ns = k.namespace
+				}
+				if ns == t.Namespace || (g.kind != "" && ns == "") {
+					return &NotEditableError{Target: t, Kustomization: k.path, Generator: g.desc}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// generatedName: a generated ConfigMap/Secret is named "<name>-<hash>" unless the hash suffix is
+// disabled.
+func generatedName(base, name string) bool {
+	if name == base {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, base+"-")
+	return ok && len(rest) == 10 && !strings.ContainsAny(rest, "-.")
+}

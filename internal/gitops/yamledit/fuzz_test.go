@@ -1,0 +1,56 @@
+package yamledit
+
+import (
+	"testing"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// FuzzApply: arbitrary YAML and a fixed set-field edit must never panic; when Apply succeeds,
+// the edited document re-parses and holds the new value.
+func FuzzApply(f *testing.F) {
+	f.Add("spec:\n  hard:\n    requests.cpu: \"10\"\n")
+	f.Add("a: 1\n---\nspec: {hard: {requests.cpu: 10}}\n")
+	f.Add("spec:\n  hard: ~\n")
+	path := []string{"spec", "hard", "requests.cpu"}
+	edit := lifecycle.Edit{Op: lifecycle.EditSetFields, Fields: []lifecycle.FieldChange{{Path: path, To: "12"}}}
+	f.Fuzz(func(t *testing.T, content string) {
+		out, changed, err := Apply([]byte(content), 0, edit)
+		if err != nil {
+			return
+		}
+		if !changed && string(out) != content {
+			t.Fatalf("changed=false but output differs")
+		}
+		docs := Documents(out)
+		if len(docs) == 0 {
+			t.Fatalf("no document in output %q", out)
+		}
+		var d yaml.Node
+		if err := yaml.Unmarshal(out[docs[0].Start:docs[0].End], &d); err != nil {
+			t.Fatalf("output does not parse: %v\n%q", err, out)
+		}
+		n := d.Content[0]
+		for _, k := range path {
+			if n == nil || n.Kind != yaml.MappingNode {
+				t.Fatalf("path missing in output %q", out)
+			}
+			n = lookup(n, k)
+		}
+		if n == nil || n.Value != "12" {
+			t.Fatalf("field not set in output %q", out)
+		}
+		// Every other document is byte-identical.
+		in := Documents([]byte(content))
+		if len(in) != len(docs) {
+			t.Fatalf("document count %d → %d", len(in), len(docs))
+		}
+		for i := 1; i < len(in); i++ {
+			if content[in[i].Start:in[i].End] != string(out[docs[i].Start:docs[i].End]) {
+				t.Fatalf("document %d changed", i)
+			}
+		}
+	})
+}
