@@ -23,6 +23,7 @@ build: ## Build bin/kustos.
 .PHONY: testbin
 testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd) and helm into bin/ (cached).
 	hack/setup-testbin.sh
+	hack/setup-openapi.sh
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.

@@ -1,0 +1,123 @@
+package github
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Defaults of the transport chain.
+const (
+	DefaultRequestTimeout      = 30 * time.Second
+	DefaultMaxRetries          = 4
+	DefaultBackoffBase         = 500 * time.Millisecond
+	DefaultBackoffCap          = 30 * time.Second
+	DefaultMaxRateLimitWait    = 90 * time.Second
+	DefaultSecondaryRetryAfter = 60 * time.Second
+	DefaultCacheEntries        = 1000
+	DefaultMutationInterval    = time.Second
+)
+
+// settings configures the transport chain; Options change it.
+type settings struct {
+	base             http.RoundTripper
+	clock            Clock
+	timeout          time.Duration
+	maxRetries       int
+	backoffBase      time.Duration
+	backoffCap       time.Duration
+	jitter           func(time.Duration) time.Duration
+	maxWait          time.Duration
+	secondaryDefault time.Duration
+	cacheEntries     int
+	mutationInterval time.Duration
+	identity         string
+}
+
+func defaultSettings() settings {
+	return settings{
+		base:             http.DefaultTransport,
+		clock:            realClock{},
+		timeout:          DefaultRequestTimeout,
+		maxRetries:       DefaultMaxRetries,
+		backoffBase:      DefaultBackoffBase,
+		backoffCap:       DefaultBackoffCap,
+		jitter:           equalJitter,
+		maxWait:          DefaultMaxRateLimitWait,
+		secondaryDefault: DefaultSecondaryRetryAfter,
+		cacheEntries:     DefaultCacheEntries,
+		mutationInterval: DefaultMutationInterval,
+	}
+}
+
+// equalJitter returns a duration in [d/2, d].
+func equalJitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// Option changes the transport chain or the client.
+type Option func(*settings)
+
+// WithBaseTransport sends requests through rt instead of http.DefaultTransport.
+func WithBaseTransport(rt http.RoundTripper) Option { return func(s *settings) { s.base = rt } }
+
+// WithClock injects the time source and sleeper (tests).
+func WithClock(c Clock) Option { return func(s *settings) { s.clock = c } }
+
+// WithRequestTimeout bounds every single attempt (default 30 s; 0 disables).
+func WithRequestTimeout(d time.Duration) Option { return func(s *settings) { s.timeout = d } }
+
+// WithMaxRetries sets how many times one request may be retried (default 4).
+func WithMaxRetries(n int) Option { return func(s *settings) { s.maxRetries = n } }
+
+// WithBackoff sets the exponential backoff's first step and cap (defaults 500 ms, 30 s).
+func WithBackoff(base, maxBackoff time.Duration) Option {
+	return func(s *settings) { s.backoffBase, s.backoffCap = base, maxBackoff }
+}
+
+// WithJitter replaces the jitter function (default: uniform in [d/2, d]); tests pass identity.
+func WithJitter(f func(time.Duration) time.Duration) Option {
+	return func(s *settings) { s.jitter = f }
+}
+
+// WithMaxRateLimitWait bounds how long one request may wait for a rate limit to reset before
+// failing with *RateLimitError (default 90 s; 0 never waits).
+func WithMaxRateLimitWait(d time.Duration) Option { return func(s *settings) { s.maxWait = d } }
+
+// WithCacheEntries bounds the ETag cache (default 1000; 0 disables conditional requests).
+func WithCacheEntries(n int) Option { return func(s *settings) { s.cacheEntries = n } }
+
+// WithMutationInterval sets the pause between two mutations of one client (default 1 s, as
+// GitHub's best practices ask).
+func WithMutationInterval(d time.Duration) Option {
+	return func(s *settings) { s.mutationInterval = d }
+}
+
+// WithCacheIdentity names the credentials for the ETag cache key (NewClient sets it from the
+// Config; without it the SHA-256 of the Authorization header is used).
+func WithCacheIdentity(id string) Option { return func(s *settings) { s.identity = id } }
+
+// NewChain returns the resilience chain over the base transport, outermost first:
+// serialize mutations → ETag cache → retries and rate limits → per-attempt timeout →
+// metrics → base. Credentials go on top of it (see NewClient).
+func NewChain(opts ...Option) http.RoundTripper {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	return s.chain()
+}
+
+func (s settings) chain() http.RoundTripper {
+	var rt http.RoundTripper = &instrumented{next: s.base}
+	rt = &timeoutTransport{next: rt, timeout: s.timeout}
+	rt = &retryTransport{next: rt, s: s, limits: newRateLimits()}
+	if s.cacheEntries > 0 {
+		rt = newETagCache(rt, s.cacheEntries, s.identity)
+	}
+	return newSerializer(rt, s.clock, s.mutationInterval)
+}

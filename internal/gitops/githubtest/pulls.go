@@ -1,0 +1,793 @@
+package githubtest
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pull is a pull request; guarded by Server.mu.
+type pull struct {
+	number       int
+	id           int64
+	title, body  string
+	state        string // open, closed
+	head, base   string // branch names
+	headSHA      string // last known head commit
+	baseSHA      string
+	draft        bool
+	merged       bool
+	mergeSHA     string
+	mergedAt     *time.Time
+	closedAt     *time.Time
+	created      time.Time
+	updated      time.Time
+	labels       []string
+	byAPI        bool
+	maintainerOK bool
+
+	// mergeability of (headSHA, baseSHA) = mergeKey
+	mergeKey  string
+	computing chan struct{}
+	conflict  bool
+	mergeTree string
+}
+
+// PullRequest is a snapshot of a pull request for assertions.
+type PullRequest struct {
+	Number         int
+	Title, Body    string
+	State          string // "open" or "closed"
+	Head, Base     string // branch names
+	HeadSHA        string
+	BaseSHA        string
+	Merged         bool
+	MergeCommitSHA string
+	Labels         []string
+	// Mergeable is nil until computed for the current head and base.
+	Mergeable      *bool
+	MergeableState string
+}
+
+type commitStatus struct {
+	id                   int64
+	state, context, desc string
+	created, updated     time.Time
+	targetURL            string
+}
+
+type checkRun struct {
+	id                 int64
+	name               string
+	status, conclusion string // status: queued, in_progress, completed
+	started, completed time.Time
+}
+
+// ---- test controls -----------------------------------------------------------------------------
+
+// SetRequiredChecks sets the status check contexts (commit statuses or check-run names) that
+// branch protection requires before a pull request may merge (empty: none).
+func (s *Server) SetRequiredChecks(owner, name string, contexts ...string) {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.required = append([]string(nil), contexts...)
+}
+
+// SetCheck records a check run on sha: state "success", "failure", "neutral", "skipped",
+// "cancelled", "timed_out", "action_required" (completed with that conclusion), or "queued" /
+// "in_progress" / "pending" (not completed).
+func (s *Server) SetCheck(owner, name, sha, checkName, state string) {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.checks[sha] == nil {
+		r.checks[sha] = map[string]*checkRun{}
+	}
+	now := time.Now().UTC()
+	cr := r.checks[sha][checkName]
+	if cr == nil {
+		s.nextID++
+		cr = &checkRun{id: s.nextID, name: checkName, started: now}
+		r.checks[sha][checkName] = cr
+	}
+	switch state {
+	case "queued", "in_progress":
+		cr.status, cr.conclusion = state, ""
+	case "pending":
+		cr.status, cr.conclusion = "in_progress", ""
+	default:
+		cr.status, cr.conclusion, cr.completed = "completed", state, now
+	}
+}
+
+// SetStatus records a commit status (state: error, failure, pending, success) on sha.
+func (s *Server) SetStatus(owner, name, sha, context, state string) {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.statuses[sha] == nil {
+		r.statuses[sha] = map[string]*commitStatus{}
+	}
+	now := time.Now().UTC()
+	st := r.statuses[sha][context]
+	if st == nil {
+		s.nextID++
+		st = &commitStatus{id: s.nextID, context: context, created: now}
+		r.statuses[sha][context] = st
+	}
+	st.state, st.updated, st.desc = state, now, "githubtest "+state
+}
+
+// ClosePR closes a pull request without merging it, as a human would in the web UI.
+func (s *Server) ClosePR(owner, name string, number int) {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := r.pull(number)
+	if p == nil {
+		s.t.Fatalf("githubtest: no pull request #%d in %s/%s", number, owner, name)
+	}
+	if p.state == "open" {
+		now := time.Now().UTC()
+		p.state, p.closedAt, p.updated = "closed", &now, now
+	}
+}
+
+// PR returns a snapshot of a pull request; ok is false when it does not exist. Mergeability is
+// reported as computed so far (taking a snapshot never triggers the computation).
+func (s *Server) PR(owner, name string, number int) (PullRequest, bool) {
+	r := s.mustRepo(owner, name)
+	r.refreshPulls(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := r.pull(number)
+	if p == nil {
+		return PullRequest{}, false
+	}
+	m, st := s.mergeabilityLocked(r, p)
+	return PullRequest{
+		Number: p.number, Title: p.title, Body: p.body, State: p.state, Head: p.head, Base: p.base,
+		HeadSHA: p.headSHA, BaseSHA: p.baseSHA, Merged: p.merged, MergeCommitSHA: p.mergeSHA,
+		Labels: append([]string(nil), p.labels...), Mergeable: m, MergeableState: st,
+	}, true
+}
+
+// PRs returns snapshots of all pull requests of a repository, oldest first.
+func (s *Server) PRs(owner, name string) []PullRequest {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	n := len(r.pulls)
+	s.mu.Unlock()
+	var out []PullRequest
+	for i := 1; i <= n; i++ {
+		if p, found := s.PR(owner, name, i); found {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ---- mergeability ------------------------------------------------------------------------------
+
+func (r *repo) pull(n int) *pull {
+	if n < 1 || n > len(r.pulls) {
+		return nil
+	}
+	return r.pulls[n-1]
+}
+
+// refreshPulls follows branch moves (pushes, ref updates) for open pull requests.
+func (r *repo) refreshPulls(s *Server) {
+	s.mu.Lock()
+	var open []*pull
+	for _, p := range r.pulls {
+		if p.state == "open" {
+			open = append(open, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range open {
+		s.mu.Lock()
+		head, base := p.head, p.base
+		s.mu.Unlock()
+		hs, bs := r.branchSHA(head), r.branchSHA(base)
+		s.mu.Lock()
+		if hs != "" && hs != p.headSHA {
+			p.headSHA, p.updated = hs, time.Now().UTC()
+		}
+		if bs != "" {
+			p.baseSHA = bs
+		}
+		s.mu.Unlock()
+	}
+}
+
+// checksGreenLocked reports whether every required context has a successful status or check
+// run on sha.
+func (s *Server) checksGreenLocked(r *repo, sha string) bool {
+	for _, ctx := range r.required {
+		okCtx := false
+		if st := r.statuses[sha][ctx]; st != nil && st.state == "success" {
+			okCtx = true
+		}
+		if cr := r.checks[sha][ctx]; cr != nil && cr.status == "completed" && (cr.conclusion == "success" || cr.conclusion == "neutral" || cr.conclusion == "skipped") {
+			okCtx = true
+		}
+		if !okCtx {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeabilityLocked reports (mergeable, mergeable_state) as known now.
+func (s *Server) mergeabilityLocked(r *repo, p *pull) (*bool, string) {
+	if p.merged {
+		return nil, "unknown"
+	}
+	key := p.headSHA + ":" + p.baseSHA
+	if p.mergeKey != key || p.computing != nil {
+		return nil, "unknown"
+	}
+	t, f := true, false
+	switch {
+	case p.conflict:
+		return &f, "dirty"
+	case p.draft:
+		return &t, "draft"
+	case !s.checksGreenLocked(r, p.headSHA):
+		return &t, "blocked"
+	default:
+		return &t, "clean"
+	}
+}
+
+// startMergeabilityLocked starts computing mergeability for the current head and base unless
+// it is known or in progress; it returns the channel closed when the computation is done (nil
+// when nothing is pending).
+func (s *Server) startMergeabilityLocked(r *repo, p *pull) chan struct{} {
+	key := p.headSHA + ":" + p.baseSHA
+	if p.computing != nil {
+		return p.computing
+	}
+	if p.mergeKey == key || p.merged {
+		return nil
+	}
+	done := make(chan struct{})
+	p.computing = done
+	head, base := p.headSHA, p.baseSHA
+	go func() {
+		defer close(done)
+		tree, conflict, err := r.mergeTree(base, head)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		p.computing = nil
+		if err != nil {
+			return // stays unknown; the next read retries
+		}
+		p.mergeKey, p.conflict, p.mergeTree = head+":"+base, conflict, tree
+	}()
+	return done
+}
+
+// ---- JSON --------------------------------------------------------------------------------------
+
+func (s *Server) labelJSON(r *repo, name string) map[string]any {
+	id := r.labels[name]
+	return map[string]any{
+		"id": id, "node_id": nodeID("L", id), "url": s.api() + "/repos/" + r.owner + "/" + r.name + "/labels/" + name,
+		"name": name, "description": "", "color": "ededed", "default": false,
+	}
+}
+
+// pullJSONLocked renders a pull-request (full) or pull-request-simple.
+func (s *Server) pullJSONLocked(r *repo, p *pull, full bool) map[string]any {
+	u := s.api() + "/repos/" + r.owner + "/" + r.name
+	pu := u + "/pulls/" + strconv.Itoa(p.number)
+	iu := u + "/issues/" + strconv.Itoa(p.number)
+	html := s.web() + "/" + r.owner + "/" + r.name + "/pull/" + strconv.Itoa(p.number)
+	labels := []any{}
+	for _, l := range p.labels {
+		labels = append(labels, s.labelJSON(r, l))
+	}
+	opt := func(t *time.Time) any {
+		if t == nil {
+			return nil
+		}
+		return ts(*t)
+	}
+	var mergeSHA any
+	if p.mergeSHA != "" {
+		mergeSHA = p.mergeSHA
+	}
+	user := s.humanJSON()
+	if p.byAPI {
+		user = s.botJSON()
+	}
+	branch := func(name, sha string) map[string]any {
+		return map[string]any{"label": r.owner + ":" + name, "ref": name, "sha": sha, "user": s.ownerJSON(r), "repo": s.repoJSON(r, false)}
+	}
+	link := func(h string) map[string]any { return map[string]any{"href": h} }
+	m := map[string]any{
+		"url": pu, "id": p.id, "node_id": nodeID("PR", p.id), "html_url": html,
+		"diff_url": html + ".diff", "patch_url": html + ".patch", "issue_url": iu,
+		"commits_url": pu + "/commits", "review_comments_url": pu + "/comments",
+		"review_comment_url": u + "/pulls/comments{/number}", "comments_url": iu + "/comments",
+		"statuses_url": u + "/statuses/" + p.headSHA, "number": p.number, "state": p.state,
+		"locked": false, "title": p.title, "user": user, "body": p.body, "labels": labels,
+		"milestone": nil, "active_lock_reason": nil, "created_at": ts(p.created), "updated_at": ts(p.updated),
+		"closed_at": opt(p.closedAt), "merged_at": opt(p.mergedAt), "merge_commit_sha": mergeSHA,
+		"assignee": nil, "assignees": []any{}, "requested_reviewers": []any{}, "requested_teams": []any{},
+		"head": branch(p.head, p.headSHA), "base": branch(p.base, p.baseSHA),
+		"_links": map[string]any{
+			"self": link(pu), "html": link(html), "issue": link(iu), "comments": link(iu + "/comments"),
+			"review_comments": link(pu + "/comments"), "review_comment": link(u + "/pulls/comments{/number}"),
+			"commits": link(pu + "/commits"), "statuses": link(u + "/statuses/" + p.headSHA),
+		},
+		"author_association": "NONE", "auto_merge": nil, "draft": p.draft,
+	}
+	if p.body == "" {
+		m["body"] = nil
+	}
+	if full {
+		mergeable, state := s.mergeabilityLocked(r, p)
+		m["merged"] = p.merged
+		if mergeable == nil {
+			m["mergeable"] = nil
+		} else {
+			m["mergeable"] = *mergeable
+		}
+		m["rebaseable"] = m["mergeable"]
+		m["mergeable_state"] = state
+		if p.merged {
+			m["merged_by"] = s.botJSON()
+		} else {
+			m["merged_by"] = nil
+		}
+		m["comments"], m["review_comments"], m["commits"] = 0, 0, 1
+		m["additions"], m["deletions"], m["changed_files"] = 1, 1, 1
+		m["maintainer_can_modify"] = p.maintainerOK
+	}
+	return m
+}
+
+// ---- endpoints ---------------------------------------------------------------------------------
+
+func (c *call) listPulls() reply {
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	head, base := q.Get("head"), q.Get("base")
+	c.repo.refreshPulls(c.s)
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	var ps []*pull
+	for _, p := range c.repo.pulls {
+		if state != "all" && p.state != state {
+			continue
+		}
+		if head != "" {
+			owner, branch, hasOwner := strings.Cut(head, ":")
+			if !hasOwner {
+				// GitHub requires user:ref; a bare branch name filters nothing out.
+				branch = owner
+				owner = c.repo.owner
+			}
+			if owner != c.repo.owner || p.head != branch {
+				continue
+			}
+		}
+		if base != "" && p.base != base {
+			continue
+		}
+		ps = append(ps, p)
+	}
+	desc := q.Get("direction") != "asc"
+	sort.SliceStable(ps, func(i, j int) bool {
+		if desc {
+			return ps[i].number > ps[j].number
+		}
+		return ps[i].number < ps[j].number
+	})
+	perPage, _ := strconv.Atoi(q.Get("per_page"))
+	if perPage <= 0 || perPage > 100 {
+		perPage = 30
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	if page < 1 {
+		page = 1
+	}
+	lo := (page - 1) * perPage
+	out := []any{}
+	for i := lo; i < len(ps) && i < lo+perPage; i++ {
+		out = append(out, c.s.pullJSONLocked(c.repo, ps[i], false))
+	}
+	return ok(200, out)
+}
+
+func (c *call) createPull() reply {
+	const doc = docsBase + "/pulls/pulls#create-a-pull-request"
+	var in struct {
+		Title               string `json:"title"`
+		Head                string `json:"head"`
+		Base                string `json:"base"`
+		Body                string `json:"body"`
+		Draft               bool   `json:"draft"`
+		MaintainerCanModify *bool  `json:"maintainer_can_modify"`
+	}
+	if err := c.decode(&in); err != nil {
+		return badJSON(err)
+	}
+	headOwner, headBranch, hasOwner := strings.Cut(in.Head, ":")
+	if !hasOwner {
+		headBranch, headOwner = headOwner, c.repo.owner
+	}
+	if in.Title == "" {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "field": "title", "code": "missing_field"})
+	}
+	baseSHA := c.repo.branchSHA(in.Base)
+	if baseSHA == "" {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
+	}
+	headSHA := c.repo.branchSHA(headBranch)
+	if headSHA == "" || headOwner != c.repo.owner {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "field": "head", "code": "invalid"})
+	}
+	if _, err := c.repo.git(nil, "merge-base", "--is-ancestor", headSHA, baseSHA); err == nil {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "No commits between " + in.Base + " and " + headBranch})
+	}
+	c.repo.refreshPulls(c.s)
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	for _, p := range c.repo.pulls {
+		if p.state == "open" && p.head == headBranch && p.base == in.Base {
+			return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom",
+				"message": "A pull request already exists for " + c.repo.owner + ":" + headBranch + "."})
+		}
+	}
+	now := time.Now().UTC()
+	c.s.nextID++
+	p := &pull{
+		number: len(c.repo.pulls) + 1, id: c.s.nextID, title: in.Title, body: in.Body, state: "open",
+		head: headBranch, base: in.Base, headSHA: headSHA, baseSHA: baseSHA, draft: in.Draft,
+		created: now, updated: now, byAPI: true, maintainerOK: in.MaintainerCanModify == nil || *in.MaintainerCanModify,
+	}
+	c.repo.pulls = append(c.repo.pulls, p)
+	c.header.Set("Location", c.s.api()+"/repos/"+c.repo.owner+"/"+c.repo.name+"/pulls/"+strconv.Itoa(p.number))
+	return ok(201, c.s.pullJSONLocked(c.repo, p, true))
+}
+
+func (c *call) pullParam() (*pull, reply, bool) {
+	n, err := strconv.Atoi(c.p["pull_number"])
+	if err != nil {
+		return nil, notFound(), false
+	}
+	c.repo.refreshPulls(c.s)
+	c.s.mu.Lock()
+	p := c.repo.pull(n)
+	c.s.mu.Unlock()
+	if p == nil {
+		return nil, ghError(404, "Not Found", docsBase+"/pulls/pulls#get-a-pull-request"), false
+	}
+	return p, reply{}, true
+}
+
+// getPull: the first read after a change answers mergeable null and starts the computation;
+// later reads wait for it (it takes milliseconds) and answer the result.
+func (c *call) getPull() reply {
+	p, res, found := c.pullParam()
+	if !found {
+		return res
+	}
+	c.s.mu.Lock()
+	pending := p.computing
+	c.s.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if pending == nil {
+		c.s.startMergeabilityLocked(c.repo, p)
+	}
+	return ok(200, c.s.pullJSONLocked(c.repo, p, true))
+}
+
+func (c *call) updatePull() reply {
+	const doc = docsBase + "/pulls/pulls#update-a-pull-request"
+	p, res, found := c.pullParam()
+	if !found {
+		return res
+	}
+	var in struct {
+		Title               *string `json:"title"`
+		Body                *string `json:"body"`
+		State               *string `json:"state"`
+		Base                *string `json:"base"`
+		MaintainerCanModify *bool   `json:"maintainer_can_modify"`
+	}
+	if err := c.decode(&in); err != nil {
+		return badJSON(err)
+	}
+	var baseSHA string
+	if in.Base != nil {
+		if baseSHA = c.repo.branchSHA(*in.Base); baseSHA == "" {
+			return validationFailed(doc, map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
+		}
+	}
+	headExists := c.repo.branchSHA(p.head) != ""
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if p.merged && (in.State != nil || in.Base != nil) {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "Cannot change a merged pull request"})
+	}
+	now := time.Now().UTC()
+	if in.Title != nil {
+		p.title = *in.Title
+	}
+	if in.Body != nil {
+		p.body = *in.Body
+	}
+	if in.MaintainerCanModify != nil {
+		p.maintainerOK = *in.MaintainerCanModify
+	}
+	if in.Base != nil {
+		p.base, p.baseSHA = *in.Base, baseSHA
+	}
+	if in.State != nil {
+		switch *in.State {
+		case "closed":
+			if p.state == "open" {
+				p.state, p.closedAt = "closed", &now
+			}
+		case "open":
+			if p.state == "closed" {
+				if !headExists {
+					return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "state cannot be changed. The " + p.head + " branch has been deleted."})
+				}
+				for _, o := range c.repo.pulls {
+					if o != p && o.state == "open" && o.head == p.head && o.base == p.base {
+						return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for " + c.repo.owner + ":" + p.head + "."})
+					}
+				}
+				p.state, p.closedAt = "open", nil
+			}
+		}
+	}
+	p.updated = now
+	return ok(200, c.s.pullJSONLocked(c.repo, p, true))
+}
+
+func (c *call) mergePull() reply {
+	const doc = docsBase + "/pulls/pulls#merge-a-pull-request"
+	p, res, found := c.pullParam()
+	if !found {
+		return res
+	}
+	var in struct {
+		CommitTitle   *string `json:"commit_title"`
+		CommitMessage *string `json:"commit_message"`
+		SHA           string  `json:"sha"`
+		MergeMethod   string  `json:"merge_method"`
+	}
+	if len(c.body) > 0 {
+		if err := c.decode(&in); err != nil {
+			return badJSON(err)
+		}
+	}
+	if in.MergeMethod == "" {
+		in.MergeMethod = "merge"
+	}
+	c.repo.gitMu.Lock()
+	defer c.repo.gitMu.Unlock()
+
+	c.s.mu.Lock()
+	if p.state != "open" {
+		c.s.mu.Unlock()
+		return ghError(405, "Pull Request is not mergeable", doc)
+	}
+	if in.SHA != "" && in.SHA != p.headSHA {
+		c.s.mu.Unlock()
+		return ghError(409, "Head branch was modified. Review and try the merge again.", doc)
+	}
+	done := c.s.startMergeabilityLocked(c.repo, p)
+	c.s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	c.s.mu.Lock()
+	mergeable, state := c.s.mergeabilityLocked(c.repo, p)
+	if mergeable == nil || !*mergeable || state == "draft" {
+		c.s.mu.Unlock()
+		return ghError(405, "Pull Request is not mergeable", doc)
+	}
+	if state == "blocked" {
+		missing := ""
+		for _, ctx := range c.repo.required {
+			if !c.s.checksGreenLocked(&repo{required: []string{ctx}, statuses: c.repo.statuses, checks: c.repo.checks}, p.headSHA) {
+				missing = ctx
+				break
+			}
+		}
+		c.s.mu.Unlock()
+		return ghError(405, "Required status check \""+missing+"\" is expected.", doc)
+	}
+	if in.MergeMethod != "squash" && in.MergeMethod != "merge" {
+		c.s.mu.Unlock()
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "field": "merge_method", "code": "invalid"})
+	}
+	head, base, baseSHA, headSHA, tree, number, title := p.head, p.base, p.baseSHA, p.headSHA, p.mergeTree, p.number, p.title
+	c.s.mu.Unlock()
+
+	msgTitle := title + " (#" + strconv.Itoa(number) + ")"
+	msgBody := ""
+	if in.MergeMethod == "merge" {
+		msgTitle = "Merge pull request #" + strconv.Itoa(number) + " from " + c.repo.owner + "/" + head
+		msgBody = title
+	} else {
+		log, _ := c.repo.git(nil, "log", "--format=* %s", baseSHA+".."+headSHA)
+		msgBody = strings.TrimSpace(log)
+	}
+	if in.CommitTitle != nil {
+		msgTitle = *in.CommitTitle
+	}
+	if in.CommitMessage != nil {
+		msgBody = *in.CommitMessage
+	}
+	message := msgTitle
+	if msgBody != "" {
+		message += "\n\n" + msgBody
+	}
+	parents := []string{baseSHA}
+	if in.MergeMethod == "merge" {
+		parents = append(parents, headSHA)
+	}
+	now := time.Now().UTC()
+	bot := ident{Name: c.s.opts.AppSlug + "[bot]", Email: "4242+" + c.s.opts.AppSlug + "[bot]@users.noreply.github.com", Date: ts(now)}
+	sha, err := c.repo.commitTree(tree, parents, message, bot, ident{Name: "GitHub", Email: "noreply@github.com", Date: ts(now)})
+	if err != nil {
+		return ghError(500, err.Error(), "")
+	}
+	if err := c.repo.updateRef("refs/heads/"+base, sha, baseSHA); err != nil {
+		// the base moved since mergeability was computed
+		return ghError(409, "Base branch was modified. Review and try the merge again.", doc)
+	}
+	c.s.mu.Lock()
+	c.repo.apiCommits[sha] = true
+	p.merged, p.mergeSHA, p.mergedAt, p.closedAt, p.state, p.updated = true, sha, &now, &now, "closed", now
+	c.s.mu.Unlock()
+	return ok(200, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+func (c *call) addLabels() reply {
+	n, err := strconv.Atoi(c.p["issue_number"])
+	if err != nil {
+		return notFound()
+	}
+	var names []string
+	var asList []any
+	var asObj struct {
+		Labels []any `json:"labels"`
+	}
+	if err := c.decode(&asList); err != nil {
+		if err := c.decode(&asObj); err != nil {
+			return badJSON(err)
+		}
+		asList = asObj.Labels
+	}
+	for _, v := range asList {
+		switch x := v.(type) {
+		case string:
+			names = append(names, x)
+		case map[string]any:
+			if s, isStr := x["name"].(string); isStr {
+				names = append(names, s)
+			}
+		}
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	p := c.repo.pull(n)
+	if p == nil {
+		return ghError(404, "Not Found", docsBase+"/issues/labels#add-labels-to-an-issue")
+	}
+	for _, l := range names {
+		if _, known := c.repo.labels[l]; !known {
+			c.s.nextID++
+			c.repo.labels[l] = c.s.nextID
+		}
+		dup := false
+		for _, have := range p.labels {
+			dup = dup || have == l
+		}
+		if !dup {
+			p.labels = append(p.labels, l)
+		}
+	}
+	out := []any{}
+	for _, l := range p.labels {
+		out = append(out, c.s.labelJSON(c.repo, l))
+	}
+	return ok(200, out)
+}
+
+func (c *call) combinedStatus() reply {
+	sha := c.repo.resolve(c.p["ref"])
+	if sha == "" {
+		return ghError(404, "No commit found for SHA: "+c.p["ref"], docsBase+"/commits/statuses#get-the-combined-status-for-a-specific-reference")
+	}
+	u := c.s.api() + "/repos/" + c.repo.owner + "/" + c.repo.name
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	var sts []*commitStatus
+	for _, st := range c.repo.statuses[sha] {
+		sts = append(sts, st)
+	}
+	sort.Slice(sts, func(i, j int) bool { return sts[i].id < sts[j].id })
+	state := "success"
+	if len(sts) == 0 {
+		state = "pending"
+	}
+	items := []any{}
+	for _, st := range sts {
+		switch st.state {
+		case "failure", "error":
+			state = "failure"
+		case "pending":
+			if state != "failure" {
+				state = "pending"
+			}
+		}
+		items = append(items, map[string]any{
+			"url": u + "/statuses/" + sha, "avatar_url": nil, "id": st.id, "node_id": nodeID("SC", st.id),
+			"state": st.state, "description": st.desc, "target_url": nil, "context": st.context,
+			"created_at": ts(st.created), "updated_at": ts(st.updated),
+		})
+	}
+	return ok(200, map[string]any{
+		"state": state, "statuses": items, "sha": sha, "total_count": len(items),
+		"repository": c.s.repoJSON(c.repo, false), "commit_url": u + "/commits/" + sha, "url": u + "/commits/" + sha + "/status",
+	})
+}
+
+func (c *call) listCheckRuns() reply {
+	sha := c.repo.resolve(c.p["ref"])
+	if sha == "" {
+		return ghError(404, "No commit found for SHA: "+c.p["ref"], docsBase+"/checks/runs#list-check-runs-for-a-git-reference")
+	}
+	u := c.s.api() + "/repos/" + c.repo.owner + "/" + c.repo.name
+	name := c.r.URL.Query().Get("check_name")
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	var crs []*checkRun
+	for _, cr := range c.repo.checks[sha] {
+		if name == "" || cr.name == name {
+			crs = append(crs, cr)
+		}
+	}
+	sort.Slice(crs, func(i, j int) bool { return crs[i].id < crs[j].id })
+	items := []any{}
+	for _, cr := range crs {
+		var concl, completed any
+		if cr.status == "completed" {
+			concl, completed = cr.conclusion, ts(cr.completed)
+		}
+		html := c.s.web() + "/" + c.repo.owner + "/" + c.repo.name + "/runs/" + strconv.FormatInt(cr.id, 10)
+		items = append(items, map[string]any{
+			"id": cr.id, "node_id": nodeID("CR", cr.id), "head_sha": sha, "name": cr.name, "external_id": "",
+			"url": u + "/check-runs/" + strconv.FormatInt(cr.id, 10), "html_url": html, "details_url": html,
+			"status": cr.status, "conclusion": concl, "started_at": ts(cr.started), "completed_at": completed,
+			"output":      map[string]any{"title": nil, "summary": nil, "text": nil, "annotations_count": 0, "annotations_url": u + "/check-runs/" + strconv.FormatInt(cr.id, 10) + "/annotations"},
+			"check_suite": map[string]any{"id": cr.id + 1},
+			"app":         nil, "pull_requests": []any{},
+		})
+	}
+	return ok(200, map[string]any{"total_count": len(items), "check_runs": items})
+}
