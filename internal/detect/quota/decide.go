@@ -1,8 +1,9 @@
 package quota
 
 import (
+	"cmp"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,11 +53,28 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 
+	recs := thresholdRecommendations(s, &d) // one per resource
+	if deficits := deficitRecommendations(s, &d); len(deficits) > 0 {
+		recs = mergeDeficits(recs, deficits)
+	}
+	if len(recs) == 0 {
+		return d
+	}
+	slices.SortFunc(recs, func(a, b Recommendation) int { return cmp.Compare(a.Resource, b.Resource) })
+	d.Recommendations = recs
+	// Recording a recommendation starts a cooldown; after it we must look again.
+	d.RequeueAfter = s.Policy.Cooldown
+	return d
+}
+
+// mergeDeficits combines the threshold and deficit recommendations (each at most one per
+// resource) into one per resource.
+func mergeDeficits(threshold, deficits []Recommendation) []Recommendation {
 	byResource := map[corev1.ResourceName]Recommendation{}
-	for _, r := range thresholdRecommendations(s, &d) {
+	for _, r := range threshold {
 		byResource[r.Resource] = r
 	}
-	for _, r := range deficitRecommendations(s, &d) {
+	for _, r := range deficits {
 		// Both triggers on one resource: report it once, as a deficit, with the larger value.
 		if prev, ok := byResource[r.Resource]; ok && prev.Recommended.Cmp(r.Recommended) > 0 {
 			r.Recommended = prev.Recommended
@@ -64,19 +82,11 @@ func Decide(s Snapshot) Decision {
 		}
 		byResource[r.Resource] = r
 	}
-	if len(byResource) == 0 {
-		return d
-	}
-	d.Recommendations = make([]Recommendation, 0, len(byResource))
+	out := make([]Recommendation, 0, len(byResource))
 	for _, r := range byResource {
-		d.Recommendations = append(d.Recommendations, r)
+		out = append(out, r)
 	}
-	sort.Slice(d.Recommendations, func(i, j int) bool {
-		return d.Recommendations[i].Resource < d.Recommendations[j].Resource
-	})
-	// Recording a recommendation starts a cooldown; after it we must look again.
-	d.RequeueAfter = s.Policy.Cooldown
-	return d
+	return out
 }
 
 // thresholdRecommendations applies used/hard×100 ≥ threshold to every resource with hard > 0.
@@ -91,9 +101,7 @@ func thresholdRecommendations(s Snapshot, d *Decision) []Recommendation {
 		if !underPressure(used, hard, set.Threshold) {
 			continue
 		}
-		hardR, usedR := RatOf(hard), RatOf(used)
-		exact := new(big.Rat).Mul(hardR, new(big.Rat).Add(ratOne, set.Increment))
-		rec, err := RoundUp(exact, hard, name)
+		rec, usedPercent, err := thresholdRaise(hard, used, set.Increment, name)
 		if err != nil {
 			d.Problems = append(d.Problems, string(name)+": "+err.Error())
 			continue
@@ -104,7 +112,7 @@ func thresholdRecommendations(s Snapshot, d *Decision) []Recommendation {
 			Resource:         name,
 			Current:          hard,
 			Used:             used,
-			UsedPercent:      percent(usedR, hardR),
+			UsedPercent:      usedPercent,
 			ThresholdPercent: ratFloat(set.Threshold),
 			Recommended:      rec,
 			Trigger:          TriggerThreshold,
@@ -113,6 +121,27 @@ func thresholdRecommendations(s Snapshot, d *Decision) []Recommendation {
 		out = append(out, r)
 	}
 	return out
+}
+
+// thresholdRaise returns the recommendation for a resource under pressure, hard×(1+increment)
+// rounded (RoundUp), and used/hard in percent.
+func thresholdRaise(hard, used resource.Quantity, increment *big.Rat, name corev1.ResourceName) (resource.Quantity, float64, error) {
+	if rec, usedPercent, ok := thresholdRaiseFixed(hard, used, increment, name); ok {
+		return rec, usedPercent, nil
+	}
+	return thresholdRaiseExact(hard, used, increment, name)
+}
+
+// thresholdRaiseExact is thresholdRaise in math/big arithmetic, the reference for
+// thresholdRaiseFixed.
+func thresholdRaiseExact(hard, used resource.Quantity, increment *big.Rat, name corev1.ResourceName) (resource.Quantity, float64, error) {
+	hardR := RatOf(hard)
+	exact := new(big.Rat).Mul(hardR, new(big.Rat).Add(ratOne, increment))
+	rec, _, err := roundUpExact(exact, hard, name)
+	if err != nil {
+		return resource.Quantity{}, 0, err
+	}
+	return rec, percent(RatOf(used), hardR), nil
 }
 
 func anyUnderPressure(s Snapshot) bool {
@@ -137,6 +166,15 @@ func underPressure(used, hard resource.Quantity, threshold *big.Rat) bool {
 	case lhs > rhs*(1+margin):
 		return true
 	}
+	if pressure, ok := underPressureFixed(used, hard, threshold); ok {
+		return pressure
+	}
+	return underPressureExact(used, hard, threshold)
+}
+
+// underPressureExact is the exact comparison of underPressure in math/big arithmetic, the
+// reference for underPressureFixed.
+func underPressureExact(used, hard resource.Quantity, threshold *big.Rat) bool {
 	exactLHS := new(big.Rat).Mul(RatOf(used), ratHundred)
 	return exactLHS.Cmp(new(big.Rat).Mul(threshold, RatOf(hard))) >= 0
 }
@@ -178,6 +216,9 @@ func hasFreshDeficit(s Snapshot) bool {
 // owner create all the pods it still lacks: need = used_now + requested × missing, and never
 // less than the standard increase.
 func deficitRecommendations(s Snapshot, d *Decision) []Recommendation {
+	if len(s.Failures) == 0 {
+		return nil
+	}
 	best := map[corev1.ResourceName]Recommendation{}
 	var exactBest = map[corev1.ResourceName]*big.Rat{}
 	for i := range s.Failures {
@@ -207,8 +248,8 @@ func deficitRecommendations(s Snapshot, d *Decision) []Recommendation {
 			if !ok {
 				usedNow = usedMsg
 			}
-			currentR := RatOf(current)
-			need := new(big.Rat).Add(RatOf(usedNow), new(big.Rat).Mul(reqR, new(big.Rat).SetInt64(missing)))
+			currentR, usedNowR := RatOf(current), RatOf(usedNow)
+			need := new(big.Rat).Add(usedNowR, new(big.Rat).Mul(reqR, new(big.Rat).SetInt64(missing)))
 			if known && need.Cmp(currentR) <= 0 {
 				continue // the quota was raised since: it fits now
 			}
@@ -241,7 +282,7 @@ func deficitRecommendations(s Snapshot, d *Decision) []Recommendation {
 				requested:        req,
 			}
 			if currentR.Sign() > 0 {
-				r.UsedPercent = percent(RatOf(usedNow), currentR)
+				r.UsedPercent = percent(usedNowR, currentR)
 			}
 			r.Message = deficitMessage(r)
 			exactBest[name] = exact
@@ -322,7 +363,13 @@ func percent(used, hard *big.Rat) float64 {
 	return ratFloat(p)
 }
 
+// ratFloat returns the float64 nearest to r.
 func ratFloat(r *big.Rat) float64 {
+	if n, d, ok := ratUint64s(r); ok {
+		if f, ok := quoFloat(n, d); ok {
+			return f
+		}
+	}
 	f, _ := r.Float64()
 	return f
 }

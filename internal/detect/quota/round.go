@@ -94,12 +94,24 @@ var errRoundTooLarge = errors.New("is too large for a Kubernetes quantity")
 // It fails for a negative or nil exact and when the result would exceed math.MaxInt64 base
 // units.
 func RoundUp(exact *big.Rat, current resource.Quantity, name corev1.ResourceName) (resource.Quantity, error) {
-	q, _, err := roundUp(exact, current, name)
+	if q, _, ok := roundUpRat(exact, current, name); ok {
+		return q, nil
+	}
+	q, _, err := roundUpExact(exact, current, name)
 	return q, err
 }
 
 // roundUp is RoundUp that also returns the step it rounded to (for tests).
 func roundUp(exact *big.Rat, current resource.Quantity, name corev1.ResourceName) (resource.Quantity, *big.Rat, error) {
+	if q, step, ok := roundUpRat(exact, current, name); ok {
+		return q, step.value(), nil
+	}
+	return roundUpExact(exact, current, name)
+}
+
+// roundUpExact is RoundUp in math/big arithmetic, the reference for the integer fast path
+// (roundUpFixed). It also returns the step it rounded to.
+func roundUpExact(exact *big.Rat, current resource.Quantity, name corev1.ResourceName) (resource.Quantity, *big.Rat, error) {
 	if exact == nil {
 		return resource.Quantity{}, nil, errors.New("recommended value is missing")
 	}
