@@ -257,9 +257,9 @@ func (r *Reconciler) reportAnnotationProblems(ctx context.Context, log logr.Logg
 	for _, p := range problems {
 		fingerprint += p.Key + "=" + p.Value + "\n"
 	}
-	prev, _ := r.reported.Load("ns|" + ns.Name)
-	if prev == fingerprint {
-		return
+	prev, seen := r.reported.Load("ns|" + ns.Name)
+	if prev == fingerprint || (!seen && fingerprint == "") {
+		return // nothing new; namespaces without problems are not remembered at all
 	}
 	ref := corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}
 	for _, p := range problems {
