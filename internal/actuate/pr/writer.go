@@ -1,0 +1,421 @@
+package pr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/kustos-dev/kustos/internal/gitops/github"
+	"github.com/kustos-dev/kustos/internal/gitops/index"
+	"github.com/kustos-dev/kustos/internal/gitops/yamledit"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// GitHub is the part of *github.Client the Writer calls.
+type GitHub interface {
+	DefaultBranch(ctx context.Context) (string, error)
+	GetRef(ctx context.Context, branch string) (*gh.Reference, error)
+	CreateRef(ctx context.Context, branch, sha string) (*gh.Reference, error)
+	UpdateRef(ctx context.Context, branch, sha string, force bool) (*gh.Reference, error)
+	GetCommit(ctx context.Context, sha string) (*gh.Commit, error)
+	CreateTree(ctx context.Context, baseTree string, entries []*gh.TreeEntry) (*gh.Tree, error)
+	CreateCommit(ctx context.Context, message, tree string, parents []string) (*gh.Commit, error)
+	FindOpenPR(ctx context.Context, head string) (*gh.PullRequest, error)
+	CreatePR(ctx context.Context, p github.NewPR) (pr *gh.PullRequest, adopted bool, err error)
+	GetPR(ctx context.Context, number int) (pr *gh.PullRequest, unchanged bool, err error)
+	EditPR(ctx context.Context, number int, title, body string) (*gh.PullRequest, error)
+	MergePR(ctx context.Context, number int, headSHA string, squash bool, title, message string) (*gh.PullRequestMergeResult, error)
+	AddLabels(ctx context.Context, number int, labels ...string) error
+}
+
+var _ GitHub = (*github.Client)(nil)
+
+// Errors of Propose besides the index's (index.ErrSourceNotFound, ErrSourceAmbiguous,
+// ErrSourceNotEditable), yamledit's (yamledit.ErrConflict: Git no longer holds the value the
+// detector saw) and the GitHub client's classified errors, all matchable with errors.Is.
+var (
+	// ErrInvalidChange: the Change lacks what a PR needs (key, detector, target, edit).
+	ErrInvalidChange = errors.New("pr: invalid change")
+	// ErrBranchTaken: an open PR from the key's branch carries another key's marker (two keys
+	// sanitised to one branch name); nothing is touched.
+	ErrBranchTaken = errors.New("pr: branch belongs to another key")
+)
+
+// Config configures a Writer. Every field maps to a flag of the PR mode.
+type Config struct {
+	// Cluster is --cluster-name: part of every branch name, so that instances serving several
+	// clusters from one repository never share a branch. Empty: no cluster segment.
+	Cluster string
+	// BaseBranch is --git-base-branch; empty: the repository's default branch.
+	BaseBranch string
+	// Paths are the --git-path prefixes that limit the index; empty: the whole repository.
+	Paths []string
+	// Labels are added to every PR (--pr-labels).
+	Labels []string
+	// RecheckAfter is how soon MaybeMerge asks again when GitHub is still computing
+	// mergeability or the head moved under a merge (default 5 s).
+	RecheckAfter time.Duration
+	// PendingAfter is how soon MaybeMerge asks again while checks run or are required
+	// (mergeable_state blocked, unstable, behind, unknown; default 1 min).
+	PendingAfter time.Duration
+}
+
+// ProposeOptions are per-target inputs of Propose that do not belong to the Change.
+type ProposeOptions struct {
+	// GitPath is the namespace's resizer.io/git-path: a file or directory that replaces
+	// discovery under Config.Paths.
+	GitPath string
+}
+
+// Result says what Propose found and did.
+type Result struct {
+	// AlreadyInBase: the base branch already holds every proposed value (typically a merged PR
+	// waiting for Argo CD/Flux to sync). Nothing was done; the Change counts as done.
+	AlreadyInBase bool
+	// Location is the manifest document that defines the target.
+	Location index.Location
+	// Fields are the field changes on the base (old → new), as the title states them.
+	Fields []yamledit.FieldResult
+	// Branch is the PR's head branch.
+	Branch string
+	// Number and URL identify the one PR of the key; HeadSHA is the branch head.
+	Number  int
+	URL     string
+	HeadSHA string
+	// Created: this call opened the PR. Adopted: it found the PR open (a crash or another
+	// replica). Committed: it wrote a new commit to the branch; Rebuilt: that commit replaced one
+	// on an older base or with other content. Edited: it updated the title or body.
+	Created, Adopted, Committed, Rebuilt, Edited bool
+}
+
+// Writer turns Changes into pull requests. It is safe for concurrent use; calls for one key
+// must not overlap (the controller's Lease lock serialises them).
+type Writer struct {
+	gh   GitHub
+	repo Repo
+	cfg  Config
+
+	mu      sync.Mutex
+	base    string
+	ixSHA   string
+	ixCache map[string]*index.Index // prefixes → index of snapshot ixSHA
+	numbers map[lifecycle.Key]int   // the PR of each key Propose or Track saw
+}
+
+// NewWriter returns a Writer over a GitHub client and a reader of the base branch.
+func NewWriter(g GitHub, r Repo, cfg Config) *Writer {
+	if cfg.RecheckAfter <= 0 {
+		cfg.RecheckAfter = 5 * time.Second
+	}
+	if cfg.PendingAfter <= 0 {
+		cfg.PendingAfter = time.Minute
+	}
+	return &Writer{gh: g, repo: r, cfg: cfg, numbers: map[lifecycle.Key]int{}}
+}
+
+// Branch returns the head branch of a Change's PR:
+// kustos/<cluster>/<detector>/<namespace>/<name>, each part sanitised to a valid ref component.
+func (w *Writer) Branch(c lifecycle.Change) string {
+	parts := []string{"kustos"}
+	if w.cfg.Cluster != "" {
+		parts = append(parts, refComponent(w.cfg.Cluster))
+	}
+	ns := c.Target.Namespace
+	if ns == "" {
+		ns = "_cluster"
+	}
+	parts = append(parts, refComponent(c.Detector), refComponent(ns), refComponent(c.Target.Name))
+	return strings.Join(parts, "/")
+}
+
+// BaseBranch returns the configured base branch or, once, the repository's default branch.
+func (w *Writer) BaseBranch(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	b := w.base
+	w.mu.Unlock()
+	if b != "" {
+		return b, nil
+	}
+	if w.cfg.BaseBranch != "" {
+		b = w.cfg.BaseBranch
+	} else {
+		var err error
+		if b, err = w.gh.DefaultBranch(ctx); err != nil {
+			return "", fmt.Errorf("pr: base branch: %w", err)
+		}
+	}
+	w.mu.Lock()
+	w.base = b
+	w.mu.Unlock()
+	return b, nil
+}
+
+// Track records that key's PR is number (from the controller's Lease holderIdentity after a
+// restart), so that Status and MaybeMerge find a PR that is no longer open.
+func (w *Writer) Track(key lifecycle.Key, number int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.numbers[key] = number
+}
+
+func (w *Writer) tracked(key lifecycle.Key) (int, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, ok := w.numbers[key]
+	return n, ok
+}
+
+func validate(c lifecycle.Change) error {
+	switch {
+	case c.Key == "":
+		return fmt.Errorf("%w: no key", ErrInvalidChange)
+	case c.Detector == "":
+		return fmt.Errorf("%w: %s: no detector", ErrInvalidChange, c.Key)
+	case c.Target.Kind == "" || c.Target.Name == "":
+		return fmt.Errorf("%w: %s: target without kind or name", ErrInvalidChange, c.Key)
+	case c.Edit.Op == lifecycle.EditSetFields && len(c.Edit.Fields) == 0:
+		return fmt.Errorf("%w: %s: SetFields without fields", ErrInvalidChange, c.Key)
+	}
+	return nil
+}
+
+// Propose makes sure exactly one open PR proposes c, as described in the package
+// documentation. It is idempotent: calling it again with the same Change after any failure
+// converges on the same PR with the same content, and calling it with a different Change for
+// the same key updates that PR. Errors wrap the index's, yamledit's and the GitHub client's
+// sentinels; none contains a credential.
+func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOptions) (Result, error) {
+	if err := validate(c); err != nil {
+		return Result{}, err
+	}
+	branch := w.Branch(c)
+	res := Result{Branch: branch}
+	base, err := w.BaseBranch(ctx)
+	if err != nil {
+		return res, err
+	}
+	ref, err := w.gh.GetRef(ctx, base)
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: read base %s: %w", c.Key, base, err)
+	}
+	snap, err := w.repo.Snapshot(ctx, ref.GetObject().GetSHA())
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: read base %s: %w", c.Key, base, err)
+	}
+
+	// 1. Locate and edit the manifest at the base head.
+	loc, err := w.locate(snap, c.Target, opts.GitPath)
+	if c.Edit.Op == lifecycle.EditDelete && errors.Is(err, index.ErrSourceNotFound) {
+		res.AlreadyInBase = true // the manifest is gone: the deletion is done
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+	}
+	res.Location = loc
+	content, err := fs.ReadFile(snap, loc.Path)
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: read %s: %w", c.Key, loc.Path, err)
+	}
+	// The base holding every new value is done (a merged PR waiting for the GitOps tool to
+	// sync), even though the file no longer holds the values the detector saw in the cluster.
+	if done, err := yamledit.Edit(content, loc.Doc, withoutFrom(c.Edit)); err == nil && !done.Changed {
+		res.AlreadyInBase = true
+		return res, nil
+	}
+	ed, err := yamledit.Edit(content, loc.Doc, c.Edit)
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: edit %s#%d: %w", c.Key, loc.Path, loc.Doc, err)
+	}
+	res.Fields = ed.Fields
+	if !ed.Changed {
+		res.AlreadyInBase = true
+		return res, nil
+	}
+	newContent := ed.Out
+	if ed.Deleted && len(yamledit.Documents(newContent)) == 0 {
+		newContent = nil // the file held only this object: delete the file
+	}
+	wantTree, err := snap.TreeAfter(loc.Path, newContent)
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+	}
+	title := Title(c, ed)
+	body := Body(c, ed, loc, w.cfg.Cluster)
+
+	// 2. The one open PR of the key, if any, and whether its branch is already right.
+	pr, err := w.gh.FindOpenPR(ctx, branch)
+	if err != nil {
+		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+	}
+	if pr != nil {
+		if err := checkMarker(pr, c.Key); err != nil {
+			return res, err
+		}
+		res.Adopted = true
+	}
+	upToDate := false
+	if pr != nil {
+		head := pr.GetHead().GetSHA()
+		cm, err := w.gh.GetCommit(ctx, head)
+		if err != nil {
+			return res, fmt.Errorf("pr: %s: read head of #%d: %w", c.Key, pr.GetNumber(), err)
+		}
+		upToDate = cm.GetTree().GetSHA() == wantTree && len(cm.Parents) == 1 && cm.Parents[0].GetSHA() == snap.Commit()
+		res.HeadSHA = head
+	}
+
+	// 3. Commit on the base head and point the branch at it.
+	if !upToDate {
+		sha, err := w.commit(ctx, c, snap, loc.Path, newContent, title)
+		if err != nil {
+			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		}
+		if pr != nil {
+			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
+				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			}
+			res.Rebuilt = true
+		} else if _, err := w.gh.CreateRef(ctx, branch, sha); err != nil {
+			if !errors.Is(err, github.ErrAlreadyExists) {
+				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			}
+			// Left by a crash before the PR, or by a PR closed earlier: our commit replaces it.
+			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
+				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			}
+			res.Rebuilt = true
+		}
+		res.Committed, res.HeadSHA = true, sha
+	}
+
+	// 4. Open the PR, or bring the open one up to date.
+	if pr == nil {
+		var adopted bool
+		pr, adopted, err = w.gh.CreatePR(ctx, github.NewPR{Title: title, Body: body, Head: branch, Base: base})
+		if err != nil {
+			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		}
+		if adopted {
+			if err := checkMarker(pr, c.Key); err != nil {
+				return res, err
+			}
+		}
+		res.Created, res.Adopted = !adopted, adopted
+	}
+	w.Track(c.Key, pr.GetNumber())
+	res.Number, res.URL = pr.GetNumber(), pr.GetHTMLURL()
+	if pr.GetTitle() != title || pr.GetBody() != body {
+		if _, err := w.gh.EditPR(ctx, pr.GetNumber(), title, body); err != nil {
+			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		}
+		res.Edited = true
+	}
+	if missing := missingLabels(pr, w.cfg.Labels); len(missing) > 0 {
+		if err := w.gh.AddLabels(ctx, pr.GetNumber(), missing...); err != nil {
+			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		}
+	}
+	return res, nil
+}
+
+// commit creates the tree (on the base's tree) and the commit whose parent is the base head.
+func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, p string, content []byte, title string) (string, error) {
+	mode := "100644"
+	if fi, err := fs.Stat(snap, p); err == nil && fi.Mode()&0o111 != 0 {
+		mode = "100755"
+	}
+	e := &gh.TreeEntry{Path: gh.String(p), Mode: gh.String(mode), Type: gh.String("blob")}
+	if content != nil {
+		e.Content = gh.String(string(content))
+	}
+	t, err := w.gh.CreateTree(ctx, snap.Tree(), []*gh.TreeEntry{e})
+	if err != nil {
+		return "", err
+	}
+	cm, err := w.gh.CreateCommit(ctx, CommitMessage(c, title), t.GetSHA(), []string{snap.Commit()})
+	if err != nil {
+		return "", err
+	}
+	return cm.GetSHA(), nil
+}
+
+// locate finds the target under the configured prefixes, or under the git-path override.
+func (w *Writer) locate(snap Snapshot, t lifecycle.Target, gitPath string) (index.Location, error) {
+	if gitPath == "" {
+		ix, err := w.index(snap, w.cfg.Paths)
+		if err != nil {
+			return index.Location{}, err
+		}
+		return ix.Locate(t)
+	}
+	// The override is explicit: index just that path (it may lie outside --git-path).
+	ix, err := w.index(snap, []string{gitPath})
+	if err != nil {
+		return index.Location{}, err
+	}
+	return ix.LocateIn(gitPath, t)
+}
+
+// index returns the index of snap under prefixes, built once per base commit.
+func (w *Writer) index(snap Snapshot, prefixes []string) (*index.Index, error) {
+	key := strings.Join(prefixes, "\x00")
+	w.mu.Lock()
+	if w.ixSHA != snap.Commit() {
+		w.ixSHA, w.ixCache = snap.Commit(), map[string]*index.Index{}
+	}
+	ix := w.ixCache[key]
+	w.mu.Unlock()
+	if ix != nil {
+		return ix, nil
+	}
+	ix, err := index.Build(snap, prefixes)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	if w.ixSHA == snap.Commit() && len(w.ixCache) < 64 {
+		w.ixCache[key] = ix
+	}
+	w.mu.Unlock()
+	return ix, nil
+}
+
+// checkMarker refuses a PR whose body names another key.
+func checkMarker(pr *gh.PullRequest, key lifecycle.Key) error {
+	if k, ok := MarkerKey(pr.GetBody()); ok && k != key {
+		return fmt.Errorf("%w: PR #%d from %s is for %s, not %s", ErrBranchTaken, pr.GetNumber(), pr.GetHead().GetRef(), k, key)
+	}
+	return nil
+}
+
+func missingLabels(pr *gh.PullRequest, want []string) []string {
+	var have []string
+	for _, l := range pr.Labels {
+		have = append(have, strings.ToLower(l.GetName()))
+	}
+	var out []string
+	for _, l := range want {
+		if l != "" && !slices.Contains(have, strings.ToLower(l)) && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// withoutFrom drops the values the detector observed, leaving only the target values.
+func withoutFrom(e lifecycle.Edit) lifecycle.Edit {
+	out := lifecycle.Edit{Op: e.Op}
+	for _, f := range e.Fields {
+		f.From = ""
+		out.Fields = append(out.Fields, f)
+	}
+	return out
+}
