@@ -78,7 +78,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.SetOutput(stderr)
 	var (
 		o          app.Options
-		mode       = fs.String("mode", string(app.ModeObserve), "how changes are carried out: observe (Events and log lines only)")
+		mode       = fs.String("mode", string(app.ModeObserve), "how changes are carried out: observe (Events and log lines only) or pr (pull requests in the GitOps repository)")
 		threshold  = fs.String("threshold", "80", "default usage threshold in percent (0-100) at which a quota resource is raised; annotation resizer.io/threshold")
 		increment  = fs.String("increment", "20%", "default increase, as a percentage (20%) or fraction (0.2); annotation resizer.io/increment")
 		kubeconfig = fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
@@ -92,6 +92,19 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
+	var gitPaths listFlag
+	prLabels := fs.String("pr-labels", "", "PR mode: comma-separated labels added to every pull request")
+	fs.StringVar(&o.PR.GitHub.APIURL, "github-api-url", "", "PR mode: GitHub REST API root; default https://api.github.com/, GitHub Enterprise: https://HOST/api/v3/")
+	fs.Int64Var(&o.PR.GitHub.AppID, "github-app-id", 0, "PR mode: GitHub App ID")
+	fs.Int64Var(&o.PR.GitHub.InstallationID, "github-installation-id", 0, "PR mode: installation ID of the GitHub App")
+	fs.StringVar(&o.PR.GitHub.PrivateKeyFile, "github-private-key-file", "", "PR mode: the GitHub App's PEM private key (mounted from a Secret)")
+	fs.StringVar(&o.PR.GitHub.TokenFile, "github-token-file", "", "PR mode: a file holding a GitHub token, instead of App credentials")
+	fs.StringVar(&o.PR.GitHub.Repository, "git-repo", "", "PR mode: the GitOps repository, owner/name")
+	fs.StringVar(&o.PR.BaseBranch, "git-base-branch", "", "PR mode: base branch of pull requests (default: the repository's default branch)")
+	fs.StringVar(&o.PR.Cluster, "cluster-name", "", "PR mode: cluster name, part of every branch name and PR title")
+	fs.Var(&gitPaths, "git-path", "PR mode: path prefix in the repository that holds this cluster's manifests; repeatable or comma-separated (default: the whole repository)")
+	fs.BoolVar(&o.PR.AutoMerge, "enable-auto-merge", false, "PR mode: squash-merge pull requests when GitHub reports them mergeable with clean checks; annotation resizer.io/auto-merge: \"false\" opts a namespace out")
+	fs.DurationVar(&o.PR.PollInterval, "pr-poll-interval", time.Minute, "PR mode: how often an open pull request is checked")
 	if err := fs.Parse(args); err != nil {
 		return o, "", "", err
 	}
@@ -99,6 +112,8 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		return o, "", "", fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	o.Mode = app.Mode(*mode)
+	o.PR.Paths = gitPaths
+	o.PR.Labels = splitList(*prLabels)
 	var err error
 	if o.Defaults.Threshold, err = quota.ParseThreshold(*threshold); err != nil {
 		return o, "", "", fmt.Errorf("--threshold=%q: %w", *threshold, err)
@@ -111,6 +126,27 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		o.Instance, _ = os.Hostname()
 	}
 	return o, *kubeconfig, *logLevel, nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitList(v)...)
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func run(args []string, stderr io.Writer) int {
@@ -146,7 +182,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 	log.Info("starting", "version", version, "mode", o.Mode, "stateNamespace", o.StateNamespace,
 		"threshold", quota.FormatRat(o.Defaults.Threshold), "increment", quota.FormatRat(o.Defaults.Increment),
-		"cooldown", o.DefaultCooldown.String())
+		"cooldown", o.DefaultCooldown.String(), "repository", o.PR.GitHub.Repository, "autoMerge", o.PR.AutoMerge)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "stopped with an error")
 		return 1

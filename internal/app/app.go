@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,7 +28,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
+	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/gitops/github"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -37,11 +42,36 @@ type Mode string
 const (
 	// ModeObserve reports changes as Events and log lines and changes nothing. The default.
 	ModeObserve Mode = "observe"
+	// ModePR turns changes into pull requests in the GitOps repository through a GitHub App.
+	ModePR Mode = "pr"
 )
+
+// PROptions configure PR mode; every field is a flag of `kustos run`.
+type PROptions struct {
+	// GitHub holds --github-api-url, --github-app-id, --github-installation-id,
+	// --github-private-key-file, --github-token-file and --git-repo (Repository).
+	GitHub github.Config
+	// BaseBranch is --git-base-branch (empty: the repository's default branch).
+	BaseBranch string
+	// Cluster is --cluster-name; Paths are the --git-path prefixes; Labels are --pr-labels.
+	Cluster string
+	Paths   []string
+	Labels  []string
+	// AutoMerge is --enable-auto-merge; PollInterval is --pr-poll-interval.
+	AutoMerge    bool
+	PollInterval time.Duration
+	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
+	CloneURL string
+	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
+	ClientOptions []github.Option
+	// AfterPropose is a test hook: see quota.PRMode.AfterPropose.
+	AfterPropose func(key lifecycle.Key, res pr.Result) error
+}
 
 // Options are everything `kustos run` can be told.
 type Options struct {
 	Mode            Mode
+	PR              PROptions
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
 	// StateNamespace holds the state Leases and the leader-election Lease.
@@ -68,8 +98,14 @@ type Options struct {
 // Validate reports the first option that cannot work, naming it as a flag.
 func (o Options) Validate() error {
 	switch {
-	case o.Mode != ModeObserve:
-		return fmt.Errorf("--mode=%q: only %q is available in this version", o.Mode, ModeObserve)
+	case o.Mode != ModeObserve && o.Mode != ModePR:
+		return fmt.Errorf("--mode=%q: want %q or %q", o.Mode, ModeObserve, ModePR)
+	case o.Mode == ModePR:
+		if err := o.PR.validate(); err != nil {
+			return fmt.Errorf("--mode=%q: %w", o.Mode, err)
+		}
+	}
+	switch {
 	case o.StateNamespace == "":
 		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
 	case o.DefaultCooldown < 0:
@@ -80,6 +116,102 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
 	}
 	return nil
+}
+
+func (p PROptions) validate() error {
+	if p.GitHub.Repository == "" {
+		return errors.New("--git-repo: required with --mode=pr (owner/name of the GitOps repository)")
+	}
+	owner, name, ok := strings.Cut(p.GitHub.Repository, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("--git-repo: %q is not owner/name", p.GitHub.Repository)
+	}
+	if err := p.GitHub.Validate(); err != nil {
+		return err
+	}
+	if p.PollInterval <= 0 {
+		return fmt.Errorf("--pr-poll-interval=%s: must be positive", p.PollInterval)
+	}
+	for _, path := range p.Paths {
+		if strings.TrimSpace(path) == "" || strings.HasPrefix(path, "/") {
+			return fmt.Errorf("--git-path=%q: want a path relative to the repository root", path)
+		}
+	}
+	return nil
+}
+
+// cloneURL is the HTTPS clone URL of the repository: github.com for api.github.com, the same
+// host for GitHub Enterprise (API at /api/v3/).
+func (p PROptions) cloneURL() (string, error) {
+	if p.CloneURL != "" {
+		return p.CloneURL, nil
+	}
+	raw := p.GitHub.APIURL
+	if raw == "" {
+		raw = github.DefaultAPIURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("--github-api-url: %w", err)
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com/" + p.GitHub.Repository + ".git", nil
+	}
+	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
+	return u.Scheme + "://" + u.Host + prefix + "/" + p.GitHub.Repository + ".git", nil
+}
+
+// newPRMode builds the PR writer over the GitHub client and a Git reader of the base branch.
+func newPRMode(o Options, store *state.Store, notifier quota.Notifier) (*quota.PRMode, error) {
+	p := o.PR
+	gc, err := github.NewClient(p.GitHub, p.ClientOptions...)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := github.NewTokenSource(p.GitHub)
+	if err != nil {
+		return nil, err
+	}
+	cloneURL, err := p.cloneURL()
+	if err != nil {
+		return nil, err
+	}
+	repo := &baseRepo{url: cloneURL, branch: p.BaseBranch, gh: gc, token: tokens}
+	w := pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
+	return &quota.PRMode{
+		Writer: w, Store: store, Notifier: notifier,
+		AutoMerge: p.AutoMerge, PollInterval: p.PollInterval, AfterPropose: p.AfterPropose,
+	}, nil
+}
+
+// baseRepo is a pr.GitRepo of the base branch, which it learns from GitHub on first use when
+// --git-base-branch is not set.
+type baseRepo struct {
+	url    string
+	branch string
+	gh     *github.Client
+	token  func(context.Context) (string, error)
+
+	mu   sync.Mutex
+	repo *pr.GitRepo
+}
+
+func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error) {
+	b.mu.Lock()
+	if b.repo == nil {
+		branch := b.branch
+		if branch == "" {
+			var err error
+			if branch, err = b.gh.DefaultBranch(ctx); err != nil {
+				b.mu.Unlock()
+				return nil, fmt.Errorf("pr: base branch: %w", err)
+			}
+		}
+		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token}
+	}
+	r := b.repo
+	b.mu.Unlock()
+	return r.Snapshot(ctx, sha)
 }
 
 // NewManager builds a manager running Kustos against cfg.
@@ -131,7 +263,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Instance:  o.Instance,
 		Log:       o.Log.WithName("observe"),
 	}
+	var prMode *quota.PRMode
+	if o.Mode == ModePR {
+		if prMode, err = newPRMode(o, store, actuator); err != nil {
+			return nil, err
+		}
+	}
 	rec := &quota.Reconciler{
+		PR:              prMode,
 		Cache:           mgr.GetClient(),
 		Live:            mgr.GetAPIReader(),
 		State:           store,

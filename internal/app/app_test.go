@@ -32,7 +32,8 @@ func TestValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults are valid", func(*Options) {}, ""},
-		{"pr mode is not available yet", func(o *Options) { o.Mode = "pr" }, `--mode="pr"`},
+		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch": want "observe" or "pr"`},
+		{"pr mode needs a repository", func(o *Options) { o.Mode = "pr" }, `--mode="pr": --git-repo`},
 		{"state namespace required", func(o *Options) { o.StateNamespace = "" }, "--state-namespace"},
 		{"negative cooldown", func(o *Options) { o.DefaultCooldown = -time.Second }, "--cooldown"},
 		{"zero sweep interval", func(o *Options) { o.LeaseSweepInterval = 0 }, "--lease-sweep-interval"},

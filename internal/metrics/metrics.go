@@ -40,6 +40,11 @@ var (
 		Help: "Kubernetes Events written, by reason.",
 	}, []string{"reason"})
 
+	// PRs counts pull requests by what happened to them (opened, updated, merged, declined).
+	PRs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_prs_total",
+		Help: "Pull requests opened, updated, merged (by Kustos or a human) and declined (closed by a human).",
+	}, []string{"action"})
 	// LeasesSwept counts state Leases deleted because their namespace was gone.
 	LeasesSwept = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kustos_state_leases_swept_total",
@@ -48,5 +53,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept)
+	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs)
 }

@@ -28,6 +28,11 @@ const (
 	AnnotationTargetName   = "kustos.io/target-name"
 	AnnotationPending      = "kustos.io/pending"
 	AnnotationLastModified = "resizer.io/last-modified"
+	// AnnotationProposed holds the Change the open PR (the holder) proposes, as JSON (PR mode).
+	AnnotationProposed = "kustos.io/proposed"
+	// AnnotationClosedValues holds the Change of the last PR a human closed without merging, as
+	// JSON (PR mode): nothing smaller is proposed again for the key.
+	AnnotationClosedValues = "kustos.io/closed-values"
 )
 
 // maxNameLength is the limit of a Lease name (a DNS subdomain).
@@ -72,6 +77,10 @@ type Record struct {
 	// Pending is a decision that was recorded in the Lease but whose Events and log lines may
 	// not have been written yet (a crash in between). It is replayed, then cleared.
 	Pending string
+	// Proposed is the Change the open PR proposes (PR mode), JSON; empty without a holder.
+	Proposed string
+	// ClosedValues is the Change of the last PR a human closed (PR mode), JSON.
+	ClosedValues string
 
 	lease *coordinationv1.Lease
 }
@@ -102,7 +111,8 @@ func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
 }
 
 func recordFromLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) {
-	r := Record{Key: key, lease: l, Pending: l.Annotations[AnnotationPending]}
+	r := Record{Key: key, lease: l, Pending: l.Annotations[AnnotationPending],
+		Proposed: l.Annotations[AnnotationProposed], ClosedValues: l.Annotations[AnnotationClosedValues]}
 	if l.Spec.HolderIdentity != nil {
 		r.Holder = *l.Spec.HolderIdentity
 	}
@@ -148,6 +158,37 @@ func (s *Store) MarkModified(ctx context.Context, rec Record, t time.Time, pendi
 // ClearPending marks the pending decision as fully recorded.
 func (s *Store) ClearPending(ctx context.Context, rec Record) (Record, error) {
 	return s.write(ctx, rec, func(l *coordinationv1.Lease) { delete(l.Annotations, AnnotationPending) })
+}
+
+// Lock records that holder (the open PR, e.g. "pr-12") proposes the Change proposed (JSON) and
+// clears the pending decision, in one write conditional on the resourceVersion read (PR mode).
+func (s *Store) Lock(ctx context.Context, rec Record, holder, proposed string) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		h := holder
+		l.Spec.HolderIdentity = &h
+		l.Annotations[AnnotationProposed] = proposed
+		delete(l.Annotations, AnnotationPending)
+		delete(l.Annotations, AnnotationClosedValues)
+	})
+}
+
+// Unlock clears the holder, the proposed and the pending Change and sets last-modified to t, in
+// one write (PR mode: the PR was merged or closed). closed, when not empty, is remembered as the
+// closed values (a human declined the PR); empty removes them.
+func (s *Store) Unlock(ctx context.Context, rec Record, t time.Time, closed string) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		l.Spec.HolderIdentity = nil
+		l.Annotations[AnnotationLastModified] = t.UTC().Format(time.RFC3339Nano)
+		delete(l.Annotations, AnnotationProposed)
+		delete(l.Annotations, AnnotationPending)
+		if closed == "" {
+			delete(l.Annotations, AnnotationClosedValues)
+		} else {
+			l.Annotations[AnnotationClosedValues] = closed
+		}
+		now := metav1.NewMicroTime(t)
+		l.Spec.RenewTime = &now
+	})
 }
 
 func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordinationv1.Lease)) (Record, error) {

@@ -92,8 +92,19 @@ Checks that values.schema.json cannot express (or that must hold even when schem
 skipped). Each failure names the value and what to do about it.
 */}}
 {{- define "kustos.validateValues" -}}
-{{- if ne (toString .Values.mode) "observe" }}
-{{- fail (printf "\n\nmode %q is not supported: this version of Kustos only runs in observe mode (it recommends quota increases as Events and logs and never changes a ResourceQuota). Set mode=observe or remove the override." (toString .Values.mode)) }}
+{{- if not (has (toString .Values.mode) (list "observe" "pr")) }}
+{{- fail (printf "\n\nmode %q is not supported: use observe (Events and logs only) or pr (pull requests in the GitOps repository)." (toString .Values.mode)) }}
+{{- end }}
+{{- if eq (toString .Values.mode) "pr" }}
+{{- if not .Values.git.repo }}
+{{- fail "\n\nmode=pr needs git.repo (owner/name of the GitOps repository)." }}
+{{- end }}
+{{- if not .Values.github.existingSecret }}
+{{- fail "\n\nmode=pr needs github.existingSecret: a Secret holding the GitHub App's private key (or a token, with github.tokenKey)." }}
+{{- end }}
+{{- if and (not .Values.github.tokenKey) (or (not (int64 .Values.github.appID)) (not (int64 .Values.github.installationID))) }}
+{{- fail "\n\nmode=pr with a GitHub App needs github.appID and github.installationID (or set github.tokenKey to use a token)." }}
+{{- end }}
 {{- end }}
 {{- if or (lt (float64 .Values.threshold) 0.0) (gt (float64 .Values.threshold) 100.0) }}
 {{- fail (printf "\n\nthreshold must be a percentage between 0 and 100, got %v" .Values.threshold) }}

@@ -65,6 +65,11 @@ func (r *Recorder) Record(ctx context.Context, c lifecycle.Change, decidedAt tim
 // Warn writes one Warning Event about ref. id identifies what is reported: the same id always
 // gives the same Event name, so repeating a report is a no-op while the Event lives.
 func (r *Recorder) Warn(ctx context.Context, ref corev1.ObjectReference, reason, message, id string, at time.Time) error {
+	return r.Notify(ctx, ref, corev1.EventTypeWarning, reason, message, id, at)
+}
+
+// Notify is Warn with the Event type given (Normal for progress such as a PR opened or merged).
+func (r *Recorder) Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error {
 	name := EventName(ref.Name, id)
 	if _, done := r.written.Load(name); done {
 		return nil
@@ -78,7 +83,7 @@ func (r *Recorder) Warn(ctx context.Context, ref corev1.ObjectReference, reason,
 		InvolvedObject:      ref,
 		Reason:              reason,
 		Message:             truncate(message, 1024),
-		Type:                corev1.EventTypeWarning,
+		Type:                eventType,
 		Source:              corev1.EventSource{Component: r.Component},
 		FirstTimestamp:      ts,
 		LastTimestamp:       ts,

@@ -70,6 +70,9 @@ type Reconciler struct {
 	// Now is the clock; injected so tests control time.
 	Now func() time.Time
 	Log logr.Logger
+	// PR, when set, turns Changes into pull requests (--mode=pr) instead of handing them to
+	// the Actuator, which then only reports findings and what cannot become a PR.
+	PR *PRMode
 
 	// reported remembers what was already reported per namespace (annotation problems) or
 	// event (unreadable messages), so a reconcile loop does not repeat log lines and API calls.
@@ -111,6 +114,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !rec.Exists() {
 			return reconcile.Result{}, err
 		}
+	}
+	if r.PR != nil {
+		return r.reconcilePR(ctx, log, &q, ns, policy, rec, now)
 	}
 	if rec.Pending != "" {
 		if rec, err = r.replayPending(ctx, rec); err != nil {

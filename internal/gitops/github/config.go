@@ -2,6 +2,7 @@ package github
 
 import (
 	"bytes"
+	"context"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -217,4 +218,22 @@ func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return t.next.RoundTrip(r)
+}
+
+// NewTokenSource returns a function that yields a token that may read the repository over
+// HTTPS with cfg's credentials: the token file's token (re-read when it changes), or an
+// installation token of the GitHub App (refreshed before it expires). The Git clone of the
+// base branch authenticates with it.
+func NewTokenSource(cfg Config) (func(ctx context.Context) (string, error), error) {
+	rt, err := NewTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	switch t := rt.(type) {
+	case *tokenFileTransport:
+		return func(context.Context) (string, error) { return t.token() }, nil
+	case *ghinstallation.Transport:
+		return t.Token, nil
+	}
+	return nil, fmt.Errorf("github: no token source for %T", rt)
 }

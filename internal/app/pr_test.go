@@ -1,0 +1,76 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/gitops/github"
+)
+
+func validPR() Options {
+	o := validOptions()
+	o.Mode = ModePR
+	o.PR = PROptions{
+		GitHub:       github.Config{TokenFile: "/secrets/token", Repository: "acme/gitops"},
+		PollInterval: time.Minute,
+	}
+	return o
+}
+
+func TestValidatePRMode(t *testing.T) {
+	cases := []struct {
+		name    string
+		mutate  func(*Options)
+		wantErr string
+	}{
+		{"token file is enough", func(*Options) {}, ""},
+		{"app credentials are enough", func(o *Options) {
+			o.PR.GitHub = github.Config{AppID: 1, InstallationID: 2, PrivateKeyFile: "/k.pem", Repository: "acme/gitops"}
+		}, ""},
+		{"repository required", func(o *Options) { o.PR.GitHub.Repository = "" }, "--git-repo"},
+		{"repository is owner/name", func(o *Options) { o.PR.GitHub.Repository = "gitops" }, "--git-repo"},
+		{"no credentials", func(o *Options) { o.PR.GitHub.TokenFile = "" }, "--github-token-file"},
+		{"two credential kinds", func(o *Options) {
+			o.PR.GitHub.PrivateKeyFile, o.PR.GitHub.AppID, o.PR.GitHub.InstallationID = "/k.pem", 1, 2
+		}, "mutually exclusive"},
+		{"app id required", func(o *Options) {
+			o.PR.GitHub = github.Config{PrivateKeyFile: "/k.pem", InstallationID: 2, Repository: "a/b"}
+		}, "--github-app-id"},
+		{"installation id required", func(o *Options) { o.PR.GitHub = github.Config{PrivateKeyFile: "/k.pem", AppID: 2, Repository: "a/b"} }, "--github-installation-id"},
+		{"bad api url", func(o *Options) { o.PR.GitHub.APIURL = "ftp://x" }, "--github-api-url"},
+		{"poll interval", func(o *Options) { o.PR.PollInterval = 0 }, "--pr-poll-interval"},
+		{"absolute git path", func(o *Options) { o.PR.Paths = []string{"/clusters"} }, "--git-path"},
+		{"unknown mode", func(o *Options) { o.Mode = "direct" }, `--mode="direct"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := validPR()
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCloneURL(t *testing.T) {
+	for api, want := range map[string]string{
+		"":                                "https://github.com/acme/gitops.git",
+		"https://api.github.com/":         "https://github.com/acme/gitops.git",
+		"https://ghe.example.com/api/v3/": "https://ghe.example.com/acme/gitops.git",
+		"http://127.0.0.1:4000/api/v3":    "http://127.0.0.1:4000/acme/gitops.git",
+	} {
+		p := PROptions{GitHub: github.Config{APIURL: api, Repository: "acme/gitops"}}
+		if got, err := p.cloneURL(); err != nil || got != want {
+			t.Errorf("cloneURL(%q) = %q, %v; want %q", api, got, err, want)
+		}
+	}
+}
