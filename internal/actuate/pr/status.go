@@ -127,6 +127,12 @@ func (w *Writer) MaybeMerge(ctx context.Context, key lifecycle.Key, allowed bool
 	if err != nil {
 		return false, w.cfg.RecheckAfter, err
 	}
+	return w.MergeIfReady(ctx, key, st, allowed)
+}
+
+// MergeIfReady is MaybeMerge for a caller that has just read the PR's state with Status, so the
+// PR is not read twice in one poll.
+func (w *Writer) MergeIfReady(ctx context.Context, key lifecycle.Key, st PRState, allowed bool) (merged bool, retryAfter time.Duration, err error) {
 	switch st.State {
 	case StateNone:
 		return false, 0, fmt.Errorf("%w: %s", ErrNoPR, key)

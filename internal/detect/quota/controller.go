@@ -157,31 +157,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if change == nil {
 		return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
 	}
-	pending, err := json.Marshal(change)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding decision: %w", err)
-	}
-	// Remember first, then tell: the Lease write is the commit point. If it conflicts, another
-	// replica (or our own not-yet-cached write) decided first and we must not report twice.
-	rec, err = r.State.MarkModified(ctx, rec, now, string(pending))
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		log.V(1).Info("state lease changed under us; deciding again")
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
+	// Remember first, then tell: if the Lease write conflicts, another replica (or our own
+	// not-yet-cached write) decided first and we must not report twice.
+	if rec, err = commitDecision(ctx, r.State, rec, *change, d.Recommendations, now); err != nil {
+		return conflictOr(err)
 	}
 	if err := r.Actuator.Record(ctx, *change, now); err != nil {
 		return reconcile.Result{}, err // pending stays in the Lease and is replayed
-	}
-	for _, rc := range d.Recommendations {
-		metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
-		metrics.RecommendedValue.WithLabelValues(rc.Namespace, rc.Quota, string(rc.Resource)).Set(rc.Recommended.AsApproximateFloat64())
 	}
 	if _, err := r.State.ClearPending(ctx, rec); err != nil && !apierrors.IsConflict(err) {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// commitDecision writes a decision to the state Lease before anything is carried out: the write
+// is the commit point (optimistic concurrency: a conflict means someone else decided first, and
+// the caller must decide again rather than act), and the decision stays there as pending until
+// it has been carried out.
+func commitDecision(ctx context.Context, store StateStore, rec state.Record, c lifecycle.Change, recs []Recommendation, now time.Time) (state.Record, error) {
+	pending, err := json.Marshal(c)
+	if err != nil {
+		return rec, fmt.Errorf("encoding decision: %w", err)
+	}
+	if rec, err = store.MarkModified(ctx, rec, now, string(pending)); err != nil {
+		return rec, err
+	}
+	for _, rc := range recs {
+		metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
+		metrics.RecommendedValue.WithLabelValues(rc.Namespace, rc.Quota, string(rc.Resource)).Set(rc.Recommended.AsApproximateFloat64())
+	}
+	return rec, nil
 }
 
 // replayPending finishes a decision that was remembered but maybe not reported (a crash or an

@@ -42,7 +42,7 @@ type PRWriter interface {
 	Propose(ctx context.Context, c lifecycle.Change, opts pr.ProposeOptions) (pr.Result, error)
 	Track(key lifecycle.Key, number int)
 	Status(ctx context.Context, key lifecycle.Key) (pr.PRState, error)
-	MaybeMerge(ctx context.Context, key lifecycle.Key, allowed bool) (merged bool, retryAfter time.Duration, err error)
+	MergeIfReady(ctx context.Context, key lifecycle.Key, st pr.PRState, allowed bool) (merged bool, retryAfter time.Duration, err error)
 }
 
 var _ PRWriter = (*pr.Writer)(nil)
@@ -126,17 +126,8 @@ func (r *Reconciler) reconcilePR(ctx context.Context, log logr.Logger, q *corev1
 			return reconcile.Result{}, nil
 		}
 	}
-	pending, err := json.Marshal(change)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding decision: %w", err)
-	}
-	// The Lease write is the commit point: a conflict means another replica decided first.
-	if rec, err = p.Store.MarkModified(ctx, rec, now, string(pending)); err != nil {
+	if rec, err = commitDecision(ctx, p.Store, rec, *change, d.Recommendations, now); err != nil {
 		return conflictOr(err)
-	}
-	for _, rc := range d.Recommendations {
-		metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
-		metrics.RecommendedValue.WithLabelValues(rc.Namespace, rc.Quota, string(rc.Resource)).Set(rc.Recommended.AsApproximateFloat64())
 	}
 	return r.propose(ctx, log, ref, rec, *change, opts, now)
 }
@@ -233,21 +224,14 @@ func (r *Reconciler) followPR(ctx context.Context, log logr.Logger, q *corev1.Re
 	}
 	if c := d.Change(); c != nil && larger(*c, proposed) {
 		next := mergeChanges(proposed, *c)
-		pending, err := json.Marshal(next)
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("encoding decision: %w", err)
-		}
-		if rec, err = p.Store.MarkModified(ctx, rec, now, string(pending)); err != nil {
+		if rec, err = commitDecision(ctx, p.Store, rec, next, d.Recommendations, now); err != nil {
 			return conflictOr(err)
-		}
-		for _, rc := range d.Recommendations {
-			metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
 		}
 		return r.propose(ctx, log, ref, rec, next, opts, now)
 	}
 
 	allowed := p.AutoMerge && !strings.EqualFold(strings.TrimSpace(ns.Annotations[AnnotationAutoMerge]), "false")
-	merged, retry, err := p.Writer.MaybeMerge(ctx, key, allowed)
+	merged, retry, err := p.Writer.MergeIfReady(ctx, key, st, allowed)
 	switch {
 	case errors.Is(err, pr.ErrClosed):
 		return r.declined(ctx, log, ref, rec, st.Number, now)
