@@ -63,7 +63,7 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 	$(GO) run ./bench/controlplane -kustos $(BIN)/kustos
 
 .PHONY: demo
-demo: testbin build ## The main job on an embedded default: a real control plane, Kustos in observer mode, what it recommends.
+demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges).
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
 .PHONY: lint

@@ -1,7 +1,11 @@
 // Command kustos-demo is `make demo`: it shows Kustos doing its main job with no cluster and no
 // credentials. It starts a real control plane (etcd, kube-apiserver, kube-controller-manager from
 // bin/), runs the kustos binary in observer mode against it, creates a few tenant namespaces,
-// prints what Kustos recommended — the Events and the JSON log lines — and shuts everything down.
+// prints what Kustos recommended — the Events and the JSON log lines. Then, in PR mode, it starts
+// a local GitHub-compatible server (internal/gitops/githubtest) holding a small GitOps
+// repository, runs a second kustos with --mode=pr --enable-auto-merge, prints the pull request it
+// opens (title, body, diff), turns the required check green and prints the merge. It shuts
+// everything down at the end.
 //
 // It is a separate binary, not a `kustos demo` subcommand, so that the controller image does not
 // carry the test control plane's code.
@@ -38,7 +42,7 @@ const stateNamespace = "kustos-system"
 
 func main() {
 	kustosBin := flag.String("kustos", "bin/kustos", "path of the kustos binary to run")
-	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 3*time.Minute, "give up after this long")
 	flag.Parse()
 	if err := demo(*kustosBin, *timeout, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
@@ -160,6 +164,13 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "Summary: %d recommendation(s), %d event(s); team-c (opted out) untouched; nothing in the cluster was changed. (%s)\n",
 		recs, len(events), time.Since(start).Round(time.Second))
+
+	fmt.Fprintln(out)
+	actStart := time.Now()
+	if err := prAct(ctx, kustosBin, env.Kubeconfig, c, out); err != nil {
+		return fmt.Errorf("PR mode: %w", err)
+	}
+	fmt.Fprintf(out, "Demo done in %s (PR mode %s).\n", time.Since(start).Round(time.Second), time.Since(actStart).Round(time.Second))
 	return nil
 }
 

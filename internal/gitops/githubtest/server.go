@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -56,9 +55,21 @@ type Request struct {
 	Git bool
 }
 
+// TB is the part of testing.TB the server uses; testing.TB satisfies it. A program that is not
+// a test (cmd/kustos-demo) implements it to run the server. Fatalf must not return: testing.TB
+// stops the goroutine, other implementations panic.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // Server is a GitHub-compatible server for tests. See the package documentation.
 type Server struct {
-	t        testing.TB
+	t        TB
 	opts     Options
 	srv      *httptest.Server
 	contract *Contract
@@ -85,7 +96,7 @@ type Server struct {
 
 // New starts a server on 127.0.0.1; it is closed when the test ends. The test fails (never
 // skips) when GitHub's OpenAPI description is not installed.
-func New(t testing.TB, opts Options) *Server {
+func New(t TB, opts Options) *Server {
 	t.Helper()
 	if opts.AppID == 0 {
 		opts.AppID = 1

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+)
+
+const (
+	prStateNamespace = "kustos-pr-system"
+	ghOwner          = "acme"
+	ghRepo           = "gitops"
+	baseBranch       = "main"
+	prTenant         = "team-e"
+	requiredCheck    = "ci/validate"
+	quotaPath        = "clusters/demo/" + prTenant + "/quota.yaml"
+	prPollInterval   = 2 * time.Second
+)
+
+// quotaManifest is team-e's quota in the GitOps repository: commented, and without a namespace
+// (the kustomization beside it sets one). The cluster gets the same quota.
+const quotaManifest = `# Team quota. Owned by the platform team; Kustos may raise it through pull requests.
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: compute   # referenced by the team's runbook
+spec:
+  hard:
+    # CPU: agreed with the team.
+    requests.cpu: "10"   # keep quoted
+    pods: "50"
+`
+
+// prAct is the demo's second act: Kustos in PR mode against a local GitHub-compatible server.
+func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer) (err error) {
+	tb := &demoTB{}
+	defer func() {
+		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
+		if r := recover(); r != nil {
+			f, ok := r.(tbFatal)
+			if !ok {
+				panic(r)
+			}
+			err = errors.Join(err, errors.New(string(f)))
+		}
+		// Contract violations (requests or responses that do not match GitHub's OpenAPI
+		// description) are recorded with Errorf: they fail the demo.
+		err = errors.Join(err, tb.finish())
+	}()
+
+	step(out, "PR mode: starting a local GitHub-compatible server (internal/gitops/githubtest) with the GitOps repository "+ghOwner+"/"+ghRepo)
+	s := githubtest.New(tb, githubtest.Options{})
+	files := map[string]string{
+		"README.md":                        "# GitOps\n",
+		"clusters/demo/kustomization.yaml": "resources:\n  - " + prTenant + "\n",
+		"clusters/demo/" + prTenant + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + prTenant + "\nresources:\n  - quota.yaml\n",
+		quotaPath: quotaManifest,
+	}
+	s.SeedRepo(ghOwner, ghRepo, baseBranch, files)
+	s.SetRequiredChecks(ghOwner, ghRepo, requiredCheck)
+	for _, p := range []string{"clusters/demo/kustomization.yaml", "clusters/demo/" + prTenant + "/kustomization.yaml", quotaPath} {
+		fmt.Fprintf(out, "     %s\n", p)
+	}
+	fmt.Fprintf(out, "     branch protection on %s requires the check %s\n", baseBranch, requiredCheck)
+	tokenFile := filepath.Join(tb.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(s.Token()+"\n"), 0o600); err != nil {
+		return err
+	}
+
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
+		return err
+	}
+	args := []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + prStateNamespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
+		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
+		"--cluster-name=demo", "--git-path=clusters/demo/", "--pr-labels=kustos,quota-resize",
+		"--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String()}
+	step(out, "starting a second kustos run: "+strings.Join(redact(append(args[2:3:3], args[5:]...), tokenFile), " "))
+	logs := &lockedBuffer{}
+	cmd := exec.Command(kustosBin, args...)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s (run `make build`): %w", kustosBin, err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		}
+	}
+	defer stop()
+	withLogs := func(err error) error {
+		return fmt.Errorf("%w; kustos (PR mode) logged:\n%s", err, logs.String())
+	}
+
+	step(out, "creating tenant:")
+	t := tenant{name: prTenant, about: "the quota of " + quotaPath + " (requests.cpu 10), pods use 8500m (85%)",
+		hard: rl("requests.cpu", "10", "pods", "50"), pods: []corev1.ResourceList{rl("cpu", "8500m")}}
+	fmt.Fprintf(out, "     %-7s %s\n", t.name, t.about)
+	if err := t.create(ctx, c); err != nil {
+		return fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+
+	step(out, "waiting for Kustos's pull request")
+	var p githubtest.PullRequest
+	if err := poll(ctx, func() (bool, error) {
+		prs := s.PRs(ghOwner, ghRepo)
+		if len(prs) > 1 {
+			return false, fmt.Errorf("want one pull request, got %d: %+v", len(prs), prs)
+		}
+		if len(prs) == 1 && prs[0].State == "open" {
+			p = prs[0]
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		return withLogs(fmt.Errorf("no pull request: %w", err))
+	}
+	before, ok := s.FileAt(ghOwner, ghRepo, p.BaseSHA, quotaPath)
+	if !ok {
+		return fmt.Errorf("%s missing at the PR's base %s", quotaPath, p.BaseSHA)
+	}
+	after, ok := s.FileAt(ghOwner, ghRepo, p.HeadSHA, quotaPath)
+	if !ok {
+		return fmt.Errorf("%s missing on the PR branch %s", quotaPath, p.Head)
+	}
+	diff, err := unifiedDiff(tb.TempDir(), quotaPath, before, after)
+	if err != nil {
+		return err
+	}
+	if err := keepsComments(before, after); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Pull request #%d (%s → %s):\n", p.Number, p.Head, p.Base)
+	fmt.Fprintln(out, "  Title: "+p.Title)
+	fmt.Fprintln(out, "  Body:")
+	fmt.Fprint(out, indent(p.Body, "    | "))
+	fmt.Fprintln(out, "  Diff:")
+	fmt.Fprint(out, indent(diff, "    "))
+	fmt.Fprintln(out)
+
+	step(out, fmt.Sprintf("check %s has not reported: Kustos leaves the PR open (watching %s)", requiredCheck, 2*prPollInterval))
+	time.Sleep(2 * prPollInterval)
+	cur, _ := s.PR(ghOwner, ghRepo, p.Number)
+	if cur.State != "open" || cur.Merged {
+		return withLogs(fmt.Errorf("PR #%d is %s (merged %v) before its required check passed", p.Number, cur.State, cur.Merged))
+	}
+	fmt.Fprintf(out, "     #%d: state %s, labels [%s], mergeable_state %s\n", cur.Number, cur.State, strings.Join(cur.Labels, ", "), cur.MergeableState)
+	if got, _ := s.FileAt(ghOwner, ghRepo, baseBranch, quotaPath); got != before {
+		return fmt.Errorf("%s changed on %s before the merge:\n%s", quotaPath, baseBranch, got)
+	}
+
+	// The head may have moved since (Kustos updates its branch when usage changes).
+	p = cur
+	if after, ok = s.FileAt(ghOwner, ghRepo, p.HeadSHA, quotaPath); !ok {
+		return fmt.Errorf("%s missing on the PR branch %s", quotaPath, p.Head)
+	}
+	step(out, fmt.Sprintf("check %s turns green on %s: waiting for Kustos to merge", requiredCheck, short(p.HeadSHA)))
+	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
+	if err := poll(ctx, func() (bool, error) {
+		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
+		if !ok {
+			return false, fmt.Errorf("PR #%d disappeared", p.Number)
+		}
+		if cur.State == "closed" && !cur.Merged {
+			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
+		}
+		p = cur
+		return cur.Merged, nil
+	}); err != nil {
+		return withLogs(fmt.Errorf("not merged: %w", err))
+	}
+	merged, ok := s.FileAt(ghOwner, ghRepo, baseBranch, quotaPath)
+	if !ok || merged != after {
+		return fmt.Errorf("%s on %s after the merge is not the PR's version:\n%s", quotaPath, baseBranch, merged)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "merged #%d as %s\n", p.Number, p.MergeCommitSHA)
+	fmt.Fprintf(out, "  commit message: %s\n", firstLine(s.CommitMessage(ghOwner, ghRepo, p.MergeCommitSHA)))
+	fmt.Fprintf(out, "  %s on %s:\n", quotaPath, baseBranch)
+	fmt.Fprint(out, indent(merged, "    "))
+
+	step(out, "waiting for Kustos's events on "+prTenant)
+	var evs []corev1.Event
+	if err := poll(ctx, func() (bool, error) {
+		all, err := kustosEvents(ctx, c)
+		if err != nil {
+			return false, err
+		}
+		evs = evs[:0]
+		merged := false
+		for _, e := range all {
+			if e.Namespace == prTenant && e.Reason != "QuotaResizeRecommended" { // the observer's
+				evs = append(evs, e)
+				merged = merged || e.Reason == "QuotaResizeMerged"
+			}
+		}
+		return merged, nil
+	}); err != nil {
+		return withLogs(fmt.Errorf("no QuotaResizeMerged event: %w", err))
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAMESPACE\tOBJECT\tTYPE\tREASON\tMESSAGE")
+	for _, e := range evs {
+		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", e.Namespace, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
+	}
+	_ = tw.Flush()
+
+	stop()
+	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
+		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Summary (PR mode): one pull request #%d, comments kept, merged by Kustos once %s passed; the cluster's quota is left to the GitOps controller.\n",
+		p.Number, requiredCheck)
+	return nil
+}
+
+// poll calls cond every 250ms until it is true, fails, or ctx ends.
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		done, err := cond()
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// unifiedDiff is `git diff` of two versions of path, computed in dir.
+func unifiedDiff(dir, path, before, after string) (string, error) {
+	for side, content := range map[string]string{"a": before, "b": after} {
+		f := filepath.Join(dir, side, path)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.Command("git", "diff", "--no-index", "--no-color", "--no-prefix", "a/"+path, "b/"+path)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "", fmt.Errorf("the PR does not change %s", path)
+	case errors.As(err, &ee) && ee.ExitCode() == 1: // differences
+		return string(b), nil
+	default:
+		return "", fmt.Errorf("git diff: %v: %s", err, stderr.String())
+	}
+}
+
+// keepsComments checks that every comment of before is still in after.
+func keepsComments(before, after string) error {
+	for _, l := range strings.Split(before, "\n") {
+		if i := strings.Index(l, "#"); i >= 0 && !strings.Contains(after, strings.TrimSpace(l[i:])) {
+			return fmt.Errorf("the PR dropped the comment %q", strings.TrimSpace(l[i:]))
+		}
+	}
+	return nil
+}
+
+func indent(s, prefix string) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(strings.TrimRight(prefix+l, " ") + "\n")
+	}
+	return b.String()
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func redact(args []string, tokenFile string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, tokenFile, "$TMP/token")
+	}
+	return out
+}
+
+// demoTB runs githubtest outside a test: Errorf records (the demo fails at the end), Fatalf
+// records and panics with tbFatal (prAct recovers it), TempDir and Cleanup are undone by finish.
+type demoTB struct {
+	mu       sync.Mutex
+	errs     []string
+	cleanups []func()
+}
+
+type tbFatal string
+
+var _ githubtest.TB = (*demoTB)(nil)
+
+func (t *demoTB) Helper() {}
+
+func (t *demoTB) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
+
+func (t *demoTB) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	t.Errorf("%s", msg)
+	panic(tbFatal(msg))
+}
+
+func (t *demoTB) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func (t *demoTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "kustos-demo-")
+	if err != nil {
+		t.Fatalf("TempDir: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func (t *demoTB) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+// finish runs the cleanups, last registered first, and returns the recorded errors.
+func (t *demoTB) finish() error {
+	t.mu.Lock()
+	cs := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the GitHub-compatible server reported %d error(s) (contract violations fail the demo):\n  %s",
+		len(t.errs), strings.Join(t.errs, "\n  "))
+}
+
+// lockedBuffer is a bytes.Buffer that a child process may write while it is read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
