@@ -64,7 +64,8 @@ type PROptions struct {
 	CloneURL string
 	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
 	ClientOptions []github.Option
-	// AfterPropose is a test hook: see quota.PRMode.AfterPropose.
+	// AfterPropose is a test hook: it runs after a successful Propose and before the Lease
+	// names the PR; an error stops the reconcile there (like quota.PRMode.AfterPropose).
 	AfterPropose func(key lifecycle.Key, res pr.Result) error
 }
 
@@ -179,8 +180,36 @@ func newPRMode(o Options, store *state.Store, notifier quota.Notifier) (*quota.P
 	repo := &baseRepo{url: cloneURL, branch: p.BaseBranch, gh: gc, token: tokens}
 	w := pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
 	return &quota.PRMode{
-		Writer: w, Store: store, Notifier: notifier,
-		AutoMerge: p.AutoMerge, PollInterval: p.PollInterval, AfterPropose: p.AfterPropose,
+		Writer: prWriter{Writer: w, afterPropose: p.AfterPropose}, Store: store, Notifier: notifier,
+		AutoMerge: p.AutoMerge, PollInterval: p.PollInterval,
+	}, nil
+}
+
+// prWriter adapts *pr.Writer to the detector's quota.PRWriter: Propose's pr.Result becomes a
+// lifecycle.Proposal (the other methods already speak lifecycle's types).
+type prWriter struct {
+	*pr.Writer
+	// afterPropose is PROptions.AfterPropose: it runs after a successful Propose, before the
+	// detector sees the result; its error is Propose's (the reconcile stops before the Lease
+	// names the PR).
+	afterPropose func(key lifecycle.Key, res pr.Result) error
+}
+
+var _ quota.PRWriter = prWriter{}
+
+func (w prWriter) Propose(ctx context.Context, c lifecycle.Change, opts lifecycle.ProposeOptions) (lifecycle.Proposal, error) {
+	res, err := w.Writer.Propose(ctx, c, opts)
+	if err != nil {
+		return lifecycle.Proposal{}, err
+	}
+	if w.afterPropose != nil {
+		if err := w.afterPropose(c.Key, res); err != nil {
+			return lifecycle.Proposal{}, err
+		}
+	}
+	return lifecycle.Proposal{
+		AlreadyInBase: res.AlreadyInBase, Number: res.Number, URL: res.URL,
+		Created: res.Created, Committed: res.Committed, Edited: res.Edited,
 	}, nil
 }
 

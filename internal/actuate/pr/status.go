@@ -13,45 +13,33 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
-// State is where a key's PR stands.
-type State string
+// State is where a key's PR stands: lifecycle's ProposalStatus.
+type State = lifecycle.ProposalStatus
 
 const (
 	// StateNone: no PR is known for the key (none open, none tracked).
-	StateNone State = "None"
+	StateNone = lifecycle.ProposalNone
 	// StateOpen: the PR is open.
-	StateOpen State = "Open"
+	StateOpen = lifecycle.ProposalOpen
 	// StateMerged: the PR was merged; the change waits for the GitOps tool to sync.
-	StateMerged State = "Merged"
+	StateMerged = lifecycle.ProposalMerged
 	// StateClosedByHuman: the PR was closed without merging. Kustos never closes its PRs, so
 	// this was a person; the controller starts the cooldown.
-	StateClosedByHuman State = "ClosedByHuman"
+	StateClosedByHuman = lifecycle.ProposalClosedByHuman
 )
 
-// PRState is what Status read.
-type PRState struct {
-	State  State
-	Number int
-	URL    string
-	Title  string
-	// Mergeable is nil while GitHub computes it.
-	Mergeable *bool
-	// MergeableState is GitHub's mergeable_state: clean, blocked, unstable, behind, dirty,
-	// draft, unknown, has_hooks.
-	MergeableState string
-	HeadSHA        string
-	// Unchanged: GitHub answered 304 (no rate limit spent, nothing new).
-	Unchanged bool
-}
+// PRState is what Status read: lifecycle's ProposalState (Mergeable is nil while GitHub
+// computes it; MergeableState is GitHub's mergeable_state; Unchanged: GitHub answered 304).
+type PRState = lifecycle.ProposalState
 
-// Errors of MaybeMerge.
+// Errors of MaybeMerge. Each also matches its lifecycle kind under errors.Is.
 var (
 	// ErrDirty: the PR conflicts with its base; Propose rebuilds the branch on the new base.
-	ErrDirty = errors.New("pr: pull request conflicts with its base")
+	ErrDirty = lifecycle.NewError("pr: pull request conflicts with its base", lifecycle.ErrProposalDirty)
 	// ErrClosed: the PR was closed without merging (by a human).
-	ErrClosed = errors.New("pr: pull request closed without merging")
+	ErrClosed = lifecycle.NewError("pr: pull request closed without merging", lifecycle.ErrProposalClosed)
 	// ErrNoPR: no PR is known for the key.
-	ErrNoPR = errors.New("pr: no pull request for the key")
+	ErrNoPR = lifecycle.NewError("pr: no pull request for the key", lifecycle.ErrNoProposal)
 )
 
 // number finds the key's PR: the one tracked (Propose, Track) or the open one from its branch.

@@ -39,13 +39,14 @@ var _ GitHub = (*github.Client)(nil)
 
 // Errors of Propose besides the index's (index.ErrSourceNotFound, ErrSourceAmbiguous,
 // ErrSourceNotEditable), yamledit's (yamledit.ErrConflict: Git no longer holds the value the
-// detector saw) and the GitHub client's classified errors, all matchable with errors.Is.
+// detector saw) and the GitHub client's classified errors, all matchable with errors.Is. Each
+// also matches its lifecycle kind (lifecycle.ErrInvalidChange, lifecycle.ErrProposalBlocked).
 var (
 	// ErrInvalidChange: the Change lacks what a PR needs (key, detector, target, edit).
-	ErrInvalidChange = errors.New("pr: invalid change")
+	ErrInvalidChange = lifecycle.NewError("pr: invalid change", lifecycle.ErrInvalidChange)
 	// ErrBranchTaken: an open PR from the key's branch carries another key's marker (two keys
 	// sanitised to one branch name); nothing is touched.
-	ErrBranchTaken = errors.New("pr: branch belongs to another key")
+	ErrBranchTaken = lifecycle.NewError("pr: branch belongs to another key", lifecycle.ErrProposalBlocked)
 )
 
 // Config configures a Writer. Every field maps to a flag of the PR mode.
@@ -67,12 +68,10 @@ type Config struct {
 	PendingAfter time.Duration
 }
 
-// ProposeOptions are per-target inputs of Propose that do not belong to the Change.
-type ProposeOptions struct {
-	// GitPath is the namespace's resizer.io/git-path: a file or directory that replaces
-	// discovery under Config.Paths.
-	GitPath string
-}
+// ProposeOptions are per-target inputs of Propose that do not belong to the Change:
+// lifecycle's ProposeOptions (GitPath is the namespace's resizer.io/git-path, a file or
+// directory that replaces discovery under Config.Paths).
+type ProposeOptions = lifecycle.ProposeOptions
 
 // Result says what Propose found and did.
 type Result struct {

@@ -16,10 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/kustos-dev/kustos/internal/actuate/pr"
-	"github.com/kustos-dev/kustos/internal/gitops/github"
-	"github.com/kustos-dev/kustos/internal/gitops/index"
-	"github.com/kustos-dev/kustos/internal/gitops/yamledit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/state"
@@ -37,15 +33,16 @@ const (
 	ReasonProposeFailed       = "ProposeFailed"
 )
 
-// PRWriter is the part of *pr.Writer PR mode calls.
+// PRWriter is what PR mode calls of the pull-request actuator, in lifecycle's vocabulary
+// (internal/app adapts *pr.Writer to it). Its errors match lifecycle's kinds under errors.Is
+// (ErrSource*, ErrInvalidChange, ErrProposal*, ErrNoProposal); lifecycle.RetryAt says when a
+// rate-limited call may be retried.
 type PRWriter interface {
-	Propose(ctx context.Context, c lifecycle.Change, opts pr.ProposeOptions) (pr.Result, error)
+	Propose(ctx context.Context, c lifecycle.Change, opts lifecycle.ProposeOptions) (lifecycle.Proposal, error)
 	Track(key lifecycle.Key, number int)
-	Status(ctx context.Context, key lifecycle.Key) (pr.PRState, error)
-	MergeIfReady(ctx context.Context, key lifecycle.Key, st pr.PRState, allowed bool) (merged bool, retryAfter time.Duration, err error)
+	Status(ctx context.Context, key lifecycle.Key) (lifecycle.ProposalState, error)
+	MergeIfReady(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState, allowed bool) (merged bool, retryAfter time.Duration, err error)
 }
-
-var _ PRWriter = (*pr.Writer)(nil)
 
 // PRStore is the Lease store as PR mode uses it: the lock (holder) besides the memory.
 type PRStore interface {
@@ -73,7 +70,7 @@ type PRMode struct {
 	PollInterval time.Duration
 	// AfterPropose, when set, runs after a successful Propose and before the Lease names the
 	// PR; an error stops the reconcile there (tests simulate a crash with it).
-	AfterPropose func(key lifecycle.Key, res pr.Result) error
+	AfterPropose func(key lifecycle.Key, res lifecycle.Proposal) error
 }
 
 // reconcilePR is Reconcile in PR mode, from the state record on.
@@ -81,7 +78,7 @@ func (r *Reconciler) reconcilePR(ctx context.Context, log logr.Logger, q *corev1
 	policy Policy, rec state.Record, now time.Time) (reconcile.Result, error) {
 	p := r.PR
 	ref := quotaRef(q)
-	opts := pr.ProposeOptions{GitPath: strings.TrimSpace(ns.Annotations[AnnotationGitPath])}
+	opts := lifecycle.ProposeOptions{GitPath: strings.TrimSpace(ns.Annotations[AnnotationGitPath])}
 
 	// A decision remembered but maybe not proposed (a crash, a GitHub error): propose it again.
 	// Propose adopts the PR it may already have opened.
@@ -134,7 +131,7 @@ func (r *Reconciler) reconcilePR(ctx context.Context, log logr.Logger, q *corev1
 
 // propose hands c to the Writer and locks the Lease on the PR. rec holds c as pending.
 func (r *Reconciler) propose(ctx context.Context, log logr.Logger, ref corev1.ObjectReference, rec state.Record,
-	c lifecycle.Change, opts pr.ProposeOptions, now time.Time) (reconcile.Result, error) {
+	c lifecycle.Change, opts lifecycle.ProposeOptions, now time.Time) (reconcile.Result, error) {
 	p := r.PR
 	res, err := p.Writer.Propose(ctx, c, opts)
 	if err != nil {
@@ -191,7 +188,7 @@ func (r *Reconciler) propose(ctx context.Context, log logr.Logger, ref corev1.Ob
 // followPR looks after the open PR named by the Lease holder: a larger recommendation updates
 // it, a merge (by Kustos or a human) or a close unlocks the Lease.
 func (r *Reconciler) followPR(ctx context.Context, log logr.Logger, q *corev1.ResourceQuota, ns *metav1.PartialObjectMetadata,
-	snap Snapshot, rec state.Record, opts pr.ProposeOptions, now time.Time) (reconcile.Result, error) {
+	snap Snapshot, rec state.Record, opts lifecycle.ProposeOptions, now time.Time) (reconcile.Result, error) {
 	p := r.PR
 	ref := quotaRef(q)
 	key := rec.Key
@@ -205,11 +202,11 @@ func (r *Reconciler) followPR(ctx context.Context, log logr.Logger, q *corev1.Re
 	var proposed lifecycle.Change
 	_ = json.Unmarshal([]byte(rec.Proposed), &proposed)
 	switch st.State {
-	case pr.StateMerged:
+	case lifecycle.ProposalMerged:
 		return r.merged(ctx, log, ref, rec, st.Number, now)
-	case pr.StateClosedByHuman:
+	case lifecycle.ProposalClosedByHuman:
 		return r.declined(ctx, log, ref, rec, st.Number, now)
-	case pr.StateNone:
+	case lifecycle.ProposalNone:
 		log.Info("the pull request of the lease holder is gone; unlocking", "holder", rec.Holder)
 		_, err := p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues)
 		return conflictOr(err)
@@ -233,12 +230,12 @@ func (r *Reconciler) followPR(ctx context.Context, log logr.Logger, q *corev1.Re
 	allowed := p.AutoMerge && !strings.EqualFold(strings.TrimSpace(ns.Annotations[AnnotationAutoMerge]), "false")
 	merged, retry, err := p.Writer.MergeIfReady(ctx, key, st, allowed)
 	switch {
-	case errors.Is(err, pr.ErrClosed):
+	case errors.Is(err, lifecycle.ErrProposalClosed):
 		return r.declined(ctx, log, ref, rec, st.Number, now)
-	case errors.Is(err, pr.ErrNoPR):
+	case errors.Is(err, lifecycle.ErrNoProposal):
 		_, err := p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues)
 		return conflictOr(err)
-	case errors.Is(err, pr.ErrDirty) && len(proposed.Edit.Fields) > 0:
+	case errors.Is(err, lifecycle.ErrProposalDirty) && len(proposed.Edit.Fields) > 0:
 		// The base moved under the PR: rebuild the branch on the new base.
 		pending, _ := json.Marshal(proposed)
 		if rec, err = p.Store.MarkModified(ctx, rec, rec.LastModified, string(pending)); err != nil {
@@ -337,7 +334,7 @@ func conflictOr(err error) (reconcile.Result, error) {
 // githubError keeps the pending decision and asks to be called again: when GitHub's rate limit
 // resets, or with controller-runtime's backoff.
 func githubError(log logr.Logger, what string, err error) (reconcile.Result, error) {
-	if at, ok := github.RetryAt(err); ok {
+	if at, ok := lifecycle.RetryAt(err); ok {
 		d := time.Until(at)
 		if d < time.Second {
 			d = time.Second
@@ -352,15 +349,15 @@ func githubError(log logr.Logger, what string, err error) (reconcile.Result, err
 // a retry could fix.
 func proposeFindingReason(err error) (string, bool) {
 	switch {
-	case errors.Is(err, index.ErrSourceNotFound):
+	case errors.Is(err, lifecycle.ErrSourceNotFound):
 		return ReasonSourceNotFound, true
-	case errors.Is(err, index.ErrSourceAmbiguous):
+	case errors.Is(err, lifecycle.ErrSourceAmbiguous):
 		return ReasonSourceAmbiguous, true
-	case errors.Is(err, index.ErrSourceNotEditable):
+	case errors.Is(err, lifecycle.ErrSourceNotEditable):
 		return ReasonSourceNotEditable, true
-	case errors.Is(err, yamledit.ErrConflict):
+	case errors.Is(err, lifecycle.ErrSourceConflict):
 		return ReasonSourceConflict, true
-	case errors.Is(err, pr.ErrBranchTaken), errors.Is(err, pr.ErrInvalidChange):
+	case errors.Is(err, lifecycle.ErrProposalBlocked), errors.Is(err, lifecycle.ErrInvalidChange):
 		return ReasonProposeFailed, true
 	}
 	return "", false

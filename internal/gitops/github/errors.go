@@ -61,7 +61,12 @@ func (e *APIError) Unwrap() []error {
 	return out
 }
 
-// RetryAt returns when a rate-limited call may be retried.
+// RetryAt implements lifecycle.RetryAfter: when a rate-limited call may be retried (Reset,
+// when known).
+func (e *APIError) RetryAt() (time.Time, bool) { return e.Reset, !e.Reset.IsZero() }
+
+// RetryAt returns when a rate-limited call may be retried. lifecycle.RetryAt finds the same
+// through the RetryAt methods of *APIError and *RateLimitError.
 func RetryAt(err error) (time.Time, bool) {
 	var ae *APIError
 	if errors.As(err, &ae) && !ae.Reset.IsZero() {

@@ -33,6 +33,9 @@ func (e *RateLimitError) Error() string {
 // Is makes errors.Is(err, ErrRateLimited) hold.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
+// RetryAt implements lifecycle.RetryAfter: a retry may succeed at Reset.
+func (e *RateLimitError) RetryAt() (time.Time, bool) { return e.Reset, true }
+
 // rateLimits remembers the last x-ratelimit-remaining/reset per resource, so that a request is
 // not even sent while a known-exhausted limit has not reset.
 type rateLimits struct {

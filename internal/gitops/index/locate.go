@@ -1,7 +1,6 @@
 package index
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,14 +8,16 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
+// The index's errors are lifecycle's, so that detectors match them without importing this
+// package.
 var (
 	// ErrSourceNotFound: no document in the indexed paths defines the target.
-	ErrSourceNotFound = errors.New("source not found")
+	ErrSourceNotFound = lifecycle.ErrSourceNotFound
 	// ErrSourceAmbiguous: several documents define the target; see *AmbiguousError.
-	ErrSourceAmbiguous = errors.New("source ambiguous")
+	ErrSourceAmbiguous = lifecycle.ErrSourceAmbiguous
 	// ErrSourceNotEditable: the target's values come from a kustomize patch or generator that a
 	// plain edit of its document cannot change; see *NotEditableError.
-	ErrSourceNotEditable = errors.New("source not editable")
+	ErrSourceNotEditable = lifecycle.ErrSourceNotEditable
 )
 
 // NotFoundError says where the index looked.

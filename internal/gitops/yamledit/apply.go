@@ -18,8 +18,9 @@ import (
 
 var (
 	// ErrConflict means the file no longer holds the value the detector saw (FieldChange.From):
-	// someone changed Git in the meantime. Errors wrapping it are *ConflictError.
-	ErrConflict = errors.New("yamledit: conflict")
+	// someone changed Git in the meantime. Errors wrapping it are *ConflictError. It also
+	// matches lifecycle.ErrSourceConflict.
+	ErrConflict = lifecycle.NewError("yamledit: conflict", lifecycle.ErrSourceConflict)
 	// ErrDocNotFound means the file has fewer documents than the requested index.
 	ErrDocNotFound = errors.New("yamledit: document not found")
 	// ErrUnsupported means the edit cannot be made without reformatting the document (e.g. a
@@ -42,8 +43,10 @@ func (e *ConflictError) Error() string {
 		pathString(e.Path), e.Expected, e.Found)
 }
 
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+// Is makes errors.Is(err, ErrConflict) and errors.Is(err, lifecycle.ErrSourceConflict) true.
+func (e *ConflictError) Is(target error) bool {
+	return target == ErrConflict || target == lifecycle.ErrSourceConflict
+}
 
 // FieldResult records one field that an edit changed, for PR bodies.
 type FieldResult struct {

@@ -1,0 +1,74 @@
+package lifecycle
+
+import (
+	"errors"
+	"time"
+)
+
+// Kinds of failure an actuator reports and a detector acts on, matchable with errors.Is. The
+// actuators' own errors (index.ErrSourceNotFound, yamledit.ErrConflict, pr.ErrClosed, …) match
+// these, so a detector needs no import of them.
+var (
+	// ErrSourceNotFound: no manifest in Git defines the target.
+	ErrSourceNotFound = errors.New("source not found")
+	// ErrSourceAmbiguous: several manifests define the target.
+	ErrSourceAmbiguous = errors.New("source ambiguous")
+	// ErrSourceNotEditable: the target's values come from something a plain edit of its
+	// manifest cannot change (a kustomize patch or generator).
+	ErrSourceNotEditable = errors.New("source not editable")
+	// ErrSourceConflict: the manifest no longer holds the value the detector saw
+	// (FieldChange.From); someone changed Git in the meantime.
+	ErrSourceConflict = errors.New("source conflict")
+	// ErrInvalidChange: the Change lacks what the actuator needs (key, detector, target, edit).
+	ErrInvalidChange = errors.New("invalid change")
+	// ErrProposalBlocked: another key's proposal occupies the one this key's would use.
+	ErrProposalBlocked = errors.New("proposal blocked by another key")
+	// ErrProposalDirty: the proposal conflicts with its base; proposing again rebuilds it.
+	ErrProposalDirty = errors.New("proposal conflicts with its base")
+	// ErrProposalClosed: the proposal was closed without merging (by a human).
+	ErrProposalClosed = errors.New("proposal closed without merging")
+	// ErrNoProposal: no proposal is known for the key.
+	ErrNoProposal = errors.New("no proposal for the key")
+)
+
+// NewError returns a new sentinel error that reads msg and that errors.Is also matches against
+// kind: how a package keeps its own error (and its text) while naming one of the kinds above.
+func NewError(msg string, kind error) error { return &kindError{msg: msg, kind: kind} }
+
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// RetryAfter is implemented by errors that know when a failed call may be tried again (a rate
+// limit's reset).
+type RetryAfter interface {
+	RetryAt() (time.Time, bool)
+}
+
+// RetryAt returns when the call that failed with err may be retried: the first error in err's
+// tree (depth first, as errors.Is walks it) whose RetryAt says so.
+func RetryAt(err error) (time.Time, bool) {
+	if err == nil {
+		return time.Time{}, false
+	}
+	if r, ok := err.(RetryAfter); ok {
+		if at, ok := r.RetryAt(); ok {
+			return at, true
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return RetryAt(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if at, ok := RetryAt(e); ok {
+				return at, true
+			}
+		}
+	}
+	return time.Time{}, false
+}

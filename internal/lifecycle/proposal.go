@@ -1,0 +1,53 @@
+package lifecycle
+
+// ProposeOptions are per-target inputs of a proposal that do not belong to the Change.
+type ProposeOptions struct {
+	// GitPath is the namespace's resizer.io/git-path: a file or directory that replaces
+	// discovery under the configured paths.
+	GitPath string
+}
+
+// Proposal says what proposing a Change (in PR mode: a pull request) found and did.
+type Proposal struct {
+	// AlreadyInBase: the base already holds every proposed value (typically a merged proposal
+	// waiting for the GitOps tool to sync). Nothing was done; the Change counts as done.
+	AlreadyInBase bool
+	// Number and URL identify the one proposal of the key.
+	Number int
+	URL    string
+	// Created: this call opened the proposal. Committed: it wrote a new commit. Edited: it
+	// updated the title or description.
+	Created, Committed, Edited bool
+}
+
+// ProposalStatus is where a key's proposal stands.
+type ProposalStatus string
+
+const (
+	// ProposalNone: no proposal is known for the key (none open, none tracked).
+	ProposalNone ProposalStatus = "None"
+	// ProposalOpen: the proposal is open.
+	ProposalOpen ProposalStatus = "Open"
+	// ProposalMerged: the proposal was merged; the change waits for the GitOps tool to sync.
+	ProposalMerged ProposalStatus = "Merged"
+	// ProposalClosedByHuman: the proposal was closed without merging. Kustos never closes its
+	// proposals, so this was a person; the detector starts the cooldown.
+	ProposalClosedByHuman ProposalStatus = "ClosedByHuman"
+)
+
+// ProposalState is what reading a key's proposal found. A detector looks at State and Number
+// and hands the whole value back to the actuator (e.g. to merge).
+type ProposalState struct {
+	State  ProposalStatus
+	Number int
+	URL    string
+	Title  string
+	// Mergeable is nil while the forge computes it.
+	Mergeable *bool
+	// MergeableState is the forge's mergeable state (GitHub: clean, blocked, unstable, behind,
+	// dirty, draft, unknown, has_hooks).
+	MergeableState string
+	HeadSHA        string
+	// Unchanged: the forge answered "not modified" (no rate limit spent, nothing new).
+	Unchanged bool
+}
