@@ -53,14 +53,14 @@ func (l *lossy) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	s     *githubtest.Server
 	gh    *github.Client
 	lossy *lossy
 	repo  *GitRepo
 }
 
-func readFile(t *testing.T, p string) string {
+func readFile(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -71,7 +71,7 @@ func readFile(t *testing.T, p string) string {
 
 // newEnv seeds acme/gitops from testdata/repo and returns a client without retries (every
 // injected fault reaches the Writer) and without a pause between mutations.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	s := githubtest.New(t, githubtest.Options{})
 	s.SeedRepoFromDir(owner, repoName, "main", "testdata/repo")
