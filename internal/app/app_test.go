@@ -25,23 +25,20 @@ func validOptions() Options {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	cases := []struct {
-		name    string
-		mutate  func(*Options)
-		wantErr string
-	}{
-		{"defaults are valid", func(*Options) {}, ""},
-		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch": want "observe" or "pr"`},
-		{"pr mode needs a repository", func(o *Options) { o.Mode = "pr" }, `--mode="pr": --git-repo`},
-		{"state namespace required", func(o *Options) { o.StateNamespace = "" }, "--state-namespace"},
-		{"negative cooldown", func(o *Options) { o.DefaultCooldown = -time.Second }, "--cooldown"},
-		{"zero sweep interval", func(o *Options) { o.LeaseSweepInterval = 0 }, "--lease-sweep-interval"},
-		{"no workers", func(o *Options) { o.MaxConcurrentReconciles = 0 }, "--max-concurrent-reconciles"},
-	}
+// validateCase changes valid options and names the flag Validate must complain about ("" for
+// none).
+type validateCase struct {
+	name    string
+	mutate  func(*Options)
+	wantErr string
+}
+
+// checkValidate runs Validate on base() changed by each case.
+func checkValidate(t *testing.T, base func() Options, cases []validateCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := validOptions()
+			o := base()
 			tc.mutate(&o)
 			err := o.Validate()
 			if tc.wantErr == "" {
@@ -55,6 +52,18 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestValidate(t *testing.T) {
+	checkValidate(t, validOptions, []validateCase{
+		{"defaults are valid", func(*Options) {}, ""},
+		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch": want "observe" or "pr"`},
+		{"pr mode needs a repository", func(o *Options) { o.Mode = "pr" }, `--mode="pr": --git-repo`},
+		{"state namespace required", func(o *Options) { o.StateNamespace = "" }, "--state-namespace"},
+		{"negative cooldown", func(o *Options) { o.DefaultCooldown = -time.Second }, "--cooldown"},
+		{"zero sweep interval", func(o *Options) { o.LeaseSweepInterval = 0 }, "--lease-sweep-interval"},
+		{"no workers", func(o *Options) { o.MaxConcurrentReconciles = 0 }, "--max-concurrent-reconciles"},
+	})
 }
 
 func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {

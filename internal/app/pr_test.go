@@ -1,7 +1,6 @@
 package app
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -19,11 +18,7 @@ func validPR() Options {
 }
 
 func TestValidatePRMode(t *testing.T) {
-	cases := []struct {
-		name    string
-		mutate  func(*Options)
-		wantErr string
-	}{
+	checkValidate(t, validPR, []validateCase{
 		{"token file is enough", func(*Options) {}, ""},
 		{"app credentials are enough", func(o *Options) {
 			o.PR.GitHub = github.Config{AppID: 1, InstallationID: 2, PrivateKeyFile: "/k.pem", Repository: "acme/gitops"}
@@ -42,23 +37,7 @@ func TestValidatePRMode(t *testing.T) {
 		{"poll interval", func(o *Options) { o.PR.PollInterval = 0 }, "--pr-poll-interval"},
 		{"absolute git path", func(o *Options) { o.PR.Paths = []string{"/clusters"} }, "--git-path"},
 		{"unknown mode", func(o *Options) { o.Mode = "direct" }, `--mode="direct"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			o := validPR()
-			tc.mutate(&o)
-			err := o.Validate()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestCloneURL(t *testing.T) {
