@@ -4,15 +4,6 @@ import (
 	"strings"
 )
 
-// Key names one target of one detector, stably across restarts and replicas:
-// "<detector>/<namespace>/<name>". It names the target's Lease and, in PR mode, its branch.
-type Key string
-
-// NewKey builds the Key of a detector's target.
-func NewKey(detector, namespace, name string) Key {
-	return Key(detector + "/" + namespace + "/" + name)
-}
-
 // Target is the object a Change is about.
 type Target struct {
 	Group     string `json:"group,omitempty"`
@@ -47,6 +38,9 @@ const (
 	EditScaleToZero EditOp = "ScaleToZero"
 	// EditDelete removes the object (its manifest, in PR mode). Always an explicit opt-in.
 	EditDelete EditOp = "Delete"
+	// EditSetAnnotations sets metadata.annotations entries (Edit.Annotations), e.g. an
+	// extended expiry written back to the manifest in Git.
+	EditSetAnnotations EditOp = "SetAnnotations"
 )
 
 // FieldChange is one field of an EditSetFields: the path below the object root, the value the
@@ -61,6 +55,8 @@ type FieldChange struct {
 type Edit struct {
 	Op     EditOp        `json:"op"`
 	Fields []FieldChange `json:"fields,omitempty"`
+	// Annotations are the metadata.annotations entries an EditSetAnnotations sets (key → value).
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Change is a detector's proposal: what should change on which object, and the evidence a
