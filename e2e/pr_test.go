@@ -21,6 +21,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -389,7 +390,7 @@ func TestPRSourceNotFound(t *testing.T) {
 	g := newGitOps(t, "another-team")
 	k := startKustos(t, g.prMode(nil))
 	overQuota(t, ns, 5)
-	evs := waitEvents(t, ns, quota.ReasonSourceNotFound, 1)
+	evs := waitEvents(t, ns, pipeline.ReasonSourceNotFound, 1)
 	if evs[0].Type != "Warning" || evs[0].InvolvedObject.Name != "compute" {
 		t.Errorf("SourceNotFound event: %s on %s", evs[0].Type, evs[0].InvolvedObject.Name)
 	}
@@ -398,7 +399,7 @@ func TestPRSourceNotFound(t *testing.T) {
 		l := stateLease(t, k.opts.StateNamespace, ns)
 		return l.Annotations[state.AnnotationPending] == "" && holder(l) == ""
 	})
-	never(t, ns, quota.ReasonSourceNotFound, 1, 2*time.Second)
+	never(t, ns, pipeline.ReasonSourceNotFound, 1, 2*time.Second)
 	if n := len(g.prs()); n != 0 {
 		t.Fatalf("want no PR, got %d", n)
 	}

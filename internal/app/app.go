@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +35,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -44,6 +47,9 @@ const (
 	ModeObserve Mode = "observe"
 	// ModePR turns changes into pull requests in the GitOps repository through a GitHub App.
 	ModePR Mode = "pr"
+	// ModeDirect changes the cluster itself, and only objects that no GitOps tool manages (it
+	// refuses and reports objects with Flux's or Argo CD's tracking labels and annotations).
+	ModeDirect Mode = "direct"
 )
 
 // PROptions configure PR mode; every field is a flag of `kustos run`.
@@ -65,7 +71,7 @@ type PROptions struct {
 	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
 	ClientOptions []github.Option
 	// AfterPropose is a test hook: it runs after a successful Propose and before the Lease
-	// names the PR; an error stops the reconcile there (like quota.PRMode.AfterPropose).
+	// names the PR; an error stops the reconcile there (tests simulate a crash with it).
 	AfterPropose func(key lifecycle.Key, res pr.Result) error
 }
 
@@ -99,8 +105,8 @@ type Options struct {
 // Validate reports the first option that cannot work, naming it as a flag.
 func (o Options) Validate() error {
 	switch {
-	case o.Mode != ModeObserve && o.Mode != ModePR:
-		return fmt.Errorf("--mode=%q: want %q or %q", o.Mode, ModeObserve, ModePR)
+	case o.Mode != ModeObserve && o.Mode != ModePR && o.Mode != ModeDirect:
+		return fmt.Errorf("--mode=%q: want %q, %q or %q", o.Mode, ModeObserve, ModePR, ModeDirect)
 	case o.Mode == ModePR:
 		if err := o.PR.validate(); err != nil {
 			return fmt.Errorf("--mode=%q: %w", o.Mode, err)
@@ -162,8 +168,15 @@ func (p PROptions) cloneURL() (string, error) {
 	return u.Scheme + "://" + u.Host + prefix + "/" + p.GitHub.Repository + ".git", nil
 }
 
+// prMode is PR mode's part of the pipeline: the writer as actuator and proposal follower, and
+// the GitHub client for the sweep.
+type prMode struct {
+	actuator prActuator
+	gh       *github.Client
+}
+
 // newPRMode builds the PR writer over the GitHub client and a Git reader of the base branch.
-func newPRMode(o Options, store *state.Store, notifier quota.Notifier) (*quota.PRMode, error) {
+func newPRMode(o Options) (*prMode, error) {
 	p := o.PR
 	gc, err := github.NewClient(p.GitHub, p.ClientOptions...)
 	if err != nil {
@@ -177,48 +190,56 @@ func newPRMode(o Options, store *state.Store, notifier quota.Notifier) (*quota.P
 	if err != nil {
 		return nil, err
 	}
-	repo := &baseRepo{url: cloneURL, branch: p.BaseBranch, gh: gc, token: tokens}
-	w := pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	return &quota.PRMode{
-		Writer: prWriter{Writer: w, afterPropose: p.AfterPropose}, Store: store, Notifier: notifier,
-		AutoMerge: p.AutoMerge, PollInterval: p.PollInterval,
-	}, nil
+	var w *pr.Writer
+	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: tokens}
+	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
+	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose}, gh: gc}, nil
 }
 
-// prWriter adapts *pr.Writer to the detector's quota.PRWriter: Propose's pr.Result becomes a
-// lifecycle.Proposal (the other methods already speak lifecycle's types).
-type prWriter struct {
+// prActuator adapts *pr.Writer to the pipeline: Apply proposes a Change, Status, ClosedSince
+// and Merge follow the proposal.
+type prActuator struct {
 	*pr.Writer
 	// afterPropose is PROptions.AfterPropose: it runs after a successful Propose, before the
-	// detector sees the result; its error is Propose's (the reconcile stops before the Lease
-	// names the PR).
+	// pipeline sees the result; its error is Propose's (the run stops before the Lease names
+	// the PR).
 	afterPropose func(key lifecycle.Key, res pr.Result) error
 }
 
-var _ quota.PRWriter = prWriter{}
+var (
+	_ pipeline.Actuator  = prActuator{}
+	_ pipeline.Proposals = prActuator{}
+)
 
-func (w prWriter) Propose(ctx context.Context, c lifecycle.Change, opts lifecycle.ProposeOptions) (lifecycle.Proposal, error) {
+func (w prActuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	res, err := w.Writer.Propose(ctx, c, opts)
 	if err != nil {
-		return lifecycle.Proposal{}, err
+		return lifecycle.Outcome{}, err
 	}
 	if w.afterPropose != nil {
 		if err := w.afterPropose(c.Key, res); err != nil {
-			return lifecycle.Proposal{}, err
+			return lifecycle.Outcome{}, err
 		}
 	}
-	return lifecycle.Proposal{
-		AlreadyInBase: res.AlreadyInBase, Number: res.Number, URL: res.URL,
+	return lifecycle.Outcome{Proposal: &lifecycle.Proposal{
+		AlreadyInBase: res.AlreadyInBase, Number: res.Number, URL: res.URL, HeadSHA: res.HeadSHA,
 		Created: res.Created, Committed: res.Committed, Edited: res.Edited,
-	}, nil
+	}}, nil
 }
 
-// baseRepo is a pr.GitRepo of the base branch, which it learns from GitHub on first use when
-// --git-base-branch is not set.
+func (w prActuator) Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
+	return w.Writer.StatusOf(ctx, key, number)
+}
+
+func (w prActuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
+	return w.Writer.MergeIfReady(ctx, key, st, true)
+}
+
+// baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
+// the repository's default branch read once) on first use.
 type baseRepo struct {
 	url    string
-	branch string
-	gh     *github.Client
+	branch func(context.Context) (string, error)
 	token  func(context.Context) (string, error)
 
 	mu   sync.Mutex
@@ -228,13 +249,10 @@ type baseRepo struct {
 func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error) {
 	b.mu.Lock()
 	if b.repo == nil {
-		branch := b.branch
-		if branch == "" {
-			var err error
-			if branch, err = b.gh.DefaultBranch(ctx); err != nil {
-				b.mu.Unlock()
-				return nil, fmt.Errorf("pr: base branch: %w", err)
-			}
+		branch, err := b.branch(ctx)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
 		}
 		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token}
 	}
@@ -285,34 +303,65 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace}
-	actuator := &observe.Recorder{
+	identity := replicaIdentity(o.Instance)
+	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
+	recorder := &observe.Recorder{
 		Client:    mgr.GetClient(),
 		Component: "kustos",
 		Instance:  o.Instance,
 		Log:       o.Log.WithName("observe"),
 	}
-	var prMode *quota.PRMode
-	if o.Mode == ModePR {
-		if prMode, err = newPRMode(o, store, actuator); err != nil {
+	replica := &state.Replica{Client: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
+		Duration: replicaLeaseDuration, Now: o.Now, Log: o.Log.WithName("replica")}
+	if err := mgr.Add(replica); err != nil {
+		return nil, err
+	}
+	pl := &pipeline.Pipeline{
+		Detector: quota.DetectorName,
+		Vocab: pipeline.Vocabulary{
+			Proposed: quota.ReasonQuotaResizeProposed, Merged: quota.ReasonQuotaResizeMerged,
+			Declined: quota.ReasonQuotaResizeDeclined, Applied: quota.ReasonQuotaResized,
+			MergedNote: "the new quota takes effect when the GitOps tool syncs it",
+		},
+		Store:    store,
+		Actuator: recorder,
+		Reporter: recorder,
+		Identity: identity,
+		Alive: func(ctx context.Context, id string) (bool, error) {
+			return state.Alive(ctx, mgr.GetClient(), o.StateNamespace, id, o.Now())
+		},
+		Log: o.Log.WithName("pipeline").WithValues("detector", quota.DetectorName),
+	}
+	var release func(context.Context, state.Record) error
+	switch o.Mode {
+	case ModePR:
+		m, err := newPRMode(o)
+		if err != nil {
 			return nil, err
 		}
+		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
+		release = m.release
+	case ModeDirect:
+		return nil, errors.New("--mode=direct: not wired yet") // DIRECT-PENDING
+	}
+	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
+		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
 	}
 	rec := &quota.Reconciler{
-		PR:              prMode,
+		Pipeline:        pl,
+		Reporter:        recorder,
 		Cache:           mgr.GetClient(),
 		Live:            mgr.GetAPIReader(),
-		State:           store,
-		Actuator:        actuator,
 		Defaults:        o.Defaults,
 		DefaultCooldown: o.DefaultCooldown,
+		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
 		Now:             o.Now,
 		Log:             o.Log.WithName("quota"),
 	}
 	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
-	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
+	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), release: release, interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}
@@ -426,8 +475,10 @@ func trimEvent(in any) (any, error) {
 // leaseSweeper deletes state Leases of namespaces that no longer exist (seed 3.3.1). It runs on
 // the leader only, once at start and then every interval.
 type leaseSweeper struct {
-	store    *state.Store
-	live     client.Reader
+	store *state.Store
+	live  client.Reader
+	// release closes the open PR of a Lease whose namespace is gone (PR mode; nil otherwise).
+	release  func(context.Context, state.Record) error
 	interval time.Duration
 	log      logr.Logger
 }
@@ -440,7 +491,7 @@ func (s *leaseSweeper) Start(ctx context.Context) error {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
-		n, err := s.store.Sweep(ctx, s.namespaceExists)
+		n, err := s.store.Sweep(ctx, s.namespaceExists, s.release)
 		if err != nil {
 			s.log.Error(err, "lease sweep failed; will try again")
 		}
@@ -466,4 +517,46 @@ func (s *leaseSweeper) namespaceExists(ctx context.Context, name string) (bool, 
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// replicaLeaseDuration is how long a replica's liveness Lease lasts without renewal: how long a
+// pending decision of a replica that crashed waits before another replica replays it.
+const replicaLeaseDuration = 15 * time.Second
+
+// replicaIdentity names this process: the pod name and a random suffix, so that a restarted
+// container is a new replica and two replicas never share a name.
+func replicaIdentity(instance string) string {
+	if instance == "" {
+		instance = "kustos"
+	}
+	return instance + "-" + rand.Text()[:6]
+}
+
+// legacyQuotaOwners counts the quotas whose seed-convention Lease name (state-<ns>-<quota>) is
+// name: a Lease without kustos.io/key is adopted only when exactly one quota fits it.
+func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, error) {
+	var list corev1.ResourceQuotaList
+	if err := c.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("listing quotas: %w", err)
+	}
+	n := 0
+	for i := range list.Items {
+		if state.LeaseName(lifecycle.NewKey(quota.DetectorName, list.Items[i].Namespace, list.Items[i].Name)) == name {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
+// why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
+func (m *prMode) release(ctx context.Context, rec state.Record) error {
+	n, err := strconv.Atoi(strings.TrimPrefix(rec.Holder, "pr-"))
+	if err != nil || n <= 0 {
+		return nil // not a PR holder: nothing to close
+	}
+	_, ns, _ := state.SplitKey(rec.Key)
+	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
+	_ = comment // COMMENT-PENDING
+	return m.gh.ClosePR(ctx, n)
 }

@@ -57,7 +57,7 @@ func checkValidate(t *testing.T, base func() Options, cases []validateCase) {
 func TestValidate(t *testing.T) {
 	checkValidate(t, validOptions, []validateCase{
 		{"defaults are valid", func(*Options) {}, ""},
-		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch": want "observe" or "pr"`},
+		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch": want "observe", "pr" or "direct"`},
 		{"pr mode needs a repository", func(o *Options) { o.Mode = "pr" }, `--mode="pr": --git-repo`},
 		{"state namespace required", func(o *Options) { o.StateNamespace = "" }, "--state-namespace"},
 		{"negative cooldown", func(o *Options) { o.DefaultCooldown = -time.Second }, "--cooldown"},

@@ -72,3 +72,7 @@ func RetryAt(err error) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// ErrManagedByGitOps: the direct actuator refuses to change an object a GitOps tool manages
+// (Flux or Argo CD labels and annotations); the change belongs in Git.
+var ErrManagedByGitOps = errors.New("managed by a GitOps tool")

@@ -15,6 +15,9 @@ type Proposal struct {
 	// Number and URL identify the one proposal of the key.
 	Number int
 	URL    string
+	// HeadSHA is the head commit of the proposal's branch after this call: Kustos's own commit,
+	// the only one it will ever merge.
+	HeadSHA string
 	// Created: this call opened the proposal. Committed: it wrote a new commit. Edited: it
 	// updated the title or description.
 	Created, Committed, Edited bool
@@ -30,8 +33,9 @@ const (
 	ProposalOpen ProposalStatus = "Open"
 	// ProposalMerged: the proposal was merged; the change waits for the GitOps tool to sync.
 	ProposalMerged ProposalStatus = "Merged"
-	// ProposalClosedByHuman: the proposal was closed without merging. Kustos never closes its
-	// proposals, so this was a person; the detector starts the cooldown.
+	// ProposalClosedByHuman: the proposal was closed without merging. Kustos closes a proposal
+	// only when its target's namespace is gone (and then forgets the key), so this was a person;
+	// the cooldown starts and the declined values are remembered.
 	ProposalClosedByHuman ProposalStatus = "ClosedByHuman"
 )
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -149,6 +150,7 @@ func index(objs []Object, say func(string, ...any)) *dump {
 		workloads:    map[workloadKey]runtime.Object{},
 		lastModified: map[nsName]time.Time{},
 	}
+	var legacy []Object
 	for _, o := range objs {
 		switch obj := o.Object.(type) {
 		case *corev1.Namespace:
@@ -158,6 +160,10 @@ func index(objs []Object, say func(string, ...any)) *dump {
 		case *corev1.Event:
 			d.addEvent(obj)
 		case *coordinationv1.Lease:
+			if state.IsLegacyLease(obj) {
+				legacy = append(legacy, o)
+				continue
+			}
 			rec, ok, err := state.ParseLease(obj)
 			if err != nil {
 				say("warning: %s:%d: %v; treating the quota as never modified", o.File, o.Line, err)
@@ -185,7 +191,37 @@ func index(objs []Object, say func(string, ...any)) *dump {
 			d.workloads[workloadKey{obj.Namespace, "Pod", obj.Name}] = obj
 		}
 	}
+	d.adoptLegacy(legacy, say)
 	return d
+}
+
+// adoptLegacy reads state Leases of the seed's convention (no kustos.io/key) as the controller
+// does: a Lease is a quota's when its name fits exactly that one quota of the dump; otherwise it
+// is reported, naming it, and ignored.
+func (d *dump) adoptLegacy(legacy []Object, say func(string, ...any)) {
+	for _, o := range legacy {
+		l := o.Object.(*coordinationv1.Lease) //nolint:forcetypeassert // index only collects Leases here
+		var owners []nsName
+		for k := range d.quotas {
+			if state.LeaseName(lifecycle.NewKey(quota.DetectorName, k.namespace, k.name)) == l.Name {
+				owners = append(owners, k)
+			}
+		}
+		if len(owners) != 1 {
+			say("warning: %s:%d: state lease %s has no %s and its name fits %d quotas of the input; ignored",
+				o.File, o.Line, l.Name, state.AnnotationKey, len(owners))
+			continue
+		}
+		k := owners[0]
+		rec, err := state.ReadLease(lifecycle.NewKey(quota.DetectorName, k.namespace, k.name), l)
+		if err != nil {
+			say("warning: %s:%d: %v; treating the quota as never modified", o.File, o.Line, err)
+			continue
+		}
+		if rec.LastModified.After(d.lastModified[k]) {
+			d.lastModified[k] = rec.LastModified
+		}
+	}
 }
 
 func (d *dump) addEvent(ev *corev1.Event) {

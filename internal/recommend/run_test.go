@@ -91,6 +91,13 @@ func TestRun(t *testing.T) {
 			args: []string{"-f", "testdata/cooldown.yaml"},
 		},
 		{
+			name:      "legacy leases",
+			args:      []string{"-f", "testdata/legacy-lease.yaml"},
+			wantOut:   []string{`"namespace":"team-b","quota":"x-cpu","resource":"requests.cpu","current":"10","used":"9"`},
+			wantErr:   []string{"state lease state-team-b-x-cpu has no kustos.io/key and its name fits 2 quotas of the input; ignored"},
+			wantLines: 1,
+		},
+		{
 			name:      "lease cooldown shorter than its age",
 			args:      []string{"-f", "testdata/cooldown.yaml", "--cooldown", "15m"},
 			wantOut:   []string{`"used":"9","usedPercent":90,"recommended":"12","trigger":"threshold"`},

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -28,38 +31,98 @@ const (
 	AnnotationTargetName   = "kustos.io/target-name"
 	AnnotationPending      = "kustos.io/pending"
 	AnnotationLastModified = "resizer.io/last-modified"
+	// AnnotationPendingBy and AnnotationPendingSince say which replica is carrying out the
+	// pending decision and since when: another replica replays it only once that one is gone.
+	AnnotationPendingBy    = "kustos.io/pending-by"
+	AnnotationPendingSince = "kustos.io/pending-since"
 	// AnnotationProposed holds the Change the open PR (the holder) proposes, as JSON (PR mode).
 	AnnotationProposed = "kustos.io/proposed"
+	// AnnotationHead is the head commit Kustos itself wrote to the open PR's branch: only that
+	// commit is ever merged by Kustos.
+	AnnotationHead = "kustos.io/head"
 	// AnnotationClosedValues holds the Change of the last PR a human closed without merging, as
 	// JSON (PR mode): nothing smaller is proposed again for the key.
 	AnnotationClosedValues = "kustos.io/closed-values"
+	// BagPrefix starts the annotations of a Record's Bag: detector state such as alerts sent.
+	BagPrefix = "bag.kustos.io/"
+)
+
+// Bounds of a Record's Bag, so that detector state can never grow a Lease without limit
+// (an object's annotations may hold 256 KiB in all).
+const (
+	MaxBagEntries    = 32
+	MaxBagValueBytes = 1024
+)
+
+// Errors of the Store, matchable with errors.Is.
+var (
+	// ErrUnclaimedLease: a Lease by the seed's convention (the right name, managed by kustos, no
+	// kustos.io/key) could belong to several keys, so it is not adopted. The error names it.
+	ErrUnclaimedLease = errors.New("state lease without a key matches several targets")
+	// ErrBag: a Bag entry outside the bounds (key, count or size).
+	ErrBag = errors.New("state bag entry out of bounds")
 )
 
 // maxNameLength is the limit of a Lease name (a DNS subdomain).
 const maxNameLength = 253
 
-// LeaseName is the Lease that holds a Key's state: the seed's state-<namespace>-<quota> for
-// the quota detector, state-<detector>-<namespace>-<name> for the others. Names longer than a
-// Lease name may be are cut and get a short hash of the whole name, so they stay unique.
+// LeaseName is the Lease name a Key's state prefers: the seed's state-<namespace>-<quota> for
+// the quota detector, state-<detector>-<namespace>-<name> for other single-kind detectors and
+// state-<detector>-<kind.group>-<namespace>-<name> for multi-kind detectors. Names that are too
+// long or not valid Lease names are cut and get a short hash of the Key, so they stay unique.
+// When the name belongs to another Key already, Store uses AltLeaseName.
 func LeaseName(key lifecycle.Key) string {
-	detector, ns, name := SplitKey(key)
-	var n string
-	if detector == "quota" {
-		n = "state-" + ns + "-" + name
+	p, _ := key.Parts()
+	var parts []string
+	if p.Detector == "quota" && p.KindGroup == "" {
+		parts = []string{"state", p.Namespace, p.Name}
 	} else {
-		n = "state-" + detector + "-" + ns + "-" + name
+		parts = []string{"state", p.Detector, strings.ToLower(p.KindGroup), p.Namespace, p.Name}
 	}
-	if len(n) <= maxNameLength {
+	var kept []string
+	for _, s := range parts {
+		if s != "" {
+			kept = append(kept, s)
+		}
+	}
+	n := strings.Join(kept, "-")
+	if len(n) <= maxNameLength && len(validation.IsDNS1123Subdomain(n)) == 0 {
 		return n
 	}
-	sum := sha256.Sum256([]byte(n))
-	suffix := hex.EncodeToString(sum[:])[:10]
-	head := strings.TrimRight(n[:maxNameLength-len(suffix)-1], "-.")
-	return head + "-" + suffix
+	return withHash(sanitize(n), key)
 }
 
-// SplitKey splits "detector/namespace/name".
+// AltLeaseName is the name used when LeaseName(key) holds another Key's state (two keys such as
+// team-a/compute and team/a-compute share state-team-a-compute): LeaseName with a short hash of
+// the key.
+func AltLeaseName(key lifecycle.Key) string { return withHash(LeaseName(key), key) }
+
+func withHash(n string, key lifecycle.Key) string {
+	sum := sha256.Sum256([]byte(key))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	if len(n) > maxNameLength-len(suffix)-1 {
+		n = n[:maxNameLength-len(suffix)-1]
+	}
+	return strings.TrimRight(n, "-.") + "-" + suffix
+}
+
+// sanitize lowercases n and replaces what a DNS subdomain may not hold by '-'.
+func sanitize(n string) string {
+	b := []byte(strings.ToLower(n))
+	for i, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b), "-.")
+}
+
+// SplitKey splits a Key into detector, namespace and name (the kind segment of a multi-kind
+// Key is dropped). A malformed Key gives what it has, left to right.
 func SplitKey(key lifecycle.Key) (detector, namespace, name string) {
+	if p, ok := key.Parts(); ok {
+		return p.Detector, p.Namespace, p.Name
+	}
 	parts := strings.SplitN(string(key), "/", 3)
 	for len(parts) < 3 {
 		parts = append(parts, "")
@@ -74,19 +137,41 @@ type Record struct {
 	LastModified time.Time
 	// Holder names the open pull request that holds the lock; empty when unlocked.
 	Holder string
-	// Pending is a decision that was recorded in the Lease but whose Events and log lines may
-	// not have been written yet (a crash in between). It is replayed, then cleared.
-	Pending string
+	// Pending is a decision that was recorded in the Lease but maybe not carried out yet (a
+	// crash in between). It is replayed, then cleared. PendingBy is the replica carrying it out
+	// and PendingSince when it started.
+	Pending      string
+	PendingBy    string
+	PendingSince time.Time
 	// Proposed is the Change the open PR proposes (PR mode), JSON; empty without a holder.
 	Proposed string
+	// Head is the head commit Kustos wrote to the open PR's branch.
+	Head string
 	// ClosedValues is the Change of the last PR a human closed (PR mode), JSON.
 	ClosedValues string
+	// Bag is detector state (counts, timestamps) kept with the Key, at most MaxBagEntries
+	// entries of at most MaxBagValueBytes each. Nil when empty.
+	Bag map[string]string
+	// Adopted: the Lease follows the seed's convention (no kustos.io/key) and was taken as this
+	// Key's; the next write records the key.
+	Adopted bool
+	// Version is the Lease's resourceVersion when read: every write is conditional on it.
+	Version string
 
+	name  string
 	lease *coordinationv1.Lease
 }
 
 // Exists reports whether the record is stored (false for a Key never seen).
 func (r Record) Exists() bool { return r.lease != nil }
+
+// LeaseName is the name of the Lease that holds (or will hold) the record.
+func (r Record) LeaseName() string {
+	if r.name == "" {
+		return LeaseName(r.Key)
+	}
+	return r.name
+}
 
 // Store reads and writes state Leases in one namespace.
 type Store struct {
@@ -94,81 +179,194 @@ type Store struct {
 	Reader    client.Reader
 	Writer    client.Client
 	Namespace string
+	// Identity names this replica in the pending decisions it writes (AnnotationPendingBy).
+	Identity string
+	// LegacyOwners, when set, counts the targets whose LeaseName is name. A Lease by the seed's
+	// convention (no kustos.io/key) is adopted only when exactly one target matches; nil adopts it.
+	LegacyOwners func(ctx context.Context, name string) (int, error)
 }
 
 // Get returns the record of a Key; a Key never seen gives an empty record and no error.
-// A Lease whose annotations cannot be read is an error naming the Lease and the annotation.
+//
+// The Lease named LeaseName(key) is the Key's when its kustos.io/key says so. When it names
+// another Key, the Key's state lives under AltLeaseName. When it has no key (the seed's
+// convention), it is adopted if LegacyOwners says exactly one target has that name; otherwise
+// Get returns an error matching ErrUnclaimedLease with a usable record under AltLeaseName, so
+// the caller can report it and go on. A Lease whose annotations cannot be read is an error
+// naming the Lease and the annotation, with the record as far as it could be read.
 func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
+	primary := LeaseName(key)
+	l, err := s.read(ctx, primary)
+	if err != nil || l == nil {
+		return Record{Key: key, name: primary}, err
+	}
+	owner := l.Annotations[AnnotationKey]
+	switch {
+	case owner == string(key):
+		return recordFromLease(key, l)
+	case owner == "":
+		n := 1
+		if s.LegacyOwners != nil {
+			if n, err = s.LegacyOwners(ctx, primary); err != nil {
+				return Record{Key: key, name: primary}, fmt.Errorf("state lease %s/%s has no %s: %w", s.Namespace, primary, AnnotationKey, err)
+			}
+		}
+		if n <= 1 {
+			rec, err := recordFromLease(key, l)
+			rec.Adopted = true
+			return rec, err
+		}
+		rec, err := s.getAlt(ctx, key)
+		if err != nil {
+			return rec, err
+		}
+		return rec, fmt.Errorf("%w: %s/%s has no %s and its name fits %d targets; it is left alone and %s is used for %s",
+			ErrUnclaimedLease, s.Namespace, primary, AnnotationKey, n, rec.LeaseName(), key)
+	}
+	return s.getAlt(ctx, key)
+}
+
+func (s *Store) getAlt(ctx context.Context, key lifecycle.Key) (Record, error) {
+	alt := AltLeaseName(key)
+	l, err := s.read(ctx, alt)
+	if err != nil || l == nil {
+		return Record{Key: key, name: alt}, err
+	}
+	if owner := l.Annotations[AnnotationKey]; owner != string(key) {
+		return Record{Key: key, name: alt}, fmt.Errorf("state lease %s/%s belongs to %q, not %q (a hash collision or a hand edit)",
+			s.Namespace, alt, truncate(owner, 253), key)
+	}
+	return recordFromLease(key, l)
+}
+
+func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, error) {
 	var l coordinationv1.Lease
-	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: LeaseName(key)}, &l)
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &l)
 	if apierrors.IsNotFound(err) {
-		return Record{Key: key}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return Record{Key: key}, fmt.Errorf("reading state lease %s/%s: %w", s.Namespace, LeaseName(key), err)
+		return nil, fmt.Errorf("reading state lease %s/%s: %w", s.Namespace, name, err)
 	}
-	return recordFromLease(key, &l)
+	return &l, nil
 }
 
 func recordFromLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) {
-	r := Record{Key: key, lease: l, Pending: l.Annotations[AnnotationPending],
-		Proposed: l.Annotations[AnnotationProposed], ClosedValues: l.Annotations[AnnotationClosedValues]}
+	a := l.Annotations
+	r := Record{Key: key, name: l.Name, lease: l, Version: l.ResourceVersion, Pending: a[AnnotationPending], PendingBy: a[AnnotationPendingBy],
+		Proposed: a[AnnotationProposed], Head: a[AnnotationHead], ClosedValues: a[AnnotationClosedValues]}
 	if l.Spec.HolderIdentity != nil {
 		r.Holder = *l.Spec.HolderIdentity
 	}
-	if v := l.Annotations[AnnotationLastModified]; v != "" {
+	for k, v := range a {
+		if name, ok := strings.CutPrefix(k, BagPrefix); ok {
+			if r.Bag == nil {
+				r.Bag = map[string]string{}
+			}
+			r.Bag[name] = v
+		}
+	}
+	var errs []error
+	for _, f := range []struct {
+		annotation string
+		into       *time.Time
+	}{{AnnotationLastModified, &r.LastModified}, {AnnotationPendingSince, &r.PendingSince}} {
+		v := a[f.annotation]
+		if v == "" {
+			continue
+		}
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return r, fmt.Errorf("state lease %s/%s: annotation %s=%q is not an RFC 3339 time: %w",
-				l.Namespace, l.Name, AnnotationLastModified, truncate(v, 64), err)
+			errs = append(errs, fmt.Errorf("state lease %s/%s: annotation %s=%q is not an RFC 3339 time: %w",
+				l.Namespace, l.Name, f.annotation, truncate(v, 64), err))
+			continue
 		}
-		r.LastModified = t
+		*f.into = t
 	}
-	return r, nil
+	return r, errors.Join(errs...)
 }
 
 // ParseLease reads a state Lease found elsewhere (an offline dump). ok is false for Leases that
-// are not Kustos state.
-func ParseLease(l *coordinationv1.Lease) (Record, bool, error) {
+// are not Kustos state; legacy is true for a Lease of the seed's convention (managed by kustos,
+// named state-…, but without kustos.io/key), which the caller must match to a target by name.
+func ParseLease(l *coordinationv1.Lease) (rec Record, ok bool, err error) {
+	if l.Labels[LabelManagedBy] != ManagedByValue {
+		return Record{}, false, nil
+	}
 	key := lifecycle.Key(l.Annotations[AnnotationKey])
-	if l.Labels[LabelManagedBy] != ManagedByValue || key == "" {
+	if key == "" {
 		return Record{}, false, nil
 	}
 	r, err := recordFromLease(key, l)
 	return r, true, err
 }
 
-// MarkModified records a decision made at t: last-modified = t and the pending decision, in
-// one write that carries the resourceVersion the caller read. A conflict means someone else (or
-// our own earlier write, not yet in the cache) got there first: the caller must re-read and
-// decide again, and must not act on this decision.
+// ReadLease reads l as the state of key (an offline dump's Lease of the seed's convention, once
+// the caller matched it to key by name).
+func ReadLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) { return recordFromLease(key, l) }
+
+// IsLegacyLease reports whether l is a state Lease of the seed's convention: managed by kustos,
+// named state-…, without kustos.io/key.
+func IsLegacyLease(l *coordinationv1.Lease) bool {
+	return l.Labels[LabelManagedBy] == ManagedByValue && l.Annotations[AnnotationKey] == "" &&
+		strings.HasPrefix(l.Name, "state-")
+}
+
+// MarkModified records a decision made at t: last-modified = t and the pending decision (with
+// this replica as the one carrying it out), in one write that carries the resourceVersion the
+// caller read. A conflict means someone else (or our own earlier write, not yet in the cache)
+// got there first: the caller must re-read and decide again, and must not act on this decision.
 func (s *Store) MarkModified(ctx context.Context, rec Record, t time.Time, pending string) (Record, error) {
 	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
 		l.Annotations[AnnotationLastModified] = t.UTC().Format(time.RFC3339Nano)
-		if pending == "" {
-			delete(l.Annotations, AnnotationPending)
-		} else {
-			l.Annotations[AnnotationPending] = pending
-		}
+		s.setPending(l, pending, t)
 		now := metav1.NewMicroTime(t)
 		l.Spec.RenewTime = &now
 	})
 }
 
-// ClearPending marks the pending decision as fully recorded.
-func (s *Store) ClearPending(ctx context.Context, rec Record) (Record, error) {
-	return s.write(ctx, rec, func(l *coordinationv1.Lease) { delete(l.Annotations, AnnotationPending) })
+// TakePending records that this replica now carries out the pending decision (another replica
+// left it and is gone), conditional on the resourceVersion read like every write.
+func (s *Store) TakePending(ctx context.Context, rec Record, t time.Time) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) { s.setPending(l, l.Annotations[AnnotationPending], t) })
 }
 
-// Lock records that holder (the open PR, e.g. "pr-12") proposes the Change proposed (JSON) and
-// clears the pending decision, in one write conditional on the resourceVersion read (PR mode).
-func (s *Store) Lock(ctx context.Context, rec Record, holder, proposed string) (Record, error) {
+func (s *Store) setPending(l *coordinationv1.Lease, pending string, t time.Time) {
+	if pending == "" {
+		delete(l.Annotations, AnnotationPending)
+		delete(l.Annotations, AnnotationPendingBy)
+		delete(l.Annotations, AnnotationPendingSince)
+		return
+	}
+	l.Annotations[AnnotationPending] = pending
+	l.Annotations[AnnotationPendingSince] = t.UTC().Format(time.RFC3339Nano)
+	if s.Identity != "" {
+		l.Annotations[AnnotationPendingBy] = s.Identity
+	} else {
+		delete(l.Annotations, AnnotationPendingBy)
+	}
+}
+
+// ClearPending marks the pending decision as fully carried out.
+func (s *Store) ClearPending(ctx context.Context, rec Record) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) { s.setPending(l, "", time.Time{}) })
+}
+
+// Lock records that holder (the open PR, e.g. "pr-12") proposes the Change proposed (JSON)
+// with head as the branch's head commit, and clears the pending decision, in one write
+// conditional on the resourceVersion read (PR mode). The memory of a declined PR is kept: it
+// is what a later close of this PR is compared with, and only a merge forgets it.
+func (s *Store) Lock(ctx context.Context, rec Record, holder, proposed, head string) (Record, error) {
 	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
 		h := holder
 		l.Spec.HolderIdentity = &h
 		l.Annotations[AnnotationProposed] = proposed
-		delete(l.Annotations, AnnotationPending)
-		delete(l.Annotations, AnnotationClosedValues)
+		if head == "" {
+			delete(l.Annotations, AnnotationHead)
+		} else {
+			l.Annotations[AnnotationHead] = head
+		}
+		s.setPending(l, "", time.Time{})
 	})
 }
 
@@ -180,7 +378,8 @@ func (s *Store) Unlock(ctx context.Context, rec Record, t time.Time, closed stri
 		l.Spec.HolderIdentity = nil
 		l.Annotations[AnnotationLastModified] = t.UTC().Format(time.RFC3339Nano)
 		delete(l.Annotations, AnnotationProposed)
-		delete(l.Annotations, AnnotationPending)
+		delete(l.Annotations, AnnotationHead)
+		s.setPending(l, "", time.Time{})
 		if closed == "" {
 			delete(l.Annotations, AnnotationClosedValues)
 		} else {
@@ -191,13 +390,53 @@ func (s *Store) Unlock(ctx context.Context, rec Record, t time.Time, closed stri
 	})
 }
 
+// SetBag replaces the record's Bag with bag (nil or empty clears it). Keys must be valid
+// annotation name parts; at most MaxBagEntries entries of at most MaxBagValueBytes each,
+// otherwise nothing is written and the error matches ErrBag.
+func (s *Store) SetBag(ctx context.Context, rec Record, bag map[string]string) (Record, error) {
+	if err := CheckBag(bag); err != nil {
+		return rec, err
+	}
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		for k := range l.Annotations {
+			if strings.HasPrefix(k, BagPrefix) {
+				delete(l.Annotations, k)
+			}
+		}
+		for k, v := range bag {
+			l.Annotations[BagPrefix+k] = v
+		}
+	})
+}
+
+// CheckBag says whether bag fits a Record's bounds.
+func CheckBag(bag map[string]string) error {
+	if len(bag) > MaxBagEntries {
+		return fmt.Errorf("%w: %d entries (at most %d)", ErrBag, len(bag), MaxBagEntries)
+	}
+	keys := make([]string, 0, len(bag))
+	for k := range bag {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if errs := validation.IsQualifiedName(BagPrefix + k); len(errs) > 0 || strings.Contains(k, "/") {
+			return fmt.Errorf("%w: key %q is not a valid annotation name: %s", ErrBag, truncate(k, 64), strings.Join(errs, "; "))
+		}
+		if len(bag[k]) > MaxBagValueBytes {
+			return fmt.Errorf("%w: value of %q has %d bytes (at most %d)", ErrBag, k, len(bag[k]), MaxBagValueBytes)
+		}
+	}
+	return nil
+}
+
 func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordinationv1.Lease)) (Record, error) {
 	detector, ns, name := SplitKey(rec.Key)
 	var l *coordinationv1.Lease
 	if rec.lease == nil {
 		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace,
-			Name:      LeaseName(rec.Key),
+			Name:      rec.LeaseName(),
 			Labels: map[string]string{
 				LabelManagedBy:       ManagedByValue,
 				LabelDetector:        detector,
@@ -205,6 +444,9 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 			},
 			Annotations: map[string]string{AnnotationKey: string(rec.Key), AnnotationTargetName: name},
 		}}
+		if ns == "" {
+			delete(l.Labels, LabelTargetNamespace)
+		}
 		mutate(l)
 		if err := s.Writer.Create(ctx, l); err != nil {
 			return rec, fmt.Errorf("creating state lease %s/%s: %w", s.Namespace, l.Name, err)
@@ -213,6 +455,18 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 		l = rec.lease.DeepCopy()
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
+		}
+		if l.Labels == nil {
+			l.Labels = map[string]string{}
+		}
+		// Adopting a Lease of the seed's convention: from now on it names its key.
+		l.Annotations[AnnotationKey] = string(rec.Key)
+		l.Annotations[AnnotationTargetName] = name
+		if l.Labels[LabelDetector] == "" {
+			l.Labels[LabelDetector] = detector
+		}
+		if l.Labels[LabelTargetNamespace] == "" && ns != "" {
+			l.Labels[LabelTargetNamespace] = ns
 		}
 		mutate(l)
 		// Update (not patch) so the resourceVersion we read is a precondition.
@@ -225,15 +479,19 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 
 // Sweep deletes state Leases whose target namespace no longer exists and returns how many it
 // deleted. namespaceExists must ask the API server (or an up-to-date cache); a namespace that
-// is merely terminating still exists. Deletion is conditional on the resourceVersion listed, so a
-// Lease written in the meantime survives.
-func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context, string) (bool, error)) (int, error) {
+// is merely terminating still exists. A Lease that holds an open proposal is first handed to
+// release (PR mode: close the PR with a comment saying why); if release fails, the Lease is
+// kept and tried again at the next sweep, so no PR is ever orphaned. Deletion is conditional on
+// the resourceVersion listed, so a Lease written in the meantime survives.
+func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context, string) (bool, error),
+	release func(context.Context, Record) error) (int, error) {
 	var leases coordinationv1.LeaseList
 	if err := s.Writer.List(ctx, &leases, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
 		return 0, fmt.Errorf("listing state leases in %s: %w", s.Namespace, err)
 	}
 	deleted := 0
 	known := map[string]bool{}
+	var errs []error
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		ns := l.Labels[LabelTargetNamespace]
@@ -251,6 +509,14 @@ func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context,
 		if exists {
 			continue
 		}
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && release != nil {
+			key := lifecycle.Key(l.Annotations[AnnotationKey])
+			rec, _ := recordFromLease(key, l)
+			if err := release(ctx, rec); err != nil {
+				errs = append(errs, fmt.Errorf("state lease %s/%s holds %s: %w", l.Namespace, l.Name, *l.Spec.HolderIdentity, err))
+				continue
+			}
+		}
 		err := s.Writer.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return deleted, fmt.Errorf("deleting state lease %s/%s: %w", l.Namespace, l.Name, err)
@@ -259,7 +525,7 @@ func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context,
 			deleted++
 		}
 	}
-	return deleted, nil
+	return deleted, errors.Join(errs...)
 }
 
 func truncate(s string, n int) string {

@@ -24,10 +24,10 @@ func TestLockUnlock(t *testing.T) {
 	if rec, err = s.MarkModified(ctx, rec, t0, `{"key":"quota/team-a/compute"}`); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err = s.Lock(ctx, rec, "pr-7", `{"proposed":1}`); err != nil {
+	if rec, err = s.Lock(ctx, rec, "pr-7", `{"proposed":1}`, "abc123"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Get(ctx, key); got.Holder != "pr-7" || got.Pending != "" || got.Proposed != `{"proposed":1}` || !got.LastModified.Equal(t0) {
+	if got, _ := s.Get(ctx, key); got.Holder != "pr-7" || got.Pending != "" || got.Proposed != `{"proposed":1}` || got.Head != "abc123" || !got.LastModified.Equal(t0) {
 		t.Fatalf("after Lock: %+v", got)
 	}
 
@@ -42,13 +42,13 @@ func TestLockUnlock(t *testing.T) {
 
 	// A stale record (an older resourceVersion) cannot win.
 	stale := rec
-	if _, err := s.Lock(ctx, got, "pr-8", "{}"); err != nil {
+	if _, err := s.Lock(ctx, got, "pr-8", "{}", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Unlock(ctx, stale, t1, ""); err == nil {
 		t.Fatal("Unlock with a stale resourceVersion succeeded")
 	}
-	if got, _ := s.Get(ctx, key); got.Holder != "pr-8" || got.ClosedValues != "" {
-		t.Fatalf("Lock clears closed values and sets the holder: %+v", got)
+	if got, _ := s.Get(ctx, key); got.Holder != "pr-8" || got.ClosedValues != `{"closed":1}` || got.Head != "" {
+		t.Fatalf("Lock keeps the declined values (only a merge forgets them) and sets the holder: %+v", got)
 	}
 }

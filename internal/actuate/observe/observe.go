@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -29,36 +30,74 @@ type Recorder struct {
 	Log       logr.Logger
 
 	// written remembers Event names this process already wrote, so a finding seen on every
-	// reconcile costs one API call, not one per reconcile. Only findings land here; they are rare.
-	written sync.Map
+	// reconcile costs one API call, not one per reconcile. Bounded (least recently used go
+	// first): forgetting only costs one API call that answers AlreadyExists.
+	writtenOnce sync.Once
+	written     *lru.Cache
 }
 
-// Record tells people about a Change decided at decidedAt: for each proposed field a Warning
-// Event on the target and a JSON log line with the field's evidence.
+// writtenEntries bounds Recorder.written.
+const writtenEntries = 16384
+
+func (r *Recorder) writtenCache() *lru.Cache {
+	r.writtenOnce.Do(func() { r.written = lru.New(writtenEntries) })
+	return r.written
+}
+
+// Apply carries out a Change in observer mode: it reports it (Record). Nothing in the cluster
+// or in Git changes.
+func (r *Recorder) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, _ lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{}, r.Record(ctx, c, decidedAt)
+}
+
+// Record tells people about a Change decided at decidedAt: a Warning Event on the target and a
+// JSON log line with the evidence — one per field for SetFields, one for the whole Change
+// otherwise (ScaleToZero, Delete, SetAnnotations).
 func (r *Recorder) Record(ctx context.Context, c lifecycle.Change, decidedAt time.Time) error {
 	ref := corev1.ObjectReference{
 		APIVersion: apiVersion(c.Target), Kind: c.Target.Kind,
 		Namespace: c.Target.Namespace, Name: c.Target.Name,
 	}
-	for i, f := range c.Edit.Fields {
-		var ev map[string]string
+	at := decidedAt.UTC().Format(time.RFC3339Nano)
+	evidence := func(i int) map[string]string {
 		if i < len(c.Evidence) {
-			ev = c.Evidence[i]
+			return c.Evidence[i]
 		}
+		return nil
+	}
+	if c.Edit.Op != lifecycle.EditSetFields || len(c.Edit.Fields) == 0 {
+		msg := c.Summary
+		if msg == "" {
+			msg = fmt.Sprintf("%s %s is recommended", c.Edit.Op, c.Target)
+		}
+		return r.report(ctx, ref, c, msg, fmt.Sprintf("%s|%s|%s", c.Key, at, c.Edit.Op), evidence(0), decidedAt)
+	}
+	for i, f := range c.Edit.Fields {
+		ev := evidence(i)
 		msg := ev["message"]
 		if msg == "" {
 			msg = fmt.Sprintf("%s should change from %s to %s", pathString(f.Path), f.From, f.To)
 		}
-		id := fmt.Sprintf("%s|%s|%s|%s", c.Key, decidedAt.UTC().Format(time.RFC3339Nano), pathString(f.Path), f.To)
-		if err := r.Warn(ctx, ref, c.Reason, msg, id, decidedAt); err != nil {
+		id := fmt.Sprintf("%s|%s|%s|%s", c.Key, at, pathString(f.Path), f.To)
+		if err := r.report(ctx, ref, c, msg, id, ev, decidedAt); err != nil {
 			return err
 		}
-		kv := []any{"key", string(c.Key), "reason", c.Reason}
-		for _, k := range sortedKeys(ev) {
-			kv = append(kv, k, ev[k])
-		}
-		r.Log.Info("recommendation", kv...)
 	}
+	return nil
+}
+
+func (r *Recorder) report(ctx context.Context, ref corev1.ObjectReference, c lifecycle.Change, msg, id string, ev map[string]string, at time.Time) error {
+	if err := r.Warn(ctx, ref, c.Reason, msg, id, at); err != nil {
+		return err
+	}
+	kv := []any{"key", string(c.Key), "reason", c.Reason}
+	if _, ok := ev["message"]; !ok {
+		kv = append(kv, "message", msg)
+	}
+	for _, k := range sortedKeys(ev) {
+		kv = append(kv, k, ev[k])
+	}
+	r.Log.Info("recommendation", kv...)
 	return nil
 }
 
@@ -71,7 +110,7 @@ func (r *Recorder) Warn(ctx context.Context, ref corev1.ObjectReference, reason,
 // Notify is Warn with the Event type given (Normal for progress such as a PR opened or merged).
 func (r *Recorder) Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error {
 	name := EventName(ref.Name, id)
-	if _, done := r.written.Load(name); done {
+	if _, done := r.writtenCache().Get(name); done {
 		return nil
 	}
 	ts := metav1.NewTime(at)
@@ -97,13 +136,13 @@ func (r *Recorder) Notify(ctx context.Context, ref corev1.ObjectReference, event
 	}
 	err := r.Client.Create(ctx, ev)
 	if apierrors.IsAlreadyExists(err) {
-		r.written.Store(name, struct{}{})
+		r.writtenCache().Add(name, struct{}{})
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s event on %s %s/%s: %w", reason, ref.Kind, ref.Namespace, ref.Name, err)
 	}
-	r.written.Store(name, struct{}{})
+	r.writtenCache().Add(name, struct{}{})
 	metrics.EventsWritten.WithLabelValues(reason).Inc()
 	return nil
 }

@@ -21,8 +21,8 @@ const (
 	AnnotationIncrement       = "resizer.io/increment"
 	AnnotationCooldownMinutes = "resizer.io/cooldown-minutes"
 	AnnotationLastModified    = "resizer.io/last-modified" // lives on the state Lease, not the namespace
-	AnnotationAutoMerge       = "resizer.io/auto-merge"    // used by a later PR feature; accept "true"/"false"
-	AnnotationGitPath         = "resizer.io/git-path"      // used by a later PR feature; accept any non-empty value
+	AnnotationAutoMerge       = "resizer.io/auto-merge"    // PR mode: "false" opts the namespace out of auto-merge
+	AnnotationGitPath         = "resizer.io/git-path"      // PR mode: a file or directory that replaces manifest discovery
 )
 
 // Per-resource annotations are AnnotationPrefix + Alias(resource) + one of these suffixes,

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,55 +29,48 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
-	"github.com/kustos-dev/kustos/internal/state"
 )
 
-// Actuator carries out a quota Change and reports findings. Declared here, by its consumer;
-// the observe actuator implements it today, the PR actuator later.
-type Actuator interface {
-	// Record carries out (observer mode: reports) a Change decided at decidedAt. It must be
-	// idempotent for the same Change and time.
-	Record(ctx context.Context, c lifecycle.Change, decidedAt time.Time) error
-	// Warn reports a finding once per id.
-	Warn(ctx context.Context, regarding corev1.ObjectReference, reason, message, id string, at time.Time) error
+// Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline): it remembers,
+// locks, carries out and follows the detector's Changes.
+type Pipeline interface {
+	Run(ctx context.Context, req lifecycle.Request) (lifecycle.Result, error)
 }
 
-// StateStore is the part of the Lease store the controller uses.
-type StateStore interface {
-	Get(ctx context.Context, key lifecycle.Key) (state.Record, error)
-	MarkModified(ctx context.Context, rec state.Record, t time.Time, pending string) (state.Record, error)
-	ClearPending(ctx context.Context, rec state.Record) (state.Record, error)
+// Reporter writes Warning Events about what the detector noticed outside a decision (an
+// annotation it cannot use), once per id.
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
 }
 
-var _ StateStore = (*state.Store)(nil)
+// reportedEntries bounds what the Reconciler remembers of reported problems: enough for every
+// namespace of a large cluster, and never more, whatever the input.
+const reportedEntries = 16384
 
-// conflictRetry is how soon a quota is decided again after its state Lease changed under us:
-// long enough for the cache to see the newer Lease, short enough to be unnoticeable.
-const conflictRetry = 200 * time.Millisecond
-
-// Reconciler gathers the Snapshot of one ResourceQuota from the informer cache, calls Decide
-// and hands the result to the Actuator. It holds no arithmetic of its own.
+// Reconciler gathers the Snapshot of one ResourceQuota from the informer cache and hands the
+// decision to the pipeline. It holds no arithmetic of its own.
 type Reconciler struct {
 	// Cache reads ResourceQuotas, Namespace metadata and FailedCreate Events from the cache.
 	Cache client.Reader
 	// Live reads failing owners straight from the API server: they are looked up rarely, so
 	// caching every workload in the cluster would cost far more than it saves.
 	Live     client.Reader
-	State    StateStore
-	Actuator Actuator
+	Pipeline Pipeline
+	Reporter Reporter
 	// Defaults come from the flags.
 	Defaults        Settings
 	DefaultCooldown time.Duration
+	// AutoMerge is --enable-auto-merge; a namespace opts out with resizer.io/auto-merge: "false".
+	AutoMerge bool
 	// Now is the clock; injected so tests control time.
 	Now func() time.Time
 	Log logr.Logger
-	// PR, when set, turns Changes into pull requests (--mode=pr) instead of handing them to
-	// the Actuator, which then only reports findings and what cannot become a PR.
-	PR *PRMode
 
 	// reported remembers what was already reported per namespace (annotation problems) or
 	// event (unreadable messages), so a reconcile loop does not repeat log lines and API calls.
-	reported sync.Map
+	// Bounded: the least recently used entries go first.
+	reportedOnce sync.Once
+	reported     *lru.Cache
 }
 
 // Reconcile decides about one ResourceQuota.
@@ -87,6 +81,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var q corev1.ResourceQuota
 	if err := r.Cache.Get(ctx, req.NamespacedName, &q); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetRecommendations(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	ns := &metav1.PartialObjectMetadata{}
@@ -95,112 +92,93 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ns.DeletionTimestamp != nil || q.DeletionTimestamp != nil {
+		forgetRecommendations(q.Namespace, q.Name)
 		return reconcile.Result{}, nil // going away: nothing to raise
 	}
 	now := r.Now()
 	policy, problems := ParsePolicy(ns.Annotations, r.Defaults, r.DefaultCooldown)
 	r.reportAnnotationProblems(ctx, log, ns, problems, now)
 	if !policy.Enabled {
+		forgetRecommendations(q.Namespace, q.Name)
 		return reconcile.Result{}, nil
 	}
-
-	key := lifecycle.NewKey(DetectorName, q.Namespace, q.Name)
-	rec, err := r.State.Get(ctx, key)
-	if err != nil {
-		// A Lease someone edited by hand: say so, and carry on as if nothing was remembered; the
-		// next write repairs it.
-		metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
-		log.Error(err, "state lease unreadable; treating quota as never modified")
-		if !rec.Exists() {
-			return reconcile.Result{}, err
-		}
-	}
-	if r.PR != nil {
-		return r.reconcilePR(ctx, log, &q, ns, policy, rec, now)
-	}
-	if rec.Pending != "" {
-		if rec, err = r.replayPending(ctx, rec); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-
 	failures, err := r.failures(ctx, log, q.Namespace, q.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := Decide(Snapshot{
-		Now:       now,
-		Namespace: q.Namespace,
-		Quota:     q.Name,
-		Hard:      q.Status.Hard,
-		Used:      q.Status.Used,
-		Policy:    policy,
-		State:     State{LastModified: rec.LastModified},
-		Failures:  failures,
-	})
 
-	ref := corev1.ObjectReference{APIVersion: "v1", Kind: "ResourceQuota", Namespace: q.Namespace, Name: q.Name, UID: q.UID}
-	for _, m := range d.MissingSpecs {
-		if err := r.Actuator.Warn(ctx, ref, ReasonQuotaSpecMissing, m.Message, "spec|"+q.Name+"|"+m.Owner.Kind+"/"+m.Owner.Name+"|"+m.Missing, now); err != nil {
-			return reconcile.Result{}, err
+	// The decision as the pipeline last asked for it: its recommendations feed the metrics.
+	var last Decision
+	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
+		Key:    lifecycle.NewKey(DetectorName, q.Namespace, q.Name),
+		Target: quotaTarget(q.Namespace, q.Name),
+		UID:    string(q.UID),
+		Now:    now,
+		Decide: func(v lifecycle.View) lifecycle.Decision {
+			p := policy
+			if v.ProposalOpen {
+				// While a PR is open the cooldown does not apply (updating the PR is what it is
+				// for), but events older than the last proposal still count as accounted for.
+				p.Cooldown = 0
+			}
+			last = Decide(Snapshot{
+				Now: now, Namespace: q.Namespace, Quota: q.Name, Hard: q.Status.Hard, Used: q.Status.Used,
+				Policy: p, State: State{LastModified: v.LastModified}, Failures: failures,
+			})
+			return lifecycle.Decision{Change: last.Change(), Findings: findings(&q, last), RequeueAfter: last.RequeueAfter}
+		},
+		Supersedes: Supersedes,
+		Options:    lifecycle.ProposeOptions{GitPath: strings.TrimSpace(ns.Annotations[AnnotationGitPath])},
+		AutoMerge:  r.AutoMerge && !strings.EqualFold(strings.TrimSpace(ns.Annotations[AnnotationAutoMerge]), "false"),
+	})
+	for _, p := range last.Problems {
+		metrics.InvalidInput.WithLabelValues(DetectorName, "quantity").Inc()
+		log.V(1).Info("quota resource skipped", "problem", p)
+	}
+	if res.Committed != nil {
+		for _, rc := range last.Recommendations {
+			metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
+			metrics.RecommendedValue.WithLabelValues(rc.Namespace, rc.Quota, string(rc.Resource)).Set(rc.Recommended.AsApproximateFloat64())
 		}
+	}
+	if res.Merged != nil {
+		forgetRecommendations(q.Namespace, q.Name) // the recommendation is in Git now
+	}
+	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// forgetRecommendations deletes the kustos_recommended_value series of a quota that no longer
+// has an open recommendation, so the metric never grows with quotas that come and go.
+func forgetRecommendations(namespace, quota string) {
+	metrics.RecommendedValue.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "quota": quota})
+}
+
+func quotaTarget(namespace, name string) lifecycle.Target {
+	return lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: namespace, Name: name}
+}
+
+// findings are the Decision's findings on the quota: missing resource fields, unreadable values.
+func findings(q *corev1.ResourceQuota, d Decision) []lifecycle.Finding {
+	var out []lifecycle.Finding
+	for _, m := range d.MissingSpecs {
+		out = append(out, lifecycle.Finding{Reason: ReasonQuotaSpecMissing, Message: m.Message,
+			ID: "spec|" + q.Name + "|" + m.Owner.Kind + "/" + m.Owner.Name + "|" + m.Missing})
 	}
 	for _, p := range d.Problems {
-		metrics.InvalidInput.WithLabelValues(DetectorName, "quantity").Inc()
-		log.Info("quota resource skipped", "problem", p)
-		if err := r.Actuator.Warn(ctx, ref, ReasonInvalidQuota, p, "invalid|"+string(q.UID)+"|"+q.ResourceVersion+"|"+p, now); err != nil {
-			return reconcile.Result{}, err
-		}
+		out = append(out, lifecycle.Finding{Reason: ReasonInvalidQuota, Message: p,
+			ID: "invalid|" + string(q.UID) + "|" + q.ResourceVersion + "|" + p})
 	}
-
-	change := d.Change()
-	if change == nil {
-		return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
-	}
-	// Remember first, then tell: if the Lease write conflicts, another replica (or our own
-	// not-yet-cached write) decided first and we must not report twice.
-	if rec, err = commitDecision(ctx, r.State, rec, *change, d.Recommendations, now); err != nil {
-		return conflictOr(err)
-	}
-	if err := r.Actuator.Record(ctx, *change, now); err != nil {
-		return reconcile.Result{}, err // pending stays in the Lease and is replayed
-	}
-	if _, err := r.State.ClearPending(ctx, rec); err != nil && !apierrors.IsConflict(err) {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: d.RequeueAfter}, nil
+	return out
 }
 
-// commitDecision writes a decision to the state Lease before anything is carried out: the write
-// is the commit point (optimistic concurrency: a conflict means someone else decided first, and
-// the caller must decide again rather than act), and the decision stays there as pending until
-// it has been carried out.
-func commitDecision(ctx context.Context, store StateStore, rec state.Record, c lifecycle.Change, recs []Recommendation, now time.Time) (state.Record, error) {
-	pending, err := json.Marshal(c)
-	if err != nil {
-		return rec, fmt.Errorf("encoding decision: %w", err)
-	}
-	if rec, err = store.MarkModified(ctx, rec, now, string(pending)); err != nil {
-		return rec, err
-	}
-	for _, rc := range recs {
-		metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
-		metrics.RecommendedValue.WithLabelValues(rc.Namespace, rc.Quota, string(rc.Resource)).Set(rc.Recommended.AsApproximateFloat64())
-	}
-	return rec, nil
+func (r *Reconciler) seen(key string) (any, bool) {
+	r.reportedOnce.Do(func() { r.reported = lru.New(reportedEntries) })
+	return r.reported.Get(key)
 }
 
-// replayPending finishes a decision that was remembered but maybe not reported (a crash or an
-// API error in between). Reporting is idempotent, so replaying a finished one is harmless.
-func (r *Reconciler) replayPending(ctx context.Context, rec state.Record) (state.Record, error) {
-	var c lifecycle.Change
-	if err := json.Unmarshal([]byte(rec.Pending), &c); err != nil {
-		metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
-		r.Log.Error(err, "dropping unreadable pending decision", "key", rec.Key)
-	} else if err := r.Actuator.Record(ctx, c, rec.LastModified); err != nil {
-		return rec, err
-	}
-	return r.State.ClearPending(ctx, rec)
+func (r *Reconciler) remember(key string, v any) {
+	r.reportedOnce.Do(func() { r.reported = lru.New(reportedEntries) })
+	r.reported.Add(key, v)
 }
 
 // failures reads the namespace's FailedCreate events that name this quota.
@@ -223,7 +201,8 @@ func (r *Reconciler) failures(ctx context.Context, log logr.Logger, namespace, q
 		return r.lookupOwner(ctx, namespace, kind, name)
 	})
 	for _, p := range problems {
-		if _, seen := r.reported.LoadOrStore("event|"+p.Error(), struct{}{}); !seen {
+		if _, seen := r.seen("event|" + p.Error()); !seen {
+			r.remember("event|"+p.Error(), struct{}{})
 			metrics.InvalidInput.WithLabelValues(DetectorName, "event_message").Inc()
 			log.Info("FailedCreate event mentions a quota but cannot be read; skipped", "problem", p.Error())
 		}
@@ -269,7 +248,7 @@ func (r *Reconciler) reportAnnotationProblems(ctx context.Context, log logr.Logg
 	for _, p := range problems {
 		fingerprint += p.Key + "=" + p.Value + "\n"
 	}
-	prev, seen := r.reported.Load("ns|" + ns.Name)
+	prev, seen := r.seen("ns|" + ns.Name)
 	if prev == fingerprint || (!seen && fingerprint == "") {
 		return // nothing new; namespaces without problems are not remembered at all
 	}
@@ -277,12 +256,16 @@ func (r *Reconciler) reportAnnotationProblems(ctx context.Context, log logr.Logg
 	for _, p := range problems {
 		metrics.InvalidInput.WithLabelValues(DetectorName, "annotation").Inc()
 		log.Info("invalid annotation", "key", p.Key, "value", p.Value, "problem", p.Problem, "fallback", p.Fallback)
-		if err := r.Actuator.Warn(ctx, ref, ReasonInvalidAnnotation, p.Error(), "annotation|"+ns.Name+"|"+p.Key+"|"+p.Value, now); err != nil {
+		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidAnnotation, p.Error(), "annotation|"+ns.Name+"|"+p.Key+"|"+p.Value, now); err != nil {
 			log.Error(err, "could not write InvalidAnnotation event")
 			return // not remembered: tried again on the next reconcile
 		}
 	}
-	r.reported.Store("ns|"+ns.Name, fingerprint)
+	if fingerprint == "" {
+		r.reported.Remove("ns|" + ns.Name) // fixed: nothing to remember
+		return
+	}
+	r.remember("ns|"+ns.Name, fingerprint)
 }
 
 // SetupWithManager registers the controller: ResourceQuotas drive it; Namespace annotation

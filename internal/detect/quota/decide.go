@@ -438,6 +438,13 @@ func (r Recommendation) Evidence() map[string]string {
 const (
 	// ReasonQuotaResizeRecommended: a quota should be raised (Warning, on the ResourceQuota).
 	ReasonQuotaResizeRecommended = "QuotaResizeRecommended"
+	// ReasonQuotaResizeProposed, …Merged and …Declined follow a quota's pull request (PR mode,
+	// Normal, on the ResourceQuota).
+	ReasonQuotaResizeProposed = "QuotaResizeProposed"
+	ReasonQuotaResizeMerged   = "QuotaResizeMerged"
+	ReasonQuotaResizeDeclined = "QuotaResizeDeclined"
+	// ReasonQuotaResized: the quota was raised in the cluster (direct mode, Normal).
+	ReasonQuotaResized = "QuotaResized"
 	// ReasonQuotaSpecMissing: a workload cannot create pods because the quota requires a
 	// resource its pods do not specify; raising the quota would not help (Warning, on the quota).
 	ReasonQuotaSpecMissing = "QuotaSpecMissing"

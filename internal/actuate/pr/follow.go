@@ -1,0 +1,50 @@
+package pr
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// prLister is the GitHub call ClosedSince needs: the pull requests from a head branch in a
+// state ("closed"), newest first.
+type prLister interface {
+	FindPRs(ctx context.Context, head, state string) ([]*gh.PullRequest, error)
+}
+
+// ClosedSince reports a pull request from c's branch that was closed without merging after
+// since: a human closed the PR of a decision before the Lease named it (a crash between opening
+// the PR and locking the Lease). Without it, a replay would open a second PR on the same branch.
+func (w *Writer) ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error) {
+	l, ok := w.gh.(prLister)
+	if !ok {
+		return 0, false, nil
+	}
+	prs, err := l.FindPRs(ctx, w.Branch(c), "closed")
+	if err != nil {
+		return 0, false, fmt.Errorf("pr: %s: %w", c.Key, err)
+	}
+	for _, p := range prs {
+		if p.GetMerged() || p.MergedAt != nil || p.ClosedAt == nil {
+			continue
+		}
+		if k, ok := MarkerKey(p.GetBody()); ok && k != c.Key {
+			continue
+		}
+		if !p.ClosedAt.Before(since) {
+			w.Track(c.Key, p.GetNumber())
+			return p.GetNumber(), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// StatusOf reads the PR number (the Lease holder) of key.
+func (w *Writer) StatusOf(ctx context.Context, key lifecycle.Key, number int) (PRState, error) {
+	w.Track(key, number)
+	return w.Status(ctx, key)
+}

@@ -1,0 +1,56 @@
+package lifecycle
+
+import "time"
+
+// The vocabulary between a detector's controller and the change pipeline (internal/pipeline):
+// a detector hands the pipeline a Request and gets a Result, and never sees a Lease, a pull
+// request or an Event.
+
+// Request is one look at one Key, built by the detector's controller from its snapshot.
+type Request struct {
+	Key Key
+	// Target is where Events about the Key go (its UID, when known, links them).
+	Target Target
+	UID    string
+	Now    time.Time
+	// Decide is the detector's pure decision over what the pipeline remembers.
+	Decide func(View) Decision
+	// Supersedes says whether newer asks for more than old (an open or a declined proposal) and
+	// returns what to propose instead of old: for quotas, every field at the larger value.
+	Supersedes func(newer, old Change) (Change, bool)
+	// Options are per-target inputs of a proposal (the namespace's git path).
+	Options ProposeOptions
+	// AutoMerge: the proposal may be merged by Kustos (the flag, and no opt-out on the target).
+	AutoMerge bool
+}
+
+// View is what the pipeline remembers of a Key, as a detector sees it.
+type View struct {
+	// LastModified is the last decision, merge or decline: the start of the cooldown.
+	LastModified time.Time
+	// ProposalOpen: a proposal is open; updating it is not held back by a cooldown.
+	ProposalOpen bool
+	// Bag is the detector's own state (counts, timestamps).
+	Bag map[string]string
+}
+
+// Decision is a detector's answer for one Key.
+type Decision struct {
+	// Change is what should change; nil when nothing should.
+	Change *Change
+	// Findings are reported once each (Warning Events).
+	Findings []Finding
+	// RequeueAfter is when the detector must look again even if nothing changes; 0: only on change.
+	RequeueAfter time.Duration
+	// Bag, when not nil, replaces the detector's state in the Lease.
+	Bag map[string]string
+}
+
+// Result is what Run did, for the controller (requeue, metrics).
+type Result struct {
+	RequeueAfter time.Duration
+	// Committed is the Change recorded as a new decision in this run (nil if none).
+	Committed *Change
+	// Merged is the Change whose proposal was merged in this run.
+	Merged *Change
+}

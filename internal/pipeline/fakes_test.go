@@ -1,0 +1,320 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// memStore is the Store contract in memory: records by key with a version, every write
+// conditional on the version read (as the Lease store's Update with a resourceVersion is).
+// failNext makes the next write of the named operation fail (a crash before it lands).
+type memStore struct {
+	mu       sync.Mutex
+	identity string
+	recs     map[lifecycle.Key]state.Record
+	version  int
+	failNext map[string]error
+	writes   []string
+}
+
+func newMemStore() *memStore {
+	return &memStore{recs: map[lifecycle.Key]state.Record{}, failNext: map[string]error{}}
+}
+
+// as returns a view of the same records writing under another replica's identity.
+func (m *memStore) as(identity string) *replicaStore { return &replicaStore{m: m, identity: identity} }
+
+type replicaStore struct {
+	m        *memStore
+	identity string
+}
+
+var errCrash = errors.New("crash")
+
+var leaseGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+func (m *memStore) get(key lifecycle.Key) state.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.recs[key]; ok {
+		return r
+	}
+	return state.Record{Key: key}
+}
+
+func (m *memStore) write(op string, rec state.Record, mutate func(*state.Record)) (state.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.failNext[op]; err != nil {
+		delete(m.failNext, op)
+		return rec, err
+	}
+	cur, ok := m.recs[rec.Key]
+	if ok && cur.Version != rec.Version || !ok && rec.Version != "" {
+		return rec, apierrors.NewConflict(leaseGR, string(rec.Key), errors.New("the object has been modified"))
+	}
+	next := rec
+	mutate(&next)
+	m.version++
+	next.Version = strconv.Itoa(m.version)
+	m.recs[rec.Key] = next
+	m.writes = append(m.writes, op)
+	return next, nil
+}
+
+func (s *replicaStore) Get(_ context.Context, key lifecycle.Key) (state.Record, error) {
+	return s.m.get(key), nil
+}
+
+func (s *replicaStore) MarkModified(_ context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
+	return s.m.write("MarkModified", rec, func(r *state.Record) {
+		r.LastModified, r.Pending, r.PendingBy, r.PendingSince = t, pending, s.identity, t
+	})
+}
+
+func (s *replicaStore) TakePending(_ context.Context, rec state.Record, t time.Time) (state.Record, error) {
+	return s.m.write("TakePending", rec, func(r *state.Record) { r.PendingBy, r.PendingSince = s.identity, t })
+}
+
+func (s *replicaStore) ClearPending(_ context.Context, rec state.Record) (state.Record, error) {
+	return s.m.write("ClearPending", rec, func(r *state.Record) { r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{} })
+}
+
+func (s *replicaStore) Lock(_ context.Context, rec state.Record, holder, proposed, head string) (state.Record, error) {
+	return s.m.write("Lock", rec, func(r *state.Record) {
+		r.Holder, r.Proposed, r.Head = holder, proposed, head
+		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
+	})
+}
+
+func (s *replicaStore) Unlock(_ context.Context, rec state.Record, t time.Time, closed string) (state.Record, error) {
+	return s.m.write("Unlock", rec, func(r *state.Record) {
+		r.Holder, r.Proposed, r.Head, r.LastModified, r.ClosedValues = "", "", "", t, closed
+		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
+	})
+}
+
+func (s *replicaStore) SetBag(_ context.Context, rec state.Record, bag map[string]string) (state.Record, error) {
+	if err := state.CheckBag(bag); err != nil {
+		return rec, err
+	}
+	return s.m.write("SetBag", rec, func(r *state.Record) { r.Bag = bag })
+}
+
+// forge is one GitHub in memory: one proposal per key, idempotent Apply (the PR writer's
+// contract), human actions, and programmable failures.
+type forge struct {
+	mu        sync.Mutex
+	next      int
+	prs       map[lifecycle.Key]*fakePR
+	applies   []string
+	failApply error
+	// afterApply, when set, runs after the proposal is made and before Apply returns.
+	afterApply func()
+	merges     int
+	inBase     bool
+}
+
+type fakePR struct {
+	number    int
+	state     lifecycle.ProposalStatus
+	head      string
+	commits   int
+	mergeable string
+	change    lifecycle.Change
+	closedAt  time.Time
+}
+
+func newForge() *forge { return &forge{prs: map[lifecycle.Key]*fakePR{}} }
+
+func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, _ lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	f.mu.Lock()
+	if err := f.failApply; err != nil {
+		f.mu.Unlock()
+		return lifecycle.Outcome{}, err
+	}
+	f.applies = append(f.applies, describe(c))
+	if f.inBase {
+		f.mu.Unlock()
+		return lifecycle.Outcome{Proposal: &lifecycle.Proposal{AlreadyInBase: true}}, nil
+	}
+	p := f.prs[c.Key]
+	res := lifecycle.Proposal{}
+	if p == nil || p.state != lifecycle.ProposalOpen {
+		f.next++
+		p = &fakePR{number: f.next, state: lifecycle.ProposalOpen, mergeable: "clean"}
+		f.prs[c.Key] = p
+		res.Created = true
+	}
+	if p.commits == 0 || describe(p.change) != describe(c) || p.mergeable == "dirty" || p.mergeable == "behind" {
+		p.commits++
+		p.head = fmt.Sprintf("sha-%d-%d", p.number, p.commits)
+		p.change = c
+		p.mergeable = "clean"
+		res.Committed = true
+	}
+	res.Number, res.HeadSHA, res.URL = p.number, p.head, fmt.Sprintf("https://github.test/pull/%d", p.number)
+	after := f.afterApply
+	f.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return lifecycle.Outcome{Proposal: &res}, nil
+}
+
+func (f *forge) Status(_ context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.prs[key]
+	if p == nil || p.number != number {
+		return lifecycle.ProposalState{State: lifecycle.ProposalNone}, nil
+	}
+	st := lifecycle.ProposalState{State: p.state, Number: p.number, HeadSHA: p.head, MergeableState: p.mergeable}
+	ok := p.mergeable != "dirty"
+	st.Mergeable = &ok
+	return st, nil
+}
+
+func (f *forge) ClosedSince(_ context.Context, c lifecycle.Change, since time.Time) (int, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.prs[c.Key]
+	if p != nil && p.state == lifecycle.ProposalClosedByHuman && !p.closedAt.Before(since) {
+		return p.number, true, nil
+	}
+	return 0, false, nil
+}
+
+func (f *forge) Merge(_ context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.prs[key]
+	if p == nil || p.head != st.HeadSHA {
+		return false, time.Second, nil
+	}
+	p.state = lifecycle.ProposalMerged
+	f.merges++
+	return true, 0, nil
+}
+
+// human acts on the key's PR.
+func (f *forge) human(key lifecycle.Key, act string, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.prs[key]
+	switch act {
+	case "close":
+		p.state, p.closedAt = lifecycle.ProposalClosedByHuman, at
+	case "merge":
+		p.state = lifecycle.ProposalMerged
+	case "push":
+		p.commits++
+		p.head = fmt.Sprintf("human-%d", p.commits)
+	case "dirty", "behind", "blocked":
+		p.mergeable = act
+	}
+}
+
+func (f *forge) openPRs() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, p := range f.prs {
+		if p.state == lifecycle.ProposalOpen {
+			n++
+		}
+	}
+	return n
+}
+
+// events records what the Reporter was asked to write, deduplicated by id like Events by name.
+type events struct {
+	mu      sync.Mutex
+	ids     map[string]bool
+	reasons []string
+	records int
+}
+
+func newEvents() *events { return &events{ids: map[string]bool{}} }
+
+func (e *events) Record(_ context.Context, c lifecycle.Change, at time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := string(c.Key) + "|" + at.String()
+	if !e.ids[id] {
+		e.ids[id] = true
+		e.records++
+		e.reasons = append(e.reasons, c.Reason)
+	}
+	return nil
+}
+
+func (e *events) Notify(_ context.Context, _ corev1.ObjectReference, _, reason, _, id string, _ time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ids[id] {
+		e.ids[id] = true
+		e.reasons = append(e.reasons, reason)
+	}
+	return nil
+}
+
+func (e *events) count(reason string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.reasons {
+		if r == reason {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *events) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.reasons, ",")
+}
+
+// cpu is a quota-like change of one field; larger values supersede smaller ones.
+func cpu(key lifecycle.Key, v int) *lifecycle.Change {
+	return &lifecycle.Change{Key: key, Detector: "test", Reason: "Recommended",
+		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
+		Edit:   lifecycle.Edit{Op: lifecycle.EditSetFields, Fields: []lifecycle.FieldChange{{Path: []string{"spec", "hard", "cpu"}, To: strconv.Itoa(v)}}}}
+}
+
+func cpuOf(c lifecycle.Change) int {
+	if len(c.Edit.Fields) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(c.Edit.Fields[0].To)
+	return n
+}
+
+func supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	if cpuOf(newer) > cpuOf(old) {
+		return newer, true
+	}
+	return old, false
+}
+
+func mustJSON(c *lifecycle.Change) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,686 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// Store is the Lease store as the pipeline uses it (*state.Store).
+type Store interface {
+	Get(ctx context.Context, key lifecycle.Key) (state.Record, error)
+	MarkModified(ctx context.Context, rec state.Record, t time.Time, pending string) (state.Record, error)
+	TakePending(ctx context.Context, rec state.Record, t time.Time) (state.Record, error)
+	ClearPending(ctx context.Context, rec state.Record) (state.Record, error)
+	Lock(ctx context.Context, rec state.Record, holder, proposed, head string) (state.Record, error)
+	Unlock(ctx context.Context, rec state.Record, t time.Time, closed string) (state.Record, error)
+	SetBag(ctx context.Context, rec state.Record, bag map[string]string) (state.Record, error)
+}
+
+var _ Store = (*state.Store)(nil)
+
+// Actuator carries out a Change: observe reports it, direct writes it to the cluster, pr
+// proposes it. Apply must be idempotent for the same Change (a replay after a crash calls it
+// again). Errors match lifecycle's kinds: ErrSource*, ErrInvalidChange, ErrProposalBlocked and
+// ErrManagedByGitOps are findings no retry can fix; lifecycle.RetryAt says when a rate-limited
+// call may be tried again; anything else is retried with backoff.
+type Actuator interface {
+	Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error)
+}
+
+// Proposals follows the proposals an Actuator opened (PR mode; nil otherwise).
+type Proposals interface {
+	// Status reads the Key's proposal number (the Lease holder).
+	Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error)
+	// ClosedSince reports a proposal for c's branch that was closed without merging after since.
+	ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (number int, closed bool, err error)
+	// Merge merges the proposal st, pinned to st.HeadSHA. It returns merged=true when it is
+	// merged (now or before), retryAfter when to ask again, and errors matching
+	// lifecycle.ErrProposalDirty, ErrProposalClosed or ErrNoProposal.
+	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
+}
+
+// Reporter tells people: Events (deduplicated by id) and log lines (observe.Recorder).
+type Reporter interface {
+	// Record reports a Change in observer form (a Warning Event per field and a JSON log line).
+	Record(ctx context.Context, c lifecycle.Change, decidedAt time.Time) error
+	// Notify writes one Event about ref, once per id.
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// Vocabulary names the Events of one detector's proposals.
+type Vocabulary struct {
+	// Proposed, Merged and Declined are Event reasons (e.g. QuotaResizeProposed).
+	Proposed, Merged, Declined string
+	// Applied is the Event reason of a Change carried out at once by the direct actuator.
+	Applied string
+	// MergedNote ends the merged Event's message (what happens next).
+	MergedNote string
+}
+
+// Event reasons the pipeline writes for every detector.
+const (
+	ReasonSourceNotFound    = "SourceNotFound"
+	ReasonSourceAmbiguous   = "SourceAmbiguous"
+	ReasonSourceNotEditable = "SourceNotEditable"
+	ReasonSourceConflict    = "SourceConflict"
+	ReasonProposeFailed     = "ProposeFailed"
+	// ReasonManagedByGitOps: the direct actuator refused an object a GitOps tool manages.
+	ReasonManagedByGitOps = "ManagedByGitOps"
+	// ReasonForeignCommit: someone else pushed to a Kustos branch; Kustos leaves that PR to people.
+	ReasonForeignCommit = "ForeignCommit"
+	// ReasonInvalidState: the state Lease holds something Kustos cannot use (a hand edit, a
+	// legacy Lease that fits several targets).
+	ReasonInvalidState = "InvalidState"
+)
+
+// Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
+// one Key must not overlap (controller-runtime's work queue guarantees that).
+type Pipeline struct {
+	Detector string
+	Vocab    Vocabulary
+	Store    Store
+	Actuator Actuator
+	// Proposals is set in PR mode: Changes become proposals that are followed until merged or
+	// closed.
+	Proposals Proposals
+	// Reporter writes Events and log lines; it is also the observer-form fallback when no
+	// proposal can carry a Change (its manifest is not in Git).
+	Reporter Reporter
+	// Alive tells whether another replica is still running (its liveness Lease); nil: never.
+	Alive func(ctx context.Context, identity string) (bool, error)
+	// Identity is this replica's (the Store's) identity.
+	Identity string
+	// PollInterval is how often an open proposal is looked at.
+	PollInterval time.Duration
+	// WaitInterval is how soon a Key whose pending decision another live replica carries out is
+	// looked at again (default 5 s).
+	WaitInterval time.Duration
+	Log          logr.Logger
+}
+
+// conflictRetry is how soon a Key is looked at again after its Lease changed under us: long
+// enough for the cache to see the newer Lease, short enough to be unnoticeable.
+const conflictRetry = 200 * time.Millisecond
+
+// maxSteps bounds the steps of one Run (each step that changes the Lease looks again).
+const maxSteps = 8
+
+// Run looks at one Key and carries out what plan says, step after step, until a step waits.
+func (p *Pipeline) Run(ctx context.Context, req Request) (Result, error) {
+	log := p.Log.WithValues("key", string(req.Key))
+	rec, err := p.Store.Get(ctx, req.Key)
+	if err != nil {
+		if rerr := p.reportState(ctx, req, rec, err); rerr != nil {
+			return Result{}, rerr
+		}
+		if !errors.Is(err, state.ErrUnclaimedLease) && rec.Version == "" && !rec.Exists() {
+			return Result{}, err
+		}
+	}
+	var out Result
+	for i := 0; i < maxSteps; i++ {
+		r := &run{p: p, req: req, log: log, rec: rec, out: &out}
+		done, err := r.step(ctx)
+		if err != nil || done {
+			return out, err
+		}
+		rec = r.rec
+	}
+	return out, fmt.Errorf("pipeline: %s: no stable state after %d steps", req.Key, maxSteps)
+}
+
+// run is one step's working set.
+type run struct {
+	p   *Pipeline
+	req Request
+	log logr.Logger
+	rec state.Record
+	out *Result
+
+	pending  *lifecycle.Change
+	proposed lifecycle.Change
+	status   lifecycle.ProposalState
+	decision Decision
+}
+
+// step gathers the situation, plans and carries out one step. done is true when Run should
+// stop (the step waits for the world); false when the Lease changed and Run looks again.
+func (r *run) step(ctx context.Context) (done bool, err error) {
+	p, rec := r.p, r.rec
+	s := situation{proposing: p.Proposals != nil, holder: rec.Holder != ""}
+	now := r.req.Now
+
+	if rec.Pending != "" {
+		s.pending = pendingOurs
+		var c lifecycle.Change
+		if err := json.Unmarshal([]byte(rec.Pending), &c); err != nil || c.Key != r.req.Key {
+			s.pending = pendingUnreadable
+		} else {
+			r.pending = &c
+			if rec.PendingBy != "" && rec.PendingBy != p.Identity {
+				s.pending = pendingOtherGone
+				if p.Alive != nil {
+					alive, err := p.Alive(ctx, rec.PendingBy)
+					if err != nil {
+						return true, err
+					}
+					if alive {
+						s.pending = pendingOtherAlive
+					}
+				}
+			}
+		}
+	}
+	if rec.Proposed != "" {
+		_ = json.Unmarshal([]byte(rec.Proposed), &r.proposed) // unreadable: proposes nothing, so any change supersedes it
+	}
+	if s.proposing && s.holder && (s.pending == pendingOurs || s.pending == pendingNone) {
+		n, ok := parseHolder(rec.Holder)
+		if !ok {
+			s.proposal = proposalGone
+		} else {
+			st, err := p.Proposals.Status(ctx, rec.Key, n)
+			if err != nil {
+				return r.forgeError("reading the proposal", err)
+			}
+			r.status = st
+			s.proposal = proposalOf(st.State)
+			s.foreignHead = st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head
+			s.mergeable = mergeabilityOf(st)
+		}
+	}
+	if s.proposing && !s.holder && s.pending == pendingOurs {
+		_, closed, err := p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
+		if err != nil {
+			return r.forgeError("looking for a closed proposal", err)
+		}
+		s.closedSincePending = closed
+	}
+	if s.pending == pendingNone {
+		s.autoMerge = r.req.AutoMerge
+		open := s.proposing && s.holder && s.proposal == proposalOpen
+		r.decision = r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: open, Bag: rec.Bag})
+		if err := r.reportFindings(ctx, r.decision.Findings); err != nil {
+			return true, err
+		}
+		if r.decision.Bag != nil && !equalBag(r.decision.Bag, rec.Bag) {
+			if r.rec, err = p.Store.SetBag(ctx, rec, r.decision.Bag); err != nil {
+				if errors.Is(err, state.ErrBag) {
+					return true, fmt.Errorf("detector %s: %w", p.Detector, err)
+				}
+				return r.conflictOr(err)
+			}
+			return false, nil
+		}
+		if c := r.decision.Change; c != nil {
+			s.change = true
+			switch {
+			case s.holder:
+				_, s.supersedes = r.req.Supersedes(*c, r.proposed)
+			case rec.ClosedValues != "":
+				s.declined = true
+				var closed lifecycle.Change
+				if json.Unmarshal([]byte(rec.ClosedValues), &closed) != nil {
+					s.supersedes = true
+				} else {
+					_, s.supersedes = r.req.Supersedes(*c, closed)
+				}
+			}
+		}
+	}
+
+	st := plan(s)
+	r.log.V(1).Info("pipeline step", "step", st.String())
+	switch st {
+	case stepWait:
+		r.log.V(1).Info("another replica is carrying out the pending decision; waiting", "replica", rec.PendingBy,
+			"since", rec.PendingSince)
+		r.out.RequeueAfter = p.waitInterval()
+		return true, nil
+	case stepDropPending:
+		metrics.InvalidInput.WithLabelValues(p.Detector, "state_lease").Inc()
+		msg := fmt.Sprintf("state lease %s holds a pending decision Kustos cannot read; it is dropped and the target decided afresh", rec.LeaseName())
+		r.log.Error(errors.New("unreadable pending decision"), msg)
+		if err := r.notifyWarning(ctx, ReasonInvalidState, msg, "pending|"+rec.LeaseName()+"|"+rec.Version); err != nil {
+			return true, err
+		}
+		r.rec, err = p.Store.ClearPending(ctx, rec)
+		return r.next(err)
+	case stepTakePending:
+		r.log.Info("replaying a pending decision left by a replica that is gone", "replica", rec.PendingBy, "since", rec.PendingSince)
+		r.rec, err = p.Store.TakePending(ctx, rec, now)
+		return r.next(err)
+	case stepReplay:
+		return r.apply(ctx, *r.pending)
+	case stepMerged:
+		return r.merged(ctx)
+	case stepDeclined:
+		return r.declined(ctx)
+	case stepForgetHolder:
+		r.log.Info("the proposal of the lease holder is gone; unlocking", "holder", rec.Holder)
+		r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues)
+		return r.next(err)
+	case stepForeignHead:
+		return r.foreignHead(ctx)
+	case stepUpdate:
+		next, _ := r.req.Supersedes(*r.decision.Change, r.proposed)
+		return r.commit(ctx, next, now)
+	case stepRebuild:
+		r.log.Info("rebuilding the proposal on its new base", "number", r.status.Number, "mergeableState", r.status.MergeableState)
+		return r.commit(ctx, r.proposed, rec.LastModified)
+	case stepMerge:
+		return r.merge(ctx)
+	case stepPoll:
+		r.out.RequeueAfter = minPositive(p.pollInterval(), r.decision.RequeueAfter)
+		return true, nil
+	case stepCommit:
+		return r.commit(ctx, *r.decision.Change, now)
+	case stepIdle:
+		r.out.RequeueAfter = r.decision.RequeueAfter
+		return true, nil
+	}
+	return true, fmt.Errorf("pipeline: unknown step %v", st)
+}
+
+// commit records c as the pending decision (the commit point: a conflict means someone else
+// decided first, and nothing is carried out), then carries it out. lastModified is the
+// decision time recorded (a rebuild keeps the cooldown where it was).
+func (r *run) commit(ctx context.Context, c lifecycle.Change, lastModified time.Time) (bool, error) {
+	pending, err := json.Marshal(c)
+	if err != nil {
+		return true, fmt.Errorf("encoding decision: %w", err)
+	}
+	if r.rec, err = r.p.Store.MarkModified(ctx, r.rec, lastModified, string(pending)); err != nil {
+		return r.conflictOr(err)
+	}
+	if r.out.Committed == nil && lastModified.Equal(r.req.Now) {
+		r.out.Committed = &c
+	}
+	return r.apply(ctx, c)
+}
+
+// apply carries out the pending decision c and records what came of it.
+func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
+	p := r.p
+	decidedAt := r.rec.LastModified
+	out, err := p.Actuator.Apply(ctx, c, decidedAt, r.req.Options)
+	if err != nil {
+		if reason, ok := findingReason(err); ok {
+			// No actuator can carry this change: say why, show it in observer form, and forget
+			// the pending decision; the detector goes on (the cooldown started with the decision).
+			r.log.Info("change cannot be carried out", "reason", reason, "error", err.Error())
+			if werr := r.notifyWarning(ctx, reason, err.Error(), reason+"|"+string(c.Key)+"|"+err.Error()); werr != nil {
+				return true, werr
+			}
+			if rerr := p.Reporter.Record(ctx, c, decidedAt); rerr != nil {
+				return true, rerr
+			}
+			// Done for now: the next decision comes when the detector asks (its cooldown started
+			// with this decision), not in a loop that would report the same finding again.
+			if r.rec, err = p.Store.ClearPending(ctx, r.rec); err != nil {
+				return r.conflictOr(err)
+			}
+			r.out.RequeueAfter = r.decision.RequeueAfter
+			return true, nil
+		}
+		return r.forgeError("carrying out the change", err)
+	}
+	if out.Proposal == nil {
+		// Carried out at once (observe, direct).
+		if out.Applied && p.Vocab.Applied != "" {
+			msg := fmt.Sprintf("Applied %s", describe(c))
+			if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Applied, msg, "applied|"+string(c.Key)+"|"+decidedAt.UTC().Format(time.RFC3339Nano)); err != nil {
+				return true, err
+			}
+		}
+		r.rec, err = p.Store.ClearPending(ctx, r.rec)
+		if err != nil && !apierrors.IsConflict(err) {
+			return true, err
+		}
+		return true, nil
+	}
+	res := *out.Proposal
+	if res.AlreadyInBase {
+		// A merged PR waiting for Argo CD or Flux: the change is done.
+		r.log.Info("the base branch already holds the change; waiting for the GitOps tool to sync")
+		r.rec, err = p.Store.ClearPending(ctx, r.rec)
+		if err != nil {
+			return r.conflictOr(err)
+		}
+		return true, nil
+	}
+	proposed, err := json.Marshal(c)
+	if err != nil {
+		return true, fmt.Errorf("encoding proposal: %w", err)
+	}
+	// The Event first (its name is deterministic, so a replay writes it once), then the lock.
+	msg := fmt.Sprintf("Pull request #%d proposes %s: %s", res.Number, describe(c), res.URL)
+	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Proposed, msg,
+		fmt.Sprintf("proposed|%s|%d|%s", c.Key, res.Number, describe(c))); err != nil {
+		return true, err
+	}
+	if r.rec, err = p.Store.Lock(ctx, r.rec, holderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
+		return r.conflictOr(err)
+	}
+	switch {
+	case res.Created:
+		metrics.PRs.WithLabelValues("opened").Inc()
+	case res.Committed || res.Edited:
+		metrics.PRs.WithLabelValues("updated").Inc()
+	}
+	r.log.Info("pull request proposed", "number", res.Number, "url", res.URL, "created", res.Created, "committed", res.Committed)
+	r.out.RequeueAfter = p.pollInterval()
+	return true, nil
+}
+
+// merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
+// starts the cooldown and the memory of a declined proposal is forgotten.
+func (r *run) merged(ctx context.Context) (bool, error) {
+	p, rec := r.p, r.rec
+	n, _ := parseHolder(rec.Holder)
+	msg := fmt.Sprintf("Pull request #%d was merged", n)
+	if p.Vocab.MergedNote != "" {
+		msg += "; " + p.Vocab.MergedNote
+	}
+	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Merged, msg, fmt.Sprintf("merged|%s|%d", rec.Key, n)); err != nil {
+		return true, err
+	}
+	var err error
+	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, ""); err != nil {
+		return r.conflictOr(err)
+	}
+	metrics.PRs.WithLabelValues("merged").Inc()
+	r.log.Info("pull request merged", "number", n)
+	if r.proposed.Key != "" {
+		c := r.proposed
+		r.out.Merged = &c
+	}
+	return true, nil
+}
+
+// declined unlocks the Lease after a human closed the proposal and remembers the largest
+// Change it carried (the pending one, when an update was under way).
+func (r *run) declined(ctx context.Context) (bool, error) {
+	p, rec := r.p, r.rec
+	n, ok := parseHolder(rec.Holder)
+	if !ok && r.pending != nil {
+		n, _, _ = p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
+	}
+	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Declined,
+		fmt.Sprintf("Pull request #%d was closed without merging; nothing is proposed again before the cooldown has passed and the recommendation has grown", n),
+		fmt.Sprintf("declined|%s|%d", rec.Key, n)); err != nil {
+		return true, err
+	}
+	closed := rec.Proposed
+	if rec.Pending != "" && r.pending != nil {
+		closed = rec.Pending
+	}
+	if closed == "" {
+		closed = "{}"
+	}
+	var err error
+	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, closed); err != nil {
+		return r.conflictOr(err)
+	}
+	metrics.PRs.WithLabelValues("declined").Inc()
+	r.log.Info("pull request closed by a human", "number", n)
+	return true, nil
+}
+
+// foreignHead reports, once per head, that someone else pushed to the proposal's branch. Kustos
+// no longer merges, updates or rebuilds it; people decide. A pending update is dropped.
+func (r *run) foreignHead(ctx context.Context) (bool, error) {
+	st := r.status
+	msg := fmt.Sprintf("Pull request #%d has a commit Kustos did not write (head %s, Kustos wrote %s); Kustos will neither merge nor update it and leaves it to people",
+		st.Number, short(st.HeadSHA), short(r.rec.Head))
+	if err := r.notifyWarning(ctx, ReasonForeignCommit, msg, "foreign|"+string(r.rec.Key)+"|"+st.HeadSHA); err != nil {
+		return true, err
+	}
+	if r.rec.Pending != "" {
+		var err error
+		if r.rec, err = r.p.Store.ClearPending(ctx, r.rec); err != nil {
+			return r.conflictOr(err)
+		}
+	}
+	r.out.RequeueAfter = r.p.pollInterval()
+	return true, nil
+}
+
+// merge asks the forge to merge Kustos's head commit.
+func (r *run) merge(ctx context.Context) (bool, error) {
+	p := r.p
+	merged, retry, err := p.Proposals.Merge(ctx, r.rec.Key, r.status)
+	switch {
+	case errors.Is(err, lifecycle.ErrProposalClosed):
+		return r.declined(ctx)
+	case errors.Is(err, lifecycle.ErrNoProposal):
+		r.rec, err = p.Store.Unlock(ctx, r.rec, r.rec.LastModified, r.rec.ClosedValues)
+		return r.next(err)
+	case errors.Is(err, lifecycle.ErrProposalDirty):
+		return r.commit(ctx, r.proposed, r.rec.LastModified)
+	case err != nil:
+		return r.forgeError("merging the proposal", err)
+	case merged:
+		return r.merged(ctx)
+	}
+	r.out.RequeueAfter = minPositive(minPositive(p.pollInterval(), retry), r.decision.RequeueAfter)
+	return true, nil
+}
+
+// next ends a step that wrote the Lease: on success Run looks again; a conflict retries soon.
+func (r *run) next(err error) (bool, error) {
+	if err != nil {
+		return r.conflictOr(err)
+	}
+	return false, nil
+}
+
+// conflictOr turns a Lease write conflict into a quick retry (someone else wrote first; decide
+// again on the newer Lease) and passes other errors on.
+func (r *run) conflictOr(err error) (bool, error) {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		r.out.RequeueAfter = conflictRetry
+		return true, nil
+	}
+	return true, err
+}
+
+// forgeError keeps the pending decision and asks to be called again: when the rate limit
+// resets, or with the controller's backoff.
+func (r *run) forgeError(what string, err error) (bool, error) {
+	if at, ok := lifecycle.RetryAt(err); ok {
+		d := at.Sub(r.req.Now)
+		if d < time.Second {
+			d = time.Second
+		}
+		r.log.Info(what+" failed; rate limited, trying again later", "error", err.Error(), "retryAfter", d.String())
+		r.out.RequeueAfter = d
+		return true, nil
+	}
+	return true, fmt.Errorf("%s: %w", what, err)
+}
+
+func (r *run) reportFindings(ctx context.Context, fs []lifecycle.Finding) error {
+	for _, f := range fs {
+		ref := r.ref()
+		if f.Regarding != nil {
+			ref = objectRef(*f.Regarding, f.UID)
+		}
+		if err := r.p.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, f.Reason, f.Message, f.ID, r.req.Now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) notify(ctx context.Context, eventType, reason, message, id string) error {
+	return r.p.Reporter.Notify(ctx, r.ref(), eventType, reason, message, id, r.req.Now)
+}
+
+func (r *run) notifyWarning(ctx context.Context, reason, message, id string) error {
+	return r.notify(ctx, corev1.EventTypeWarning, reason, message, id)
+}
+
+func (r *run) ref() corev1.ObjectReference { return objectRef(r.req.Target, r.req.UID) }
+
+// reportState reports a state Lease the pipeline cannot use as it is.
+func (p *Pipeline) reportState(ctx context.Context, req Request, rec state.Record, err error) error {
+	metrics.InvalidInput.WithLabelValues(p.Detector, "state_lease").Inc()
+	p.Log.Error(err, "state lease cannot be used as it is", "key", string(req.Key))
+	r := &run{p: p, req: req, rec: rec, out: &Result{}}
+	return r.notifyWarning(ctx, ReasonInvalidState, err.Error(), "state|"+string(req.Key)+"|"+err.Error())
+}
+
+func objectRef(t lifecycle.Target, uid string) corev1.ObjectReference {
+	apiVersion := t.Version
+	if t.Group != "" {
+		apiVersion = t.Group + "/" + t.Version
+	}
+	return corev1.ObjectReference{APIVersion: apiVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, UID: typesUID(uid)}
+}
+
+func (p *Pipeline) pollInterval() time.Duration {
+	if p.PollInterval <= 0 {
+		return time.Minute
+	}
+	return p.PollInterval
+}
+
+func (p *Pipeline) waitInterval() time.Duration {
+	if p.WaitInterval <= 0 {
+		return 5 * time.Second
+	}
+	return p.WaitInterval
+}
+
+func proposalOf(s lifecycle.ProposalStatus) proposalState {
+	switch s {
+	case lifecycle.ProposalOpen:
+		return proposalOpen
+	case lifecycle.ProposalMerged:
+		return proposalMerged
+	case lifecycle.ProposalClosedByHuman:
+		return proposalClosed
+	}
+	return proposalGone
+}
+
+func mergeabilityOf(st lifecycle.ProposalState) mergeability {
+	switch {
+	case st.MergeableState == "dirty" || (st.Mergeable != nil && !*st.Mergeable):
+		return mergeDirty
+	case st.Mergeable == nil:
+		return mergeWaiting
+	case st.MergeableState == "behind":
+		return mergeBehind
+	case st.MergeableState == "clean":
+		return mergeClean
+	}
+	return mergeWaiting
+}
+
+// findingReason says which Warning an Actuator error is, when no retry could fix it.
+func findingReason(err error) (string, bool) {
+	switch {
+	case errors.Is(err, lifecycle.ErrSourceNotFound):
+		return ReasonSourceNotFound, true
+	case errors.Is(err, lifecycle.ErrSourceAmbiguous):
+		return ReasonSourceAmbiguous, true
+	case errors.Is(err, lifecycle.ErrSourceNotEditable):
+		return ReasonSourceNotEditable, true
+	case errors.Is(err, lifecycle.ErrSourceConflict):
+		return ReasonSourceConflict, true
+	case errors.Is(err, lifecycle.ErrManagedByGitOps):
+		return ReasonManagedByGitOps, true
+	case errors.Is(err, lifecycle.ErrProposalBlocked), errors.Is(err, lifecycle.ErrInvalidChange):
+		return ReasonProposeFailed, true
+	}
+	return "", false
+}
+
+func holderOf(number int) string { return "pr-" + strconv.Itoa(number) }
+
+func parseHolder(h string) (int, bool) {
+	s, ok := strings.CutPrefix(h, "pr-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
+}
+
+// describe is a Change in a few words: "requests.cpu → 12, requests.memory → 24Gi".
+func describe(c lifecycle.Change) string {
+	switch c.Edit.Op {
+	case lifecycle.EditScaleToZero:
+		return "scaling " + c.Target.String() + " to zero"
+	case lifecycle.EditDelete:
+		return "deleting " + c.Target.String()
+	case lifecycle.EditSetAnnotations:
+		keys := make([]string, 0, len(c.Edit.Annotations))
+		for k, v := range c.Edit.Annotations {
+			keys = append(keys, k+" → "+v)
+		}
+		sortStrings(keys)
+		return strings.Join(keys, ", ")
+	}
+	parts := make([]string, 0, len(c.Edit.Fields))
+	for _, f := range c.Edit.Fields {
+		name := strings.Join(f.Path, ".")
+		if len(f.Path) > 0 {
+			name = f.Path[len(f.Path)-1]
+		}
+		parts = append(parts, name+" → "+f.To)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if b > 0 && (a <= 0 || b < a) {
+		return b
+	}
+	return a
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(none)"
+	}
+	return sha
+}
+
+func equalBag(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The request vocabulary lives in lifecycle, so detectors need not import the pipeline.
+type (
+	Request  = lifecycle.Request
+	View     = lifecycle.View
+	Decision = lifecycle.Decision
+	Result   = lifecycle.Result
+)

@@ -1,0 +1,160 @@
+package pipeline
+
+// The situations and steps of the state machine. plan is pure: Run gathers a situation, asks
+// plan, carries the step out and, when the step changed the Lease, looks again.
+
+// pendingState is what the Lease says about a decision recorded but maybe not carried out.
+type pendingState int
+
+const (
+	pendingNone pendingState = iota
+	// pendingOurs: written by this replica (this process, or a crashed one with this identity).
+	pendingOurs
+	// pendingOtherAlive: written by another replica that is still renewing its liveness Lease;
+	// it is probably carrying the decision out right now.
+	pendingOtherAlive
+	// pendingOtherGone: written by a replica that is gone (crashed, scaled down).
+	pendingOtherGone
+	// pendingUnreadable: the pending annotation cannot be decoded (a hand edit).
+	pendingUnreadable
+)
+
+// proposalState is what the actuator said about the Key's proposal (PR mode).
+type proposalState int
+
+const (
+	// proposalUnknown: not read (no holder, or not PR mode).
+	proposalUnknown proposalState = iota
+	proposalOpen
+	proposalMerged
+	proposalClosed
+	// proposalGone: the holder names a proposal the forge no longer knows.
+	proposalGone
+)
+
+// mergeability is the forge's view of an open proposal.
+type mergeability int
+
+const (
+	mergeWaiting mergeability = iota // checks pending, blocked, computing
+	mergeClean
+	mergeDirty  // conflicts with the base
+	mergeBehind // the base moved and branches must be up to date
+)
+
+// situation is everything plan looks at.
+type situation struct {
+	proposing bool // PR mode: Changes become proposals that are followed
+	pending   pendingState
+	// closedSincePending: without a holder, a proposal from the Key's branch was closed after
+	// the pending decision was recorded (a human closed it before the Lease named it).
+	closedSincePending bool
+	holder             bool
+	proposal           proposalState
+	// foreignHead: the open proposal's head is not the commit Kustos wrote.
+	foreignHead bool
+	mergeable   mergeability
+	// change: the detector's decision asks for a change; supersedes: it supersedes the open
+	// proposal (holder) or the declined one (no holder); declined: a human declined a proposal
+	// for this Key and nothing since superseded it.
+	change     bool
+	supersedes bool
+	declined   bool
+	autoMerge  bool
+}
+
+// step is what Run does next.
+type step int
+
+const (
+	stepWait         step = iota // another replica is carrying out the pending decision: look again soon
+	stepDropPending              // report the unreadable pending decision, clear it, decide afresh
+	stepTakePending              // record that this replica now carries out the pending decision
+	stepReplay                   // carry out the pending decision (again; every actuator is idempotent)
+	stepMerged                   // the proposal was merged: report, unlock, start the cooldown
+	stepDeclined                 // a human closed the proposal: report, unlock, remember what was declined
+	stepForgetHolder             // the holder's proposal is gone: unlock, keep the rest
+	stepForeignHead              // someone else pushed to the proposal: report, never merge it, leave it to people
+	stepUpdate                   // record the superseding Change as pending, then carry it out
+	stepRebuild                  // the proposal conflicts with (or lags behind) its base: propose it again on the new base
+	stepMerge                    // ask the forge to merge Kustos's head commit
+	stepPoll                     // nothing to do now: look again at the poll interval
+	stepCommit                   // record the detector's Change as pending, then carry it out
+	stepIdle                     // nothing to do: look again when the detector asks
+)
+
+var stepNames = [...]string{"Wait", "DropPending", "TakePending", "Replay", "Merged", "Declined", "ForgetHolder",
+	"ForeignHead", "Update", "Rebuild", "Merge", "Poll", "Commit", "Idle"}
+
+func (s step) String() string { return stepNames[s] }
+
+// plan decides the next step. It needs the proposal state only when there is a holder, and
+// the detector's decision only when no pending decision is left.
+func plan(s situation) step {
+	switch s.pending {
+	case pendingOtherAlive:
+		return stepWait
+	case pendingUnreadable:
+		return stepDropPending
+	case pendingOtherGone:
+		return stepTakePending
+	case pendingOurs:
+		if !s.proposing {
+			return stepReplay
+		}
+		// Learn the fate of what is proposed before replaying: a human who closed the PR in the
+		// meantime must not get a second one.
+		if s.holder {
+			switch s.proposal {
+			case proposalMerged:
+				return stepMerged
+			case proposalClosed:
+				return stepDeclined
+			case proposalGone:
+				return stepForgetHolder
+			}
+			if s.foreignHead {
+				return stepForeignHead
+			}
+			return stepReplay
+		}
+		if s.closedSincePending {
+			return stepDeclined
+		}
+		return stepReplay
+	}
+
+	if s.proposing && s.holder {
+		switch s.proposal {
+		case proposalMerged:
+			return stepMerged
+		case proposalClosed:
+			return stepDeclined
+		case proposalGone:
+			return stepForgetHolder
+		}
+		if s.foreignHead {
+			return stepForeignHead
+		}
+		if s.change && s.supersedes {
+			return stepUpdate
+		}
+		switch {
+		case s.mergeable == mergeDirty:
+			return stepRebuild // whether or not auto-merge is on: people cannot merge it either
+		case s.mergeable == mergeBehind && s.autoMerge:
+			return stepRebuild
+		case s.mergeable == mergeClean && s.autoMerge:
+			return stepMerge
+		}
+		return stepPoll
+	}
+
+	if !s.change {
+		return stepIdle
+	}
+	if s.proposing && s.declined && !s.supersedes {
+		return stepIdle // a human declined this (or more): wait until the evidence has grown
+	}
+	return stepCommit
+}

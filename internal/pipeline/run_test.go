@@ -1,0 +1,356 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+const testKey = lifecycle.Key("test/team-a/compute")
+
+// world is one Key's world: the Lease store, GitHub, the Events, the clock, which replicas are
+// alive and what the detector currently wants.
+type world struct {
+	t      *testing.T
+	store  *memStore
+	forge  *forge
+	events *events
+	now    time.Time
+	alive  map[string]bool
+	wants  *lifecycle.Change
+	mode   string // observe or pr
+	auto   bool
+	// cooldown is the detector's: no new Change this long after the last one (none while a
+	// proposal is open, like the quota detector).
+	cooldown time.Duration
+}
+
+func newWorld(t *testing.T, mode string) *world {
+	return &world{t: t, store: newMemStore(), forge: newForge(), events: newEvents(),
+		now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), alive: map[string]bool{"a": true, "b": true}, mode: mode,
+		cooldown: time.Hour}
+}
+
+func (w *world) replica(id string) *Pipeline {
+	p := &Pipeline{
+		Detector: "test", Store: w.store.as(id), Reporter: w.events, Identity: id,
+		Vocab: Vocabulary{Proposed: "Proposed", Merged: "Merged", Declined: "Declined"},
+		Alive: func(_ context.Context, other string) (bool, error) { return w.alive[other], nil },
+		Log:   logr.Discard(),
+	}
+	if w.mode == "pr" {
+		p.Actuator, p.Proposals = w.forge, w.forge
+	} else {
+		p.Actuator = observeActuator{w.events}
+	}
+	return p
+}
+
+// observeActuator reports the Change, like the observe Recorder's Apply.
+type observeActuator struct{ e *events }
+
+func (o observeActuator) Apply(ctx context.Context, c lifecycle.Change, at time.Time, _ lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{}, o.e.Record(ctx, c, at)
+}
+
+func (w *world) run(p *Pipeline) (Result, error) {
+	w.now = w.now.Add(time.Minute)
+	wants := w.wants
+	return p.Run(context.Background(), Request{
+		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto,
+		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
+		Decide: func(v View) Decision {
+			if wants == nil {
+				return Decision{}
+			}
+			if !v.ProposalOpen && !v.LastModified.IsZero() && w.now.Sub(v.LastModified) < w.cooldown {
+				return Decision{RequeueAfter: v.LastModified.Add(w.cooldown).Sub(w.now)}
+			}
+			c := *wants
+			return Decision{Change: &c}
+		},
+	})
+}
+
+func (w *world) rec() state.Record { return w.store.get(testKey) }
+
+// TestRun walks the pipeline through each life-cycle path of one Key, including crashes
+// between two steps and a second replica acting at the same time, and checks what users rely
+// on: how many PRs are open, which Events were written, what the Lease remembers.
+func TestRun(t *testing.T) {
+	type step func(w *world)
+	run := func(id string) step {
+		return func(w *world) {
+			if _, err := w.run(w.replica(id)); err != nil && !errors.Is(err, errCrash) {
+				w.t.Fatalf("run %s: %v", id, err)
+			}
+		}
+	}
+	want := func(v int) step { return func(w *world) { w.wants = cpu(testKey, v) } }
+	human := func(act string) step { return func(w *world) { w.forge.human(testKey, act, w.now) } }
+	crashBefore := func(op string) step { return func(w *world) { w.store.failNext[op] = errCrash } }
+	die := func(id string) step { return func(w *world) { w.alive[id] = false } }
+	noCooldown := func(w *world) { w.cooldown = 0 }
+
+	cases := []struct {
+		name  string
+		mode  string
+		auto  bool
+		steps []step
+		check func(t *testing.T, w *world)
+	}{
+		{"observe: a decision is reported once", "observe", false,
+			[]step{want(12), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.events.records != 1 || w.rec().Pending != "" {
+					t.Errorf("records %d, pending %q", w.events.records, w.rec().Pending)
+				}
+			}},
+		{"observe: crash after the Lease write, before the report: replayed once", "observe", false,
+			[]step{want(12), crashBefore("ClearPending"), run("a"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.events.records != 1 || w.rec().Pending != "" {
+					t.Errorf("records %d, pending %q", w.events.records, w.rec().Pending)
+				}
+			}},
+		{"observe: a live replica's pending decision is not replayed by another", "observe", false,
+			[]step{want(12), crashBefore("ClearPending"), run("a"), run("b")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending == "" || r.PendingBy != "a" {
+					t.Errorf("b took a live replica's pending decision: %+v", r)
+				}
+			}},
+		{"observe: a pending decision of a replica that is gone is taken over", "observe", false,
+			[]step{want(12), crashBefore("ClearPending"), run("a"), die("a"), run("b")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending != "" || w.events.records != 1 {
+					t.Errorf("pending %q, records %d", r.Pending, w.events.records)
+				}
+			}},
+		{"unreadable pending: reported, dropped, decided afresh", "observe", false,
+			[]step{func(w *world) {
+				w.store.recs[testKey] = state.Record{Key: testKey, Pending: "{not json", Version: "1"}
+			}, want(12), run("a")},
+			func(t *testing.T, w *world) {
+				if w.events.count(ReasonInvalidState) != 1 || w.events.records != 1 || w.rec().Pending != "" {
+					t.Errorf("events %s, records %d, pending %q", w.events, w.events.records, w.rec().Pending)
+				}
+			}},
+		{"pr: a decision becomes one PR, locked with Kustos's head", "pr", false,
+			[]step{want(12), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.openPRs() != 1 || r.Holder != "pr-1" || r.Head != "sha-1-1" || r.Pending != "" || w.events.count("Proposed") != 1 {
+					t.Errorf("open %d, record %+v, events %s", w.forge.openPRs(), r, w.events)
+				}
+			}},
+		{"pr: crash after the PR, before the lock: one PR", "pr", false,
+			[]step{want(12), crashBefore("Lock"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.rec().Holder != "pr-1" {
+					t.Errorf("PRs created %d, holder %q", w.forge.next, w.rec().Holder)
+				}
+			}},
+		{"pr: crash before the lock, then a human closes the PR: no second PR", "pr", false,
+			[]step{want(12), crashBefore("Lock"), run("a"), human("close"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Holder != "" || r.ClosedValues == "" || w.events.count("Declined") != 1 {
+					t.Errorf("PRs created %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
+		{"pr: close during the replay of an update: no second PR, the update is remembered as declined", "pr", false,
+			[]step{want(12), run("a"), want(14), crashBefore("Lock"), run("a"), human("close"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Holder != "" || r.Pending != "" || cpuOfJSON(r.ClosedValues) != 14 {
+					t.Errorf("PRs created %d, record %+v", w.forge.next, r)
+				}
+			}},
+		{"pr: closed values suppress the same recommendation after the cooldown", "pr", false,
+			[]step{noCooldown, want(12), run("a"), human("close"), run("a"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.rec().Holder != "" || w.events.count("Declined") != 1 {
+					t.Errorf("PRs created %d, record %+v, events %s", w.forge.next, w.rec(), w.events)
+				}
+			}},
+		{"pr: a larger recommendation after a decline opens a new PR and keeps the memory", "pr", false,
+			[]step{noCooldown, want(12), run("a"), human("close"), run("a"), want(14), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 2 || r.Holder != "pr-2" || cpuOfJSON(r.ClosedValues) != 12 {
+					t.Errorf("PRs created %d, record %+v", w.forge.next, r)
+				}
+			}},
+		{"pr: a larger recommendation updates the open PR", "pr", false,
+			[]step{want(12), run("a"), want(14), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || cpuOfJSON(r.Proposed) != 14 || r.Head != "sha-1-2" {
+					t.Errorf("PRs created %d, record %+v", w.forge.next, r)
+				}
+			}},
+		{"pr: auto-merge merges Kustos's clean head and starts the cooldown", "pr", true,
+			[]step{want(12), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.merges != 1 || r.Holder != "" || !r.LastModified.Equal(w.now) || w.events.count("Merged") != 1 {
+					t.Errorf("merges %d, record %+v, events %s", w.forge.merges, r, w.events)
+				}
+			}},
+		{"pr: without auto-merge a clean PR is left to people", "pr", false,
+			[]step{want(12), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.merges != 0 || w.rec().Holder != "pr-1" {
+					t.Errorf("merges %d, record %+v", w.forge.merges, w.rec())
+				}
+			}},
+		{"pr: a foreign push is never merged and reported once", "pr", true,
+			[]step{want(12), run("a"), human("push"), run("a"), run("a"), want(14), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.merges != 0 || w.events.count(ReasonForeignCommit) != 1 || cpuOfJSON(r.Proposed) != 12 || w.forge.prs[testKey].head != "human-2" {
+					t.Errorf("merges %d, events %s, record %+v", w.forge.merges, w.events, r)
+				}
+			}},
+		{"pr: dirty is rebuilt without auto-merge", "pr", false,
+			[]step{want(12), run("a"), human("dirty"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Head != "sha-1-2" || w.forge.next != 1 {
+					t.Errorf("record %+v", r)
+				}
+			}},
+		{"pr: dirty is rebuilt and then merged with auto-merge", "pr", true,
+			[]step{want(12), func(w *world) { w.auto = false }, run("a"), human("dirty"), func(w *world) { w.auto = true }, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.merges != 1 || w.forge.prs[testKey].commits != 2 {
+					t.Errorf("merges %d, commits %d", w.forge.merges, w.forge.prs[testKey].commits)
+				}
+			}},
+		{"pr: behind is updated with auto-merge", "pr", true,
+			[]step{want(12), func(w *world) { w.auto = false }, run("a"), human("behind"), func(w *world) { w.auto = true }, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.prs[testKey].commits != 2 || w.rec().Head != "sha-1-2" {
+					t.Errorf("commits %d, record %+v", w.forge.prs[testKey].commits, w.rec())
+				}
+			}},
+		{"pr: behind is left alone without auto-merge", "pr", false,
+			[]step{want(12), run("a"), human("behind"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.prs[testKey].commits != 1 {
+					t.Errorf("commits %d", w.forge.prs[testKey].commits)
+				}
+			}},
+		{"pr: merged by a human: unlocked, cooldown starts", "pr", false,
+			[]step{want(12), run("a"), human("merge"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || w.events.count("Merged") != 1 || r.ClosedValues != "" {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
+		{"pr: merged during the replay of an update: the update is dropped", "pr", false,
+			[]step{want(12), run("a"), want(14), crashBefore("Lock"), run("a"), human("merge"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || r.Pending != "" || w.events.count("Merged") != 1 {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
+		{"pr: the base already holds the change: nothing opened, pending cleared", "pr", false,
+			[]step{want(12), func(w *world) { w.forge.inBase = true }, run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || r.Pending != "" || w.forge.next != 0 {
+					t.Errorf("record %+v", r)
+				}
+			}},
+		{"pr: a rate limit keeps the pending decision and requeues at the reset", "pr", false,
+			[]step{want(12), func(w *world) { w.forge.failApply = rateLimited{w.now.Add(time.Minute + 90*time.Second)} }, func(w *world) {
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.RequeueAfter != 90*time.Second {
+					w.t.Errorf("rate limited run: %+v, %v", res, err)
+				}
+			}},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending == "" || r.Holder != "" {
+					t.Errorf("record %+v", r)
+				}
+			}},
+		{"pr: a source that cannot be edited is a finding, reported once, and the detector goes on", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.failApply = lifecycle.NewError("yamledit: unsupported edit: anchors", lifecycle.ErrSourceNotEditable)
+			}, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending != "" || w.events.count(ReasonSourceNotEditable) != 1 || w.events.records != 1 {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
+		{"pr: two replicas at once: the second waits while the first proposes", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.afterApply = func() {
+					w.forge.afterApply = nil
+					if _, err := w.run(w.replica("b")); err != nil {
+						w.t.Errorf("replica b: %v", err)
+					}
+				}
+			}, run("a"), run("b")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || len(w.forge.applies) != 1 || w.rec().Holder != "pr-1" {
+					t.Errorf("PRs %d, applies %v, record %+v", w.forge.next, w.forge.applies, w.rec())
+				}
+			}},
+		{"pr: a replica that crashed mid-proposal is replaced once its liveness expires", "pr", false,
+			[]step{want(12), crashBefore("Lock"), run("a"), run("b"), die("a"), run("b")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || len(w.forge.applies) != 2 || w.rec().Holder != "pr-1" {
+					t.Errorf("PRs %d, applies %v, record %+v", w.forge.next, w.forge.applies, w.rec())
+				}
+			}},
+		{"pr: the Lease changed under us (conflict): nothing carried out", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.afterApply = nil
+				p := w.replica("a")
+				p.Store = conflictingStore{w.store.as("a")}
+				res, err := w.run(p)
+				if err != nil || res.RequeueAfter != conflictRetry || len(w.forge.applies) != 0 {
+					w.t.Errorf("conflict run: %+v, %v, applies %v", res, err, w.forge.applies)
+				}
+			}},
+			func(t *testing.T, w *world) {}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.mode)
+			w.auto = tc.auto
+			for _, s := range tc.steps {
+				s(w)
+			}
+			tc.check(t, w)
+		})
+	}
+}
+
+type rateLimited struct{ at time.Time }
+
+func (r rateLimited) Error() string              { return "rate limited" }
+func (r rateLimited) RetryAt() (time.Time, bool) { return r.at, true }
+
+// conflictingStore loses every race: someone else always wrote first.
+type conflictingStore struct{ *replicaStore }
+
+func (c conflictingStore) MarkModified(ctx context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
+	rec.Version = "stale"
+	return c.replicaStore.MarkModified(ctx, rec, t, pending)
+}
+
+func cpuOfJSON(s string) int {
+	var c lifecycle.Change
+	if err := jsonUnmarshal(s, &c); err != nil {
+		return -1
+	}
+	return cpuOf(c)
+}
