@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -282,7 +283,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	shutdown := 10 * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                         cacheOptions(o.StateNamespace),
+		Cache:                         cacheOptions(o.StateNamespace, quota.Watches()),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		LeaderElection:                o.LeaderElection,
@@ -376,33 +377,49 @@ func orDisabled(addr string) string {
 }
 
 // cacheOptions keeps the informer caches as small as the work allows: this is what makes
-// Kustos cheap in a busy cluster.
-func cacheOptions(stateNamespace string) cache.Options {
-	return cache.Options{
-		DefaultTransform: trimObject,
-		ByObject: map[client.Object]cache.ByObject{
-			// Only Warning FailedCreate events, filtered by the API server: the thousands of
-			// ordinary events of a busy cluster never reach us.
-			&corev1.Event{}: {
-				Field: fields.SelectorFromSet(fields.Set{
-					"reason": quota.EventReasonFailedCreate,
-					"type":   quota.EventTypeWarning,
-				}),
-				Transform: trimEvent,
-			},
-			// Only our own state Leases, only in our namespace.
-			&coordinationv1.Lease{}: {
-				Namespaces: map[string]cache.Config{stateNamespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{state.LabelManagedBy: state.ManagedByValue}),
-			},
+// Kustos cheap in a busy cluster. watches are the detectors' registrations; the caches hold
+// their union.
+func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
+	var prefixes []string
+	var eventFields map[string]string
+	readsEvents := false
+	for _, w := range watches {
+		prefixes = append(prefixes, w.NamespaceAnnotationPrefixes...)
+		if w.EventFields == nil {
+			continue
+		}
+		if !readsEvents {
+			readsEvents, eventFields = true, maps.Clone(w.EventFields)
+			continue
+		}
+		// One informer per type: keep what both selectors require, which lets both through.
+		for k, v := range eventFields {
+			if w.EventFields[k] != v {
+				delete(eventFields, k)
+			}
+		}
+	}
+	byObject := map[client.Object]cache.ByObject{
+		// Only our own state Leases, only in our namespace.
+		&coordinationv1.Lease{}: {
+			Namespaces: map[string]cache.Config{stateNamespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{state.LabelManagedBy: state.ManagedByValue}),
 		},
+	}
+	if readsEvents {
+		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: trimEvent}
+	}
+	return cache.Options{
+		DefaultTransform: func(in any) (any, error) { return trimObject(in, prefixes) },
+		ByObject:         byObject,
 	}
 }
 
 // trimObject drops what no detector reads: managed fields and the client-side-apply copy of
 // the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
-// the objects cached by the thousand, keep only what the detector reads.
-func trimObject(in any) (any, error) {
+// the objects cached by the thousand, keep only what the detectors read: Namespaces only the
+// annotations with one of the detectors' prefixes.
+func trimObject(in any, namespaceAnnotationPrefixes []string) (any, error) {
 	switch o := in.(type) {
 	case *corev1.ResourceQuota:
 		return &corev1.ResourceQuota{
@@ -411,10 +428,17 @@ func trimObject(in any) (any, error) {
 			Status:     o.Status,
 		}, nil
 	case *metav1.PartialObjectMetadata:
-		// Only Namespaces are watched as metadata; only their resizer.io annotations matter.
+		// Only Namespaces are watched as metadata.
 		return &metav1.PartialObjectMetadata{
-			TypeMeta:   o.TypeMeta,
-			ObjectMeta: trimMeta(&o.ObjectMeta, func(k string) bool { return strings.HasPrefix(k, quota.AnnotationPrefix) }),
+			TypeMeta: o.TypeMeta,
+			ObjectMeta: trimMeta(&o.ObjectMeta, func(k string) bool {
+				for _, p := range namespaceAnnotationPrefixes {
+					if strings.HasPrefix(k, p) {
+						return true
+					}
+				}
+				return false
+			}),
 		}, nil
 	}
 	if obj, err := meta.Accessor(in); err == nil {

@@ -76,7 +76,7 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}},
 			Status:     corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}, Used: corev1.ResourceList{"pods": resource.MustParse("3")}},
 		}
-		out, err := trimObject(q)
+		out, err := trimObject(q, []string{quota.AnnotationPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 			Name: "team-a", ManagedFields: managed, Labels: bulky,
 			Annotations: map[string]string{"resizer.io/enabled": "false", corev1.LastAppliedConfigAnnotation: "{}", "owner": "x"},
 		}}
-		out, err := trimObject(ns)
+		out, err := trimObject(ns, []string{quota.AnnotationPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 	t.Run("other objects lose managed fields and last-applied", func(t *testing.T) {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "state-a-b", ManagedFields: managed,
 			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "resizer.io/last-modified": "2026-11-21T12:00:00Z"}}}
-		out, err := trimObject(l)
+		out, err := trimObject(l, []string{quota.AnnotationPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,3 +54,15 @@ type Result struct {
 	// Merged is the Change whose proposal was merged in this run.
 	Merged *Change
 }
+
+// Watches is what a detector reads through the manager's informer caches. The manager caches
+// the union of every detector's Watches, trimmed to what they ask for.
+type Watches struct {
+	// EventFields are the field selector (field → value, e.g. reason=FailedCreate) of the Events
+	// the detector reads; nil: the detector reads no Events. Detectors whose selectors differ
+	// share an informer over the fields they have in common.
+	EventFields map[string]string
+	// NamespaceAnnotationPrefixes are the Namespace annotations the detector reads; the cached
+	// Namespaces keep only those.
+	NamespaceAnnotationPrefixes []string
+}

@@ -73,6 +73,16 @@ type Reconciler struct {
 	reported     *lru.Cache
 }
 
+// Watches is what the quota detector reads through the caches: Warning FailedCreate Events
+// (filtered by the API server: the thousands of ordinary events of a busy cluster never reach
+// Kustos) and the resizer.io/ annotations of Namespaces.
+func Watches() lifecycle.Watches {
+	return lifecycle.Watches{
+		EventFields:                 map[string]string{"reason": EventReasonFailedCreate, "type": EventTypeWarning},
+		NamespaceAnnotationPrefixes: []string{AnnotationPrefix},
+	}
+}
+
 // Reconcile decides about one ResourceQuota.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()
@@ -192,8 +202,9 @@ func (r *Reconciler) failures(ctx context.Context, log logr.Logger, namespace, q
 	}
 	events := make([]*corev1.Event, 0, len(list.Items))
 	for i := range list.Items {
-		// The cache holds only Warning FailedCreate events; only quota ones matter.
-		if strings.Contains(list.Items[i].Message, "quota") {
+		// The cache holds Warning events (only FailedCreate ones while no other detector reads
+		// Events); only FailedCreate ones about a quota matter.
+		if IsFailedCreate(&list.Items[i]) && strings.Contains(list.Items[i].Message, "quota") {
 			events = append(events, &list.Items[i])
 		}
 	}

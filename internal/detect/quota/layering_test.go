@@ -11,14 +11,15 @@ import (
 const module = "github.com/kustos-dev/kustos/"
 
 // TestLayering enforces DESIGN.md's package table: a detector imports, of ours, only the shared
-// vocabulary (lifecycle), the state store and metrics, never an actuator or the GitOps
-// plumbing (internal/actuate/..., internal/gitops/...), neither directly nor through them.
+// vocabulary (lifecycle) and metrics — never the state store or the pipeline (it hands its
+// decisions to the pipeline through lifecycle's Request), an actuator or the GitOps plumbing
+// (internal/actuate/..., internal/gitops/...), neither directly nor through them.
 func TestLayering(t *testing.T) {
 	root := moduleRoot(t)
-	allowed := map[string]bool{"internal/lifecycle": true, "internal/state": true, "internal/metrics": true}
+	allowed := map[string]bool{"internal/lifecycle": true, "internal/metrics": true}
 	forbidden := func(rel string) bool {
 		return strings.HasPrefix(rel, "internal/actuate/") || strings.HasPrefix(rel, "internal/gitops/") ||
-			rel == "internal/actuate" || rel == "internal/gitops"
+			rel == "internal/actuate" || rel == "internal/gitops" || rel == "internal/state" || rel == "internal/pipeline"
 	}
 
 	self, err := build.ImportDir(".", 0)
@@ -60,7 +61,7 @@ func TestLayering(t *testing.T) {
 	}
 	for _, imp := range self.Imports {
 		if rel, ok := strings.CutPrefix(imp, module); ok && !allowed[rel] {
-			t.Errorf("internal/detect/quota imports %s; a detector may import only lifecycle, state and metrics of ours", imp)
+			t.Errorf("internal/detect/quota imports %s; a detector may import only lifecycle and metrics of ours", imp)
 		}
 	}
 	walk("internal/detect/quota", nil)
