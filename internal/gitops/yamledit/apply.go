@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	yaml "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -197,22 +197,43 @@ func deleteDoc(content []byte, segs []span, si int) *Result {
 
 func startsWithSeparator(b []byte) bool { return isSeparator(b) }
 
-// parseSeg parses one document into the node tree that kyaml's RNode wraps
-// (sigs.k8s.io/kustomize/kyaml/yaml.Node is an alias of go.yaml.in/yaml/v3's Node; kyaml.Parse
-// is this decode plus an RNode wrapper).
+// parseSeg parses one document with kyaml (yaml.Parse) and returns its root mapping node.
 func parseSeg(seg []byte) (*yaml.Node, error) {
-	var d yaml.Node
-	if err := yaml.Unmarshal(seg, &d); err != nil {
+	rn, err := yaml.Parse(string(seg))
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("yamledit: document is empty")
+	}
+	if err != nil {
 		return nil, fmt.Errorf("yamledit: parse document: %w", err)
 	}
-	if d.Kind != yaml.DocumentNode || len(d.Content) != 1 {
-		return nil, fmt.Errorf("yamledit: document is empty")
-	}
-	n := d.Content[0]
+	n := rn.YNode()
 	if n == nil || n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("yamledit: document is not a mapping")
+		return nil, errors.New("yamledit: document is not a mapping")
 	}
 	return n, nil
+}
+
+// field looks key up in mapping m with kyaml (RNode.Field: the first entry whose key is key)
+// and returns the key and value nodes, or nils. It looks up one key at a time rather than
+// piping yaml.Lookup over the whole path, because Lookup reads path parts such as "0", "-" or
+// "[a=b]" as list selectors, and Kubernetes map keys may look like that.
+func field(m *yaml.Node, key string) (k, v *yaml.Node) {
+	f := yaml.NewRNode(m).Field(key)
+	if f == nil {
+		return nil, nil
+	}
+	return f.Key.YNode(), f.Value.YNode()
+}
+
+// lookup returns the value of key in mapping m, or nil.
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	_, v := field(m, key)
+	return v
+}
+
+// stringField reports whether the value at path must stay a string: an annotation or a label.
+func stringField(path []string) bool {
+	return len(path) == 3 && path[0] == "metadata" && (path[1] == "annotations" || path[1] == "labels")
 }
 
 // setField makes one field change on seg. It returns nil FieldResult when nothing changes.
@@ -244,13 +265,7 @@ func setField(seg []byte, fc lifecycle.FieldChange, forcePlain bool) ([]byte, *F
 			return nil, nil, fmt.Errorf("%w: %s is not a map", ErrUnsupported, pathString(fc.Path[:i]))
 		}
 		flow = flow || node.Style&yaml.FlowStyle != 0
-		var next *yaml.Node
-		for j := 0; j+1 < len(node.Content); j += 2 {
-			if node.Content[j].Value == key && node.Content[j].Kind == yaml.ScalarNode {
-				next = node.Content[j+1]
-				break
-			}
-		}
+		next := lookup(node, key)
 		if next == nil {
 			if fc.From != "" {
 				return nil, nil, &ConflictError{Path: fc.Path, Expected: fc.From, Found: "<absent>"}
@@ -276,7 +291,7 @@ func setField(seg []byte, fc lifecycle.FieldChange, forcePlain bool) ([]byte, *F
 	}
 	_, valStart, end, err := scalarExtent(seg, lines, node, flow)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, pathString(fc.Path), err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrUnsupported, pathString(fc.Path), err)
 	}
 	var text string
 	switch {
@@ -322,7 +337,7 @@ func insertInto(seg []byte, lines []int, root, m *yaml.Node, fc lifecycle.FieldC
 		}
 		_, _, end, err := scalarExtent(seg, lines, last, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, pathString(fc.Path[:i]), err)
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrUnsupported, pathString(fc.Path[:i]), err)
 		}
 		return splice(seg, end, end, ", "+entry), fr, nil
 	}
@@ -353,12 +368,7 @@ func insertUnderNull(seg []byte, lines []int, root *yaml.Node, fc lifecycle.Fiel
 	for _, k := range fc.Path[:i-1] {
 		parent = lookup(parent, k)
 	}
-	var key, val *yaml.Node
-	for j := 0; j+1 < len(parent.Content); j += 2 {
-		if parent.Content[j].Value == fc.Path[i-1] {
-			key, val = parent.Content[j], parent.Content[j+1]
-		}
-	}
+	key, val := field(parent, fc.Path[i-1])
 	if key == nil || flow || parent.Style&yaml.FlowStyle != 0 {
 		return nil, nil, fmt.Errorf("%w: null value at %s in a flow map", ErrUnsupported, pathString(fc.Path[:i]))
 	}
@@ -372,7 +382,7 @@ func insertUnderNull(seg []byte, lines []int, root *yaml.Node, fc lifecycle.Fiel
 		// "key: ~" or "key: null": remove the null text, then add the lines below.
 		_, vs, ve, err := scalarExtent(seg, lines, val, false)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: %v", ErrUnsupported, pathString(fc.Path[:i]), err)
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrUnsupported, pathString(fc.Path[:i]), err)
 		}
 		// drop the blank before the null text too
 		for vs > 0 && (seg[vs-1] == ' ' || seg[vs-1] == '\t') {
@@ -387,15 +397,6 @@ func insertUnderNull(seg []byte, lines []int, root *yaml.Node, fc lifecycle.Fiel
 	return splice(seg, at, at, prefix+entry), fr, nil
 }
 
-func lookup(m *yaml.Node, key string) *yaml.Node {
-	for j := 0; j+1 < len(m.Content); j += 2 {
-		if m.Content[j].Value == key {
-			return m.Content[j+1]
-		}
-	}
-	return nil
-}
-
 // scalarValue is a new scalar's text in block and in flow context.
 type scalarValue struct{ block, flow string }
 
@@ -404,9 +405,8 @@ func newScalar(to string, forcePlain bool, path []string) scalarValue {
 		return scalarValue{to, to}
 	}
 	// Annotation and label values must be strings: never let them resolve to a number.
-	wantStr := len(path) >= 3 && path[0] == "metadata" && (path[1] == "annotations" || path[1] == "labels")
 	tag := ""
-	if wantStr {
+	if stringField(path) {
 		tag = "!!str"
 	}
 	return scalarValue{scalarText(to, false, tag), scalarText(to, true, tag)}

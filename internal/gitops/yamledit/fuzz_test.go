@@ -3,7 +3,7 @@ package yamledit
 import (
 	"testing"
 
-	yaml "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -54,3 +54,4 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
