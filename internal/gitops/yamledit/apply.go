@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -61,7 +62,8 @@ type FieldResult struct {
 type Result struct {
 	Out     []byte
 	Changed bool
-	// Fields lists the changed fields (SetFields, ScaleToZero), in edit order.
+	// Fields lists the changed fields (SetFields, ScaleToZero, SetAnnotations), in edit order;
+	// SetAnnotations records each changed annotation as metadata.annotations.<key>.
 	Fields []FieldResult
 	// Deleted is true when the document was removed.
 	Deleted bool
@@ -95,17 +97,16 @@ func Edit(content []byte, doc int, edit lifecycle.Edit) (*Result, error) {
 	if doc < 0 || si < 0 {
 		return nil, fmt.Errorf("%w: document %d (the file has %d)", ErrDocNotFound, doc, countDocs(segs))
 	}
+	fields := edit.Fields
+	forcePlain := false
 	switch edit.Op {
 	case lifecycle.EditDelete:
 		return deleteDoc(content, segs, si), nil
-	case lifecycle.EditSetFields, lifecycle.EditScaleToZero:
-	default:
-		return nil, fmt.Errorf("yamledit: unknown edit op %q", edit.Op)
-	}
-
-	fields := edit.Fields
-	forcePlain := false
-	if edit.Op == lifecycle.EditScaleToZero {
+	case lifecycle.EditSetFields:
+		if len(fields) == 0 {
+			return nil, errors.New("yamledit: SetFields edit without fields")
+		}
+	case lifecycle.EditScaleToZero:
 		fc := lifecycle.FieldChange{Path: []string{"spec", "replicas"}, To: "0"}
 		for _, f := range edit.Fields {
 			if pathString(f.Path) == pathString(fc.Path) {
@@ -114,9 +115,13 @@ func Edit(content []byte, doc int, edit lifecycle.Edit) (*Result, error) {
 		}
 		fields = []lifecycle.FieldChange{fc}
 		forcePlain = true
-	}
-	if len(fields) == 0 {
-		return nil, errors.New("yamledit: SetFields edit without fields")
+	case lifecycle.EditSetAnnotations:
+		var err error
+		if fields, err = annotationFields(edit.Annotations); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("yamledit: unknown edit op %q", edit.Op)
 	}
 
 	seg := content[segs[si].Start:segs[si].End]
@@ -148,6 +153,27 @@ func Edit(content []byte, doc int, edit lifecycle.Edit) (*Result, error) {
 	res.Out = out
 	res.Changed = true
 	return res, nil
+}
+
+// annotationFields turns a SetAnnotations edit into one field change per annotation, sorted by
+// key so that new entries are inserted in a deterministic order.
+func annotationFields(annotations map[string]string) ([]lifecycle.FieldChange, error) {
+	if len(annotations) == 0 {
+		return nil, errors.New("yamledit: SetAnnotations edit without annotations")
+	}
+	keys := make([]string, 0, len(annotations))
+	for k := range annotations {
+		if k == "" {
+			return nil, errors.New("yamledit: SetAnnotations edit with an empty annotation key")
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fields := make([]lifecycle.FieldChange, 0, len(keys))
+	for _, k := range keys {
+		fields = append(fields, lifecycle.FieldChange{Path: []string{"metadata", "annotations", k}, To: annotations[k]})
+	}
+	return fields, nil
 }
 
 func countDocs(segs []span) int {
@@ -307,7 +333,11 @@ func setField(seg []byte, fc lifecycle.FieldChange, forcePlain bool) ([]byte, *F
 		}
 	default:
 		tag := node.Tag
-		if isQuantity(node.Value) && isQuantity(fc.To) {
+		switch {
+		case stringField(fc.Path):
+			// Annotation and label values must stay strings, whatever the old value was.
+			tag = "!!str"
+		case isQuantity(node.Value) && isQuantity(fc.To):
 			// Quantity fields take numbers and strings alike: keep a plain 20Gi → plain 24.
 			tag = ""
 		}
@@ -711,7 +741,8 @@ func sameValue(found, expected string) bool {
 }
 
 // verify checks that after is before with exactly path set to to: the edited document parses,
-// the field's scalar value is to, and every other part of the decoded object is unchanged.
+// the field's scalar value is to (for an annotation or a label: decodes as the string to), and
+// every other part of the decoded object is unchanged.
 func verify(before, after []byte, path []string, to string) error {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrVerify, pathString(path), fmt.Sprintf(format, a...))
@@ -744,6 +775,11 @@ func verify(before, after []byte, path []string, to string) error {
 	newVal, ok := getPath(a, path)
 	if !ok {
 		return fail("decoded path missing after the edit")
+	}
+	if stringField(path) {
+		if s, isStr := newVal.(string); !isStr || s != to {
+			return fail("value after the edit decodes as %T %v, want the string %q", newVal, newVal, to)
+		}
 	}
 	b = setPath(b, path, newVal)
 	if !reflect.DeepEqual(a, b) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -100,6 +102,9 @@ func TestGolden(t *testing.T) {
 			}
 			// Every document other than the edited one is byte-identical.
 			checkOtherDocs(t, input, res.Out, ge.Doc, ge.Op == lifecycle.EditDelete)
+			if ge.Op == lifecycle.EditSetAnnotations {
+				checkAnnotations(t, res.Out, ge.Doc, ge.Annotations)
+			}
 			// CRLF files stay CRLF.
 			if bytes.Contains(input, []byte("\r\n")) && bytes.Count(res.Out, []byte("\n")) != bytes.Count(res.Out, []byte("\r\n")) {
 				t.Error("CRLF file got bare LF line endings")
@@ -108,6 +113,30 @@ func TestGolden(t *testing.T) {
 	}
 	if n < 12 {
 		t.Errorf("only %d golden cases", n)
+	}
+}
+
+// checkAnnotations decodes document doc of out and checks that every annotation in want is a
+// string with the wanted value.
+func checkAnnotations(t *testing.T, out []byte, doc int, want map[string]string) {
+	t.Helper()
+	docs := Documents(out)
+	if doc >= len(docs) {
+		t.Fatalf("output has %d documents", len(docs))
+	}
+	var obj struct {
+		Metadata struct {
+			Annotations map[string]any `yaml:"annotations"`
+		} `yaml:"metadata"`
+	}
+	if err := yaml.Unmarshal(out[docs[doc].Start:docs[doc].End], &obj); err != nil {
+		t.Fatalf("edited document does not decode: %v", err)
+	}
+	for k, v := range want {
+		got, ok := obj.Metadata.Annotations[k]
+		if s, isStr := got.(string); !ok || !isStr || s != v {
+			t.Errorf("annotation %s decodes as %T %v, want the string %q", k, got, got, v)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package yamledit owns comment-preserving edits of the YAML files of a GitOps repository: Edit
-// turns a lifecycle.Edit (set fields, scale to zero, delete the document) into the new content
-// of a manifest file, which the PR writer commits.
+// turns a lifecycle.Edit (set fields, scale to zero, set annotations, delete the document) into
+// the new content of a manifest file, which the PR writer commits.
 //
 // Each document is parsed with kyaml (sigs.k8s.io/kustomize/kyaml/yaml.Parse) and the edited
 // node is found with kyaml's RNode lookups, one key at a time (RNode.Field; yaml.Lookup is not
@@ -11,14 +11,15 @@
 // positions, so comments (on the key they belong to), key order, quoting style, flow-style
 // maps, sequence indentation, blank lines, block scalars, CRLF line endings, a leading "---"
 // and every other document of the file stay byte for byte. Every edit is verified by parsing
-// the result again: it must decode to exactly the original object with the intended change,
-// or the edit fails with ErrVerify. An edit that
+// the result again: it must decode to exactly the original object with the intended change
+// (annotation and label values as strings), or the edit fails with ErrVerify. An edit that
 // would need reformatting (a block scalar or multi-line value, a path through a sequence or an
 // alias) fails with ErrUnsupported instead.
 //
 // New values are written plain when they read back as the same string and a harmless type, and
-// double-quoted otherwise; new annotation and label values are written so that they read back
-// as strings ("true", "3", "2026-01-01T00:00:00Z" and "" are quoted).
+// double-quoted otherwise; annotation and label values are always written so that they read
+// back as strings ("true", "3", "2026-01-01T00:00:00Z" and "" are quoted). SetAnnotations
+// creates metadata.annotations when it is missing and sets its entries in sorted key order.
 //
 // Files are split into documents by this package (Documents), not by kyaml's kio.ByteReader,
 // which turns CRLF line endings into LF before splitting and unwraps a List into its items, so

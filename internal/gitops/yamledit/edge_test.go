@@ -2,6 +2,7 @@ package yamledit
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -53,6 +54,76 @@ func TestEdgeCases(t *testing.T) {
 			}
 			if string(out) != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		in          string
+		annotations map[string]string
+		want        string
+		wantFields  int
+		wantErr     string
+	}{
+		{"no annotations", "metadata:\n  name: a\n", nil, "", 0, "without annotations"},
+		{"empty key", "metadata:\n  name: a\n", map[string]string{"": "x"}, "", 0, "empty annotation key"},
+		{"a plain number is replaced by a quoted one", "metadata:\n  annotations:\n    n: 3\n",
+			map[string]string{"n": "4"}, "metadata:\n  annotations:\n    n: \"4\"\n", 1, ""},
+		{"a quantity-looking value stays a string", "metadata:\n  annotations:\n    size: 20Gi\n",
+			map[string]string{"size": "24"}, "metadata:\n  annotations:\n    size: \"24\"\n", 1, ""},
+		{"a single-quoted value keeps its quotes", "metadata:\n  annotations:\n    a: 'x'\n",
+			map[string]string{"a": "true"}, "metadata:\n  annotations:\n    a: 'true'\n", 1, ""},
+		{"a value with a line break is double-quoted", "metadata:\n  name: a\n",
+			map[string]string{"note": "a\nb"}, "metadata:\n  name: a\n  annotations:\n    note: \"a\\nb\"\n", 1, ""},
+		{"a key that looks like a list index", "metadata:\n  annotations:\n    \"0\": a\n",
+			map[string]string{"0": "b"}, "metadata:\n  annotations:\n    \"0\": b\n", 1, ""},
+		{"no metadata at all", "kind: ConfigMap\n",
+			map[string]string{"k": "v"}, "kind: ConfigMap\nmetadata:\n  annotations:\n    k: v\n", 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Edit([]byte(tt.in), 0, lifecycle.Edit{Op: lifecycle.EditSetAnnotations, Annotations: tt.annotations})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Out) != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", res.Out, tt.want)
+			}
+			if len(res.Fields) != tt.wantFields {
+				t.Errorf("%d fields recorded, want %d: %+v", len(res.Fields), tt.wantFields, res.Fields)
+			}
+		})
+	}
+}
+
+// TestVerifyAnnotationIsString: the verifier refuses an annotation value that does not decode as
+// the intended string, whatever its node value says.
+func TestVerifyAnnotationIsString(t *testing.T) {
+	path := []string{"metadata", "annotations", "n"}
+	before := []byte("metadata:\n  annotations:\n    n: \"3\"\n")
+	tests := []struct {
+		name, after string
+		wantErr     bool
+	}{
+		{"quoted", "metadata:\n  annotations:\n    n: \"4\"\n", false},
+		{"plain number", "metadata:\n  annotations:\n    n: 4\n", true},
+		{"plain bool", "metadata:\n  annotations:\n    n: true\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			to := strings.TrimPrefix(strings.TrimSuffix(strings.Fields(tt.after)[3], "\""), "\"")
+			err := verify(before, []byte(tt.after), path, to)
+			if tt.wantErr != errors.Is(err, ErrVerify) {
+				t.Errorf("verify: %v, want an ErrVerify: %v", err, tt.wantErr)
 			}
 		})
 	}

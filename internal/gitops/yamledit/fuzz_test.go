@@ -55,3 +55,45 @@ func FuzzApply(f *testing.F) {
 	})
 }
 
+// FuzzSetAnnotations: arbitrary YAML and annotation values must never panic; when Edit
+// succeeds, the edited document decodes with every annotation the intended string and every
+// other document byte-identical.
+func FuzzSetAnnotations(f *testing.F) {
+	f.Add("metadata:\n  name: a\n", "true")
+	f.Add("metadata:\n  annotations:\n    kustos.dev/b: 3\n", "2026-01-01T00:00:00Z")
+	f.Add("metadata: {annotations: {}}\n---\nb: 1\n", "")
+	f.Add("# c\nmetadata:\n  annotations: ~\n", "a: b")
+	f.Fuzz(func(t *testing.T, content, value string) {
+		want := map[string]string{"kustos.dev/a": value, "kustos.dev/b": "x" + value}
+		res, err := Edit([]byte(content), 0, lifecycle.Edit{Op: lifecycle.EditSetAnnotations, Annotations: want})
+		if err != nil {
+			return
+		}
+		docs := Documents(res.Out)
+		if len(docs) == 0 {
+			t.Fatalf("no document in output %q", res.Out)
+		}
+		var obj struct {
+			Metadata struct {
+				Annotations map[string]any `yaml:"annotations"`
+			} `yaml:"metadata"`
+		}
+		if err := yaml.Unmarshal(res.Out[docs[0].Start:docs[0].End], &obj); err != nil {
+			t.Fatalf("output does not decode: %v\n%q", err, res.Out)
+		}
+		for k, v := range want {
+			if s, ok := obj.Metadata.Annotations[k].(string); !ok || s != v {
+				t.Fatalf("annotation %s = %#v, want %q in %q", k, obj.Metadata.Annotations[k], v, res.Out)
+			}
+		}
+		in := Documents([]byte(content))
+		if len(in) != len(docs) {
+			t.Fatalf("document count %d → %d", len(in), len(docs))
+		}
+		for i := 1; i < len(in); i++ {
+			if content[in[i].Start:in[i].End] != string(res.Out[docs[i].Start:docs[i].End]) {
+				t.Fatalf("document %d changed", i)
+			}
+		}
+	})
+}
