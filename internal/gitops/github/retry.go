@@ -118,6 +118,9 @@ func (r *rateLimits) blocked(req *http.Request, now time.Time) (limit *RateLimit
 //     message): wait Retry-After (default 60 s, doubled on each further hit) if within maxWait,
 //     else *RateLimitError{Secondary: true}. Any method is retried, and every other request of
 //     the client waits until the same time.
+//
+// A mutation gives the serializer's slot up for every one of these waits (waitOutsideSlot),
+// so that one pull request's wait does not hold up the mutations of the others.
 type retryTransport struct {
 	next   http.RoundTripper
 	s      settings
@@ -153,7 +156,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				closeBody(req)
 				return nil, rl
 			}
-			if err := clock.Sleep(ctx, wait); err != nil {
+			if err := waitOutsideSlot(ctx, clock, wait); err != nil {
 				closeBody(req)
 				return nil, err
 			}
@@ -204,7 +207,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			drain(resp)
 		}
 		retriesTotal.WithLabelValues(reason).Inc()
-		if err := clock.Sleep(ctx, wait); err != nil {
+		if err := waitOutsideSlot(ctx, clock, wait); err != nil {
 			closeBody(req)
 			return nil, err
 		}
