@@ -1,13 +1,14 @@
 // Package yamledit owns comment-preserving edits of the YAML files of a GitOps repository: Edit
 // turns a lifecycle.Edit (set fields, scale to zero, set annotations, delete the document) into
-// the new content of a manifest file, which the PR writer commits.
+// the new content of a manifest file, and RemoveResource removes a deleted file's entry from a
+// kustomization's resources: list. The PR writer commits what they return.
 //
 // Each document is parsed with kyaml (sigs.k8s.io/kustomize/kyaml/yaml.Parse) and the edited
 // node is found with kyaml's RNode lookups, one key at a time (RNode.Field; yaml.Lookup is not
 // used because it reads path parts such as "0", "-" or "[a=b]" as list selectors, and
 // Kubernetes map keys may look like that). kyaml's yaml.Node is go.yaml.in/yaml/v3's Node,
 // which records every node's line, column and style. Nothing is re-serialized: the new scalar
-// text, the new entry lines or the removed document are spliced into the original bytes at those
+// text, the new entry lines or the removed bytes are spliced into the original bytes at those
 // positions, so comments (on the key they belong to), key order, quoting style, flow-style
 // maps, sequence indentation, blank lines, block scalars, CRLF line endings, a leading "---"
 // and every other document of the file stay byte for byte. Every edit is verified by parsing

@@ -55,6 +55,39 @@ func FuzzApply(f *testing.F) {
 	})
 }
 
+// FuzzRemoveResource: arbitrary kustomization content must never panic; when RemoveResource
+// removes entries, the result re-parses and no entry of its resources list names the file any
+// more.
+func FuzzRemoveResource(f *testing.F) {
+	f.Add("resources:\n  # the quota\n  - quota.yaml # q\n  - deploy.yaml\n")
+	f.Add("resources: [deploy.yaml, ./quota.yaml, svc.yaml]\n")
+	f.Add("resources:\r\n- ./quota.yaml\r\n")
+	f.Add("resources: ['quota.yaml']\n")
+	f.Fuzz(func(t *testing.T, content string) {
+		out, removed, err := RemoveResource([]byte(content), "apps/kustomization.yaml", "apps/quota.yaml")
+		if err != nil {
+			return
+		}
+		if len(removed) == 0 {
+			if string(out) != content {
+				t.Fatalf("nothing removed but the output differs")
+			}
+			return
+		}
+		var k struct {
+			Resources []any `yaml:"resources"`
+		}
+		if err := yaml.Unmarshal(out, &k); err != nil {
+			t.Fatalf("output does not parse: %v\n%q", err, out)
+		}
+		for _, r := range k.Resources {
+			if s, ok := r.(string); ok && namesFile("apps", s, "apps/quota.yaml") {
+				t.Fatalf("entry %q still names the file in %q", r, out)
+			}
+		}
+	})
+}
+
 // FuzzSetAnnotations: arbitrary YAML and annotation values must never panic; when Edit
 // succeeds, the edited document decodes with every annotation the intended string and every
 // other document byte-identical.
