@@ -5,17 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/go-logr/logr"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // defaultNoiseEvents is the number of ordinary Events of a "+noise" scenario.

@@ -275,7 +275,7 @@ func unifiedDiff(dir, path, before, after string) (string, error) {
 	case errors.As(err, &ee) && ee.ExitCode() == 1: // differences
 		return string(b), nil
 	default:
-		return "", fmt.Errorf("git diff: %v: %s", err, stderr.String())
+		return "", fmt.Errorf("git diff: %w: %s", err, stderr.String())
 	}
 }
 

@@ -213,7 +213,7 @@ var (
 )
 
 func (w prActuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	res, err := w.Writer.Propose(ctx, c, opts)
+	res, err := w.Propose(ctx, c, opts)
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
@@ -229,11 +229,11 @@ func (w prActuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, 
 }
 
 func (w prActuator) Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
-	return w.Writer.StatusOf(ctx, key, number)
+	return w.StatusOf(ctx, key, number)
 }
 
 func (w prActuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
-	return w.Writer.MergeIfReady(ctx, key, st, true)
+	return w.MergeIfReady(ctx, key, st, true)
 }
 
 // baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
@@ -575,8 +575,8 @@ func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, 
 // release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
 // why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
 func (m *prMode) release(ctx context.Context, rec state.Record) error {
-	n, err := strconv.Atoi(strings.TrimPrefix(rec.Holder, "pr-"))
-	if err != nil || n <= 0 {
+	n, _ := strconv.Atoi(strings.TrimPrefix(rec.Holder, "pr-"))
+	if n <= 0 {
 		return nil // not a PR holder: nothing to close
 	}
 	_, ns, _ := state.SplitKey(rec.Key)

@@ -55,12 +55,13 @@ func RetryAt(err error) (time.Time, bool) {
 	if err == nil {
 		return time.Time{}, false
 	}
-	if r, ok := err.(RetryAfter); ok {
+	if r, ok := err.(RetryAfter); ok { //nolint:errorlint // this node only; the walk below visits the rest
 		if at, ok := r.RetryAt(); ok {
 			return at, true
 		}
 	}
-	switch u := err.(type) {
+	// A walk of our own: errors.As stops at the first RetryAfter even when it has no time.
+	switch u := err.(type) { //nolint:errorlint // walks the tree itself, see above
 	case interface{ Unwrap() error }:
 		return RetryAt(u.Unwrap())
 	case interface{ Unwrap() []error }:

@@ -23,7 +23,6 @@ import (
 // failNext makes the next write of the named operation fail (a crash before it lands).
 type memStore struct {
 	mu       sync.Mutex
-	identity string
 	recs     map[lifecycle.Key]state.Record
 	version  int
 	failNext map[string]error
@@ -310,11 +309,6 @@ func supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
 		return newer, true
 	}
 	return old, false
-}
-
-func mustJSON(c *lifecycle.Change) string {
-	b, _ := json.Marshal(c)
-	return string(b)
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

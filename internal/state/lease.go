@@ -303,7 +303,9 @@ func ParseLease(l *coordinationv1.Lease) (rec Record, ok bool, err error) {
 
 // ReadLease reads l as the state of key (an offline dump's Lease of the seed's convention, once
 // the caller matched it to key by name).
-func ReadLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) { return recordFromLease(key, l) }
+func ReadLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) {
+	return recordFromLease(key, l)
+}
 
 // IsLegacyLease reports whether l is a state Lease of the seed's convention: managed by kustos,
 // named state-…, without kustos.io/key.

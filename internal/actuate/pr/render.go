@@ -73,9 +73,9 @@ func fieldName(p []string) string {
 }
 
 // verb compares old and new as Kubernetes quantities when both are.
-func verb(old, new string) string {
+func verb(old, next string) string {
 	a, err1 := resource.ParseQuantity(old)
-	b, err2 := resource.ParseQuantity(new)
+	b, err2 := resource.ParseQuantity(next)
 	if err1 != nil || err2 != nil {
 		return "set"
 	}

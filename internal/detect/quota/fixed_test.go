@@ -110,10 +110,10 @@ func checkQuoFloat(t *testing.T, n, d uint64) {
 }
 
 func TestQuoFloat(t *testing.T) {
-	const max = math.MaxUint64
+	const top = math.MaxUint64
 	pairs := [][2]uint64{
-		{0, 1}, {0, max}, {1, 3}, {2, 3}, {80, 1}, {175, 2}, {1, 100000},
-		{max, 1}, {max, 3}, {max, max}, {max - 1, max}, {1, max}, {3, max},
+		{0, 1}, {0, top}, {1, 3}, {2, 3}, {80, 1}, {175, 2}, {1, 100000},
+		{top, 1}, {top, 3}, {top, top}, {top - 1, top}, {1, top}, {3, top},
 		{1 << 53, 3}, {1<<53 + 1, 1}, {1<<53 + 1, 2}, {1<<54 + 3, 4}, {1<<55 - 1, 1}, {1 << 55, 1},
 		{1<<55 + 1, 2}, {1<<56 - 1, 3}, {9500 * 100, 10000}, {97 << 40 * 100, 100 << 40},
 		{106652627894272 * 100, 100 << 40}, {1e17 + 1, 1e15 + 7}, {12345678901234567891, 98765432109876543},
@@ -274,8 +274,8 @@ func TestFixedOf(t *testing.T) {
 }
 
 func TestU128(t *testing.T) {
-	max := u128{math.MaxUint64, math.MaxUint64}
-	if _, ok := max.inc(); ok {
+	top := u128{math.MaxUint64, math.MaxUint64}
+	if _, ok := top.inc(); ok {
 		t.Error("max+1 did not overflow")
 	}
 	if _, ok := (u128{1, 0}).mul(math.MaxUint64); !ok {
