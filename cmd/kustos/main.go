@@ -78,7 +78,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.SetOutput(stderr)
 	var (
 		o          app.Options
-		mode       = fs.String("mode", string(app.ModeObserve), "how changes are carried out: observe (Events and log lines only) or pr (pull requests in the GitOps repository)")
+		mode       = fs.String("mode", string(app.ModeObserve), "how changes are carried out: observe (Events and log lines only), pr (pull requests in the GitOps repository) or direct (change objects no GitOps tool manages)")
 		threshold  = fs.String("threshold", "80", "default usage threshold in percent (0-100) at which a quota resource is raised; annotation resizer.io/threshold")
 		increment  = fs.String("increment", "20%", "default increase, as a percentage (20%) or fraction (0.2); annotation resizer.io/increment")
 		kubeconfig = fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")

@@ -92,8 +92,8 @@ Checks that values.schema.json cannot express (or that must hold even when schem
 skipped). Each failure names the value and what to do about it.
 */}}
 {{- define "kustos.validateValues" -}}
-{{- if not (has (toString .Values.mode) (list "observe" "pr")) }}
-{{- fail (printf "\n\nmode %q is not supported: use observe (Events and logs only) or pr (pull requests in the GitOps repository)." (toString .Values.mode)) }}
+{{- if not (has (toString .Values.mode) (list "observe" "pr" "direct")) }}
+{{- fail (printf "\n\nmode %q is not supported: use observe (Events and logs only), pr (pull requests in the GitOps repository) or direct (change objects no GitOps tool manages)." (toString .Values.mode)) }}
 {{- end }}
 {{- if eq (toString .Values.mode) "pr" }}
 {{- if not .Values.git.repo }}
