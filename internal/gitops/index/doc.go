@@ -10,7 +10,8 @@
 // LocateIn answer with a Location or with ErrSourceNotFound, ErrSourceAmbiguous or
 // ErrSourceNotEditable (a kustomize patch targets the object, or a generator produces it), the
 // three outcomes the PR actuator turns into SourceNotFound / SourceAmbiguous /
-// SourceNotEditable Events.
+// SourceNotEditable Events. ListedIn names the kustomization files whose resources list a given
+// file directly, so that a PR deleting the file can take it out of them too.
 //
 // Files that cannot be read or parsed are skipped and recorded (Index.Errors); one bad file
 // never fails the build. Kustomization files, Helm chart templates (files containing "{{"),

@@ -64,6 +64,24 @@ type Index struct {
 // Errors returns the files that were skipped because they could not be read or parsed.
 func (ix *Index) Errors() []FileError { return ix.errs }
 
+// ListedIn returns the paths of the indexed kustomization files that list the file p
+// (slash-separated, relative to the repository root) directly in resources, bases or
+// components, in path order. A kustomization that lists a directory holding p does not list p.
+func (ix *Index) ListedIn(p string) []string {
+	p = path.Clean(p)
+	var out []string
+	for _, k := range ix.kusts {
+		for _, f := range k.files {
+			if f == p {
+				out = append(out, k.path)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Files returns the number of manifest files indexed; Documents the number of objects.
 func (ix *Index) Files() int     { return ix.files }
 func (ix *Index) Documents() int { return ix.docs }
@@ -149,7 +167,7 @@ func Build(fsys fs.FS, prefixes []string) (*Index, error) {
 			k, err := readKust(fsys, p)
 			if err != nil {
 				ix.errs = append(ix.errs, FileError{p, err})
-				return nil
+				return nil //nolint:nilerr // recorded in Errors and skipped: one bad file never fails the build
 			}
 			kustByDir[path.Dir(p)] = k
 			return nil

@@ -212,3 +212,28 @@ func TestLocateIn(t *testing.T) {
 		})
 	}
 }
+
+func TestListedIn(t *testing.T) {
+	ix, err := Build(repo, []string{"clusters/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file string
+		want       []string
+	}{
+		{"listed by the kustomization beside it", "clusters/prod/team-a/quota.yaml", []string{"clusters/prod/team-a/kustomization.yaml"}},
+		{"listed by a Kustomization file", "clusters/prod/team-b/inner/quota.yaml", []string{"clusters/prod/team-b/inner/Kustomization"}},
+		{"listed by the parent directory's kustomization", "clusters/prod/shared.yaml", []string{"clusters/prod/kustomization.yaml"}},
+		{"a path that is not clean", "clusters/prod/team-a/./quota.yaml", []string{"clusters/prod/team-a/kustomization.yaml"}},
+		{"listed by none", "clusters/prod/loose/quota.yaml", nil},
+		{"a patch file is not a resource", "clusters/prod/team-b/inner/patch.yaml", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ix.ListedIn(tt.file); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ListedIn(%s) = %q, want %q", tt.file, got, tt.want)
+			}
+		})
+	}
+}
