@@ -71,13 +71,12 @@ type kustFile struct {
 
 // patchRule is one patch's target: which objects it changes.
 type patchRule struct {
-	desc                       string // e.g. `patches[0] (path: quota-patch.yaml)`
-	group, kind, name, ns      string // kustomize matches kind/name/group/namespace as regexps
-	labelSel                   labels.Selector
-	annotationSel              bool // has an annotation selector (not evaluated: assume it matches)
-	exact                      bool // strategic-merge patch identity: exact match, not regexp
-	version                    string
-	hasGroup, hasKind, hasName bool
+	desc                  string // e.g. `patches[0] (path: quota-patch.yaml)`
+	group, kind, name, ns string // kustomize matches kind/name/group/namespace as regexps
+	labelSel              labels.Selector
+	annotationSel         bool // has an annotation selector (not evaluated: assume it matches)
+	exact                 bool // strategic-merge patch identity: exact match, not regexp
+	version               string
 }
 
 type pendingPatch struct {

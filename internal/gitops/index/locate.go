@@ -91,10 +91,10 @@ func (ix *Index) LocateIn(p string, t lifecycle.Target) (Location, error) {
 		if !under(e.Path, p) {
 			continue
 		}
-		switch {
-		case e.Namespace == t.Namespace:
+		switch e.Namespace {
+		case t.Namespace:
 			same = append(same, e)
-		case e.Namespace == "":
+		case "":
 			none = append(none, e)
 		}
 	}
