@@ -35,9 +35,10 @@ type Snapshot interface {
 	// Commit is the commit SHA; Tree its root tree SHA.
 	Commit() string
 	Tree() string
-	// TreeAfter returns the SHA the root tree has once the regular file at p holds content
-	// (content nil: the file is deleted), computed locally, without creating anything.
-	TreeAfter(p string, content []byte) (string, error)
+	// TreeAfter returns the SHA the root tree has once every file change is made (each path
+	// names an existing regular file; nil content deletes it), computed locally, without
+	// creating anything.
+	TreeAfter(files ...FileChange) (string, error)
 }
 
 // TokenSource returns a token that may read the repository over HTTPS (an installation token
@@ -191,70 +192,125 @@ func (s *gitSnapshot) Open(name string) (fs.File, error) {
 }
 
 // TreeAfter implements Snapshot.
-func (s *gitSnapshot) TreeAfter(p string, content []byte) (string, error) {
-	if !fs.ValidPath(p) || p == "." {
-		return "", fmt.Errorf("git: invalid path %q", p)
+func (s *gitSnapshot) TreeAfter(files ...FileChange) (string, error) {
+	if len(files) == 0 {
+		return s.root.Hash.String(), nil
+	}
+	changes := make([]treeChange, 0, len(files))
+	seen := map[string]bool{}
+	for _, f := range files {
+		if !fs.ValidPath(f.Path) || f.Path == "." {
+			return "", fmt.Errorf("git: invalid path %q", f.Path)
+		}
+		if seen[f.Path] {
+			return "", fmt.Errorf("git: %s changed twice in one tree", f.Path)
+		}
+		seen[f.Path] = true
+		ch := treeChange{parts: strings.Split(f.Path, "/"), del: f.Content == nil}
+		if f.Content != nil {
+			ch.blob = plumbing.ComputeHash(plumbing.BlobObject, f.Content)
+		}
+		changes = append(changes, ch)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var blob plumbing.Hash
-	if content != nil {
-		blob = plumbing.ComputeHash(plumbing.BlobObject, content)
-	}
-	h, _, err := s.rewrite(s.root, strings.Split(p, "/"), blob, content == nil)
+	h, _, err := s.rewrite(s.root, changes)
 	if err != nil {
-		return "", fmt.Errorf("git: tree with %s changed: %w", p, err)
+		return "", fmt.Errorf("git: tree with %s changed: %w", describeFiles(files), err)
 	}
 	return h.String(), nil
 }
 
-// rewrite returns the hash of t with the file at parts set to blob (or removed), and whether
-// the tree became empty (git stores no empty trees).
-func (s *gitSnapshot) rewrite(t *object.Tree, parts []string, blob plumbing.Hash, del bool) (plumbing.Hash, bool, error) {
+// treeChange is one file change below a tree: the path's components from that tree on, and the
+// new blob or the deletion.
+type treeChange struct {
+	parts []string
+	blob  plumbing.Hash
+	del   bool
+}
+
+func describeFiles(files []FileChange) string {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	return strings.Join(paths, ", ")
+}
+
+// rewrite returns the hash of t with every change made, and whether the tree became empty (git
+// stores no empty trees). Changes below the same subdirectory are made in one pass over it.
+func (s *gitSnapshot) rewrite(t *object.Tree, changes []treeChange) (plumbing.Hash, bool, error) {
 	entries := append([]object.TreeEntry(nil), t.Entries...)
-	i := 0
-	for i < len(entries) && entries[i].Name != parts[0] {
-		i++
-	}
-	if i >= len(entries) {
-		return plumbing.ZeroHash, false, fmt.Errorf("%w: %s", fs.ErrNotExist, parts[0])
-	}
-	e := &entries[i]
-	if len(parts) == 1 {
+	removed := map[string]bool{}
+	below := map[string][]treeChange{}
+	var dirs []string
+	for _, ch := range changes {
+		if len(ch.parts) > 1 {
+			if _, ok := below[ch.parts[0]]; !ok {
+				dirs = append(dirs, ch.parts[0])
+			}
+			below[ch.parts[0]] = append(below[ch.parts[0]], treeChange{parts: ch.parts[1:], blob: ch.blob, del: ch.del})
+			continue
+		}
+		e := findEntry(entries, ch.parts[0])
+		if e == nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("%w: %s", fs.ErrNotExist, ch.parts[0])
+		}
 		if e.Mode == filemode.Dir || e.Mode == filemode.Submodule || e.Mode == filemode.Symlink {
-			return plumbing.ZeroHash, false, fmt.Errorf("%s is not a regular file", parts[0])
+			return plumbing.ZeroHash, false, fmt.Errorf("%s is not a regular file", ch.parts[0])
 		}
-		if del {
-			entries = append(entries[:i], entries[i+1:]...)
+		if ch.del {
+			removed[e.Name] = true
 		} else {
-			e.Hash = blob
+			e.Hash = ch.blob
 		}
-	} else {
+	}
+	for _, name := range dirs {
+		e := findEntry(entries, name)
+		if e == nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("%w: %s", fs.ErrNotExist, name)
+		}
 		if e.Mode != filemode.Dir {
-			return plumbing.ZeroHash, false, fmt.Errorf("%s is not a directory", parts[0])
+			return plumbing.ZeroHash, false, fmt.Errorf("%s is not a directory", name)
 		}
 		sub, err := object.GetTree(s.st, e.Hash)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		h, empty, err := s.rewrite(sub, parts[1:], blob, del)
+		h, empty, err := s.rewrite(sub, below[name])
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		if empty {
-			entries = append(entries[:i], entries[i+1:]...)
+			removed[name] = true
 		} else {
 			e.Hash = h
 		}
 	}
-	if len(entries) == 0 {
+	kept := entries[:0]
+	for _, e := range entries {
+		if !removed[e.Name] {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
 		return plumbing.ZeroHash, true, nil
 	}
 	obj := &plumbing.MemoryObject{}
-	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+	if err := (&object.Tree{Entries: kept}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	return obj.Hash(), false, nil
+}
+
+// findEntry returns the entry named name, or nil.
+func findEntry(entries []object.TreeEntry, name string) *object.TreeEntry {
+	for i := range entries {
+		if entries[i].Name == name {
+			return &entries[i]
+		}
+	}
+	return nil
 }
 
 // ---- fs.File implementations ----

@@ -238,11 +238,18 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		res.AlreadyInBase = true
 		return res, nil
 	}
-	newContent := ed.Out
-	if ed.Deleted && len(yamledit.Documents(newContent)) == 0 {
-		newContent = nil // the file held only this object: delete the file
+	files := []FileChange{{Path: loc.Path, Content: ed.Out}}
+	if ed.Deleted && len(yamledit.Documents(ed.Out)) == 0 {
+		// The file held only this object: delete the file, and take it out of the
+		// kustomizations that list it, in the same commit.
+		files[0].Content = nil
+		unlisted, err := w.unlist(snap, loc.Path, opts.GitPath)
+		if err != nil {
+			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		}
+		files = append(files, unlisted...)
 	}
-	wantTree, err := snap.TreeAfter(loc.Path, newContent)
+	wantTree, err := snap.TreeAfter(files...)
 	if err != nil {
 		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 	}
@@ -273,7 +280,7 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 
 	// 3. Commit on the base head and point the branch at it.
 	if !upToDate {
-		sha, err := w.commit(ctx, c, snap, loc.Path, newContent, title)
+		sha, err := w.commit(ctx, c, snap, files, title)
 		if err != nil {
 			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 		}
@@ -325,17 +332,22 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 	return res, nil
 }
 
-// commit creates the tree (on the base's tree) and the commit whose parent is the base head.
-func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, p string, content []byte, title string) (string, error) {
-	mode := "100644"
-	if fi, err := fs.Stat(snap, p); err == nil && fi.Mode()&0o111 != 0 {
-		mode = "100755"
+// commit creates one tree on the base's tree holding every file change (a deleted file is an
+// entry without content or SHA) and the commit of that tree whose parent is the base head.
+func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, files []FileChange, title string) (string, error) {
+	entries := make([]*gh.TreeEntry, 0, len(files))
+	for _, f := range files {
+		mode := "100644"
+		if fi, err := fs.Stat(snap, f.Path); err == nil && fi.Mode()&0o111 != 0 {
+			mode = "100755"
+		}
+		e := &gh.TreeEntry{Path: gh.String(f.Path), Mode: gh.String(mode), Type: gh.String("blob")}
+		if f.Content != nil {
+			e.Content = gh.String(string(f.Content))
+		}
+		entries = append(entries, e)
 	}
-	e := &gh.TreeEntry{Path: gh.String(p), Mode: gh.String(mode), Type: gh.String("blob")}
-	if content != nil {
-		e.Content = gh.String(string(content))
-	}
-	t, err := w.gh.CreateTree(ctx, snap.Tree(), []*gh.TreeEntry{e})
+	t, err := w.gh.CreateTree(ctx, snap.Tree(), entries)
 	if err != nil {
 		return "", err
 	}
