@@ -28,6 +28,10 @@ func TestActuatorErrorsMatchLifecycle(t *testing.T) {
 		{&index.NotEditableError{}, lifecycle.ErrSourceNotEditable},
 		{yamledit.ErrConflict, lifecycle.ErrSourceConflict},
 		{&yamledit.ConflictError{}, lifecycle.ErrSourceConflict},
+		// Edits the YAML editor refuses are findings, not faults to retry forever.
+		{yamledit.ErrUnsupported, lifecycle.ErrSourceNotEditable},
+		{yamledit.ErrVerify, lifecycle.ErrSourceNotEditable},
+		{yamledit.ErrDocNotFound, lifecycle.ErrSourceNotEditable},
 		{pr.ErrInvalidChange, lifecycle.ErrInvalidChange},
 		{pr.ErrBranchTaken, lifecycle.ErrProposalBlocked},
 		{pr.ErrDirty, lifecycle.ErrProposalDirty},

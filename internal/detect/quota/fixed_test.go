@@ -294,7 +294,7 @@ func TestU128(t *testing.T) {
 	if q, ok := (u128{0, 10}).ceilDiv(3); !ok || q != (u128{0, 4}) {
 		t.Errorf("ceilDiv = %v", q)
 	}
-	if max.cmp(u128{0, 1}) != 1 || (u128{0, 1}).cmp(u128{1, 0}) != -1 || max.cmp(max) != 0 {
+	if top.cmp(u128{0, 1}) != 1 || (u128{0, 1}).cmp(u128{1, 0}) != -1 || top.cmp(top) != 0 {
 		t.Error("cmp")
 	}
 }

@@ -23,13 +23,13 @@ var (
 	// matches lifecycle.ErrSourceConflict.
 	ErrConflict = lifecycle.NewError("yamledit: conflict", lifecycle.ErrSourceConflict)
 	// ErrDocNotFound means the file has fewer documents than the requested index.
-	ErrDocNotFound = errors.New("yamledit: document not found")
+	ErrDocNotFound = lifecycle.NewError("yamledit: document not found", lifecycle.ErrSourceNotEditable)
 	// ErrUnsupported means the edit cannot be made without reformatting the document (e.g. a
 	// path through a sequence or an alias, a block scalar, a multi-line plain scalar).
-	ErrUnsupported = errors.New("yamledit: unsupported edit")
+	ErrUnsupported = lifecycle.NewError("yamledit: unsupported edit", lifecycle.ErrSourceNotEditable)
 	// ErrVerify means an edit did not re-parse to exactly the intended object. It indicates a
 	// bug in this package; the edit is refused rather than committed.
-	ErrVerify = errors.New("yamledit: edit verification failed")
+	ErrVerify = lifecycle.NewError("yamledit: edit verification failed", lifecycle.ErrSourceNotEditable)
 )
 
 // ConflictError says which path held what, when the detector expected something else.
