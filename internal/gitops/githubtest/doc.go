@@ -35,14 +35,26 @@
 //	GET    /repos/{owner}/{repo}/pulls/{pull_number}       (mergeable null first, ETag/If-None-Match → 304)
 //	PATCH  /repos/{owner}/{repo}/pulls/{pull_number}
 //	PUT    /repos/{owner}/{repo}/pulls/{pull_number}/merge (squash or merge; sha mismatch → 409)
+//	PUT    /repos/{owner}/{repo}/pulls/{pull_number}/update-branch (merges base into head, 202)
 //	POST   /repos/{owner}/{repo}/issues/{issue_number}/labels
+//	POST   /repos/{owner}/{repo}/issues/{issue_number}/comments
 //	GET    /repos/{owner}/{repo}/commits/{ref}/status
 //	GET    /repos/{owner}/{repo}/commits/{ref}/check-runs
-//	POST   /app/installations/{installation_id}/access_tokens (RS256 app JWT)
+//	POST   /app/installations/{installation_id}/access_tokens (RS256 app JWT; repositories,
+//	       repository_ids, permissions)
 //
 // Every response carries x-ratelimit-{limit,remaining,reset,used,resource}; a 304 does not
 // consume the limit. Authentication: REST calls need "Authorization: token|Bearer <token>"
 // with a token the server issued ([Server.Token] or the access_tokens endpoint).
+//
+// Token scope: the access_tokens endpoint answers 401 to a JWT it cannot verify (unknown App
+// ID, foreign key), 404 to another App's or installation's ID, and 422 to a request for a
+// repository outside [Options].InstallationRepositories or a permission beyond
+// [Options].AppPermissions, as GitHub does; [Server.TokenRequests] records what each request
+// asked for. A token narrowed to repositories gets 404 from every other repository (REST and
+// Git), and one narrowed to permissions gets 403 "Resource not accessible by integration" from
+// an endpoint needing more (each route names the permissions it needs; fetching needs
+// contents: read, pushing contents: write). [Server.Token] has all of the installation's.
 //
 // # Contract checking
 //
@@ -89,7 +101,8 @@
 //
 // All take the repository (owner, name), since pull request numbers are per repository:
 // [Server.SetRequiredChecks], [Server.SetCheck] (check runs), [Server.SetStatus] (commit
-// statuses), [Server.ClosePR], [Server.PushBaseCommit], [Server.PR] / [Server.PRs] (snapshots),
+// statuses), [Server.SetRequireUpToDate] (branches must be up to date before merging),
+// [Server.ClosePR], [Server.PushBaseCommit], [Server.PR] / [Server.PRs] (snapshots),
 // [Server.BranchSHA], [Server.FileAt], [Server.Requests] / [Server.CountRequests] (log of
 // method, path template, status), [Server.Inject] / [Server.ClearFaults] (per-endpoint faults:
 // 5xx, 429 and 403 secondary rate limits with GitHub's body and Retry-After, delays),
@@ -100,9 +113,12 @@
 // Mergeability: after any change of head or base (API, push, PushBaseCommit), the first
 // GET of the pull request answers mergeable null / mergeable_state "unknown" and starts the
 // computation (`git merge-tree`); later reads wait for it and answer true/false with
-// mergeable_state "dirty" (conflict), "draft", "blocked" (a required context lacks a
-// successful status or check run on the head) or "clean". Responses to POST and PATCH never
+// mergeable_state "dirty" (conflict), "draft", "behind" (SetRequireUpToDate and the head lacks
+// commits of the base), "blocked" (a required context lacks a successful status or check run
+// on the head) or "clean". Responses to POST and PATCH never
 // start it. A merge (squash: one commit with the merged tree on top of the base, "merge": two
-// parents) is refused with 409 when sha is not the head, 405 when closed, conflicting, draft
-// or blocked.
+// parents) is refused with 409 when sha is not the head, 405 when closed, conflicting, draft,
+// behind or blocked. update-branch writes a merge commit (parents: head, base) on the head
+// branch before it answers 202; it answers 422 when expected_head_sha is not the head, when
+// the head already has the base's commits, or when the base conflicts with the head.
 package githubtest

@@ -31,6 +31,8 @@ type repo struct {
 	// guarded by Server.mu
 	pulls      []*pull
 	required   []string
+	upToDate   bool // branch protection: require branches to be up to date before merging
+	comments   []*comment
 	statuses   map[string]map[string]*commitStatus // sha -> context -> status
 	checks     map[string]map[string]*checkRun     // sha -> name -> check run
 	apiCommits map[string]bool
@@ -561,7 +563,11 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	}
 	defer log()
 	_, pass, okAuth := r.BasicAuth()
-	if !okAuth || !s.validToken(pass) {
+	var g *grant
+	if okAuth {
+		g = s.tokenGrant(pass)
+	}
+	if g == nil {
 		status = http.StatusUnauthorized
 		log()
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
@@ -569,10 +575,17 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner, name, _ := strings.Cut(strings.Trim(r.URL.Path[:i], "/"), "/")
-	if s.repo(owner, name) == nil {
+	if s.repo(owner, name) == nil || !g.reaches(owner+"/"+name) || !g.may("contents", "read") {
 		status = http.StatusNotFound
 		log()
 		http.Error(w, "Repository not found.", status)
+		return
+	}
+	push := strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
+	if push && !g.may("contents", "write") {
+		status = http.StatusForbidden
+		log()
+		http.Error(w, "remote: Permission to "+owner+"/"+name+".git denied to "+s.opts.AppSlug+"[bot].", status)
 		return
 	}
 	h := &cgi.Handler{

@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +32,16 @@ type pull struct {
 	mergeKey  string
 	computing chan struct{}
 	conflict  bool
+	behind    bool // the base has commits the head lacks
 	mergeTree string
+}
+
+// comment is an issue comment on a pull request; guarded by Server.mu.
+type comment struct {
+	id      int64
+	number  int
+	body    string
+	created time.Time
 }
 
 // PullRequest is a snapshot of a pull request for assertions.
@@ -45,6 +55,8 @@ type PullRequest struct {
 	Merged         bool
 	MergeCommitSHA string
 	Labels         []string
+	// Comments are the bodies of the issue comments on the pull request, oldest first.
+	Comments []string
 	// Mergeable is nil until computed for the current head and base.
 	Mergeable      *bool
 	MergeableState string
@@ -62,6 +74,17 @@ type checkRun struct {
 	name               string
 	status, conclusion string // status: queued, in_progress, completed
 	started, completed time.Time
+}
+
+// SetRequireUpToDate sets branch protection's "require branches to be up to date before
+// merging" on the repository: a pull request whose head lacks commits of its base then reports
+// mergeable_state "behind" and is not merged until its branch is updated (update-branch or a
+// rebuild).
+func (s *Server) SetRequireUpToDate(owner, name string, on bool) {
+	r := s.mustRepo(owner, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.upToDate = on
 }
 
 // ---- test controls -----------------------------------------------------------------------------
@@ -147,10 +170,16 @@ func (s *Server) PR(owner, name string, number int) (PullRequest, bool) {
 		return PullRequest{}, false
 	}
 	m, st := s.mergeabilityLocked(r, p)
+	var comments []string
+	for _, c := range r.comments {
+		if c.number == p.number {
+			comments = append(comments, c.body)
+		}
+	}
 	return PullRequest{
 		Number: p.number, Title: p.title, Body: p.body, State: p.state, Head: p.head, Base: p.base,
 		HeadSHA: p.headSHA, BaseSHA: p.baseSHA, Merged: p.merged, MergeCommitSHA: p.mergeSHA,
-		Labels: append([]string(nil), p.labels...), Mergeable: m, MergeableState: st,
+		Labels: append([]string(nil), p.labels...), Comments: comments, Mergeable: m, MergeableState: st,
 	}, true
 }
 
@@ -237,6 +266,8 @@ func (s *Server) mergeabilityLocked(r *repo, p *pull) (*bool, string) {
 		return &f, "dirty"
 	case p.draft:
 		return &t, "draft"
+	case p.behind && r.upToDate:
+		return &t, "behind"
 	case !s.checksGreenLocked(r, p.headSHA):
 		return &t, "blocked"
 	default:
@@ -261,13 +292,17 @@ func (s *Server) startMergeabilityLocked(r *repo, p *pull) chan struct{} {
 	go func() {
 		defer close(done)
 		tree, conflict, err := r.mergeTree(base, head)
+		// The head is behind when the base is not one of its ancestors (exit status 1).
+		_, aerr := r.git(nil, "merge-base", "--is-ancestor", base, head)
+		var ge *gitError
+		behind := errors.As(aerr, &ge) && ge.exitCode() == 1
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		p.computing = nil
-		if err != nil {
+		if err != nil || (aerr != nil && !behind) {
 			return // stays unknown; the next read retries
 		}
-		p.mergeKey, p.conflict, p.mergeTree = head+":"+base, conflict, tree
+		p.mergeKey, p.conflict, p.behind, p.mergeTree = head+":"+base, conflict, behind, tree
 	}()
 	return done
 }
@@ -608,6 +643,10 @@ func (c *call) mergePull() reply {
 		c.s.mu.Unlock()
 		return ghError(405, "Pull Request is not mergeable", doc)
 	}
+	if state == "behind" {
+		c.s.mu.Unlock()
+		return ghError(405, "Head branch is out of date. Review and try the merge again.", doc)
+	}
 	if state == "blocked" {
 		missing := ""
 		for _, ctx := range c.repo.required {
@@ -790,4 +829,96 @@ func (c *call) listCheckRuns() reply {
 		})
 	}
 	return ok(200, map[string]any{"total_count": len(items), "check_runs": items})
+}
+
+// updateBranch merges the base branch into the head branch, as GitHub's "Update branch"
+// button does (a merge commit with parents head and base). GitHub does it asynchronously and
+// answers 202; the fake has moved the branch by the time it answers.
+func (c *call) updateBranch() reply {
+	const doc = docsBase + "/pulls/pulls#update-a-pull-request-branch"
+	p, res, found := c.pullParam()
+	if !found {
+		return res
+	}
+	var in struct {
+		ExpectedHeadSHA string `json:"expected_head_sha"`
+	}
+	if len(c.body) > 0 && strings.TrimSpace(string(c.body)) != "null" {
+		if err := c.decode(&in); err != nil {
+			return badJSON(err)
+		}
+	}
+	c.repo.gitMu.Lock()
+	defer c.repo.gitMu.Unlock()
+	c.s.mu.Lock()
+	open, head, base, headSHA, baseSHA, number := p.state == "open", p.head, p.base, p.headSHA, p.baseSHA, p.number
+	c.s.mu.Unlock()
+	if !open {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "Pull request is not open"})
+	}
+	if in.ExpectedHeadSHA != "" && in.ExpectedHeadSHA != headSHA {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "expected head sha didn't match current head ref."})
+	}
+	if _, err := c.repo.git(nil, "merge-base", "--is-ancestor", baseSHA, headSHA); err == nil {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "There are no new commits on the base branch."})
+	}
+	tree, conflict, err := c.repo.mergeTree(baseSHA, headSHA)
+	if err != nil {
+		return ghError(500, err.Error(), "")
+	}
+	if conflict {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "merge conflict between base and head"})
+	}
+	now := time.Now().UTC()
+	bot := ident{Name: c.s.opts.AppSlug + "[bot]", Email: "4242+" + c.s.opts.AppSlug + "[bot]@users.noreply.github.com", Date: ts(now)}
+	sha, err := c.repo.commitTree(tree, []string{headSHA, baseSHA}, "Merge branch '"+base+"' into "+head, bot, ident{Name: "GitHub", Email: "noreply@github.com", Date: ts(now)})
+	if err != nil {
+		return ghError(500, err.Error(), "")
+	}
+	if err := c.repo.updateRef("refs/heads/"+head, sha, headSHA); err != nil {
+		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "expected head sha didn't match current head ref."})
+	}
+	c.s.mu.Lock()
+	c.repo.apiCommits[sha] = true
+	p.headSHA, p.updated = sha, now
+	c.s.mu.Unlock()
+	return ok(202, map[string]any{"message": "Updating pull request branch.", "url": c.s.web() + "/" + c.repo.owner + "/" + c.repo.name + "/pull/" + strconv.Itoa(number)})
+}
+
+// createComment adds an issue comment to a pull request (the fake has no plain issues).
+func (c *call) createComment() reply {
+	const doc = docsBase + "/issues/comments#create-an-issue-comment"
+	n, err := strconv.Atoi(c.p["issue_number"])
+	if err != nil {
+		return notFound()
+	}
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if err := c.decode(&in); err != nil {
+		return badJSON(err)
+	}
+	if in.Body == nil || *in.Body == "" {
+		return validationFailed(doc, map[string]any{"resource": "IssueComment", "field": "body", "code": "missing_field"})
+	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	p := c.repo.pull(n)
+	if p == nil {
+		return ghError(404, "Not Found", doc)
+	}
+	c.s.nextID++
+	cm := &comment{id: c.s.nextID, number: n, body: *in.Body, created: time.Now().UTC()}
+	c.repo.comments = append(c.repo.comments, cm)
+	u := c.s.api() + "/repos/" + c.repo.owner + "/" + c.repo.name
+	self := u + "/issues/comments/" + strconv.FormatInt(cm.id, 10)
+	c.header.Set("Location", self)
+	return ok(201, map[string]any{
+		"id": cm.id, "node_id": nodeID("IC", cm.id), "url": self, "body": cm.body,
+		"html_url":   c.s.web() + "/" + c.repo.owner + "/" + c.repo.name + "/pull/" + strconv.Itoa(n) + "#issuecomment-" + strconv.FormatInt(cm.id, 10),
+		"issue_url":  u + "/issues/" + strconv.Itoa(n),
+		"user":       c.s.botJSON(),
+		"created_at": ts(cm.created), "updated_at": ts(cm.created),
+		"author_association": "NONE",
+	})
 }

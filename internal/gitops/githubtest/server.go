@@ -28,6 +28,13 @@ type Options struct {
 	InstallationID int64
 	// AppKey is the public half of the App's private key (RS256); optional.
 	AppKey *rsa.PublicKey
+	// AppPermissions are the permissions the App's installation was granted (nil:
+	// DefaultAppPermissions). A token request asking for more is refused with GitHub's 422.
+	AppPermissions map[string]string
+	// InstallationRepositories lists the repositories ("owner/name") the installation may
+	// access; nil: all. Tokens reach no other repository, and a token request naming one is
+	// refused with GitHub's 422.
+	InstallationRepositories []string
 	// AppSlug names the App's bot user ("<slug>[bot]"), default "kustos".
 	AppSlug string
 	// RateLimit is x-ratelimit-limit, default 5000 per hour.
@@ -79,12 +86,14 @@ type Server struct {
 
 	mu       sync.Mutex
 	repos    map[string]*repo
-	tokens   map[string]time.Time
+	tokens   map[string]*grant
 	appKeys  map[int64]*rsa.PublicKey
 	requests []Request
-	faults   []*fault
-	nextID   int64
-	token    string
+	// tokenRequests logs the installation-token exchanges.
+	tokenRequests []TokenRequest
+	faults        []*fault
+	nextID        int64
+	token         string
 
 	rateUsed      int
 	rateRemaining int
@@ -129,7 +138,7 @@ func New(t TB, opts Options) *Server {
 		backend:       backend,
 		started:       time.Now(),
 		repos:         map[string]*repo{},
-		tokens:        map[string]time.Time{},
+		tokens:        map[string]*grant{},
 		appKeys:       map[int64]*rsa.PublicKey{},
 		nextID:        1000,
 		rateRemaining: opts.RateLimit,
@@ -164,12 +173,21 @@ func (s *Server) Client() *http.Client { return s.srv.Client() }
 func (s *Server) Contract() *Contract { return s.contract }
 
 // Token returns a valid installation token for the server's App installation, issued once per
-// server, for tests that do not exercise the JWT exchange.
+// server, for tests that do not exercise the JWT exchange. It has all of the installation's
+// permissions and repositories.
 func (s *Server) Token() string {
+	perms := s.installationPermissions()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.token == "" {
-		s.token, _ = s.issueTokenLocked()
+		g := &grant{perms: perms}
+		if s.opts.InstallationRepositories != nil {
+			g.repos = map[string]bool{}
+			for _, r := range s.opts.InstallationRepositories {
+				g.repos[r] = true
+			}
+		}
+		s.token, _ = s.issueTokenLocked(g)
 	}
 	return s.token
 }
@@ -336,13 +354,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var res reply
 	if s.rateExhausted() {
 		res = ghError(403, "API rate limit exceeded for installation ID "+strconv.FormatInt(s.opts.InstallationID, 10)+".", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit")
-	} else if res2, authed := s.authenticate(c, rt); !authed {
+	} else if g, res2, authed := s.authenticate(c, rt); !authed {
 		res = res2
 	} else if rp, ok := params["repo"]; ok && rt.template != "/app/installations/{installation_id}/access_tokens" {
 		rep := s.repo(params["owner"], rp)
-		if rep == nil {
+		switch {
+		case rep == nil || !g.reaches(params["owner"]+"/"+rp):
 			res = notFound()
-		} else {
+		case !g.allows(rt.perms):
+			res = ghError(403, "Resource not accessible by integration", docsBase)
+		default:
 			c.repo = rep
 			res = rt.handler(c)
 		}
@@ -486,15 +507,19 @@ type route struct {
 	method   string
 	template string // OpenAPI path template
 	handler  func(*call) reply
-	segs     []string
-	greedy   int // index of the parameter that may span several segments, or -1
+	// perms are the installation-token permissions the endpoint needs, all of them, as
+	// "permission:level" (GitHub's "Permissions required for GitHub Apps"; where GitHub
+	// accepts one of several, the fake asks for the one Kustos requests).
+	perms  []string
+	segs   []string
+	greedy int // index of the parameter that may span several segments, or -1
 }
 
 var routes []*route
 
 func init() {
-	add := func(method, template string, h func(*call) reply) {
-		rt := &route{method: method, template: template, handler: h, segs: strings.Split(strings.Trim(template, "/"), "/"), greedy: -1}
+	add := func(method, template string, h func(*call) reply, perms ...string) {
+		rt := &route{method: method, template: template, handler: h, perms: perms, segs: strings.Split(strings.Trim(template, "/"), "/"), greedy: -1}
 		for i, sg := range rt.segs {
 			if sg == "{ref}" || sg == "{path}" {
 				rt.greedy = i
@@ -502,24 +527,34 @@ func init() {
 		}
 		routes = append(routes, rt)
 	}
-	add("GET", "/repos/{owner}/{repo}", (*call).getRepo)
-	add("GET", "/repos/{owner}/{repo}/git/ref/{ref}", (*call).getRef)
-	add("POST", "/repos/{owner}/{repo}/git/refs", (*call).createRef)
-	add("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}", (*call).updateRef)
-	add("DELETE", "/repos/{owner}/{repo}/git/refs/{ref}", (*call).deleteRef)
-	add("GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}", (*call).getCommit)
-	add("POST", "/repos/{owner}/{repo}/git/commits", (*call).createCommit)
-	add("POST", "/repos/{owner}/{repo}/git/trees", (*call).createTree)
-	add("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}", (*call).getBlob)
-	add("GET", "/repos/{owner}/{repo}/contents/{path}", (*call).getContents)
-	add("GET", "/repos/{owner}/{repo}/pulls", (*call).listPulls)
-	add("POST", "/repos/{owner}/{repo}/pulls", (*call).createPull)
-	add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", (*call).getPull)
-	add("PATCH", "/repos/{owner}/{repo}/pulls/{pull_number}", (*call).updatePull)
-	add("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/merge", (*call).mergePull)
-	add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", (*call).addLabels)
-	add("GET", "/repos/{owner}/{repo}/commits/{ref}/status", (*call).combinedStatus)
-	add("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", (*call).listCheckRuns)
+	const (
+		metaR     = "metadata:read"
+		contentsR = "contents:read"
+		contentsW = "contents:write"
+		pullsR    = "pull_requests:read"
+		pullsW    = "pull_requests:write"
+		issuesW   = "issues:write"
+	)
+	add("GET", "/repos/{owner}/{repo}", (*call).getRepo, metaR)
+	add("GET", "/repos/{owner}/{repo}/git/ref/{ref}", (*call).getRef, contentsR)
+	add("POST", "/repos/{owner}/{repo}/git/refs", (*call).createRef, contentsW)
+	add("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}", (*call).updateRef, contentsW)
+	add("DELETE", "/repos/{owner}/{repo}/git/refs/{ref}", (*call).deleteRef, contentsW)
+	add("GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}", (*call).getCommit, contentsR)
+	add("POST", "/repos/{owner}/{repo}/git/commits", (*call).createCommit, contentsW)
+	add("POST", "/repos/{owner}/{repo}/git/trees", (*call).createTree, contentsW)
+	add("GET", "/repos/{owner}/{repo}/git/blobs/{file_sha}", (*call).getBlob, contentsR)
+	add("GET", "/repos/{owner}/{repo}/contents/{path}", (*call).getContents, contentsR)
+	add("GET", "/repos/{owner}/{repo}/pulls", (*call).listPulls, pullsR)
+	add("POST", "/repos/{owner}/{repo}/pulls", (*call).createPull, pullsW)
+	add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", (*call).getPull, pullsR)
+	add("PATCH", "/repos/{owner}/{repo}/pulls/{pull_number}", (*call).updatePull, pullsW)
+	add("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/merge", (*call).mergePull, contentsW, pullsW)
+	add("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/update-branch", (*call).updateBranch, contentsW, pullsW)
+	add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", (*call).addLabels, issuesW)
+	add("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", (*call).createComment, issuesW)
+	add("GET", "/repos/{owner}/{repo}/commits/{ref}/status", (*call).combinedStatus, "statuses:read")
+	add("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", (*call).listCheckRuns, "checks:read")
 	add("POST", "/app/installations/{installation_id}/access_tokens", (*call).createAccessToken)
 }
 
@@ -583,37 +618,61 @@ func (rt *route) match(segs []string) (map[string]string, bool) {
 
 // ---- authentication ------------------------------------------------------------------------
 
-func (s *Server) authenticate(c *call, rt *route) (reply, bool) {
+// authenticate checks the Authorization header and returns what the token may do (nil for
+// the token exchange, whose JWT the handler checks).
+func (s *Server) authenticate(c *call, rt *route) (*grant, reply, bool) {
 	auth := c.r.Header.Get("Authorization")
 	scheme, cred, _ := strings.Cut(auth, " ")
 	if rt.template == "/app/installations/{installation_id}/access_tokens" {
 		if !strings.EqualFold(scheme, "bearer") {
-			return ghError(401, "A JSON web token could not be decoded", "https://docs.github.com/rest"), false
+			return nil, ghError(401, "A JSON web token could not be decoded", "https://docs.github.com/rest"), false
 		}
-		return reply{}, true // the JWT itself is checked by the handler
+		return nil, reply{}, true // the JWT itself is checked by the handler
 	}
 	if !strings.EqualFold(scheme, "token") && !strings.EqualFold(scheme, "bearer") {
-		return ghError(401, "Requires authentication", "https://docs.github.com/rest"), false
+		return nil, ghError(401, "Requires authentication", "https://docs.github.com/rest"), false
 	}
-	if !s.validToken(cred) {
-		return ghError(401, "Bad credentials", "https://docs.github.com/rest"), false
+	g := s.tokenGrant(cred)
+	if g == nil {
+		return nil, ghError(401, "Bad credentials", "https://docs.github.com/rest"), false
 	}
-	return reply{}, true
+	return g, reply{}, true
 }
 
-func (s *Server) validToken(tok string) bool {
+// reaches reports whether the token may see repository "owner/name".
+func (g *grant) reaches(fullName string) bool { return g.repos == nil || g.repos[fullName] }
+
+// allows reports whether the token holds every "permission:level" of perms.
+func (g *grant) allows(perms []string) bool {
+	for _, p := range perms {
+		perm, level, _ := strings.Cut(p, ":")
+		if !g.may(perm, level) {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenGrant returns what a valid, unexpired token may do, or nil.
+func (s *Server) tokenGrant(tok string) *grant {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.tokens[tok]
-	return ok && time.Now().Before(exp)
+	g := s.tokens[tok]
+	if g == nil || !time.Now().Before(g.expires) {
+		return nil
+	}
+	return g
 }
 
-func (s *Server) issueTokenLocked() (string, time.Time) {
+func (s *Server) validToken(tok string) bool { return s.tokenGrant(tok) != nil }
+
+func (s *Server) issueTokenLocked(g *grant) (string, time.Time) {
 	s.nextID++
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%d-%d-%p", time.Now().UnixNano(), s.nextID, s)))
 	tok := "ghs_" + hex.EncodeToString(sum[:])[:36]
 	exp := time.Now().Add(s.opts.TokenTTL).UTC().Truncate(time.Second)
-	s.tokens[tok] = exp
+	g.expires = exp
+	s.tokens[tok] = g
 	return tok, exp
 }
 
@@ -621,7 +680,7 @@ func (s *Server) issueTokenLocked() (string, time.Time) {
 func (s *Server) RevokeTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tokens = map[string]time.Time{}
+	s.tokens = map[string]*grant{}
 	s.token = ""
 }
 

@@ -715,3 +715,142 @@ func TestLargeFileContents(t *testing.T) {
 		t.Fatalf("raw large blob: %v", err)
 	}
 }
+
+// TestNarrowedTokens: the token exchange records what was asked for, and a token narrowed to
+// one repository and a few permissions reaches nothing else, over REST and Git.
+func TestNarrowedTokens(t *testing.T) {
+	key, _ := NewAppKey(t)
+	s := New(t, Options{AppID: 77, InstallationID: 88, AppKey: &key.PublicKey})
+	s.SeedRepo(owner, name, "main", map[string]string{"a.yaml": "a: 1\n"})
+	s.SeedRepo(owner, "other", "main", map[string]string{"b.yaml": "b: 1\n"})
+	jwtTok, err := AppJWT(77, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := github.NewClient(nil).WithAuthToken(jwtTok).WithEnterpriseURLs(s.URL(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tok, _, err := app.Apps.CreateInstallationToken(ctx, 88, &github.InstallationTokenOptions{
+		Repositories: []string{name},
+		Permissions:  &github.InstallationPermissions{Contents: github.String("read"), PullRequests: github.String("write")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TokenRequest{InstallationID: 88, Status: 201, Repositories: []string{name}, Permissions: map[string]string{"contents": "read", "pull_requests": "write"}}
+	if reqs := s.TokenRequests(); len(reqs) != 1 || fmt.Sprint(reqs[0]) != fmt.Sprint(want) {
+		t.Fatalf("token requests %+v, want [%+v]", reqs, want)
+	}
+	if len(tok.Repositories) != 1 || tok.GetPermissions().GetIssues() != "" || tok.GetPermissions().GetContents() != "read" {
+		t.Errorf("token answer: %d repositories, permissions %+v", len(tok.Repositories), tok.GetPermissions())
+	}
+	gh, err := github.NewClient(nil).WithAuthToken(tok.GetToken()).WithEnterpriseURLs(s.URL(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func() (*github.Response, error)
+		want int
+	}{
+		{"read its repository", func() (*github.Response, error) { _, r, err := gh.Repositories.Get(ctx, owner, name); return r, err }, 200},
+		{"another repository is invisible", func() (*github.Response, error) { _, r, err := gh.Repositories.Get(ctx, owner, "other"); return r, err }, 404},
+		{"contents: read cannot create a ref", func() (*github.Response, error) {
+			_, r, err := gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/x"), Object: &github.GitObject{SHA: github.String(s.BranchSHA(owner, name, "main"))}})
+			return r, err
+		}, 403},
+		{"no issues permission: no labels", func() (*github.Response, error) {
+			_, r, err := gh.Issues.AddLabelsToIssue(ctx, owner, name, 1, []string{"x"})
+			return r, err
+		}, 403},
+		{"pull_requests: write lists pulls", func() (*github.Response, error) {
+			_, r, err := gh.PullRequests.List(ctx, owner, name, nil)
+			return r, err
+		}, 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := tt.call()
+			if resp == nil || resp.StatusCode != tt.want {
+				t.Fatalf("status %v (err %v), want %d", resp, err, tt.want)
+			}
+		})
+	}
+	auth := &githttp.BasicAuth{Username: "x-access-token", Password: tok.GetToken()}
+	if _, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{URL: s.GitURL(owner, "other"), Auth: auth}); err == nil {
+		t.Error("cloned a repository outside the token's selection")
+	}
+	repo, err := git.CloneContext(ctx, memory.NewStorage(), memfs.New(), &git.CloneOptions{URL: s.GitURL(owner, name), Auth: auth})
+	if err != nil {
+		t.Fatalf("clone with contents: read: %v", err)
+	}
+	if err := repo.PushContext(ctx, &git.PushOptions{Auth: auth, RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/copy"}}); err == nil {
+		t.Error("pushed with contents: read")
+	}
+
+	// Asking for more than the installation has, or a repository it lacks: GitHub's 422.
+	for _, opts := range []*github.InstallationTokenOptions{
+		{Permissions: &github.InstallationPermissions{Administration: github.String("write")}},
+		{Repositories: []string{"missing"}},
+	} {
+		if _, resp, err := app.Apps.CreateInstallationToken(ctx, 88, opts); err == nil || resp.StatusCode != 422 {
+			t.Errorf("token request %+v: err %v, want 422", opts, err)
+		}
+	}
+}
+
+// TestUpdateBranchAndComments: update-branch merges the base into the head (202) and clears
+// "behind"; issue comments are recorded on the pull request.
+func TestUpdateBranchAndComments(t *testing.T) {
+	s, gh := newServer(t)
+	ctx := context.Background()
+	s.SetRequireUpToDate(owner, name, true)
+	if _, _, err := gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/feature"), Object: &github.GitObject{SHA: github.String(s.BranchSHA(owner, name, "main"))}}); err != nil {
+		t.Fatal(err)
+	}
+	head := s.PushBaseCommit(owner, name, "feature", "feature", map[string]string{"feature.yaml": "f: 1\n"})
+	s.PushBaseCommit(owner, name, "main", "base moves on", map[string]string{"README.md": "# moved\n"})
+	pr, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: github.String("f"), Head: github.String("feature"), Base: github.String("main")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := pr.GetNumber()
+	state := func() string {
+		for range 10 {
+			p, _, err := gh.PullRequests.Get(ctx, owner, name, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.GetMergeableState() != "unknown" {
+				return p.GetMergeableState()
+			}
+		}
+		return "unknown"
+	}
+	if st := state(); st != "behind" {
+		t.Fatalf("mergeable_state = %q, want behind (feature lacks main's commits)", st)
+	}
+	if _, _, err := gh.PullRequests.UpdateBranch(ctx, owner, name, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String("0000000000000000000000000000000000000000")}); err == nil {
+		t.Fatal("update-branch with a stale expected_head_sha succeeded")
+	}
+	_, _, err = gh.PullRequests.UpdateBranch(ctx, owner, name, n, &github.PullRequestBranchUpdateOptions{ExpectedHeadSHA: github.String(head)})
+	var accepted *github.AcceptedError
+	if !errors.As(err, &accepted) {
+		t.Fatalf("update-branch: %v, want 202", err)
+	}
+	if st := state(); st != "clean" {
+		t.Fatalf("mergeable_state after update-branch = %q, want clean", st)
+	}
+	snap, _ := s.PR(owner, name, n)
+	if parents := s.CommitParents(owner, name, snap.HeadSHA); len(parents) != 2 || parents[0] != head || parents[1] != s.BranchSHA(owner, name, "main") {
+		t.Errorf("updated head's parents %v, want [%s main]", parents, head)
+	}
+	if _, _, err := gh.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: github.String("why")}); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := s.PR(owner, name, n); fmt.Sprint(snap.Comments) != "[why]" {
+		t.Errorf("comments %q", snap.Comments)
+	}
+}
