@@ -14,8 +14,12 @@ import (
 // credential transport and the resilience chain. Every error is an *APIError (see errors.go).
 type Client struct {
 	gh    *gh.Client
+	creds credentials
 	owner string
 	repo  string
+	// app and installationID describe GitHub App credentials (for CheckCredentials).
+	app            bool
+	installationID int64
 }
 
 // NewClient builds a Client for cfg.Repository ("owner/name").
@@ -32,15 +36,15 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&s)
 	}
-	rt, err := NewTransportWithBase(cfg, s.chain())
+	creds, err := newCredentials(cfg, s.chain(), s.clock, s.credentialRecheck)
 	if err != nil {
 		return nil, err
 	}
 	api, _ := cfg.apiURL()
-	c := gh.NewClient(&http.Client{Transport: rt})
+	c := gh.NewClient(&http.Client{Transport: creds})
 	c.BaseURL = api
 	c.UserAgent = "kustos"
-	return &Client{gh: c, owner: owner, repo: repo}, nil
+	return &Client{gh: c, creds: creds, owner: owner, repo: repo, app: cfg.PrivateKeyFile != "", installationID: cfg.InstallationID}, nil
 }
 
 // Owner and Repo name the repository.
@@ -141,18 +145,41 @@ func (c *Client) GetFileContent(ctx context.Context, path, ref string) ([]byte, 
 
 // FindOpenPR returns the open pull request from head branch of this repository, or nil.
 func (c *Client) FindOpenPR(ctx context.Context, head string) (*gh.PullRequest, error) {
+	prs, err := c.FindPRs(ctx, head, "open")
+	if err != nil || len(prs) == 0 {
+		return nil, err
+	}
+	return prs[0], nil
+}
+
+// maxFindPRs bounds FindPRs: one page of GitHub's list.
+const maxFindPRs = 100
+
+// FindPRs returns the pull requests from head branch of this repository in state ("open",
+// "closed" or "all"), newest first, at most 100. A closed one that is not merged (GetMerged
+// false, MergedAt nil) was closed by a person or by ClosePR. The request is conditional (ETag),
+// so polling an unchanged list spends no rate limit.
+func (c *Client) FindPRs(ctx context.Context, head, state string) ([]*gh.PullRequest, error) {
+	op := "find pull requests from " + head
+	switch state {
+	case "open", "closed", "all":
+	default:
+		return nil, &APIError{Op: op, Message: fmt.Sprintf("state %q is not open, closed or all", state), kinds: []error{ErrValidation}}
+	}
 	prs, _, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, &gh.PullRequestListOptions{
-		State: "open", Head: c.owner + ":" + head, ListOptions: gh.ListOptions{PerPage: 10},
+		State: state, Head: c.owner + ":" + head, Sort: "created", Direction: "desc",
+		ListOptions: gh.ListOptions{PerPage: maxFindPRs},
 	})
 	if err != nil {
-		return nil, classify("find pull request from "+head, err)
+		return nil, classify(op, err)
 	}
+	out := prs[:0]
 	for _, pr := range prs {
 		if pr.GetHead().GetRef() == head {
-			return pr, nil
+			out = append(out, pr)
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // NewPR describes a pull request to open.
@@ -173,7 +200,7 @@ func (c *Client) CreatePR(ctx context.Context, p NewPR) (pr *gh.PullRequest, ado
 		return pr, false, nil
 	}
 	cerr := classify("create pull request from "+p.Head, err)
-	if ae, ok := cerr.(*APIError); ok && ae.StatusCode == http.StatusUnprocessableEntity &&
+	if ae := (*APIError)(nil); errors.As(cerr, &ae) && ae.StatusCode == http.StatusUnprocessableEntity &&
 		strings.Contains(strings.ToLower(ae.Message), "a pull request already exists") {
 		existing, ferr := c.FindOpenPR(ctx, p.Head)
 		if ferr != nil {
@@ -210,10 +237,62 @@ func (c *Client) EditPR(ctx context.Context, number int, title, body string) (*g
 	return pr, classify(fmt.Sprintf("edit pull request #%d", number), err)
 }
 
-// ClosePR closes a pull request without merging.
-func (c *Client) ClosePR(ctx context.Context, number int) error {
-	_, _, err := c.gh.PullRequests.Edit(ctx, c.owner, c.repo, number, &gh.PullRequest{State: gh.String("closed")})
-	return classify(fmt.Sprintf("close pull request #%d", number), err)
+// ClosePR closes an open pull request without merging it, first leaving comment (when not
+// empty) to say why. A pull request that is already closed or merged is left alone, comment
+// included, so that calling ClosePR again after it succeeded does nothing. The comment is not
+// retried by the client (a repeat would post it twice); closing is.
+func (c *Client) ClosePR(ctx context.Context, number int, comment string) error {
+	op := fmt.Sprintf("close pull request #%d", number)
+	pr, _, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
+	if err != nil {
+		return classify(op, err)
+	}
+	if pr.GetState() != "open" {
+		return nil
+	}
+	if comment != "" {
+		if _, _, err := c.gh.Issues.CreateComment(ctx, c.owner, c.repo, number, &gh.IssueComment{Body: gh.String(comment)}); err != nil {
+			return classify(fmt.Sprintf("comment on pull request #%d", number), err)
+		}
+	}
+	_, _, err = c.gh.PullRequests.Edit(ctx, c.owner, c.repo, number, &gh.PullRequest{State: gh.String("closed")})
+	return classify(op, err)
+}
+
+// UpdateBranch merges the base branch into the head of pull request number, as GitHub's
+// "Update branch" button does, for a pull request that is "behind" where branch protection
+// requires branches to be up to date. It is refused with ErrConflict when the head is no
+// longer expectedHeadSHA (someone pushed: re-read the pull request), and with ErrNotMergeable
+// when the base does not merge cleanly into the head (rebuild the branch instead). A head that
+// already has every commit of the base is not an error. GitHub finishes the merge in the
+// background: the pull request shows the new head shortly after. Not retried on 5xx: re-read
+// the pull request instead.
+func (c *Client) UpdateBranch(ctx context.Context, number int, expectedHeadSHA string) error {
+	op := fmt.Sprintf("update branch of pull request #%d", number)
+	var opts *gh.PullRequestBranchUpdateOptions
+	if expectedHeadSHA != "" {
+		opts = &gh.PullRequestBranchUpdateOptions{ExpectedHeadSHA: gh.String(expectedHeadSHA)}
+	}
+	_, _, err := c.gh.PullRequests.UpdateBranch(ctx, c.owner, c.repo, number, opts)
+	var accepted *gh.AcceptedError
+	if err == nil || errors.As(err, &accepted) {
+		return nil // 202: GitHub is updating the branch
+	}
+	cerr := classify(op, err)
+	var ae *APIError
+	if !errors.As(cerr, &ae) || ae.StatusCode != http.StatusUnprocessableEntity {
+		return cerr
+	}
+	switch lm := strings.ToLower(ae.Message); {
+	case strings.Contains(lm, "no new commits"):
+		return nil
+	case strings.Contains(lm, "expected head sha"):
+		ae.kinds = append(ae.kinds, ErrConflict)
+		ae.Message = "head moved: " + ae.Message
+	case strings.Contains(lm, "conflict"):
+		ae.kinds = append(ae.kinds, ErrNotMergeable)
+	}
+	return ae
 }
 
 // MergePR merges a pull request only if its head is still headSHA. A moved head (409) is
@@ -229,7 +308,7 @@ func (c *Client) MergePR(ctx context.Context, number int, headSHA string, squash
 	})
 	if err != nil {
 		err = classify(fmt.Sprintf("merge pull request #%d", number), err)
-		if ae, ok := err.(*APIError); ok && ae.StatusCode == http.StatusConflict {
+		if ae := (*APIError)(nil); errors.As(err, &ae) && ae.StatusCode == http.StatusConflict {
 			ae.Message = "head moved: " + ae.Message
 		}
 		return nil, err
@@ -244,31 +323,4 @@ func (c *Client) AddLabels(ctx context.Context, number int, labels ...string) er
 	}
 	_, _, err := c.gh.Issues.AddLabelsToIssue(ctx, c.owner, c.repo, number, labels)
 	return classify(fmt.Sprintf("add labels to #%d", number), err)
-}
-
-// CombinedStatus returns the combined commit status of ref.
-func (c *Client) CombinedStatus(ctx context.Context, ref string) (*gh.CombinedStatus, error) {
-	st, _, err := c.gh.Repositories.GetCombinedStatus(ctx, c.owner, c.repo, ref, &gh.ListOptions{PerPage: 100})
-	return st, classify("get combined status of "+ref, err)
-}
-
-// maxCheckRunPages bounds CheckRuns (10 × 100 runs).
-const maxCheckRunPages = 10
-
-// CheckRuns returns the check runs of ref.
-func (c *Client) CheckRuns(ctx context.Context, ref string) ([]*gh.CheckRun, error) {
-	opts := &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-	var all []*gh.CheckRun
-	for page := 0; page < maxCheckRunPages; page++ {
-		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, ref, opts)
-		if err != nil {
-			return nil, classify("list check runs of "+ref, err)
-		}
-		all = append(all, res.CheckRuns...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	return all, nil
 }

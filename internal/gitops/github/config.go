@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/bradleyfalzon/ghinstallation/v2"
 )
 
 // DefaultAPIURL is the API root of github.com.
@@ -97,30 +95,10 @@ func NewTransport(cfg Config) (http.RoundTripper, error) {
 }
 
 // NewTransportWithBase is NewTransport sending through base (nil: http.DefaultTransport).
+// GitHub App installation tokens are narrowed to cfg.Repository (when set) and to
+// TokenPermissions; a refusal of the App's credentials is a *CredentialsError.
 func NewTransportWithBase(cfg Config, base http.RoundTripper) (http.RoundTripper, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	api, _ := cfg.apiURL()
-	if cfg.TokenFile != "" {
-		t := &tokenFileTransport{path: cfg.TokenFile, next: base}
-		if _, err := t.token(); err != nil { // fail fast at start-up
-			return nil, err
-		}
-		return t, nil
-	}
-	key, err := loadPrivateKey(cfg.PrivateKeyFile)
-	if err != nil {
-		return nil, err
-	}
-	atr := ghinstallation.NewAppsTransportFromPrivateKey(base, cfg.AppID, key)
-	atr.BaseURL = strings.TrimSuffix(api.String(), "/")
-	itr := ghinstallation.NewFromAppsTransport(atr, cfg.InstallationID)
-	itr.BaseURL = atr.BaseURL
-	return itr, nil
+	return newCredentials(cfg, base, realClock{}, DefaultCredentialRecheck)
 }
 
 // loadPrivateKey reads and parses an RSA key. Its errors describe the problem without ever
@@ -207,12 +185,19 @@ func (t *tokenFileTransport) token() (string, error) {
 	return tok, nil
 }
 
-func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// Token returns the file's token; an unusable file is a *CredentialsError.
+func (t *tokenFileTransport) Token(context.Context) (string, error) {
 	tok, err := t.token()
 	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
+		return "", &CredentialsError{Hint: err.Error()}
+	}
+	return tok, nil
+}
+
+func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.Token(req.Context())
+	if err != nil {
+		closeBody(req)
 		return nil, err
 	}
 	r := req.Clone(req.Context())
@@ -222,18 +207,15 @@ func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error
 
 // NewTokenSource returns a function that yields a token that may read the repository over
 // HTTPS with cfg's credentials: the token file's token (re-read when it changes), or an
-// installation token of the GitHub App (refreshed before it expires). The Git clone of the
-// base branch authenticates with it.
+// installation token of the GitHub App (refreshed before it expires).
+//
+// Deprecated: it builds a second credential transport beside the Client's, whose token
+// exchange bypasses the client's retries, rate limits and metrics and fetches a second
+// installation token. Use (*Client).GitToken.
 func NewTokenSource(cfg Config) (func(ctx context.Context) (string, error), error) {
-	rt, err := NewTransport(cfg)
+	creds, err := newCredentials(cfg, nil, realClock{}, DefaultCredentialRecheck)
 	if err != nil {
 		return nil, err
 	}
-	switch t := rt.(type) {
-	case *tokenFileTransport:
-		return func(context.Context) (string, error) { return t.token() }, nil
-	case *ghinstallation.Transport:
-		return t.Token, nil
-	}
-	return nil, fmt.Errorf("github: no token source for %T", rt)
+	return creds.Token, nil
 }

@@ -4,7 +4,10 @@
 // backoff and jitter, primary and secondary rate-limit handling, serialized mutations,
 // conditional GETs with an ETag cache), the Prometheus metrics of that traffic, and a thin
 // Client over go-github v60 that exposes exactly the calls the PR actuator needs, with errors
-// classified as ErrNotFound, ErrConflict, ErrValidation, ErrRateLimited and friends.
+// classified as ErrNotFound, ErrConflict, ErrValidation, ErrRateLimited and friends. A refusal
+// of the configured credentials is ErrCredentials naming the flag to fix (see
+// Client.CheckCredentials); a GitHub App's installation tokens are narrowed to the one
+// repository and TokenPermissions, and Client.GitToken hands the same token to Git.
 //
 // It knows nothing about quotas, YAML or Leases; the PR writer in package gitops composes these
 // calls. Secret material (private keys, tokens) never appears in errors, logs or metrics.

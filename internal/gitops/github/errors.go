@@ -23,6 +23,10 @@ var (
 	ErrNotMergeable  = errors.New("not mergeable")
 	ErrUnauthorized  = errors.New("unauthorized or forbidden")
 	ErrUnavailable   = errors.New("github unavailable") // 5xx, timeouts, network
+	// ErrCredentials: GitHub refused the configured credentials (wrong App ID, private key,
+	// installation ID, repository, or token), or the token file cannot be used. Retrying
+	// without a configuration change cannot help; see *CredentialsError for the flag to fix.
+	ErrCredentials = errors.New("github credentials misconfigured")
 )
 
 // APIError is a classified failure of one Client call.
@@ -82,7 +86,7 @@ func RetryAt(err error) (time.Time, bool) {
 var kindLabels = map[error]string{
 	ErrNotFound: "not_found", ErrConflict: "conflict", ErrValidation: "validation",
 	ErrRateLimited: "rate_limited", ErrNotMergeable: "not_mergeable",
-	ErrUnauthorized: "unauthorized", ErrUnavailable: "unavailable",
+	ErrUnauthorized: "unauthorized", ErrUnavailable: "unavailable", ErrCredentials: "credentials",
 }
 
 // classify wraps err from a go-github call with op and a class, and counts it.
@@ -92,6 +96,7 @@ func classify(op string, err error) error {
 	}
 	ae := &APIError{Op: op, err: err}
 	var (
+		cred  *CredentialsError
 		ours  *RateLimitError
 		prim  *gh.RateLimitError
 		abuse *gh.AbuseRateLimitError
@@ -99,6 +104,9 @@ func classify(op string, err error) error {
 		ne    net.Error
 	)
 	switch {
+	case errors.As(err, &cred):
+		// before the *url.Error around it, which would read as a network fault
+		ae.kinds, ae.StatusCode, ae.Message = []error{ErrCredentials}, cred.StatusCode, cred.detail()
 	case errors.As(err, &ours):
 		ae.kinds, ae.Reset = []error{ErrRateLimited}, ours.Reset
 	case errors.As(err, &prim):
@@ -134,6 +142,11 @@ func classify(op string, err error) error {
 			}
 		case c == http.StatusMethodNotAllowed:
 			ae.kinds = []error{ErrNotMergeable}
+		case c == http.StatusTooManyRequests:
+			ae.kinds = []error{ErrRateLimited}
+			if d, ok := retryAfter(er.Response.Header, time.Now()); ok {
+				ae.Reset = time.Now().Add(d)
+			}
 		case c == http.StatusUnauthorized || c == http.StatusForbidden:
 			ae.kinds = []error{ErrUnauthorized}
 		case c >= 500:

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -41,3 +42,12 @@ type rtFunc func(*http.Request) (*http.Response, error)
 func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func noJitter(d time.Duration) time.Duration { return d }
+
+// osWriteFileTime writes content to path and sets its modification time to mtime, so that a
+// reader that caches by modification time sees the change.
+func osWriteFileTime(path, content string, mtime time.Time) error {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return err
+	}
+	return os.Chtimes(path, mtime, mtime)
+}

@@ -24,7 +24,7 @@ var (
 
 	errorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_github_errors_total",
-		Help: "GitHub faults seen, by kind: network, timeout, server_error, rate_limit, secondary_rate_limit (per attempt); not_found, conflict, validation, not_mergeable, unauthorized, rate_limited, unavailable, other (per failed client call).",
+		Help: "GitHub faults seen, by kind: network, timeout, server_error, rate_limit, secondary_rate_limit (per attempt); not_found, conflict, validation, not_mergeable, unauthorized, credentials, rate_limited, unavailable, other (per failed client call).",
 	}, []string{"kind"})
 
 	retriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{

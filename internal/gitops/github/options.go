@@ -20,33 +20,35 @@ const (
 
 // settings configures the transport chain; Options change it.
 type settings struct {
-	base             http.RoundTripper
-	clock            Clock
-	timeout          time.Duration
-	maxRetries       int
-	backoffBase      time.Duration
-	backoffCap       time.Duration
-	jitter           func(time.Duration) time.Duration
-	maxWait          time.Duration
-	secondaryDefault time.Duration
-	cacheEntries     int
-	mutationInterval time.Duration
-	identity         string
+	base              http.RoundTripper
+	clock             Clock
+	timeout           time.Duration
+	maxRetries        int
+	backoffBase       time.Duration
+	backoffCap        time.Duration
+	jitter            func(time.Duration) time.Duration
+	maxWait           time.Duration
+	secondaryDefault  time.Duration
+	cacheEntries      int
+	mutationInterval  time.Duration
+	identity          string
+	credentialRecheck time.Duration
 }
 
 func defaultSettings() settings {
 	return settings{
-		base:             http.DefaultTransport,
-		clock:            realClock{},
-		timeout:          DefaultRequestTimeout,
-		maxRetries:       DefaultMaxRetries,
-		backoffBase:      DefaultBackoffBase,
-		backoffCap:       DefaultBackoffCap,
-		jitter:           equalJitter,
-		maxWait:          DefaultMaxRateLimitWait,
-		secondaryDefault: DefaultSecondaryRetryAfter,
-		cacheEntries:     DefaultCacheEntries,
-		mutationInterval: DefaultMutationInterval,
+		base:              http.DefaultTransport,
+		clock:             realClock{},
+		timeout:           DefaultRequestTimeout,
+		maxRetries:        DefaultMaxRetries,
+		backoffBase:       DefaultBackoffBase,
+		backoffCap:        DefaultBackoffCap,
+		jitter:            equalJitter,
+		maxWait:           DefaultMaxRateLimitWait,
+		secondaryDefault:  DefaultSecondaryRetryAfter,
+		cacheEntries:      DefaultCacheEntries,
+		mutationInterval:  DefaultMutationInterval,
+		credentialRecheck: DefaultCredentialRecheck,
 	}
 }
 
@@ -95,6 +97,12 @@ func WithCacheEntries(n int) Option { return func(s *settings) { s.cacheEntries 
 // GitHub's best practices ask).
 func WithMutationInterval(d time.Duration) Option {
 	return func(s *settings) { s.mutationInterval = d }
+}
+
+// WithCredentialRecheck sets how long a refusal of the App's credentials by the token
+// endpoint is remembered before the exchange is tried again (default 1 min).
+func WithCredentialRecheck(d time.Duration) Option {
+	return func(s *settings) { s.credentialRecheck = d }
 }
 
 // WithCacheIdentity names the credentials for the ETag cache key (NewClient sets it from the
