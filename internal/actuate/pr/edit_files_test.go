@@ -3,6 +3,7 @@ package pr
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -47,6 +48,16 @@ func TestProposeDeleteUnlistsFile(t *testing.T) {
 	}
 	if n := e.s.CountRequests("POST", "/repos/{owner}/{repo}/git/commits"); n != 1 {
 		t.Errorf("%d commits created, want one", n)
+	}
+	prs := e.s.PRs(owner, repoName)
+	if len(prs) != 1 {
+		t.Fatalf("want one PR, have %d", len(prs))
+	}
+	p := prs[0]
+	for _, want := range []string{"Deletes `" + quota + "`", teamKust, extraKust} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("PR body lacks %q: a reviewer must see every file the PR touches\n%s", want, p.Body)
+		}
 	}
 	head := e.s.BranchSHA(owner, repoName, res.Branch)
 	if ps := e.s.CommitParents(owner, repoName, head); len(ps) != 1 || ps[0] != e.s.BranchSHA(owner, repoName, "main") {

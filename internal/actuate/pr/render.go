@@ -147,7 +147,10 @@ func CommitMessage(c lifecycle.Change, title string) string {
 // Body renders the PR description: what and why, the evidence, the deficit if any, how to opt
 // out, and the hidden key marker. It is a pure function of its inputs, so an unchanged Change
 // never edits the PR.
-func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster string) string {
+//
+// also lists the other files the commit changes (the kustomizations a deleted file is taken out
+// of), so a reviewer sees every file the PR touches.
+func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster string, also ...string) string {
 	var b strings.Builder
 	b.WriteString(Marker(c.Key) + "\n")
 	fmt.Fprintf(&b, "Kustos proposes to **%s** of %s `%s`", md(Summary(c, ed)), md(c.Target.Kind), code(scope(c.Target)))
@@ -157,11 +160,25 @@ func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster s
 	b.WriteString(".\n\n")
 
 	b.WriteString("### What\n\n")
-	fmt.Fprintf(&b, "Edits `%s` (document %d", code(loc.Path), loc.Doc+1)
+	verb := "Edits"
+	if ed.Deleted {
+		verb = "Removes the object from"
+		if len(yamledit.Documents(ed.Out)) == 0 {
+			verb = "Deletes"
+		}
+	}
+	fmt.Fprintf(&b, "%s `%s` (document %d", verb, code(loc.Path), loc.Doc+1)
 	if loc.Namespace != "" {
 		fmt.Fprintf(&b, ", namespace `%s`", code(loc.Namespace))
 	}
 	b.WriteString("); comments and formatting are kept.\n\n")
+	if len(also) > 0 {
+		quoted := make([]string, len(also))
+		for i, p := range also {
+			quoted[i] = "`" + code(p) + "`"
+		}
+		fmt.Fprintf(&b, "Also takes the deleted file out of %s.\n\n", strings.Join(quoted, ", "))
+	}
 	if len(ed.Fields) > 0 {
 		b.WriteString("| field | current | proposed |\n|---|---|---|\n")
 		for _, f := range ed.Fields {

@@ -254,7 +254,11 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 	}
 	title := Title(c, ed)
-	body := Body(c, ed, loc, w.cfg.Cluster)
+	var also []string
+	for _, f := range files[1:] {
+		also = append(also, f.Path)
+	}
+	body := Body(c, ed, loc, w.cfg.Cluster, also...)
 
 	// 2. The one open PR of the key, if any, and whether its branch is already right.
 	pr, err := w.gh.FindOpenPR(ctx, branch)
@@ -423,7 +427,7 @@ func missingLabels(pr *gh.PullRequest, want []string) []string {
 
 // withoutFrom drops the values the detector observed, leaving only the target values.
 func withoutFrom(e lifecycle.Edit) lifecycle.Edit {
-	out := lifecycle.Edit{Op: e.Op}
+	out := lifecycle.Edit{Op: e.Op, Annotations: e.Annotations}
 	for _, f := range e.Fields {
 		f.From = ""
 		out.Fields = append(out.Fields, f)
