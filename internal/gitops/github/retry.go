@@ -121,6 +121,16 @@ func (r *rateLimits) blocked(req *http.Request, now time.Time) (limit *RateLimit
 //
 // A mutation gives the serializer's slot up for every one of these waits (waitOutsideSlot),
 // so that one pull request's wait does not hold up the mutations of the others.
+//
+// Why not github.com/gofri/go-github-ratelimit (v2.0.2, evaluated 2026-11): run against a
+// local server, its secondary limiter passed a 403 "You have exceeded a secondary rate limit"
+// without Retry-After or x-ratelimit-reset straight through after 1 ms and 1 request (GitHub
+// asks for at least a minute; this transport waits 60 s, doubling), and passed a 429 with
+// Retry-After whose body is not worded like GitHub's through after 1 request (this transport
+// waits Retry-After and retries). Its primary limiter never waits, only fails. It sleeps on
+// time.Timer, so its waits cannot be asserted with a fake Clock as TestRetryTransport does,
+// and it does not retry 5xx or network errors, so the idempotency rules below would stay
+// hand-written anyway. Replaying a POST body after a wait worked in both.
 type retryTransport struct {
 	next   http.RoundTripper
 	s      settings
