@@ -109,7 +109,7 @@ func loadPrivateKey(path string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: cannot read %s: %v", flag, path, pe.Err)
+			return nil, fmt.Errorf("%s: cannot read %s: %w", flag, path, pe.Err)
 		}
 		return nil, fmt.Errorf("%s: cannot read %s", flag, path)
 	}
@@ -161,7 +161,7 @@ func (t *tokenFileTransport) token() (string, error) {
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return "", fmt.Errorf("%s: cannot read %s: %v", flag, t.path, pe.Err)
+			return "", fmt.Errorf("%s: cannot read %s: %w", flag, t.path, pe.Err)
 		}
 		return "", fmt.Errorf("%s: cannot read %s", flag, t.path)
 	}

@@ -116,7 +116,7 @@ func TestTokenFileIsReReadWhenRotated(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, r.Header.Get("Authorization"))
 		mu.Unlock()
-		w.Write([]byte(`{"default_branch":"main"}`))
+		_, _ = w.Write([]byte(`{"default_branch":"main"}`))
 	}))
 	defer srv.Close()
 	p := writeFile(t, "token", "token-one\n")
@@ -125,7 +125,7 @@ func TestTokenFileIsReReadWhenRotated(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func() {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/repos/o/r", nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/repos/o/r", http.NoBody)
 		resp, err := rt.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +138,9 @@ func TestTokenFileIsReReadWhenRotated(t *testing.T) {
 		t.Fatal(err)
 	}
 	future := time.Now().Add(time.Minute)
-	os.Chtimes(p, future, future)
+	if err := os.Chtimes(p, future, future); err != nil {
+		t.Fatal(err)
+	}
 	get()
 	want := []string{"Bearer token-one", "Bearer token-one", "Bearer token-two-rotated"}
 	if strings.Join(seen, ",") != strings.Join(want, ",") {
@@ -161,13 +163,13 @@ func TestAppCredentialsUseAPIURL(t *testing.T) {
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 			t.Errorf("token exchange without JWT: %q", r.Header.Get("Authorization"))
 		}
-		json.NewEncoder(w).Encode(map[string]any{"token": "ghs_installation", "expires_at": time.Now().Add(time.Hour)})
+		_ = json.NewEncoder(w).Encode(map[string]any{"token": "ghs_installation", "expires_at": time.Now().Add(time.Hour)})
 	})
 	mux.HandleFunc("GET /api/v3/repos/acme/gitops", func(w http.ResponseWriter, r *http.Request) {
 		if got := r.Header.Get("Authorization"); got != "token ghs_installation" {
 			t.Errorf("Authorization %q", got)
 		}
-		w.Write([]byte(`{"default_branch":"trunk"}`))
+		_, _ = w.Write([]byte(`{"default_branch":"trunk"}`))
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

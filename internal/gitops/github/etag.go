@@ -38,8 +38,8 @@ type cacheEntry struct {
 	body   []byte
 }
 
-func newETagCache(next http.RoundTripper, max int, identity string) *etagCache {
-	return &etagCache{next: next, identity: identity, max: max, ll: list.New(), items: map[string]*list.Element{}}
+func newETagCache(next http.RoundTripper, maxEntries int, identity string) *etagCache {
+	return &etagCache{next: next, identity: identity, max: maxEntries, ll: list.New(), items: map[string]*list.Element{}}
 }
 
 func (c *etagCache) key(req *http.Request) string {

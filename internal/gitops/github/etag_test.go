@@ -51,7 +51,7 @@ func TestETagCache(t *testing.T) {
 	}
 	get := func(path, auth string) want {
 		t.Helper()
-		req, _ := http.NewRequest("GET", hs.URL+path, nil)
+		req, _ := http.NewRequest("GET", hs.URL+path, http.NoBody)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -107,7 +107,7 @@ func TestETagCacheSkipsNonGET(t *testing.T) {
 	defer hs.Close()
 	cache := newETagCache(http.DefaultTransport, 10, "id")
 	for range 2 {
-		req, _ := http.NewRequest("PATCH", hs.URL+"/a", nil)
+		req, _ := http.NewRequest("PATCH", hs.URL+"/a", http.NoBody)
 		resp, err := cache.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)

@@ -51,3 +51,15 @@ func osWriteFileTime(path, content string, mtime time.Time) error {
 	}
 	return os.Chtimes(path, mtime, mtime)
 }
+
+// roundTrip sends req and closes the body of any response, for calls whose answer a test does
+// not read (it expects an error, or runs the call in a goroutine). It returns the status (0
+// without a response) and the error.
+func roundTrip(rt http.RoundTripper, req *http.Request) (int, error) {
+	resp, err := rt.RoundTrip(req)
+	if resp == nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, err
+}

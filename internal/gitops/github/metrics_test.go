@@ -51,7 +51,7 @@ func TestMetricsLabelsStayLowCardinality(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Remaining", "4321")
 		w.Header().Set("X-RateLimit-Resource", "core")
-		w.Write([]byte("{}"))
+		_, _ = w.Write([]byte("{}"))
 	}))
 	defer hs.Close()
 	rt := &instrumented{next: http.DefaultTransport}
@@ -63,7 +63,7 @@ func TestMetricsLabelsStayLowCardinality(t *testing.T) {
 			fmt.Sprintf("/repos/owner%d/repo%d/contents/dir%d/file%d.yaml", i, i, i, i),
 			fmt.Sprintf("/repos/owner%d/repo%d/commits/%040x/check-runs", i, i, i),
 		} {
-			req, _ := http.NewRequest("GET", hs.URL+p, nil)
+			req, _ := http.NewRequest("GET", hs.URL+p, http.NoBody)
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
 				t.Fatal(err)

@@ -106,7 +106,7 @@ func TestErrorPathsWithMock(t *testing.T) {
 		// want are the classes the error must match (nil: success); notWant must not match.
 		want, notWant []error
 		wantMsg       string
-		wantCalls     []int32       // per script
+		wantCalls     []int32 // per script
 		wantSleeps    []time.Duration
 		wantRetryAt   time.Duration // > 0: RetryAt must be epoch + this (give or take the sleeps)
 	}{
@@ -332,7 +332,7 @@ func TestTokenEndpointErrorsWithMock(t *testing.T) {
 				if strings.Contains(err.Error(), "PRIVATE KEY") {
 					t.Fatalf("error leaks the key: %v", err)
 				}
-				if tt.want == ErrUnavailable {
+				if errors.Is(tt.want, ErrUnavailable) {
 					break // an outage is retried by the client, then by the caller
 				}
 			}

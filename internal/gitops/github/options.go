@@ -58,7 +58,7 @@ func equalJitter(d time.Duration) time.Duration {
 		return d
 	}
 	half := d / 2
-	return half + rand.N(d-half+1)
+	return half + rand.N(d-half+1) //nolint:gosec // G404: jitter only spreads retries; it needs no unpredictability
 }
 
 // Option changes the transport chain or the client.

@@ -312,8 +312,8 @@ func rewind(req *http.Request, attempt int) (*http.Request, error) {
 }
 
 func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) //nolint:errcheck
-	resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // only to reuse the connection
+	_ = resp.Body.Close()
 }
 
 // neverSent reports errors after which the server cannot have seen the request.

@@ -40,7 +40,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, v)
 	}
 	w.WriteHeader(st.code)
-	io.WriteString(w, st.body)
+	_, _ = io.WriteString(w, st.body)
 }
 
 func TestRetryTransport(t *testing.T) {
@@ -178,8 +178,8 @@ func TestRetryNetworkErrors(t *testing.T) {
 			rt := &retryTransport{next: base, limits: newRateLimits(), s: settings{
 				clock: newFakeClock(), maxRetries: 2, backoffBase: time.Second, backoffCap: time.Minute, jitter: noJitter,
 			}}
-			req, _ := http.NewRequest(tt.method, "http://gh.invalid/repos/o/r/pulls/1/merge", nil)
-			if _, err := rt.RoundTrip(req); !errors.Is(err, tt.err) {
+			req, _ := http.NewRequest(tt.method, "http://gh.invalid/repos/o/r/pulls/1/merge", http.NoBody)
+			if _, err := roundTrip(rt, req); !errors.Is(err, tt.err) {
 				t.Errorf("err = %v, want %v", err, tt.err)
 			}
 			if calls != tt.wantCalls {
@@ -198,13 +198,13 @@ func TestRateLimitPreflight(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	rt := &retryTransport{next: http.DefaultTransport, limits: newRateLimits(), s: settings{clock: c, maxRetries: 3, maxWait: time.Minute, jitter: noJitter}}
-	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", nil)
+	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", http.NoBody)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	_, err = rt.RoundTrip(req)
+	_, err = roundTrip(rt, req)
 	var rl *RateLimitError
 	if !errors.As(err, &rl) || !rl.Reset.Equal(resetAt) {
 		t.Fatalf("second call err = %v, want RateLimitError until %v", err, resetAt)
@@ -232,9 +232,9 @@ func TestRetryStopsWhenContextEnds(t *testing.T) {
 		clock: realClock{}, maxRetries: 10, backoffBase: time.Hour, backoffCap: time.Hour, jitter: noJitter}}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/repos/o/r", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/repos/o/r", http.NoBody)
 	start := time.Now()
-	if _, err := rt.RoundTrip(req); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := roundTrip(rt, req); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
 	if time.Since(start) > 5*time.Second || srv.calls != 1 {
@@ -259,14 +259,14 @@ func TestSecondaryLimitPausesTheWholeClient(t *testing.T) {
 	defer hs.Close()
 	rt := &retryTransport{next: http.DefaultTransport, limits: newRateLimits(), s: settings{
 		clock: c, maxRetries: 3, maxWait: 10 * time.Second, jitter: noJitter, secondaryDefault: time.Minute}}
-	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r/pulls/1", nil)
-	_, err := rt.RoundTrip(req)
+	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r/pulls/1", http.NoBody)
+	_, err := roundTrip(rt, req)
 	var rl *RateLimitError
 	if !errors.As(err, &rl) || !rl.Secondary || !rl.Reset.Equal(c.Now().Add(30*time.Second)) {
 		t.Fatalf("first: err = %v", err)
 	}
-	req2, _ := http.NewRequest("POST", hs.URL+"/repos/o/r/git/trees", nil)
-	if _, err := rt.RoundTrip(req2); !errors.As(err, &rl) || !rl.Secondary {
+	req2, _ := http.NewRequest("POST", hs.URL+"/repos/o/r/git/trees", http.NoBody)
+	if _, err := roundTrip(rt, req2); !errors.As(err, &rl) || !rl.Secondary {
 		t.Fatalf("second: err = %v, want secondary RateLimitError without a call", err)
 	}
 	if srv.calls != 1 {
@@ -313,7 +313,7 @@ func TestResourceOf(t *testing.T) {
 	for path, want := range map[string]string{
 		"/repos/o/r": "core", "/api/v3/search/issues": "search", "/search/code": "search", "/graphql": "graphql",
 	} {
-		req, _ := http.NewRequest("GET", "http://x"+path, nil)
+		req, _ := http.NewRequest("GET", "http://x"+path, http.NoBody)
 		if got := resourceOf(req); got != want {
 			t.Errorf("resourceOf(%s) = %s, want %s", path, got, want)
 		}

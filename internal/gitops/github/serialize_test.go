@@ -46,7 +46,7 @@ func TestMutationsAreSerialized(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest(method, hs.URL+"/repos/o/r/git/refs", nil)
+			req, _ := http.NewRequest(method, hs.URL+"/repos/o/r/git/refs", http.NoBody)
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
 				t.Error(err)
@@ -61,7 +61,7 @@ func TestMutationsAreSerialized(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 10 {
-				req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", nil)
+				req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", http.NoBody)
 				if resp, err := rt.RoundTrip(req); err == nil {
 					resp.Body.Close()
 				}
@@ -95,14 +95,14 @@ func TestTokenExchangeIsNotQueuedBehindMutations(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/refs", nil)
-		rt.RoundTrip(req)
+		req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/refs", http.NoBody)
+		_, _ = roundTrip(rt, req)
 	}()
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://x/api/v3/app/installations/42/access_tokens", nil)
-	if _, err := rt.RoundTrip(req); err != nil {
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://x/api/v3/app/installations/42/access_tokens", http.NoBody)
+	if _, err := roundTrip(rt, req); err != nil {
 		t.Fatalf("token exchange queued behind a mutation: %v", err)
 	}
 	close(block)
@@ -117,14 +117,14 @@ func TestSerializerHonoursContextWhileQueued(t *testing.T) {
 	})
 	rt := newSerializer(base, newFakeClock(), 0)
 	go func() {
-		req, _ := http.NewRequest("POST", "http://x/a", nil)
-		rt.RoundTrip(req)
+		req, _ := http.NewRequest("POST", "http://x/a", http.NoBody)
+		_, _ = roundTrip(rt, req)
 	}()
 	time.Sleep(20 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://x/b", nil)
-	if _, err := rt.RoundTrip(req); !errors.Is(err, context.DeadlineExceeded) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://x/b", http.NoBody)
+	if _, err := roundTrip(rt, req); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("queued mutation err = %v, want deadline exceeded", err)
 	}
 	close(block)

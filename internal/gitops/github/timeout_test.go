@@ -21,15 +21,15 @@ func TestTimeoutTransport(t *testing.T) {
 			}
 			return
 		}
-		w.Write([]byte("fast body"))
+		_, _ = w.Write([]byte("fast body"))
 	}))
 	defer hs.Close()
 	defer close(release)
 	rt := &timeoutTransport{next: http.DefaultTransport, timeout: 50 * time.Millisecond}
 
-	req, _ := http.NewRequest("GET", hs.URL+"/slow", nil)
+	req, _ := http.NewRequest("GET", hs.URL+"/slow", http.NoBody)
 	start := time.Now()
-	_, err := rt.RoundTrip(req)
+	_, err := roundTrip(rt, req)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want deadline exceeded", err)
 	}
@@ -38,7 +38,7 @@ func TestTimeoutTransport(t *testing.T) {
 	}
 
 	// The deadline stays active while the body is read and is released on Close.
-	req, _ = http.NewRequest("GET", hs.URL+"/fast", nil)
+	req, _ = http.NewRequest("GET", hs.URL+"/fast", http.NoBody)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -58,13 +58,13 @@ func TestTimeoutIsPerAttempt(t *testing.T) {
 			<-r.Context().Done() // hang until the client gives up
 			return
 		}
-		w.Write([]byte("ok"))
+		_, _ = w.Write([]byte("ok"))
 	}))
 	defer hs.Close()
 	clk := newFakeClock()
 	rt := NewChain(WithBaseTransport(http.DefaultTransport), WithClock(clk), WithRequestTimeout(50*time.Millisecond),
 		WithJitter(noJitter), WithBackoff(time.Second, time.Minute), WithCacheEntries(0))
-	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", nil)
+	req, _ := http.NewRequest("GET", hs.URL+"/repos/o/r", http.NoBody)
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)

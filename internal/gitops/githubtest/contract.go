@@ -2,7 +2,6 @@ package githubtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,7 +162,7 @@ func (c *Contract) CheckRequest(req *http.Request, template string, pathParams m
 		req.ContentLength = int64(len(body))
 	}
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
-	return openapi3filter.ValidateRequest(context.Background(), in)
+	return openapi3filter.ValidateRequest(req.Context(), in)
 }
 
 // relaxRequestBody documents and applies the request-side relaxations:
@@ -207,7 +206,7 @@ func (c *Contract) CheckResponse(req *http.Request, template string, pathParams 
 			return fmt.Errorf("status %d must have no body, got %d bytes", status, len(body))
 		}
 	}
-	return openapi3filter.ValidateResponse(context.Background(), in)
+	return openapi3filter.ValidateResponse(req.Context(), in)
 }
 
 // Declares reports whether the operation declares the response status.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/cgi"
+	"net/http/cgi" //nolint:gosec // G504: serves git http-backend; the httpoxy flaw was fixed in Go 1.6.3
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +69,7 @@ func runGit(dir string, env []string, stdin []byte, args ...string) (string, err
 	if dir != "" {
 		args = append([]string{"--git-dir=" + dir}, args...)
 	}
-	cmd := exec.Command("git", args...)
+	cmd := exec.Command("git", args...) //nolint:noctx // plumbing on a local bare repository that ends in milliseconds; test controls call it without a context
 	cmd.Env = gitEnv(env)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -146,7 +146,7 @@ func (s *Server) SeedRepo(owner, name, defaultBranch string, files map[string]st
 	r := s.repo(owner, name)
 	if r == nil {
 		dir := filepath.Join(s.root, owner, name+".git")
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 			s.t.Fatalf("githubtest: %v", err)
 		}
 		if _, err := runGit("", nil, nil, "init", "--quiet", "--bare", "--initial-branch="+defaultBranch, dir); err != nil {
@@ -278,10 +278,10 @@ func (r *repo) commitFiles(branch string, files map[string]string, message strin
 	}
 	for p, c := range files {
 		fp := filepath.Join(tree, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(fp), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(fp), 0o750); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(fp, []byte(c), 0o644); err != nil {
+		if err := os.WriteFile(fp, []byte(c), 0o600); err != nil {
 			return "", err
 		}
 	}

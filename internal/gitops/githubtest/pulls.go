@@ -66,7 +66,6 @@ type commitStatus struct {
 	id                   int64
 	state, context, desc string
 	created, updated     time.Time
-	targetURL            string
 }
 
 type checkRun struct {
@@ -151,6 +150,7 @@ func (s *Server) ClosePR(owner, name string, number int) {
 	p := r.pull(number)
 	if p == nil {
 		s.t.Fatalf("githubtest: no pull request #%d in %s/%s", number, owner, name)
+		return // not reached: Fatalf does not return (see TB)
 	}
 	if p.state == "open" {
 		now := time.Now().UTC()

@@ -3,6 +3,7 @@ package githubtest
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -360,7 +361,8 @@ func (c *call) createTree() reply {
 	}
 	sha, err := c.repo.buildTree(base, entries)
 	if err != nil {
-		if et, isTree := err.(errTree); isTree {
+		var et errTree
+		if errors.As(err, &et) {
 			return ghError(422, et.msg, doc)
 		}
 		return ghError(500, err.Error(), "")

@@ -333,13 +333,17 @@ func TestConflictAndHumanClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit, _, _ := gh.Git.CreateCommit(ctx, owner, name, &github.Commit{Message: github.String("edit"), Tree: &github.Tree{SHA: tree.SHA}, Parents: []*github.Commit{{SHA: c.SHA}}}, nil)
-	gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/b"), Object: &github.GitObject{SHA: commit.SHA}})
+	if _, _, err := gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/b"), Object: &github.GitObject{SHA: commit.SHA}}); err != nil {
+		t.Fatal(err)
+	}
 	pr, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: github.String("t"), Head: github.String("b"), Base: github.String("main")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.PushBaseCommit(owner, name, "main", "human edit", map[string]string{"clusters/prod/team-a/quota.yaml": strings.Replace(quotaYAML, `"10"`, `"16"`, 1)})
-	gh.PullRequests.Get(ctx, owner, name, pr.GetNumber())
+	if _, _, err := gh.PullRequests.Get(ctx, owner, name, pr.GetNumber()); err != nil { // starts computing mergeability
+		t.Fatal(err)
+	}
 	got, _, err := gh.PullRequests.Get(ctx, owner, name, pr.GetNumber())
 	if err != nil || got.Mergeable == nil || got.GetMergeable() || got.GetMergeableState() != "dirty" {
 		t.Fatalf("after conflicting base push: %v %v %q", err, got.Mergeable, got.GetMergeableState())
@@ -366,7 +370,9 @@ func TestConflictAndHumanClose(t *testing.T) {
 	if err != nil || upd.GetBase().GetRef() != "release" || upd.Mergeable != nil {
 		t.Fatalf("retarget: %v", err)
 	}
-	gh.PullRequests.Get(ctx, owner, name, pr.GetNumber())
+	if _, _, err := gh.PullRequests.Get(ctx, owner, name, pr.GetNumber()); err != nil { // starts computing mergeability
+		t.Fatal(err)
+	}
 	got, _, _ = gh.PullRequests.Get(ctx, owner, name, pr.GetNumber())
 	if got.GetMergeableState() != "clean" {
 		t.Fatalf("after retarget: %q", got.GetMergeableState())
@@ -380,14 +386,21 @@ func TestETagNotModified(t *testing.T) {
 	c, _, _ := gh.Git.GetCommit(ctx, owner, name, s.BranchSHA(owner, name, "main"))
 	tree, _, _ := gh.Git.CreateTree(ctx, owner, name, c.GetTree().GetSHA(), []*github.TreeEntry{{Path: github.String("a.txt"), Mode: github.String("100644"), Type: github.String("blob"), Content: github.String("a")}})
 	commit, _, _ := gh.Git.CreateCommit(ctx, owner, name, &github.Commit{Message: github.String("a"), Tree: &github.Tree{SHA: tree.SHA}, Parents: []*github.Commit{{SHA: c.SHA}}}, nil)
-	gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/a"), Object: &github.GitObject{SHA: commit.SHA}})
+	if _, _, err := gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/a"), Object: &github.GitObject{SHA: commit.SHA}}); err != nil {
+		t.Fatal(err)
+	}
 	pr, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: github.String("a"), Head: github.String("a"), Base: github.String("main")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := s.URL() + fmt.Sprintf("repos/%s/%s/pulls/%d", owner, name, pr.GetNumber())
-	get := func(etag string) *http.Response {
-		req, _ := http.NewRequest("GET", url, nil)
+	type answer struct {
+		StatusCode    int
+		Header        http.Header
+		ContentLength int64
+	}
+	get := func(etag string) answer {
+		req, _ := http.NewRequest("GET", url, http.NoBody)
 		req.Header.Set("Authorization", "token "+s.Token())
 		req.Header.Set("Accept", "application/vnd.github+json")
 		if etag != "" {
@@ -398,7 +411,7 @@ func TestETagNotModified(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		return resp
+		return answer{resp.StatusCode, resp.Header, resp.ContentLength}
 	}
 	get("")                             // null, starts computing
 	first := get("")                    // computed
@@ -423,7 +436,9 @@ func TestETagNotModified(t *testing.T) {
 		t.Fatalf("go-github conditional request: %v", err)
 	}
 	// A change invalidates the ETag.
-	gh.PullRequests.Edit(ctx, owner, name, pr.GetNumber(), &github.PullRequest{Body: github.String("new body")})
+	if _, _, err := gh.PullRequests.Edit(ctx, owner, name, pr.GetNumber(), &github.PullRequest{Body: github.String("new body")}); err != nil {
+		t.Fatal(err)
+	}
 	if third := get(first.Header.Get("ETag")); third.StatusCode != 200 {
 		t.Fatalf("after edit: %d", third.StatusCode)
 	}
@@ -553,7 +568,7 @@ func TestContractCatchesMalformedResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", "/repos/acme/gitops/git/ref/heads/main", nil)
+	req, _ := http.NewRequest("GET", "/repos/acme/gitops/git/ref/heads/main", http.NoBody)
 	params := map[string]string{"owner": "acme", "repo": "gitops", "ref": "heads/main"}
 	hdr := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 	good := `{"ref":"refs/heads/main","node_id":"x","url":"u","object":{"type":"commit","sha":"` + strings.Repeat("a", 40) + `","url":"u"}}`
@@ -586,9 +601,12 @@ func TestContractCatchesMalformedResponse(t *testing.T) {
 		return status, body
 	}
 	gh, _ := github.NewClient(nil).WithAuthToken(s.Token()).WithEnterpriseURLs(s.URL(), s.URL())
-	gh.Repositories.Get(context.Background(), owner, name)
+	// The mutated answer does not decode (private is a string); the checker's report counts.
+	_, _, _ = gh.Repositories.Get(context.Background(), owner, name)
 	// A request Kustos should never send: a pull request without a head.
-	gh.PullRequests.Create(context.Background(), owner, name, &github.NewPullRequest{Title: github.String("x"), Base: github.String("main")})
+	if _, _, err := gh.PullRequests.Create(context.Background(), owner, name, &github.NewPullRequest{Title: github.String("x"), Base: github.String("main")}); err == nil {
+		t.Error("a pull request without a head was created")
+	}
 	if len(ft.errs) != 2 || !strings.Contains(ft.errs[0], "GET /repos/{owner}/{repo} status 200") || !strings.Contains(ft.errs[0], "private") ||
 		!strings.Contains(ft.errs[1], "request POST /repos/{owner}/{repo}/pulls") {
 		t.Fatalf("contract errors: %q", ft.errs)
@@ -608,10 +626,17 @@ func TestPushOverSmartHTTP(t *testing.T) {
 	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("pushed"), Create: true}); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := fs.Create("pushed.txt")
-	f.Write([]byte("pushed\n"))
+	f, err := fs.Create("pushed.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("pushed\n")); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
-	wt.Add("pushed.txt")
+	if _, err := wt.Add("pushed.txt"); err != nil {
+		t.Fatal(err)
+	}
 	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Now()}
 	h, err := wt.Commit("push", &git.CommitOptions{Author: sig})
 	if err != nil {
@@ -642,7 +667,9 @@ func TestUnimplementedEndpointIsReported(t *testing.T) {
 	s := New(t, Options{ContractErrorf: ft.Errorf})
 	s.SeedRepo(owner, name, "main", map[string]string{"a": "a\n"})
 	gh, _ := github.NewClient(nil).WithAuthToken(s.Token()).WithEnterpriseURLs(s.URL(), s.URL())
-	gh.Repositories.GetBranch(context.Background(), owner, name, "main", 0)
+	if _, _, err := gh.Repositories.GetBranch(context.Background(), owner, name, "main", 0); err == nil {
+		t.Error("an unimplemented endpoint answered")
+	}
 	if len(ft.errs) != 1 || !strings.Contains(ft.errs[0], "not implemented") {
 		t.Fatalf("errors %q", ft.errs)
 	}
@@ -656,7 +683,7 @@ func BenchmarkCheckPullResponse(b *testing.B) {
 	r := s.repo(owner, name)
 	r.pulls = append(r.pulls, &pull{number: 1, id: 1, title: "t", state: "open", head: "side", base: "main", created: time.Now(), updated: time.Now()})
 	body, _ := json.Marshal(s.pullJSONLocked(r, r.pulls[0], true))
-	req, _ := http.NewRequest("GET", "/repos/acme/gitops/pulls/1", nil)
+	req, _ := http.NewRequest("GET", "/repos/acme/gitops/pulls/1", http.NoBody)
 	params := map[string]string{"owner": owner, "repo": name, "pull_number": "1"}
 	hdr := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 	b.ResetTimer()
@@ -693,7 +720,9 @@ func TestConcurrentCreateOnePR(t *testing.T) {
 				prs++
 				mu.Unlock()
 			}
-			gh.PullRequests.List(ctx, owner, name, &github.PullRequestListOptions{Head: owner + ":race"})
+			if _, _, err := gh.PullRequests.List(ctx, owner, name, &github.PullRequestListOptions{Head: owner + ":race"}); err != nil {
+				t.Error(err)
+			}
 		}()
 	}
 	wg.Wait()
