@@ -233,3 +233,31 @@ func TestTokenFileGitToken(t *testing.T) {
 		t.Fatalf("REST call with an empty token file: %v, want ErrCredentials", err)
 	}
 }
+
+// TestCheckCredentialsReadOnlyToken: a token that may read but not push the repository fails
+// the start-up check, naming --github-token-file.
+func TestCheckCredentialsReadOnlyToken(t *testing.T) {
+	tests := []struct {
+		name    string
+		perms   map[string]bool
+		wantErr bool
+	}{
+		{"read-only token", map[string]bool{"pull": true, "push": false}, true},
+		{"token that may push", map[string]bool{"pull": true, "push": true}, false},
+		{"no permissions in the answer", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				writeJSON(w, 200, map[string]any{"default_branch": "main", "permissions": tt.perms})
+			}))
+			err := c.CheckCredentials(context.Background())
+			if tt.wantErr != (err != nil) {
+				t.Fatalf("CheckCredentials = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil && (!errors.Is(err, ErrCredentials) || !strings.Contains(err.Error(), "--github-token-file") || !strings.Contains(err.Error(), "not push")) {
+				t.Errorf("CheckCredentials = %v, want ErrCredentials naming --github-token-file", err)
+			}
+		})
+	}
+}
