@@ -30,9 +30,9 @@ type Actuator struct {
 	FieldManager string
 	// ArgoTrackingLabels are the labels by which Argo CD tracks the objects it manages (its
 	// application.instanceLabelKey); nil: DefaultArgoTrackingLabels(), empty: none (only the
-	// annotation counts). An object carrying one of
-	// them, or the annotation ArgoTrackingAnnotation (always), is refused. See
-	// DefaultArgoTrackingLabels for why app.kubernetes.io/instance is not among the defaults.
+	// annotation counts). An object carrying one of them, or the annotation
+	// ArgoTrackingAnnotation (always), is refused. See DefaultArgoTrackingLabels for why
+	// app.kubernetes.io/instance is not among the defaults.
 	ArgoTrackingLabels []string
 }
 
