@@ -283,3 +283,10 @@ func deploymentOf(ns, name string, replicas int32, cpu string) *appsv1.Deploymen
 		},
 	}
 }
+
+// String is everything logged so far (for a failing test's report).
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

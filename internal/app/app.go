@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
@@ -183,16 +184,14 @@ func newPRMode(o Options) (*prMode, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := github.NewTokenSource(p.GitHub)
-	if err != nil {
-		return nil, err
-	}
 	cloneURL, err := p.cloneURL()
 	if err != nil {
 		return nil, err
 	}
 	var w *pr.Writer
-	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: tokens}
+	// Git uses the client's own token (one ghinstallation transport for REST and Git, inside the
+	// client's retries, rate limits and metrics).
+	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
 	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose}, gh: gc}, nil
 }
@@ -340,10 +339,18 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := m.checkCredentials(o.Log); err != nil {
+			return nil, err
+		}
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
-		return nil, errors.New("--mode=direct: not wired yet") // DIRECT-PENDING
+		// Direct writes read the live object (not the cache) right before each conditional write.
+		live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return nil, fmt.Errorf("direct mode: %w", err)
+		}
+		pl.Actuator = &direct.Actuator{Client: live}
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
 		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
@@ -581,6 +588,26 @@ func (m *prMode) release(ctx context.Context, rec state.Record) error {
 	}
 	_, ns, _ := state.SplitKey(rec.Key)
 	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
-	_ = comment // COMMENT-PENDING
-	return m.gh.ClosePR(ctx, n)
+	return m.gh.ClosePR(ctx, n, comment)
+}
+
+// credentialCheckTimeout bounds the start-up check of the GitHub credentials.
+const credentialCheckTimeout = 30 * time.Second
+
+// checkCredentials asks GitHub once at start-up whether the credentials reach the repository. A
+// configuration fault (wrong App ID, key, installation, repository, or a token that may not
+// push) stops Kustos with a message naming the flag; an outage or a rate limit is only logged,
+// so that a GitHub incident does not keep Kustos from starting.
+func (m *prMode) checkCredentials(log logr.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), credentialCheckTimeout)
+	defer cancel()
+	err := m.gh.CheckCredentials(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, github.ErrCredentials):
+		return fmt.Errorf("--mode=pr: %w", err)
+	}
+	log.Error(err, "could not check the GitHub credentials at start-up; going on, PR mode retries on its own")
+	return nil
 }

@@ -84,8 +84,8 @@ func (s *replicaStore) MarkModified(_ context.Context, rec state.Record, t time.
 	})
 }
 
-func (s *replicaStore) TakePending(_ context.Context, rec state.Record, t time.Time) (state.Record, error) {
-	return s.m.write("TakePending", rec, func(r *state.Record) { r.PendingBy, r.PendingSince = s.identity, t })
+func (s *replicaStore) TakePending(_ context.Context, rec state.Record) (state.Record, error) {
+	return s.m.write("TakePending", rec, func(r *state.Record) { r.PendingBy = s.identity })
 }
 
 func (s *replicaStore) ClearPending(_ context.Context, rec state.Record) (state.Record, error) {

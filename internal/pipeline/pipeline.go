@@ -22,7 +22,7 @@ import (
 type Store interface {
 	Get(ctx context.Context, key lifecycle.Key) (state.Record, error)
 	MarkModified(ctx context.Context, rec state.Record, t time.Time, pending string) (state.Record, error)
-	TakePending(ctx context.Context, rec state.Record, t time.Time) (state.Record, error)
+	TakePending(ctx context.Context, rec state.Record) (state.Record, error)
 	ClearPending(ctx context.Context, rec state.Record) (state.Record, error)
 	Lock(ctx context.Context, rec state.Record, holder, proposed, head string) (state.Record, error)
 	Unlock(ctx context.Context, rec state.Record, t time.Time, closed string) (state.Record, error)
@@ -261,7 +261,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return r.next(err)
 	case stepTakePending:
 		r.log.Info("replaying a pending decision left by a replica that is gone", "replica", rec.PendingBy, "since", rec.PendingSince)
-		r.rec, err = p.Store.TakePending(ctx, rec, now)
+		r.rec, err = p.Store.TakePending(ctx, rec)
 		return r.next(err)
 	case stepReplay:
 		return r.apply(ctx, *r.pending)

@@ -310,6 +310,14 @@ func TestRun(t *testing.T) {
 					t.Errorf("PRs %d, applies %v, record %+v", w.forge.next, w.forge.applies, w.rec())
 				}
 			}},
+		{"pr: a replica crashed before the lock, a human closed the PR, another replica takes over: no second PR", "pr", false,
+			[]step{want(12), crashBefore("Lock"), run("a"), human("close"), die("a"), run("b"), run("b")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Holder != "" || r.Pending != "" || w.events.count("Declined") != 1 {
+					t.Errorf("PRs created %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
 		{"pr: the Lease changed under us (conflict): nothing carried out", "pr", false,
 			[]step{want(12), func(w *world) {
 				w.forge.afterApply = nil

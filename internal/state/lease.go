@@ -328,9 +328,14 @@ func (s *Store) MarkModified(ctx context.Context, rec Record, t time.Time, pendi
 }
 
 // TakePending records that this replica now carries out the pending decision (another replica
-// left it and is gone), conditional on the resourceVersion read like every write.
-func (s *Store) TakePending(ctx context.Context, rec Record, t time.Time) (Record, error) {
-	return s.write(ctx, rec, func(l *coordinationv1.Lease) { s.setPending(l, l.Annotations[AnnotationPending], t) })
+// left it and is gone), conditional on the resourceVersion read like every write. The decision
+// keeps its time (pending-since): what happened to a proposal since then still counts.
+func (s *Store) TakePending(ctx context.Context, rec Record) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		if s.Identity != "" {
+			l.Annotations[AnnotationPendingBy] = s.Identity
+		}
+	})
 }
 
 func (s *Store) setPending(l *coordinationv1.Lease, pending string, t time.Time) {

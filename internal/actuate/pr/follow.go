@@ -5,29 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	gh "github.com/google/go-github/v60/github"
-
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
-
-// prLister is the GitHub call ClosedSince needs: the pull requests from a head branch in a
-// state ("closed"), newest first.
-type prLister interface {
-	FindPRs(ctx context.Context, head, state string) ([]*gh.PullRequest, error)
-}
 
 // ClosedSince reports a pull request from c's branch that was closed without merging after
 // since: a human closed the PR of a decision before the Lease named it (a crash between opening
 // the PR and locking the Lease). Without it, a replay would open a second PR on the same branch.
 func (w *Writer) ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error) {
-	l, ok := w.gh.(prLister)
-	if !ok {
-		return 0, false, nil
-	}
-	prs, err := l.FindPRs(ctx, w.Branch(c), "closed")
+	prs, err := w.gh.FindPRs(ctx, w.Branch(c), "closed")
 	if err != nil {
 		return 0, false, fmt.Errorf("pr: %s: %w", c.Key, err)
 	}
+	// GitHub's timestamps have whole seconds: a close in the same second as the decision counts.
+	since = since.Truncate(time.Second)
 	for _, p := range prs {
 		if p.GetMerged() || p.MergedAt != nil || p.ClosedAt == nil {
 			continue

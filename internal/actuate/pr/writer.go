@@ -28,6 +28,7 @@ type GitHub interface {
 	CreateTree(ctx context.Context, baseTree string, entries []*gh.TreeEntry) (*gh.Tree, error)
 	CreateCommit(ctx context.Context, message, tree string, parents []string) (*gh.Commit, error)
 	FindOpenPR(ctx context.Context, head string) (*gh.PullRequest, error)
+	FindPRs(ctx context.Context, head, state string) ([]*gh.PullRequest, error)
 	CreatePR(ctx context.Context, p github.NewPR) (pr *gh.PullRequest, adopted bool, err error)
 	GetPR(ctx context.Context, number int) (pr *gh.PullRequest, unchanged bool, err error)
 	EditPR(ctx context.Context, number int, title, body string) (*gh.PullRequest, error)

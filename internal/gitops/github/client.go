@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	gh "github.com/google/go-github/v60/github"
 )
@@ -20,6 +21,11 @@ type Client struct {
 	// app and installationID describe GitHub App credentials (for CheckCredentials).
 	app            bool
 	installationID int64
+
+	// defaultBranch is the repository's default branch as CheckCredentials read it, so that the
+	// start-up check and the first PR read the repository once.
+	mu            sync.Mutex
+	defaultBranch string
 }
 
 // NewClient builds a Client for cfg.Repository ("owner/name").
@@ -57,13 +63,27 @@ func branchRef(branch string) string {
 	return "refs/heads/" + strings.TrimPrefix(branch, "refs/heads/")
 }
 
-// DefaultBranch returns the repository's default branch.
+// DefaultBranch returns the repository's default branch (read once per Client: a repository's
+// default branch changes rarely, and a restart picks up a change).
 func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	b := c.defaultBranch
+	c.mu.Unlock()
+	if b != "" {
+		return b, nil
+	}
 	r, _, err := c.gh.Repositories.Get(ctx, c.owner, c.repo)
 	if err != nil {
 		return "", classify("get repository", err)
 	}
+	c.rememberDefaultBranch(r.GetDefaultBranch())
 	return r.GetDefaultBranch(), nil
+}
+
+func (c *Client) rememberDefaultBranch(b string) {
+	c.mu.Lock()
+	c.defaultBranch = b
+	c.mu.Unlock()
 }
 
 // GetRef returns refs/heads/<branch>; ErrNotFound if the branch does not exist.

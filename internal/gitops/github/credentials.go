@@ -279,6 +279,7 @@ func (c *Client) CheckCredentials(ctx context.Context) error {
 	}
 	r, _, err := c.gh.Repositories.Get(ctx, c.owner, c.repo)
 	if err == nil {
+		c.rememberDefaultBranch(r.GetDefaultBranch())
 		if !c.app && r.Permissions != nil && !r.Permissions["push"] {
 			return &APIError{Op: "check credentials", Message: fmt.Sprintf("--github-token-file: the token may read %s/%s but not push to it (it needs contents: write, pull_requests: write and issues: write)", c.owner, c.repo),
 				kinds: []error{ErrCredentials}}
