@@ -48,7 +48,7 @@ chart: testbin ## helm lint and helm template of charts/kustos.
 	  echo "chart accepted an invalid mode"; exit 1; fi
 
 .PHONY: test
-test: testbin vet ## Everything: vet, unit, fuzz seeds, e2e on the real control plane, chart checks.
+test: testbin vet lint ## Everything: vet, lint, unit, fuzz seeds, e2e on the real control plane, chart checks.
 	$(GO) test -count=1 -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
 	$(MAKE) --no-print-directory chart
 

@@ -55,7 +55,7 @@ func RetryAt(err error) (time.Time, bool) {
 	if err == nil {
 		return time.Time{}, false
 	}
-	if r, ok := err.(RetryAfter); ok { //nolint:errorlint // this node only; the walk below visits the rest
+	if r, ok := err.(RetryAfter); ok {
 		if at, ok := r.RetryAt(); ok {
 			return at, true
 		}

@@ -58,9 +58,9 @@ func (r *Replica) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			// ctx is done; the goodbye needs a context of its own.
-			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) //nolint:contextcheck // see above
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: ReplicaLeaseName(r.Identity)}}
-			if err := r.Client.Delete(dctx, l); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Client.Delete(dctx, l); err != nil && !apierrors.IsNotFound(err) { //nolint:contextcheck // ctx is done; the goodbye needs its own
 				r.Log.Error(err, "deleting replica liveness lease")
 			}
 			cancel()
