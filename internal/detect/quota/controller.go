@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var q corev1.ResourceQuota
 	if err := r.Cache.Get(ctx, req.NamespacedName, &q); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetRecommendations(req.Namespace, req.Name)
+			forgetRecommendations(req.Namespace, req.Name, nil)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -102,14 +102,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ns.DeletionTimestamp != nil || q.DeletionTimestamp != nil {
-		forgetRecommendations(q.Namespace, q.Name)
+		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
 		return reconcile.Result{}, nil // going away: nothing to raise
 	}
 	now := r.Now()
 	policy, problems := ParsePolicy(ns.Annotations, r.Defaults, r.DefaultCooldown)
 	r.reportAnnotationProblems(ctx, log, ns, problems, now)
 	if !policy.Enabled {
-		forgetRecommendations(q.Namespace, q.Name)
+		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
 		return reconcile.Result{}, nil
 	}
 	failures, err := r.failures(ctx, log, q.Namespace, q.Name)
@@ -152,15 +152,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if res.Merged != nil {
-		forgetRecommendations(q.Namespace, q.Name) // the recommendation is in Git now
+		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard) // the recommendation is in Git now
 	}
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
 // forgetRecommendations deletes the kustos_recommended_value series of a quota that no longer
-// has an open recommendation, so the metric never grows with quotas that come and go.
-func forgetRecommendations(namespace, quota string) {
-	metrics.RecommendedValue.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "quota": quota})
+// has an open recommendation, so the metric never grows with quotas that come and go. With the
+// quota's resources known, each series is deleted by its exact labels, which costs the same
+// however many series exist; only a quota already gone from the cache needs the scan of every
+// series that DeletePartialMatch is.
+func forgetRecommendations(namespace, quota string, resources corev1.ResourceList) {
+	if resources == nil {
+		metrics.RecommendedValue.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "quota": quota})
+		return
+	}
+	for r := range resources {
+		metrics.RecommendedValue.DeleteLabelValues(namespace, quota, string(r))
+	}
 }
 
 func quotaTarget(namespace, name string) lifecycle.Target {
