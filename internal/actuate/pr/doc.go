@@ -25,7 +25,8 @@
 // database lets the Writer compute the tree SHA its commit must have, so "is the branch already
 // right?" is one GetCommit, not a diff.
 //
-// Locks (the Lease holderIdentity), the cooldown after a human closed a PR and the auto-merge
-// policy are the controller's; the Writer only reports (Status) and acts when told
-// (MaybeMerge's allowed).
+// Locks (the Lease holderIdentity), the cooldown after a human closed a PR, the check that the
+// head is the commit Kustos wrote and the auto-merge policy are the pipeline's
+// (internal/pipeline); the Writer only reports (Status, ClosedSince) and acts when told
+// (Propose, MergeIfReady).
 package pr

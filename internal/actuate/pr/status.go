@@ -23,8 +23,9 @@ const (
 	StateOpen = lifecycle.ProposalOpen
 	// StateMerged: the PR was merged; the change waits for the GitOps tool to sync.
 	StateMerged = lifecycle.ProposalMerged
-	// StateClosedByHuman: the PR was closed without merging. Kustos never closes its PRs, so
-	// this was a person; the controller starts the cooldown.
+	// StateClosedByHuman: the PR was closed without merging. Kustos closes a PR only when its
+	// namespace is gone (and then forgets the key), so this was a person; the pipeline starts the
+	// cooldown.
 	StateClosedByHuman = lifecycle.ProposalClosedByHuman
 )
 

@@ -205,17 +205,3 @@ func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return t.next.RoundTrip(r)
 }
 
-// NewTokenSource returns a function that yields a token that may read the repository over
-// HTTPS with cfg's credentials: the token file's token (re-read when it changes), or an
-// installation token of the GitHub App (refreshed before it expires).
-//
-// Deprecated: it builds a second credential transport beside the Client's, whose token
-// exchange bypasses the client's retries, rate limits and metrics and fetches a second
-// installation token. Use (*Client).GitToken.
-func NewTokenSource(cfg Config) (func(ctx context.Context) (string, error), error) {
-	creds, err := newCredentials(cfg, nil, realClock{}, DefaultCredentialRecheck)
-	if err != nil {
-		return nil, err
-	}
-	return creds.Token, nil
-}
