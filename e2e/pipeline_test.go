@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
@@ -30,22 +27,7 @@ func TestPRCloseDuringReplay(t *testing.T) {
 	ns := newNamespace(t, t.Name(), nil)
 	g := newGitOps(t, ns)
 	stateNS := newNamespace(t, "kustos-state", nil)
-	crashed := make(chan struct{})
-	var once sync.Once
-	k1 := startKustos(t, g.prMode(func(o *app.Options) {
-		o.StateNamespace = stateNS
-		o.PR.AfterPropose = func(lifecycle.Key, pr.Result) error {
-			once.Do(func() { close(crashed) })
-			return errors.New("simulated crash after Propose")
-		}
-	}))
-	overQuota(t, ns, 5)
-	select {
-	case <-crashed:
-	case <-time.After(wait):
-		t.Fatal("Kustos never proposed")
-	}
-	k1.stop()
+	crashAfterPropose(t, g, ns, stateNS)
 	p := g.waitPR(t, "the PR of the crashed Kustos", func(p githubtest.PullRequest) bool { return p.State == "open" })
 	g.s.ClosePR(ghOwner, ghRepo, p.Number)
 

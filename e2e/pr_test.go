@@ -266,22 +266,7 @@ func TestPRCrashBeforeLeaseWrite(t *testing.T) {
 	ns := newNamespace(t, t.Name(), nil)
 	g := newGitOps(t, ns)
 	stateNS := newNamespace(t, "kustos-state", nil)
-	crashed := make(chan struct{})
-	var once sync.Once
-	k1 := startKustos(t, g.prMode(func(o *app.Options) {
-		o.StateNamespace = stateNS
-		o.PR.AfterPropose = func(lifecycle.Key, pr.Result) error {
-			once.Do(func() { close(crashed) })
-			return errors.New("simulated crash after Propose")
-		}
-	}))
-	overQuota(t, ns, 5)
-	select {
-	case <-crashed:
-	case <-time.After(wait):
-		t.Fatal("Kustos never proposed")
-	}
-	k1.stop()
+	crashAfterPropose(t, g, ns, stateNS)
 	l := stateLease(t, stateNS, ns)
 	if holder(l) != "" || l.Annotations[state.AnnotationPending] == "" {
 		t.Fatalf("after the crash want a pending decision and no holder, got holder %q pending %q", holder(l), l.Annotations[state.AnnotationPending])
@@ -403,4 +388,26 @@ func TestPRSourceNotFound(t *testing.T) {
 	if n := len(g.prs()); n != 0 {
 		t.Fatalf("want no PR, got %d", n)
 	}
+}
+
+// crashAfterPropose runs a Kustos that stops (as if it crashed) right after its first Propose,
+// before its Lease names the PR, on a Deployment in ns that does not fit its quota.
+func crashAfterPropose(t *testing.T, g *gitops, ns, stateNS string) {
+	t.Helper()
+	crashed := make(chan struct{})
+	var once sync.Once
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.StateNamespace = stateNS
+		o.PR.AfterPropose = func(lifecycle.Key, pr.Result) error {
+			once.Do(func() { close(crashed) })
+			return errors.New("simulated crash after Propose")
+		}
+	}))
+	overQuota(t, ns, 5)
+	select {
+	case <-crashed:
+	case <-time.After(wait):
+		t.Fatal("Kustos never proposed")
+	}
+	k.stop()
 }

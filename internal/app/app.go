@@ -318,11 +318,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	pl := &pipeline.Pipeline{
 		Detector: quota.DetectorName,
-		Vocab: pipeline.Vocabulary{
-			Proposed: quota.ReasonQuotaResizeProposed, Merged: quota.ReasonQuotaResizeMerged,
-			Declined: quota.ReasonQuotaResizeDeclined, Applied: quota.ReasonQuotaResized,
-			MergedNote: "the new quota takes effect when the GitOps tool syncs it",
-		},
+		Vocab:    quota.Vocabulary(),
 		Store:    store,
 		Actuator: recorder,
 		Reporter: recorder,

@@ -67,12 +67,8 @@ func newSoakWorld(n int) *soakWorld {
 	}
 	recorder := &observe.Recorder{Client: w.events, Component: "kustos", Instance: "soak", Log: logr.Discard()}
 	pl := &pipeline.Pipeline{
-		Detector: quota.DetectorName,
-		Vocab: pipeline.Vocabulary{
-			Proposed: quota.ReasonQuotaResizeProposed, Merged: quota.ReasonQuotaResizeMerged,
-			Declined: quota.ReasonQuotaResizeDeclined, Applied: quota.ReasonQuotaResized,
-			MergedNote: "the new quota takes effect when the GitOps tool syncs it",
-		},
+		Detector:  quota.DetectorName,
+		Vocab:     quota.Vocabulary(),
 		Store:     w.store,
 		Actuator:  w.forge,
 		Proposals: w.forge,

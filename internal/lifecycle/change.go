@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -72,4 +73,21 @@ type Change struct {
 	Summary string `json:"summary"`
 	// Evidence holds structured facts (one entry per field) for logs and PR bodies.
 	Evidence []map[string]string `json:"evidence,omitempty"`
+}
+
+// PathString renders a field path as a dotted path; segments with dots or brackets are bracketed
+// and quoted: spec.hard["requests.cpu"].
+func PathString(p []string) string {
+	var b strings.Builder
+	for _, k := range p {
+		if strings.ContainsAny(k, ".[]") {
+			b.WriteString("[" + strconv.Quote(k) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(".")
+		}
+		b.WriteString(k)
+	}
+	return b.String()
 }

@@ -66,3 +66,13 @@ type Watches struct {
 	// Namespaces keep only those.
 	NamespaceAnnotationPrefixes []string
 }
+
+// Vocabulary names the Events the pipeline writes about one detector's Changes.
+type Vocabulary struct {
+	// Proposed, Merged and Declined are Event reasons of a proposal (e.g. QuotaResizeProposed).
+	Proposed, Merged, Declined string
+	// Applied is the Event reason of a Change carried out at once by the direct actuator.
+	Applied string
+	// MergedNote ends the merged Event's message (what happens next).
+	MergedNote string
+}

@@ -60,16 +60,6 @@ type Reporter interface {
 	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
 }
 
-// Vocabulary names the Events of one detector's proposals.
-type Vocabulary struct {
-	// Proposed, Merged and Declined are Event reasons (e.g. QuotaResizeProposed).
-	Proposed, Merged, Declined string
-	// Applied is the Event reason of a Change carried out at once by the direct actuator.
-	Applied string
-	// MergedNote ends the merged Event's message (what happens next).
-	MergedNote string
-}
-
 // Event reasons the pipeline writes for every detector.
 const (
 	ReasonSourceNotFound    = "SourceNotFound"
@@ -679,8 +669,9 @@ func equalBag(a, b map[string]string) bool {
 
 // The request vocabulary lives in lifecycle, so detectors need not import the pipeline.
 type (
-	Request  = lifecycle.Request
-	View     = lifecycle.View
-	Decision = lifecycle.Decision
-	Result   = lifecycle.Result
+	Vocabulary = lifecycle.Vocabulary
+	Request    = lifecycle.Request
+	View       = lifecycle.View
+	Decision   = lifecycle.Decision
+	Result     = lifecycle.Result
 )

@@ -105,16 +105,8 @@ func plan(s situation) step {
 		// Learn the fate of what is proposed before replaying: a human who closed the PR in the
 		// meantime must not get a second one.
 		if s.holder {
-			switch s.proposal {
-			case proposalMerged:
-				return stepMerged
-			case proposalClosed:
-				return stepDeclined
-			case proposalGone:
-				return stepForgetHolder
-			}
-			if s.foreignHead {
-				return stepForeignHead
+			if st, decided := fate(s); decided {
+				return st
 			}
 			return stepReplay
 		}
@@ -125,16 +117,8 @@ func plan(s situation) step {
 	}
 
 	if s.proposing && s.holder {
-		switch s.proposal {
-		case proposalMerged:
-			return stepMerged
-		case proposalClosed:
-			return stepDeclined
-		case proposalGone:
-			return stepForgetHolder
-		}
-		if s.foreignHead {
-			return stepForeignHead
+		if st, decided := fate(s); decided {
+			return st
 		}
 		if s.change && s.supersedes {
 			return stepUpdate
@@ -157,4 +141,21 @@ func plan(s situation) step {
 		return stepIdle // a human declined this (or more): wait until the evidence has grown
 	}
 	return stepCommit
+}
+
+// fate is what the holder's proposal itself decides, before anything else: merged, closed, gone,
+// or taken over by someone else's commit.
+func fate(s situation) (step, bool) {
+	switch s.proposal {
+	case proposalMerged:
+		return stepMerged, true
+	case proposalClosed:
+		return stepDeclined, true
+	case proposalGone:
+		return stepForgetHolder, true
+	}
+	if s.foreignHead {
+		return stepForeignHead, true
+	}
+	return 0, false
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -366,19 +365,4 @@ func quoteFound(s string, found bool) string {
 	return strconv.Quote(s)
 }
 
-// pathString renders a path as a dotted field path; segments with dots or brackets are
-// bracketed and quoted: spec.hard["requests.cpu"].
-func pathString(p []string) string {
-	var b strings.Builder
-	for _, k := range p {
-		if strings.ContainsAny(k, ".[]") {
-			b.WriteString("[" + strconv.Quote(k) + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(".")
-		}
-		b.WriteString(k)
-	}
-	return b.String()
-}
+func pathString(p []string) string { return lifecycle.PathString(p) }

@@ -83,6 +83,15 @@ func Watches() lifecycle.Watches {
 	}
 }
 
+// Vocabulary names the Events the pipeline writes about quota Changes.
+func Vocabulary() lifecycle.Vocabulary {
+	return lifecycle.Vocabulary{
+		Proposed: ReasonQuotaResizeProposed, Merged: ReasonQuotaResizeMerged,
+		Declined: ReasonQuotaResizeDeclined, Applied: ReasonQuotaResized,
+		MergedNote: "the new quota takes effect when the GitOps tool syncs it",
+	}
+}
+
 // Reconcile decides about one ResourceQuota.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()

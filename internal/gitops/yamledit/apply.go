@@ -824,17 +824,4 @@ func setPath(v any, path []string, val any) any {
 	}
 }
 
-func pathString(p []string) string {
-	var b strings.Builder
-	for _, k := range p {
-		if strings.ContainsAny(k, ".[]") {
-			b.WriteString("[" + strconv.Quote(k) + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(".")
-		}
-		b.WriteString(k)
-	}
-	return b.String()
-}
+func pathString(p []string) string { return lifecycle.PathString(p) }
