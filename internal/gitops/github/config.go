@@ -204,4 +204,3 @@ func (t *tokenFileTransport) RoundTrip(req *http.Request) (*http.Response, error
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return t.next.RoundTrip(r)
 }
-
