@@ -170,3 +170,34 @@ func TestPRCollidingLeaseNames(t *testing.T) {
 		t.Fatalf("want one Lease per key, got %v", keys)
 	}
 }
+
+// TestPRBehindIsUpdatedAndMerged: under "require branches to be up to date", an unrelated commit
+// on the base leaves the PR behind; with auto-merge on Kustos rebuilds it on the new base
+// instead of waiting forever, and merges it once the check on the new head is green.
+func TestPRBehindIsUpdatedAndMerged(t *testing.T) {
+	ns := newNamespace(t, t.Name(), nil)
+	g := newGitOps(t, ns)
+	g.s.SetRequiredChecks(ghOwner, ghRepo, "ci")
+	g.s.SetRequireUpToDate(ghOwner, ghRepo, true)
+	k := startKustos(t, g.prMode(func(o *app.Options) { o.PR.AutoMerge = true }))
+	overQuota(t, ns, 5)
+	p := g.waitPR(t, "a PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	waitHolder(t, k.opts.StateNamespace, ns, fmt.Sprintf("pr-%d", p.Number))
+	first := p.HeadSHA
+	// The base moves first, then the check turns green: the PR is never clean before it is
+	// rebuilt, only behind.
+	base := g.s.PushBaseCommit(ghOwner, ghRepo, "main", "Unrelated change", map[string]string{"README.md": "# GitOps of the platform team\n"})
+	g.s.SetCheck(ghOwner, ghRepo, first, "ci", "success")
+	p = g.waitPR(t, "the PR rebuilt on the new base", func(p githubtest.PullRequest) bool {
+		parents := g.s.CommitParents(ghOwner, ghRepo, p.HeadSHA)
+		return p.HeadSHA != first && len(parents) == 1 && parents[0] == base
+	})
+	if p.Merged {
+		t.Fatal("merged before the check on the new head ran")
+	}
+	g.s.SetCheck(ghOwner, ghRepo, p.HeadSHA, "ci", "success")
+	p = g.waitPR(t, "the PR merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	if got, want := g.fileAt(t, "main"), quotaManifest("10"); got != want {
+		t.Fatalf("base after the merge\n got:\n%s\nwant:\n%s", got, want)
+	}
+}
