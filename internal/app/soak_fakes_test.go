@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
-	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // The in-memory world of the soak benchmark: what the quota Reconciler, the pipeline and the
@@ -159,95 +157,6 @@ func (e *soakEvents) count(reason string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.byReason[reason]
-}
-
-// soakStore is pipeline.Store in memory: one Record per Key, every write conditional on the
-// Version read, as the Lease store's Update with a resourceVersion is.
-type soakStore struct {
-	mu       sync.Mutex
-	identity string
-	recs     map[lifecycle.Key]state.Record
-	version  int
-}
-
-var _ pipeline.Store = (*soakStore)(nil)
-
-var leaseGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
-
-func newSoakStore(identity string) *soakStore {
-	return &soakStore{identity: identity, recs: map[lifecycle.Key]state.Record{}}
-}
-
-func (s *soakStore) Get(_ context.Context, key lifecycle.Key) (state.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.recs[key]; ok {
-		return r, nil
-	}
-	return state.Record{Key: key}, nil
-}
-
-func (s *soakStore) write(rec state.Record, mutate func(*state.Record)) (state.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.recs[rec.Key]
-	if ok && cur.Version != rec.Version || !ok && rec.Version != "" {
-		return rec, apierrors.NewConflict(leaseGR, string(rec.Key), errors.New("the object has been modified"))
-	}
-	next := rec
-	mutate(&next)
-	s.version++
-	next.Version = strconv.Itoa(s.version)
-	s.recs[rec.Key] = next
-	return next, nil
-}
-
-func (s *soakStore) MarkModified(_ context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
-	return s.write(rec, func(r *state.Record) {
-		r.LastModified, r.Pending, r.PendingBy, r.PendingSince = t, pending, s.identity, t
-	})
-}
-
-func (s *soakStore) TakePending(_ context.Context, rec state.Record) (state.Record, error) {
-	return s.write(rec, func(r *state.Record) { r.PendingBy = s.identity }) // the decision keeps its time
-}
-
-func (s *soakStore) ClearPending(_ context.Context, rec state.Record) (state.Record, error) {
-	return s.write(rec, func(r *state.Record) { r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{} })
-}
-
-func (s *soakStore) Lock(_ context.Context, rec state.Record, holder, proposed, head string) (state.Record, error) {
-	return s.write(rec, func(r *state.Record) {
-		r.Holder, r.Proposed, r.Head = holder, proposed, head
-		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
-	})
-}
-
-func (s *soakStore) Unlock(_ context.Context, rec state.Record, t time.Time, closed string) (state.Record, error) {
-	return s.write(rec, func(r *state.Record) {
-		r.Holder, r.Proposed, r.Head, r.LastModified, r.ClosedValues = "", "", "", t, closed
-		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
-	})
-}
-
-func (s *soakStore) SetBag(_ context.Context, rec state.Record, bag map[string]string) (state.Record, error) {
-	if err := state.CheckBag(bag); err != nil {
-		return rec, err
-	}
-	return s.write(rec, func(r *state.Record) { r.Bag = bag })
-}
-
-// locked counts the Keys whose Lease names a PR or holds a pending decision.
-func (s *soakStore) locked() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.recs {
-		if r.Holder != "" || r.Pending != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // soakForge is GitHub in memory as the pipeline sees it (pipeline.Actuator and

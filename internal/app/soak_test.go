@@ -26,7 +26,12 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/pipeline/pipelinetest"
+	"github.com/kustos-dev/kustos/internal/state"
 )
+
+// soakReplica is the identity of the soak's one replica.
+const soakReplica = "soak-replica"
 
 // The soak: many quotas, each recommended, merged and recommended again round after round over
 // simulated time, through the real quota Reconciler, change pipeline and observe Recorder, with
@@ -47,7 +52,7 @@ const (
 // soakWorld is Kustos in process with its fakes and a clock the soak moves.
 type soakWorld struct {
 	cluster *soakCluster
-	store   *soakStore
+	store   *pipelinetest.MemStore
 	forge   *soakForge
 	events  *soakEvents
 	rec     *quota.Reconciler
@@ -57,7 +62,7 @@ type soakWorld struct {
 }
 
 func newSoakWorld(n int) *soakWorld {
-	w := &soakWorld{cluster: newSoakCluster(), store: newSoakStore("soak-replica"), forge: newSoakForge(),
+	w := &soakWorld{cluster: newSoakCluster(), store: pipelinetest.NewMemStore(), forge: newSoakForge(),
 		events: newSoakEvents(), start: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
 	w.now = w.start
 	for i := range n {
@@ -69,11 +74,11 @@ func newSoakWorld(n int) *soakWorld {
 	pl := &pipeline.Pipeline{
 		Detector:  quota.DetectorName,
 		Vocab:     quota.Vocabulary(),
-		Store:     w.store,
+		Store:     w.store.As(soakReplica),
 		Actuator:  w.forge,
 		Proposals: w.forge,
 		Reporter:  recorder,
-		Identity:  w.store.identity,
+		Identity:  soakReplica,
 		Log:       logr.Discard(),
 	}
 	w.rec = &quota.Reconciler{
@@ -144,7 +149,7 @@ func (w *soakWorld) round(ctx context.Context, i int) (soakRound, error) {
 	st.opened, st.merged = opened-opened0, merged-merged0
 	st.proposedEvents = w.events.count(quota.ReasonQuotaResizeProposed) - proposed0
 	st.mergedEvents = w.events.count(quota.ReasonQuotaResizeMerged) - mergedEv0
-	st.locked = w.store.locked()
+	st.locked = w.store.Count(func(r state.Record) bool { return r.Holder != "" || r.Pending != "" })
 	return st, nil
 }
 

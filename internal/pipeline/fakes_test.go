@@ -11,107 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
-	"github.com/kustos-dev/kustos/internal/state"
 )
 
-// memStore is the Store contract in memory: records by key with a version, every write
-// conditional on the version read (as the Lease store's Update with a resourceVersion is).
-// failNext makes the next write of the named operation fail (a crash before it lands).
-type memStore struct {
-	mu       sync.Mutex
-	recs     map[lifecycle.Key]state.Record
-	version  int
-	failNext map[string]error
-	writes   []string
-}
-
-func newMemStore() *memStore {
-	return &memStore{recs: map[lifecycle.Key]state.Record{}, failNext: map[string]error{}}
-}
-
-// as returns a view of the same records writing under another replica's identity.
-func (m *memStore) as(identity string) *replicaStore { return &replicaStore{m: m, identity: identity} }
-
-type replicaStore struct {
-	m        *memStore
-	identity string
-}
-
 var errCrash = errors.New("crash")
-
-var leaseGR = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
-
-func (m *memStore) get(key lifecycle.Key) state.Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r, ok := m.recs[key]; ok {
-		return r
-	}
-	return state.Record{Key: key}
-}
-
-func (m *memStore) write(op string, rec state.Record, mutate func(*state.Record)) (state.Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.failNext[op]; err != nil {
-		delete(m.failNext, op)
-		return rec, err
-	}
-	cur, ok := m.recs[rec.Key]
-	if ok && cur.Version != rec.Version || !ok && rec.Version != "" {
-		return rec, apierrors.NewConflict(leaseGR, string(rec.Key), errors.New("the object has been modified"))
-	}
-	next := rec
-	mutate(&next)
-	m.version++
-	next.Version = strconv.Itoa(m.version)
-	m.recs[rec.Key] = next
-	m.writes = append(m.writes, op)
-	return next, nil
-}
-
-func (s *replicaStore) Get(_ context.Context, key lifecycle.Key) (state.Record, error) {
-	return s.m.get(key), nil
-}
-
-func (s *replicaStore) MarkModified(_ context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
-	return s.m.write("MarkModified", rec, func(r *state.Record) {
-		r.LastModified, r.Pending, r.PendingBy, r.PendingSince = t, pending, s.identity, t
-	})
-}
-
-func (s *replicaStore) TakePending(_ context.Context, rec state.Record) (state.Record, error) {
-	return s.m.write("TakePending", rec, func(r *state.Record) { r.PendingBy = s.identity })
-}
-
-func (s *replicaStore) ClearPending(_ context.Context, rec state.Record) (state.Record, error) {
-	return s.m.write("ClearPending", rec, func(r *state.Record) { r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{} })
-}
-
-func (s *replicaStore) Lock(_ context.Context, rec state.Record, holder, proposed, head string) (state.Record, error) {
-	return s.m.write("Lock", rec, func(r *state.Record) {
-		r.Holder, r.Proposed, r.Head = holder, proposed, head
-		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
-	})
-}
-
-func (s *replicaStore) Unlock(_ context.Context, rec state.Record, t time.Time, closed string) (state.Record, error) {
-	return s.m.write("Unlock", rec, func(r *state.Record) {
-		r.Holder, r.Proposed, r.Head, r.LastModified, r.ClosedValues = "", "", "", t, closed
-		r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{}
-	})
-}
-
-func (s *replicaStore) SetBag(_ context.Context, rec state.Record, bag map[string]string) (state.Record, error) {
-	if err := state.CheckBag(bag); err != nil {
-		return rec, err
-	}
-	return s.m.write("SetBag", rec, func(r *state.Record) { r.Bag = bag })
-}
 
 // forge is one GitHub in memory: one proposal per key, idempotent Apply (the PR writer's
 // contract), human actions, and programmable failures.

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline/pipelinetest"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -18,7 +19,7 @@ const testKey = lifecycle.Key("test/team-a/compute")
 // alive and what the detector currently wants.
 type world struct {
 	t      *testing.T
-	store  *memStore
+	store  *pipelinetest.MemStore
 	forge  *forge
 	events *events
 	now    time.Time
@@ -32,14 +33,14 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode string) *world {
-	return &world{t: t, store: newMemStore(), forge: newForge(), events: newEvents(),
+	return &world{t: t, store: pipelinetest.NewMemStore(), forge: newForge(), events: newEvents(),
 		now: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), alive: map[string]bool{"a": true, "b": true}, mode: mode,
 		cooldown: time.Hour}
 }
 
 func (w *world) replica(id string) *Pipeline {
 	p := &Pipeline{
-		Detector: "test", Store: w.store.as(id), Reporter: w.events, Identity: id,
+		Detector: "test", Store: w.store.As(id), Reporter: w.events, Identity: id,
 		Vocab: Vocabulary{Proposed: "Proposed", Merged: "Merged", Declined: "Declined"},
 		Alive: func(_ context.Context, other string) (bool, error) { return w.alive[other], nil },
 		Log:   logr.Discard(),
@@ -78,7 +79,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 	})
 }
 
-func (w *world) rec() state.Record { return w.store.get(testKey) }
+func (w *world) rec() state.Record { return w.store.Record(testKey) }
 
 // TestRun walks the pipeline through each life-cycle path of one Key, including crashes
 // between two steps and a second replica acting at the same time, and checks what users rely
@@ -94,7 +95,7 @@ func TestRun(t *testing.T) {
 	}
 	want := func(v int) step { return func(w *world) { w.wants = cpu(testKey, v) } }
 	human := func(act string) step { return func(w *world) { w.forge.human(testKey, act, w.now) } }
-	crashBefore := func(op string) step { return func(w *world) { w.store.failNext[op] = errCrash } }
+	crashBefore := func(op string) step { return func(w *world) { w.store.FailNext(op, errCrash) } }
 	die := func(id string) step { return func(w *world) { w.alive[id] = false } }
 	noCooldown := func(w *world) { w.cooldown = 0 }
 
@@ -135,7 +136,7 @@ func TestRun(t *testing.T) {
 			}},
 		{"unreadable pending: reported, dropped, decided afresh", "observe", false,
 			[]step{func(w *world) {
-				w.store.recs[testKey] = state.Record{Key: testKey, Pending: "{not json", Version: "1"}
+				w.store.Put(state.Record{Key: testKey, Pending: "{not json", Version: "1"})
 			}, want(12), run("a")},
 			func(t *testing.T, w *world) {
 				if w.events.count(ReasonInvalidState) != 1 || w.events.records != 1 || w.rec().Pending != "" {
@@ -322,7 +323,7 @@ func TestRun(t *testing.T) {
 			[]step{want(12), func(w *world) {
 				w.forge.afterApply = nil
 				p := w.replica("a")
-				p.Store = conflictingStore{w.store.as("a")}
+				p.Store = conflictingStore{w.store.As("a")}
 				res, err := w.run(p)
 				if err != nil || res.RequeueAfter != conflictRetry || len(w.forge.applies) != 0 {
 					w.t.Errorf("conflict run: %+v, %v, applies %v", res, err, w.forge.applies)
@@ -348,11 +349,11 @@ func (r rateLimited) Error() string              { return "rate limited" }
 func (r rateLimited) RetryAt() (time.Time, bool) { return r.at, true }
 
 // conflictingStore loses every race: someone else always wrote first.
-type conflictingStore struct{ *replicaStore }
+type conflictingStore struct{ *pipelinetest.ReplicaStore }
 
 func (c conflictingStore) MarkModified(ctx context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
 	rec.Version = "stale"
-	return c.replicaStore.MarkModified(ctx, rec, t, pending)
+	return c.ReplicaStore.MarkModified(ctx, rec, t, pending)
 }
 
 func cpuOfJSON(s string) int {

@@ -1,0 +1,5 @@
+package pipelinetest
+
+import "github.com/kustos-dev/kustos/internal/pipeline"
+
+var _ pipeline.Store = (*ReplicaStore)(nil)
