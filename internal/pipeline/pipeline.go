@@ -121,8 +121,9 @@ func (p *Pipeline) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	var out Result
+	carried := false
 	for i := 0; i < maxSteps; i++ {
-		r := &run{p: p, req: req, log: log, rec: rec, out: &out}
+		r := &run{p: p, req: req, log: log, rec: rec, out: &out, carried: &carried}
 		done, err := r.step(ctx)
 		if err != nil || done {
 			return out, err
@@ -139,6 +140,9 @@ type run struct {
 	log logr.Logger
 	rec state.Record
 	out *Result
+	// carried is set once a Change was carried out in this Run: the next look only asks the
+	// detector when to look again, it never carries out a second decision in the same Run.
+	carried *bool
 
 	pending  *lifecycle.Change
 	proposed lifecycle.Change
@@ -233,6 +237,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	}
 
 	st := plan(s)
+	if *r.carried && (st == stepCommit || st == stepUpdate) {
+		st = stepIdle
+	}
 	r.log.V(1).Info("pipeline step", "step", st.String())
 	switch st {
 	case stepWait:
@@ -319,12 +326,10 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 				return true, rerr
 			}
 			// Done for now: the next decision comes when the detector asks (its cooldown started
-			// with this decision), not in a loop that would report the same finding again.
-			if r.rec, err = p.Store.ClearPending(ctx, r.rec); err != nil {
-				return r.conflictOr(err)
-			}
-			r.out.RequeueAfter = r.decision.RequeueAfter
-			return true, nil
+			// with this decision), never in this Run, which would report the same finding again.
+			*r.carried = true
+			r.rec, err = p.Store.ClearPending(ctx, r.rec)
+			return r.next(err)
 		}
 		return r.forgeError("carrying out the change", err)
 	}
@@ -336,21 +341,18 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 				return true, err
 			}
 		}
+		// Done: look once more, so that the detector says when to look again (its cooldown).
+		*r.carried = true
 		r.rec, err = p.Store.ClearPending(ctx, r.rec)
-		if err != nil && !apierrors.IsConflict(err) {
-			return true, err
-		}
-		return true, nil
+		return r.next(err)
 	}
 	res := *out.Proposal
 	if res.AlreadyInBase {
 		// A merged PR waiting for Argo CD or Flux: the change is done.
 		r.log.Info("the base branch already holds the change; waiting for the GitOps tool to sync")
+		*r.carried = true
 		r.rec, err = p.Store.ClearPending(ctx, r.rec)
-		if err != nil {
-			return r.conflictOr(err)
-		}
-		return true, nil
+		return r.next(err)
 	}
 	proposed, err := json.Marshal(c)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline/pipelinetest"
@@ -113,6 +115,36 @@ func TestRun(t *testing.T) {
 					t.Errorf("records %d, pending %q", w.events.records, w.rec().Pending)
 				}
 			}},
+		{"observe: after a decision, look again when the cooldown ends", "observe", false,
+			[]step{want(12), func(w *world) {
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.RequeueAfter != w.cooldown || res.Committed == nil {
+					w.t.Errorf("run: %+v, %v; want a committed decision and a look again in %s", res, err, w.cooldown)
+				}
+			}},
+			func(t *testing.T, w *world) {}},
+		{"observe: clearing the pending mark conflicts: look again soon, report once", "observe", false,
+			[]step{want(12), func(w *world) {
+				w.store.FailNext("ClearPending", apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "x", errors.New("modified")))
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.RequeueAfter != conflictRetry {
+					w.t.Errorf("run: %+v, %v; want a quick retry", res, err)
+				}
+			}, run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending != "" || w.events.records != 1 {
+					t.Errorf("record %+v, records %d", r, w.events.records)
+				}
+			}},
+		{"pr: a finding still asks to look again when the cooldown ends", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.failApply = lifecycle.NewError("no manifest", lifecycle.ErrSourceNotFound)
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.RequeueAfter != w.cooldown {
+					w.t.Errorf("run: %+v, %v", res, err)
+				}
+			}},
+			func(t *testing.T, w *world) {}},
 		{"observe: crash after the Lease write, before the report: replayed once", "observe", false,
 			[]step{want(12), crashBefore("ClearPending"), run("a"), run("a"), run("a")},
 			func(t *testing.T, w *world) {
