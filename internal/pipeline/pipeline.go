@@ -237,8 +237,11 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	}
 
 	st := plan(s)
-	if *r.carried && (st == stepCommit || st == stepUpdate) {
+	switch {
+	case *r.carried && (st == stepCommit || st == stepUpdate):
 		st = stepIdle
+	case *r.carried && st == stepRebuild:
+		st = stepPoll // a rebuild that could not be carried out is tried again at the next poll
 	}
 	r.log.V(1).Info("pipeline step", "step", st.String())
 	switch st {

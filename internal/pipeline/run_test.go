@@ -273,6 +273,19 @@ func TestRun(t *testing.T) {
 					t.Errorf("commits %d, record %+v", w.forge.prs[testKey].commits, w.rec())
 				}
 			}},
+		{"pr: a dirty PR whose rebuild is refused: reported once, tried again at the next poll", "pr", false,
+			[]step{want(12), run("a"), human("dirty"), func(w *world) {
+				w.forge.failApply = lifecycle.NewError("yamledit: conflict", lifecycle.ErrSourceConflict)
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.RequeueAfter != time.Minute {
+					w.t.Errorf("run: %+v, %v; want the poll interval", res, err)
+				}
+			}, run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "pr-1" || r.Pending != "" || w.events.count(ReasonSourceConflict) != 1 {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
 		{"pr: behind is left alone without auto-merge", "pr", false,
 			[]step{want(12), run("a"), human("behind"), run("a")},
 			func(t *testing.T, w *world) {
