@@ -3,6 +3,7 @@
 //
 // decide.go and the parsers beside it are pure: a Snapshot (the quota, its namespace's policy,
 // the FailedCreate evidence, the remembered state and the time) goes in, a Decision comes out.
-// controller.go gathers the snapshot from the informer cache and hands the Decision to an
-// actuator; it holds no arithmetic of its own.
+// controller.go gathers the snapshot from the informer cache and hands the decision to the
+// change pipeline (internal/pipeline, through lifecycle.Request), which remembers, locks,
+// carries out and follows it; it holds no arithmetic of its own. Watches says what it reads.
 package quota
