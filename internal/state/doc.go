@@ -6,5 +6,9 @@
 //
 // Every write carries the Lease's resourceVersion, so two replicas (or a replica and its own
 // stale cache) can never both record the same decision: the loser gets a conflict and retries.
-// A background sweep deletes Leases whose target namespace no longer exists (seed 3.3.1).
+// Every read checks the Lease's kustos.io/key (a name shared by two keys sends the second to a
+// hashed name; a seed-convention Lease without a key is adopted only when one target fits it).
+// A bounded bag holds detector state. Each replica keeps a liveness Lease, so that a pending
+// decision is taken over only from a replica that is gone. A background sweep deletes Leases
+// whose target namespace no longer exists (seed 3.3.1), closing their open PR first.
 package state
