@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -578,8 +577,8 @@ func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, 
 // release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
 // why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
 func (m *prMode) release(ctx context.Context, rec state.Record) error {
-	n, _ := strconv.Atoi(strings.TrimPrefix(rec.Holder, "pr-"))
-	if n <= 0 {
+	n, ok := pipeline.HolderNumber(rec.Holder)
+	if !ok {
 		return nil // not a PR holder: nothing to close
 	}
 	_, ns, _ := state.SplitKey(rec.Key)

@@ -64,3 +64,12 @@ func (t Target) KindGroup() string {
 	}
 	return t.Kind + "." + t.Group
 }
+
+// APIVersion is "<group>/<version>", or "<version>" for the core group, as objects and object
+// references write it.
+func (t Target) APIVersion() string {
+	if t.Group == "" {
+		return t.Version
+	}
+	return t.Group + "/" + t.Version
+}

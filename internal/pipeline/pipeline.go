@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -210,7 +213,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		if err := r.reportFindings(ctx, r.decision.Findings); err != nil {
 			return true, err
 		}
-		if r.decision.Bag != nil && !equalBag(r.decision.Bag, rec.Bag) {
+		if r.decision.Bag != nil && !maps.Equal(r.decision.Bag, rec.Bag) {
 			if r.rec, err = p.Store.SetBag(ctx, rec, r.decision.Bag); err != nil {
 				if errors.Is(err, state.ErrBag) {
 					return true, fmt.Errorf("detector %s: %w", p.Detector, err)
@@ -540,11 +543,7 @@ func (p *Pipeline) reportState(ctx context.Context, req Request, rec state.Recor
 }
 
 func objectRef(t lifecycle.Target, uid string) corev1.ObjectReference {
-	apiVersion := t.Version
-	if t.Group != "" {
-		apiVersion = t.Group + "/" + t.Version
-	}
-	return corev1.ObjectReference{APIVersion: apiVersion, Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, UID: typesUID(uid)}
+	return corev1.ObjectReference{APIVersion: t.APIVersion(), Kind: t.Kind, Namespace: t.Namespace, Name: t.Name, UID: types.UID(uid)}
 }
 
 func (p *Pipeline) pollInterval() time.Duration {
@@ -608,6 +607,10 @@ func findingReason(err error) (string, bool) {
 
 func holderOf(number int) string { return "pr-" + strconv.Itoa(number) }
 
+// HolderNumber is the pull request number a Lease holder ("pr-12") names; ok is false for any
+// other holder.
+func HolderNumber(h string) (number int, ok bool) { return parseHolder(h) }
+
 func parseHolder(h string) (int, bool) {
 	s, ok := strings.CutPrefix(h, "pr-")
 	if !ok {
@@ -629,7 +632,7 @@ func describe(c lifecycle.Change) string {
 		for k, v := range c.Edit.Annotations {
 			keys = append(keys, k+" → "+v)
 		}
-		sortStrings(keys)
+		sort.Strings(keys)
 		return strings.Join(keys, ", ")
 	}
 	parts := make([]string, 0, len(c.Edit.Fields))
@@ -658,18 +661,6 @@ func short(sha string) string {
 		return "(none)"
 	}
 	return sha
-}
-
-func equalBag(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // The request vocabulary lives in lifecycle, so detectors need not import the pipeline.

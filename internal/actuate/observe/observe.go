@@ -55,7 +55,7 @@ func (r *Recorder) Apply(ctx context.Context, c lifecycle.Change, decidedAt time
 // otherwise (ScaleToZero, Delete, SetAnnotations).
 func (r *Recorder) Record(ctx context.Context, c lifecycle.Change, decidedAt time.Time) error {
 	ref := corev1.ObjectReference{
-		APIVersion: apiVersion(c.Target), Kind: c.Target.Kind,
+		APIVersion: c.Target.APIVersion(), Kind: c.Target.Kind,
 		Namespace: c.Target.Namespace, Name: c.Target.Name,
 	}
 	at := decidedAt.UTC().Format(time.RFC3339Nano)
@@ -157,13 +157,6 @@ func EventName(object, id string) string {
 		object = object[:maxObject]
 	}
 	return object + "." + suffix
-}
-
-func apiVersion(t lifecycle.Target) string {
-	if t.Group == "" {
-		return t.Version
-	}
-	return t.Group + "/" + t.Version
 }
 
 func pathString(p []string) string {
