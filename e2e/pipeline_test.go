@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/app"
-	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
@@ -37,15 +36,7 @@ func TestPRCloseDuringReplay(t *testing.T) {
 			t.Logf("second Kustos:\n%s", k2.logs.String())
 		}
 	}()
-	waitEvents(t, ns, quota.ReasonQuotaResizeDeclined, 1)
-	l := waitHolder(t, stateNS, ns, "")
-	if l.Annotations[state.AnnotationClosedValues] == "" {
-		t.Errorf("the declined values are not remembered: %v", l.Annotations)
-	}
-	g.onePR(t, 4*time.Second)
-	if p, _ = g.s.PR(ghOwner, ghRepo, p.Number); p.State != "closed" {
-		t.Fatalf("the closed PR is %s", p.State)
-	}
+	g.declined(t, stateNS, ns, p.Number)
 }
 
 // TestPRRebuiltWhenBaseMoves: a human commit to the base branch makes the open PR conflict;

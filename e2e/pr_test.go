@@ -249,14 +249,21 @@ func TestPRAutoMergeOptOutAndHumanClose(t *testing.T) {
 	}
 
 	g.s.ClosePR(ghOwner, ghRepo, p.Number)
-	l := waitHolder(t, k.opts.StateNamespace, ns, "")
-	if l.Annotations[state.AnnotationClosedValues] == "" {
-		t.Errorf("closed values not remembered: %v", l.Annotations)
-	}
+	g.declined(t, k.opts.StateNamespace, ns, p.Number)
+}
+
+// declined asserts what a human close of PR number leaves: a Declined Event, an unlocked Lease
+// that remembers the declined values, and no other PR while the closed one stays closed.
+func (g *gitops) declined(t *testing.T, stateNS, ns string, number int) {
+	t.Helper()
 	waitEvents(t, ns, quota.ReasonQuotaResizeDeclined, 1)
+	l := waitHolder(t, stateNS, ns, "")
+	if l.Annotations[state.AnnotationClosedValues] == "" {
+		t.Errorf("the declined values are not remembered: %v", l.Annotations)
+	}
 	g.onePR(t, 4*time.Second)
-	if p, _ = g.s.PR(ghOwner, ghRepo, p.Number); p.State != "closed" {
-		t.Fatalf("closed PR reopened: %s", p.State)
+	if p, _ := g.s.PR(ghOwner, ghRepo, number); p.State != "closed" {
+		t.Fatalf("the closed PR is %s", p.State)
 	}
 }
 
