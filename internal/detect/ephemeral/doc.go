@@ -1,0 +1,12 @@
+// Package ephemeral is the detector of short-lived objects declared by Cleaners (CRD
+// kustos.io/v1alpha1 Cleaner, seed 004): after a Cleaner's TTL, its CEL conditions over its
+// targets decide when the targets, its helm releases and the Cleaner itself go.
+//
+// The package owns the decision and nothing else: Compile checks a spec and compiles its
+// conditions once per generation (the admission webhook and the controller report the same
+// field-path errors); Spec.Decide is a pure function from a Snapshot (creation time, the
+// targets' objects, now) to a Decision (the conditions' values, due or not, when to look again,
+// found by a binary search when the conditions are monotonic in time). CEL runs with
+// Kubernetes' cost limits and a deadline; a condition that cannot be evaluated is false, never
+// a deletion.
+package ephemeral

@@ -1,0 +1,162 @@
+package ephemeral
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// DefaultPeriod and DefaultHorizon apply when a Cleaner leaves retry.period or retry.horizon
+// empty (the CRD defaults them too; a Cleaner read from a file has no defaulting).
+const (
+	DefaultPeriod  = time.Hour
+	DefaultHorizon = 720 * time.Hour
+	// MinPeriod keeps a Cleaner from asking to be evaluated in a busy loop.
+	MinPeriod = 10 * time.Second
+)
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Spec is a Cleaner's spec checked and compiled: durations parsed, selectors built, conditions
+// compiled. It is built once per generation and is safe for concurrent use.
+type Spec struct {
+	TTL, Period, Horizon time.Duration
+	Monotonic            bool
+	Targets              []Target
+	Releases             []v1alpha1.HelmRelease
+	Sink                 string
+	conditions           []program
+	// timeout bounds one condition's evaluation (EvalTimeout; tests change it).
+	timeout time.Duration
+}
+
+// Target is one spec.targets entry, checked.
+type Target struct {
+	Name string
+	// Group, Version and Kind are as written; Kind may be a kind or a resource name in any case
+	// (the controller resolves it through the RESTMapper).
+	Group, Version, Kind string
+	// ObjectName is set for a named target, Selector for a selector target.
+	ObjectName string
+	Selector   labels.Selector
+	Delete     bool
+	Evaluated  bool
+}
+
+// Conditions is the number of conditions.
+func (s *Spec) Conditions() int { return len(s.conditions) }
+
+// Compile checks spec and compiles its conditions. Every problem is reported with its field
+// path (spec.conditions[1]: …), as the admission webhook returns them and as the controller
+// writes them into the InvalidSpec condition when the webhook is off.
+func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
+	root := field.NewPath("spec")
+	var errs field.ErrorList
+	s := &Spec{Monotonic: spec.Retry.Monotonic, Sink: spec.CloudEventSink, timeout: EvalTimeout}
+
+	duration := func(p *field.Path, v string, def time.Duration) time.Duration {
+		if v == "" && def > 0 {
+			return def
+		}
+		d, err := lifecycle.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(p, v, err.Error()))
+		}
+		return d
+	}
+	s.TTL = duration(root.Child("ttl"), spec.TTL, 0)
+	s.Period = duration(root.Child("retry", "period"), spec.Retry.Period, DefaultPeriod)
+	if s.Period > 0 && s.Period < MinPeriod {
+		errs = append(errs, field.Invalid(root.Child("retry", "period"), spec.Retry.Period, fmt.Sprintf("must be at least %s", MinPeriod)))
+	}
+	s.Horizon = duration(root.Child("retry", "horizon"), spec.Retry.Horizon, DefaultHorizon)
+	if spec.Retry.Horizon != "" && s.Horizon < time.Second {
+		errs = append(errs, field.Invalid(root.Child("retry", "horizon"), spec.Retry.Horizon, "must be at least 1s"))
+	}
+	if spec.CloudEventSink != "" {
+		if u, err := url.Parse(spec.CloudEventSink); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(root.Child("cloudEventSink"), spec.CloudEventSink, "must be an absolute http or https URL"))
+		}
+	}
+
+	var vars []variable
+	est := sizeEstimator{selectors: map[string]bool{}}
+	seen := map[string]bool{}
+	for i, t := range spec.Targets {
+		p := root.Child("targets").Index(i)
+		ct := Target{Name: t.Name, Group: t.Reference.APIGroup, Version: t.Reference.Version, Kind: t.Reference.Kind,
+			ObjectName: t.Reference.Name, Delete: t.Delete, Evaluated: t.Evaluated()}
+		switch {
+		case !identifier.MatchString(t.Name):
+			errs = append(errs, field.Invalid(p.Child("name"), t.Name, "must be a CEL identifier: a letter or _ followed by letters, digits or _"))
+		case reserved[t.Name]:
+			errs = append(errs, field.Invalid(p.Child("name"), t.Name, "is a reserved word in CEL or the time variable"))
+		case seen[t.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), t.Name))
+		}
+		seen[t.Name] = true
+		if t.Reference.Version == "" {
+			errs = append(errs, field.Required(p.Child("reference", "version"), ""))
+		}
+		if t.Reference.Kind == "" {
+			errs = append(errs, field.Required(p.Child("reference", "kind"), ""))
+		}
+		hasSelector := len(t.Reference.MatchLabels) > 0 || len(t.Reference.MatchExpressions) > 0
+		switch {
+		case t.Reference.Name != "" && hasSelector:
+			errs = append(errs, field.Invalid(p.Child("reference"), t.Reference.Name, "set either name or matchLabels/matchExpressions, not both"))
+		case t.Reference.Name == "" && !hasSelector:
+			errs = append(errs, field.Required(p.Child("reference"), "one of name or matchLabels/matchExpressions"))
+		case hasSelector:
+			sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: t.Reference.MatchLabels, MatchExpressions: t.Reference.MatchExpressions})
+			if err != nil {
+				errs = append(errs, field.Invalid(p.Child("reference"), "", err.Error()))
+			}
+			ct.Selector = sel
+		}
+		s.Targets = append(s.Targets, ct)
+		if ct.Evaluated && identifier.MatchString(t.Name) && !reserved[t.Name] {
+			vars = append(vars, variable{name: t.Name, selector: hasSelector})
+			est.selectors[t.Name] = hasSelector
+		}
+	}
+	if spec.Helm != nil {
+		rseen := map[string]bool{}
+		for i, r := range spec.Helm.Releases {
+			p := root.Child("helm", "releases").Index(i).Child("name")
+			if r.Name == "" {
+				errs = append(errs, field.Required(p, ""))
+			} else if rseen[r.Name] {
+				errs = append(errs, field.Duplicate(p, r.Name))
+			}
+			rseen[r.Name] = true
+			s.Releases = append(s.Releases, r)
+		}
+	}
+
+	env, err := newEnv(vars)
+	if err != nil {
+		return nil, append(errs, field.InternalError(root.Child("targets"), err))
+	}
+	for i, src := range spec.Conditions {
+		prg, err := compileCondition(env, est, src)
+		if err != nil {
+			// The CEL error quotes the source where it matters; the whole expression again would bury it.
+			errs = append(errs, field.Invalid(root.Child("conditions").Index(i), field.OmitValueType{}, err.Error()))
+			continue
+		}
+		s.conditions = append(s.conditions, prg)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
