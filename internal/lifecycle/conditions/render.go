@@ -25,8 +25,8 @@ const (
 	ReasonAllStepsAvailable = "AllStepsAvailable"
 	// ReasonStepUnavailable: a step reported Available=False; the message names the steps,
 	// their generations and what they said. On Available: a step at Available's own
-	// generation (rule 4). On Ready or an Unknown Available: a step's last accepted report, at
-	// whatever generation.
+	// generation (rule 4). On Ready or an Unknown Available, the first failing step's own
+	// reason is used instead (e.g. InvalidSpec); this one only when that report has none.
 	ReasonStepUnavailable = "StepUnavailable"
 	// ReasonReconciling: not every step has reported Available=True at the generation yet (a
 	// spec change the steps are still working on, a step with no report); the message names
@@ -179,7 +179,15 @@ func (r *Root) pending() (reason, message string) {
 		}
 		return ReasonNoReports, "waiting for the first report of " + strings.Join(r.steps, ", ")
 	}
-	if msg := r.describeSteps(func(s Report) bool { return s.Available == metav1.ConditionFalse }); msg != "" {
+	failed := func(s Report) bool { return s.Available == metav1.ConditionFalse }
+	if msg := r.describeSteps(failed); msg != "" {
+		// The first failing step's own reason (InvalidSpec, Forbidden…) is what `kubectl get`
+		// and `kubectl wait` users see first; the message names every failing step.
+		for _, name := range r.stepNames() {
+			if rep, ok := r.reports[name]; ok && failed(rep) && rep.Reason != "" {
+				return rep.Reason, msg
+			}
+		}
 		return ReasonStepUnavailable, msg
 	}
 	var behind []string

@@ -100,7 +100,7 @@ func TestSetConditions(t *testing.T) {
 			name: "a step failed at Available's generation",
 			root: func(t *testing.T) *Root { return mustRoot(t, 1, append(allAt(1), report(actions, 1, F))...) },
 			want: []string{
-				"Available=False gen=1 StepUnavailable", "Ready=False gen=1 StepUnavailable",
+				"Available=False gen=1 StepUnavailable", "Ready=False gen=1 Failed",
 				"TargetsResolved=True gen=1 Succeeded", "ConditionsEvaluated=True gen=1 Succeeded",
 				"ActionsDone=False gen=1 Failed", "EventDelivered=True gen=1 Succeeded",
 			},

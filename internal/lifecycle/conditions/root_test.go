@@ -215,7 +215,7 @@ func TestUseCases(t *testing.T) {
 			rows: concat(readyAtGen1(), []row{
 				{
 					name: "TargetsResolved False at 1: Available False at 1", rep: report(resolved, 1, F),
-					avail: F, availGen: 1, ready: F, availReason: ReasonStepUnavailable, readyReason: ReasonStepUnavailable,
+					avail: F, availGen: 1, ready: F, availReason: ReasonStepUnavailable, readyReason: "Failed",
 					recheck: 10 * time.Second,
 				},
 				{name: "spec bumped to generation 2", bump: 2, avail: F, availGen: 1, ready: F},
@@ -353,7 +353,7 @@ func TestRules(t *testing.T) {
 			name: "rule 3: one step False is not Available",
 			rows: []row{
 				start, stepReport(a, 1, T, U, 0, F),
-				{name: "B False at 1", rep: report(b, 1, F), avail: U, ready: F, availReason: ReasonStepUnavailable, readyReason: ReasonStepUnavailable},
+				{name: "B False at 1", rep: report(b, 1, F), avail: U, ready: F, availReason: "Failed", readyReason: "Failed"},
 				stepReport(b, 1, T, T, 1, T),
 			},
 		},
@@ -370,7 +370,7 @@ func TestRules(t *testing.T) {
 		{
 			name: "rule 4: False at Available's generation turns it False, and True at it back",
 			rows: concat([]row{start}, both(1), []row{
-				{name: "B False at 1", rep: report(b, 1, F), avail: F, availGen: 1, ready: F, availReason: ReasonStepUnavailable, readyReason: ReasonStepUnavailable},
+				{name: "B False at 1", rep: report(b, 1, F), avail: F, availGen: 1, ready: F, availReason: ReasonStepUnavailable, readyReason: "Failed"},
 				stepReport(a, 1, F, F, 1, F),
 				stepReport(a, 1, T, F, 1, F),
 				stepReport(b, 1, T, T, 1, T),
@@ -380,7 +380,7 @@ func TestRules(t *testing.T) {
 			name: "rule 4: False at another generation leaves Available True",
 			rows: concat([]row{start}, both(1), []row{
 				{name: "spec bumped to 2", bump: 2, avail: T, availGen: 1, ready: F},
-				{name: "A False at 2", rep: report(a, 2, F), avail: T, availGen: 1, ready: F, availReason: ReasonAllStepsAvailable, readyReason: ReasonStepUnavailable},
+				{name: "A False at 2", rep: report(a, 2, F), avail: T, availGen: 1, ready: F, availReason: ReasonAllStepsAvailable, readyReason: "Failed"},
 				// B is still at 1, Available's generation: its False counts.
 				stepReport(b, 1, F, F, 1, F),
 			}),
@@ -389,7 +389,7 @@ func TestRules(t *testing.T) {
 			name: "rule 4: before Available was ever True a False leaves it Unknown",
 			rows: []row{
 				start,
-				{name: "A False at 1", rep: report(a, 1, F), avail: U, ready: F, availReason: ReasonStepUnavailable, readyReason: ReasonStepUnavailable},
+				{name: "A False at 1", rep: report(a, 1, F), avail: U, ready: F, availReason: "Failed", readyReason: "Failed"},
 				stepReport(b, 1, T, U, 0, F),
 				stepReport(a, 1, T, T, 1, T),
 			},
