@@ -5,9 +5,11 @@
 //
 // The package has two halves:
 //
-//   - load.go reads YAML or JSON (multi-document YAML, `kind: List` and `*List` objects) into
-//     typed objects, each with the file and line it came from, so that invalid input can be
-//     reported as FILE:LINE: what is wrong. Kinds the decision does not need are skipped.
+//   - load.go names the kinds the decision reads and has package manifest read them (YAML or
+//     JSON, multi-document YAML, `kind: List` and `*List` objects) into typed objects, each with
+//     the file and line it came from, so that invalid input is reported as FILE:LINE: what is
+//     wrong; other kinds are skipped. It then converts events.k8s.io Events, requires names of
+//     Namespaces and ResourceQuotas and defaults namespaces, as kubectl would.
 //   - recommend.go indexes the objects (namespaces, quotas, FailedCreate events, workloads,
 //     state Leases), builds one quota.Snapshot per quota and calls quota.Decide; run.go holds
 //     the command line: flags, exit codes and output.

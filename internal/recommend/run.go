@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/manifest"
 )
 
 // Exit codes of Run.
@@ -108,7 +109,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var objs []Object
 	for _, arg := range files {
-		name, data, err := ReadInput(arg, stdin)
+		name, data, err := manifest.ReadInput(arg, stdin)
 		if err == nil {
 			var more []Object
 			more, err = Load(name, data)

@@ -328,13 +328,3 @@ func TestRunDuplicateWarnings(t *testing.T) {
 		t.Errorf("%d recommendations, want 2 (duplicates replace each other):\n%s", n, stdout.String())
 	}
 }
-
-func TestRunInputTooLarge(t *testing.T) {
-	defer func(old int64) { maxInputSize = old }(maxInputSize)
-	maxInputSize = 1 << 20
-	var stdout, stderr bytes.Buffer
-	code := Run([]string{"--now", now}, bytes.NewReader(make([]byte, 1<<20+1)), &stdout, &stderr)
-	if code != 2 || stderr.String() != "<stdin>: input is larger than 1 MiB; split it\n" {
-		t.Errorf("code %d, stderr %q", code, stderr.String())
-	}
-}
