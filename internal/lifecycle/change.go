@@ -58,6 +58,17 @@ type Edit struct {
 	Fields []FieldChange `json:"fields,omitempty"`
 	// Annotations are the metadata.annotations entries an EditSetAnnotations sets (key → value).
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Preconditions, when set, name the version of the object the detector decided on: an
+	// actuator that writes the cluster acts only on that object in that state, and an object
+	// changed since is decided again rather than acted on (the Cleaner's conditions were
+	// evaluated on it). Proposals ignore them: a reviewer sees the live object anyway.
+	Preconditions *Preconditions `json:"preconditions,omitempty"`
+}
+
+// Preconditions identify one object in one state.
+type Preconditions struct {
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // Change is a detector's proposal: what should change on which object, and the evidence a

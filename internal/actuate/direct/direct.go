@@ -105,6 +105,17 @@ func (a *Actuator) applyOnce(ctx context.Context, c lifecycle.Change, gvk schema
 			c.Edit.Op, describe(t), lifecycle.ErrSourceNotFound)
 	}
 
+	if pre := c.Edit.Preconditions; pre != nil {
+		if string(obj.GetUID()) != pre.UID {
+			return lifecycle.Outcome{}, fmt.Errorf("direct: %s %s: the object was replaced since it was decided on (UID %s, decided on %s): %w",
+				c.Edit.Op, describe(t), obj.GetUID(), pre.UID, lifecycle.ErrSourceConflict)
+		}
+		if pre.ResourceVersion != "" && obj.GetResourceVersion() != pre.ResourceVersion {
+			return lifecycle.Outcome{}, fmt.Errorf("direct: %s %s: the object changed since it was decided on (resourceVersion %s, decided on %s): %w",
+				c.Edit.Op, describe(t), obj.GetResourceVersion(), pre.ResourceVersion, lifecycle.ErrSourceConflict)
+		}
+	}
+
 	var out lifecycle.Outcome
 	switch c.Edit.Op {
 	case lifecycle.EditSetFields:

@@ -908,3 +908,54 @@ func touchDeployment(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeletePreconditions: a Delete that carries the version the detector decided on (a
+// Cleaner's evaluated object) deletes only that version; an object changed or replaced since —
+// before the read, or between the read and the delete — is left alone with ErrSourceConflict,
+// so that it is decided again.
+func TestDeletePreconditions(t *testing.T) {
+	tests := []struct {
+		name string
+		// before runs after the decision, before Apply; during before the actuator's delete call.
+		before, during func(t *testing.T, ns string)
+		wantDeleted    bool
+	}{
+		{name: "unchanged: deleted", wantDeleted: true},
+		{name: "updated since the decision", before: func(t *testing.T, ns string) { touch(t, ns) }},
+		{name: "replaced since the decision", before: func(t *testing.T, ns string) { recreate(t, ns, meta{}) }},
+		{name: "updated between the read and the delete", during: func(t *testing.T, ns string) { touch(t, ns) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t)
+			decided := createConfigMap(t, ns, "cm", map[string]string{"a": "1"}, meta{})
+			if tc.before != nil {
+				tc.before(t, ns)
+			}
+			funcs := interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if tc.during != nil {
+					tc.during(t, ns)
+					tc.during = nil
+				}
+				return cl.Delete(ctx, obj, opts...)
+			}}
+			a := &direct.Actuator{Client: interceptor.NewClient(k8s, funcs)}
+			edit := deleteEdit
+			edit.Preconditions = &lifecycle.Preconditions{UID: string(decided.UID), ResourceVersion: decided.ResourceVersion}
+			out, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), edit))
+			err2 := k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "cm"}, &corev1.ConfigMap{})
+			if tc.wantDeleted {
+				if err != nil || !out.Applied || !apierrors.IsNotFound(err2) {
+					t.Fatalf("Apply = %+v, %v (object still there: %v); want it deleted", out, err, err2 == nil)
+				}
+				return
+			}
+			if !errors.Is(err, lifecycle.ErrSourceConflict) || out.Applied {
+				t.Fatalf("Apply = %+v, %v; want ErrSourceConflict", out, err)
+			}
+			if err2 != nil {
+				t.Fatalf("the object is gone: %v", err2)
+			}
+		})
+	}
+}
