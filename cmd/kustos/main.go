@@ -3,6 +3,7 @@
 //
 //	kustos run        run the controller against a cluster (kubeconfig or in-cluster)
 //	kustos recommend  make the same decisions offline, from YAML/JSON objects
+//	kustos cleaner eval  evaluate Cleaners offline against YAML/JSON objects
 //	kustos version    print the version
 package main
 
@@ -26,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/cleanereval"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/recommend"
 )
@@ -47,6 +49,12 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return run(args[1:], stderr)
 	case "recommend":
 		return recommend.Run(args[1:], stdin, stdout, stderr)
+	case "cleaner":
+		if len(args) < 2 || args[1] != "eval" {
+			fmt.Fprintln(stderr, "Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]")
+			return 2
+		}
+		return cleanereval.Run(args[2:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kustos", version)
 		return 0
@@ -65,6 +73,7 @@ func usage(w io.Writer) {
 Commands:
   run         run the controller (observer mode by default)
   recommend   decide offline from Kubernetes objects in YAML or JSON files
+  cleaner eval  evaluate Cleaners offline against objects in YAML or JSON files
   version     print the version
 
 Run 'kustos <command> -h' for the flags of a command.
@@ -105,6 +114,9 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.Var(&gitPaths, "git-path", "PR mode: path prefix in the repository that holds this cluster's manifests; repeatable or comma-separated (default: the whole repository)")
 	fs.BoolVar(&o.PR.AutoMerge, "enable-auto-merge", false, "PR mode: squash-merge pull requests when GitHub reports them mergeable with clean checks; annotation resizer.io/auto-merge: \"false\" opts a namespace out")
 	fs.DurationVar(&o.PR.PollInterval, "pr-poll-interval", time.Minute, "PR mode: how often an open pull request is checked")
+	fs.BoolVar(&o.Cleaners.Enabled, "enable-cleaners", true, "run the Cleaner detector (needs the kustos.io Cleaner CRD, which the chart installs)")
+	fs.DurationVar(&o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", 30*time.Minute, "how often a Ready Cleaner is looked at when nothing changes")
+	fs.DurationVar(&o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", 10*time.Second, "how often a Cleaner that is not Ready is looked at when nothing changes")
 	if err := fs.Parse(args); err != nil {
 		return o, "", "", err
 	}

@@ -24,6 +24,8 @@ func TestRealMain(t *testing.T) {
 		{"run: stray argument", []string{"run", "extra"}, 2, "", "unexpected arguments: extra"},
 		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "flag provided but not defined: -treshold"},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
+		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
+		{"cleaner without eval", []string{"cleaner"}, 2, "", "Usage: kustos cleaner eval"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
