@@ -29,7 +29,9 @@ func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true})
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true,
+		// Kustos's own CRD as the chart ships it, and Knative-shaped kinds for Cleaners to name.
+		CRDDirectoryPaths: []string{"../charts/kustos/crds", "testdata/crds"}})
 	if err != nil {
 		// Never skip: a missing control plane is a broken install step, not an excuse.
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

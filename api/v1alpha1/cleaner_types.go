@@ -133,6 +133,12 @@ type Reference struct {
 	// +kubebuilder:validation:MaxLength=63
 	Version string `json:"version"`
 
+	// Namespace must be empty or the Cleaner's own namespace: a Cleaner acts only there. Any
+	// other namespace makes the Cleaner Ready=False with reason Forbidden.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
 	// Kind is the kind or the resource name in any case: Service, service and services all name
 	// the same kind.
 	// +kubebuilder:validation:MinLength=1
@@ -183,10 +189,18 @@ type CleanerStatus struct {
 
 	// ResolvedTargets are the objects the targets resolved to, as
 	// "<name>.<resource>.<group>/<version>" ("<name>.<resource>/<version>" for the core group).
-	// Kustos indexes them to find the Cleaners an object change concerns.
+	// Kustos indexes them to find the Cleaners an object change concerns. At most 256 are
+	// listed; a selector target's objects are found through SelectorKinds in any case.
+	// +kubebuilder:validation:MaxItems=256
 	// +listType=set
 	// +optional
 	ResolvedTargets []string `json:"resolvedTargets,omitempty"`
+
+	// SelectorKinds are the kinds of the selector targets, as "<resource>.<group>/<version>": a
+	// new object of one of them in the namespace makes Kustos evaluate the Cleaner again.
+	// +listType=set
+	// +optional
+	SelectorKinds []string `json:"selectorKinds,omitempty"`
 
 	// ExpiresAt is creationTimestamp + ttl: when conditions start to be evaluated.
 	// +optional

@@ -109,6 +109,11 @@ func (in *CleanerStatus) DeepCopyInto(out *CleanerStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.SelectorKinds != nil {
+		in, out := &in.SelectorKinds, &out.SelectorKinds
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.ExpiresAt != nil {
 		in, out := &in.ExpiresAt, &out.ExpiresAt
 		*out = (*in).DeepCopy()

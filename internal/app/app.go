@@ -19,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -29,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
@@ -100,7 +103,9 @@ type Options struct {
 	// InProcessReplica allows several Kustos managers in one process (tests start and stop
 	// replicas); controller-runtime otherwise refuses a second controller of the same name.
 	InProcessReplica bool
-	Log              logr.Logger
+	// Cleaners configure the Cleaner detector (CRD kustos.io/v1alpha1 Cleaner).
+	Cleaners CleanerOptions
+	Log      logr.Logger
 }
 
 // Validate reports the first option that cannot work, naming it as a flag.
@@ -122,6 +127,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", o.LeaseSweepInterval)
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
+	case o.Cleaners.ReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", o.Cleaners.ReadyRecheck)
+	case o.Cleaners.NotReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", o.Cleaners.NotReadyRecheck)
 	}
 	return nil
 }
@@ -280,7 +289,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	shutdown := 10 * time.Second
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
 		Cache:                         cacheOptions(o.StateNamespace, quota.Watches()),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
@@ -315,6 +332,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
+	// Direct writes read the live object (not the cache) right before each conditional write.
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
 	pl := &pipeline.Pipeline{
 		Detector: quota.DetectorName,
 		Vocab:    quota.Vocabulary(),
@@ -340,12 +362,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
-		// Direct writes read the live object (not the cache) right before each conditional write.
-		live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return nil, fmt.Errorf("direct mode: %w", err)
-		}
-		pl.Actuator = &direct.Actuator{Client: live}
+		pl.Actuator = directActuator(live)
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
 		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
@@ -364,12 +381,21 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
+	if o.Cleaners.Enabled {
+		if err := setupCleaners(context.Background(), mgr, o, pl, live); err != nil {
+			return nil, err
+		}
+	}
 	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), release: release, interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// directActuator writes the cluster through live, which reads objects from the API server, not
+// the cache: the resourceVersion it reads is the precondition of its write.
+func directActuator(live client.Client) *direct.Actuator { return &direct.Actuator{Client: live} }
 
 func orDisabled(addr string) string {
 	if addr == "" {

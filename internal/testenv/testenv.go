@@ -41,6 +41,9 @@ type Options struct {
 	// QuotaSyncPeriod is kube-controller-manager's --resource-quota-sync-period.
 	// Default: DefaultQuotaSyncPeriod.
 	QuotaSyncPeriod time.Duration
+	// CRDDirectoryPaths are directories (or files) of CustomResourceDefinitions installed once the
+	// API server runs; Start returns when they are served. A missing path is an error.
+	CRDDirectoryPaths []string
 	// Stdout and Stderr receive the output of the control-plane processes.
 	// Default: discarded, or os.Stderr when KUSTOS_TESTENV_VERBOSE=1.
 	Stdout, Stderr io.Writer
@@ -110,6 +113,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		},
 		ControlPlaneStartTimeout: startTimeout,
 		ControlPlaneStopTimeout:  stopTimeout,
+		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing:    true,
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		err = fmt.Errorf("testenv: starting etcd and kube-apiserver: %w", err)

@@ -44,6 +44,8 @@ type Target struct {
 	// Group, Version and Kind are as written; Kind may be a kind or a resource name in any case
 	// (the controller resolves it through the RESTMapper).
 	Group, Version, Kind string
+	// Namespace is the reference's namespace as written (empty: the Cleaner's).
+	Namespace string
 	// ObjectName is set for a named target, Selector for a selector target.
 	ObjectName string
 	Selector   labels.Selector
@@ -92,7 +94,7 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 	seen := map[string]bool{}
 	for i, t := range spec.Targets {
 		p := root.Child("targets").Index(i)
-		ct := Target{Name: t.Name, Group: t.Reference.APIGroup, Version: t.Reference.Version, Kind: t.Reference.Kind,
+		ct := Target{Name: t.Name, Group: t.Reference.APIGroup, Version: t.Reference.Version, Kind: t.Reference.Kind, Namespace: t.Reference.Namespace,
 			ObjectName: t.Reference.Name, Delete: t.Delete, Evaluated: t.Evaluated()}
 		switch {
 		case !identifier.MatchString(t.Name):
@@ -159,4 +161,18 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 		return nil, errs
 	}
 	return s, nil
+}
+
+// CheckNamespace refuses targets in a namespace other than the Cleaner's (namespace): a Cleaner
+// acts only in its own. The errors are field.Forbidden, which the controller reports with
+// reason Forbidden and the webhook as a denial.
+func (s *Spec) CheckNamespace(namespace string) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range s.Targets {
+		if t.Namespace != "" && t.Namespace != namespace {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "targets").Index(i).Child("reference", "namespace"),
+				fmt.Sprintf("a Cleaner acts only in its own namespace %q, not in %q", namespace, t.Namespace)))
+		}
+	}
+	return errs
 }

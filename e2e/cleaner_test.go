@@ -1,0 +1,370 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/app"
+)
+
+var (
+	cleanerClientOnce sync.Once
+	cleanerClient     client.Client
+)
+
+// kc is a client that knows Kustos's own kinds.
+func kc(t *testing.T) client.Client {
+	t.Helper()
+	cleanerClientOnce.Do(func() {
+		s := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(s)
+		_ = v1alpha1.AddToScheme(s)
+		c, err := client.New(env.Config, client.Options{Scheme: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleanerClient = c
+	})
+	return cleanerClient
+}
+
+func startCleaners(t *testing.T, mode app.Mode) *kustos {
+	t.Helper()
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = mode
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Kustos's log:\n%s", k.logs.String())
+		}
+	})
+	return k
+}
+
+// seedCondition is the cleaner seed's condition, verbatim.
+const seedCondition = `!revisions.items.exists(r,
+  r.metadata.annotations["serving.knative.dev/routes"]
+    .split(",")
+    .exists(route, !route.startsWith("sfj-") && !route.startsWith("preview-"))
+  ||
+  r.status.conditions
+    .filter(c, c.type == "Active")
+    .exists(c, c.status == "True" || time - timestamp(c.lastTransitionTime) < duration("360h"))
+)`
+
+var (
+	ksvcGVK = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}
+	revGVK  = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Revision"}
+)
+
+func createKnative(t *testing.T, gvk schema.GroupVersionKind, ns, name string, labels, annotations map[string]string, status map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetLabels(labels)
+	u.SetAnnotations(annotations)
+	if err := k8s.Create(context.Background(), u); err != nil {
+		t.Fatalf("creating %s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+	if status != nil {
+		u.Object["status"] = status
+		if err := k8s.Status().Update(context.Background(), u); err != nil {
+			t.Fatalf("writing the status of %s %s/%s: %v", gvk.Kind, ns, name, err)
+		}
+	}
+	return u
+}
+
+// inactiveRevision is a preview revision that has not been active since lastActive.
+func inactiveRevision(t *testing.T, ns, name, routes string, lastActive time.Time) {
+	t.Helper()
+	createKnative(t, revGVK, ns, name, map[string]string{"vtex.io/proxy": "p1"},
+		map[string]string{"serving.knative.dev/routes": routes},
+		map[string]any{"conditions": []any{map[string]any{"type": "Active", "status": "False", "lastTransitionTime": lastActive.UTC().Format(time.RFC3339)}}})
+}
+
+func seedCleaner(ns string) *v1alpha1.Cleaner {
+	f := false
+	return &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sfj-commit--account"},
+		Spec: v1alpha1.CleanerSpec{
+			TTL:   "1s",
+			Retry: v1alpha1.Retry{Period: "1h", Monotonic: true},
+			Targets: []v1alpha1.Target{
+				{Name: "nginx", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "service", Name: "sfj-commit--account"},
+					Delete: true, IncludeWhenEvaluating: &f},
+				{Name: "revisions", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "revision",
+					MatchLabels: map[string]string{"vtex.io/proxy": "p1"}}},
+			},
+			Conditions: []string{seedCondition},
+		},
+	}
+}
+
+func createCleaner(t *testing.T, cl *v1alpha1.Cleaner) {
+	t.Helper()
+	if err := kc(t).Create(context.Background(), cl); err != nil {
+		t.Fatalf("creating Cleaner %s/%s: %v", cl.Namespace, cl.Name, err)
+	}
+}
+
+// getCleaner reads a Cleaner; nil when it is gone.
+func getCleaner(t *testing.T, ns, name string) *v1alpha1.Cleaner {
+	t.Helper()
+	cl := &v1alpha1.Cleaner{}
+	err := kc(t).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cl)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// waitCondition waits until the Cleaner's condition typ has status and reason at its current
+// generation, as `kubectl wait --for=condition=...` would, and returns the Cleaner.
+func waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string) *v1alpha1.Cleaner {
+	t.Helper()
+	var cl *v1alpha1.Cleaner
+	eventually(t, "Cleaner "+ns+"/"+name+" "+typ+"="+string(status)+" "+reason, func() bool {
+		cl = getCleaner(t, ns, name)
+		if cl == nil {
+			t.Fatalf("Cleaner %s/%s is gone", ns, name)
+		}
+		c := meta.FindStatusCondition(cl.Status.Conditions, typ)
+		return c != nil && c.Status == status && (reason == "" || c.Reason == reason) && cl.Status.ObservedGeneration == cl.Generation
+	})
+	return cl
+}
+
+func exists(t *testing.T, gvk schema.GroupVersionKind, ns, name string) bool {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetDeletionTimestamp() == nil
+}
+
+// TestCleanerObserverMode: the seed's Cleaner over two inactive preview revisions is due; in
+// observer mode Kustos says so — one CleanupDue Event on the Service it would delete and one on
+// the Cleaner — and deletes nothing.
+func TestCleanerObserverMode(t *testing.T) {
+	ns := newNamespace(t, "cleaner-observe", nil)
+	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
+	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit,preview-commit", time.Now().Add(-400*time.Hour))
+	inactiveRevision(t, ns, "sfj-commit--account-00002", "sfj-commit", time.Now().Add(-500*time.Hour))
+	createCleaner(t, seedCleaner(ns))
+	startCleaners(t, app.ModeObserve)
+
+	cl := waitCondition(t, ns, "sfj-commit--account", v1alpha1.StepActionsDone, metav1.ConditionTrue, "ObserverMode")
+	evs := waitEvents(t, ns, "CleanupDue", 2)
+	if ready := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v, want True", ready)
+	}
+	if cl.Status.LastEvaluation == nil || !cl.Status.LastEvaluation.Due || len(cl.Status.LastEvaluation.Results) != 1 || !cl.Status.LastEvaluation.Results[0].Value {
+		t.Errorf("lastEvaluation = %+v, want due with condition 0 true", cl.Status.LastEvaluation)
+	}
+	wantResolved := []string{"sfj-commit--account-00001.revisions.serving.knative.dev/v1", "sfj-commit--account-00002.revisions.serving.knative.dev/v1",
+		"sfj-commit--account.services.serving.knative.dev/v1"}
+	if strings.Join(cl.Status.ResolvedTargets, " ") != strings.Join(wantResolved, " ") {
+		t.Errorf("resolvedTargets = %v, want %v", cl.Status.ResolvedTargets, wantResolved)
+	}
+	var onService, onCleaner int
+	for _, e := range evs {
+		switch e.InvolvedObject.Kind {
+		case "Service":
+			onService++
+		case "Cleaner":
+			onCleaner++
+		}
+	}
+	if onService != 1 || onCleaner != 1 {
+		t.Errorf("CleanupDue events: %d on the Service, %d on the Cleaner; want one each: %v", onService, onCleaner, messages(evs))
+	}
+	never(t, ns, "CleanupDue", 2, 3*time.Second)
+	if !exists(t, ksvcGVK, ns, "sfj-commit--account") || getCleaner(t, ns, "sfj-commit--account") == nil {
+		t.Fatal("observer mode deleted something")
+	}
+}
+
+// TestCleanerDirect: in direct mode the due Cleaner deletes the target marked for deletion (not
+// the others) and then itself.
+func TestCleanerDirect(t *testing.T) {
+	ns := newNamespace(t, "cleaner-direct", nil)
+	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
+	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit", time.Now().Add(-400*time.Hour))
+	createCleaner(t, seedCleaner(ns))
+	startCleaners(t, app.ModeDirect)
+
+	eventually(t, "the Service and the Cleaner deleted", func() bool {
+		return !exists(t, ksvcGVK, ns, "sfj-commit--account") && getCleaner(t, ns, "sfj-commit--account") == nil
+	})
+	if !exists(t, revGVK, ns, "sfj-commit--account-00001") {
+		t.Error("the revision (delete: false) was deleted")
+	}
+	waitEvents(t, ns, "CleanedUp", 1)
+}
+
+// TestCleanerNotYetDue: an active revision keeps the Cleaner waiting; the monotonic search
+// cannot find a time within the horizon (activity does not end by itself), so the next
+// evaluation is a period away; when the revision goes inactive (a watched change) the Cleaner
+// is evaluated at once and acts.
+func TestCleanerNotYetDue(t *testing.T) {
+	ns := newNamespace(t, "cleaner-pending", nil)
+	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
+	rev := createKnative(t, revGVK, ns, "sfj-commit--account-00001", map[string]string{"vtex.io/proxy": "p1"},
+		map[string]string{"serving.knative.dev/routes": "sfj-commit"},
+		map[string]any{"conditions": []any{map[string]any{"type": "Active", "status": "True", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}})
+	createCleaner(t, seedCleaner(ns))
+	start := time.Now()
+	startCleaners(t, app.ModeDirect)
+
+	cl := waitCondition(t, ns, "sfj-commit--account", v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, "ConditionsPending")
+	if next := cl.Status.NextScheduledEvaluation; next == nil || next.Time.Before(start.Add(59*time.Minute)) {
+		t.Fatalf("nextScheduledEvaluation = %v, want about an hour from now", next)
+	}
+	if ready := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v, want True (nothing is wrong, the cleanup is just not due)", ready)
+	}
+
+	// The revision went inactive 400h ago: due at once, through the watch, not in an hour.
+	rev.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Active", "status": "False",
+		"lastTransitionTime": time.Now().Add(-400 * time.Hour).UTC().Format(time.RFC3339)}}}
+	if err := k8s.Status().Update(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Service and the Cleaner deleted after the revision went inactive", func() bool {
+		return !exists(t, ksvcGVK, ns, "sfj-commit--account") && getCleaner(t, ns, "sfj-commit--account") == nil
+	})
+}
+
+// TestCleanerMonotonicSchedule: a monotonic condition that turns true in a few seconds is
+// evaluated exactly at that second (status.nextScheduledEvaluation), and the target is deleted
+// then, not before.
+func TestCleanerMonotonicSchedule(t *testing.T) {
+	ns := newNamespace(t, "cleaner-monotonic", nil)
+	if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	createCleaner(t, &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "timer"},
+		Spec: v1alpha1.CleanerSpec{
+			TTL: "1s", Retry: v1alpha1.Retry{Period: "1h", Monotonic: true},
+			Targets:    []v1alpha1.Target{{Name: "preview", Reference: v1alpha1.Reference{Version: "v1", Kind: "configmaps", Name: "preview"}, Delete: true}},
+			Conditions: []string{`preview != null && time >= timestamp("` + at.UTC().Format(time.RFC3339) + `")`},
+		},
+	})
+	startCleaners(t, app.ModeDirect)
+
+	cl := waitCondition(t, ns, "timer", v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, "ConditionsPending")
+	if next := cl.Status.NextScheduledEvaluation; next == nil || !next.Time.Equal(at) {
+		t.Fatalf("nextScheduledEvaluation = %v, want exactly %v", next, at)
+	}
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	eventually(t, "the ConfigMap deleted", func() bool { return !exists(t, cmGVK, ns, "preview") })
+	if gone := time.Now(); gone.Before(at) {
+		t.Fatalf("deleted at %v, before the condition held (%v)", gone, at)
+	}
+	// The condition reads the object it deletes (preview != null is false now): the cleanup,
+	// recorded as due, still ends with the Cleaner deleted.
+	eventually(t, "the Cleaner deleted", func() bool { return getCleaner(t, ns, "timer") == nil })
+}
+
+// TestCleanerSelectorCreation: a new object matching a selector target is seen at once (the
+// selector kind is indexed, not only the objects resolved before).
+func TestCleanerSelectorCreation(t *testing.T) {
+	ns := newNamespace(t, "cleaner-selector", nil)
+	mk := func(name string) {
+		if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{"run": "r1"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("step-1")
+	createCleaner(t, &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run"},
+		Spec: v1alpha1.CleanerSpec{
+			TTL: "1s", Retry: v1alpha1.Retry{Period: "1h"},
+			Targets: []v1alpha1.Target{{Name: "steps", Delete: true,
+				Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", MatchLabels: map[string]string{"run": "r1"}}}},
+			Conditions: []string{`steps.items.size() >= 2`},
+		},
+	})
+	startCleaners(t, app.ModeDirect)
+	waitCondition(t, ns, "run", v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, "ConditionsPending")
+	mk("step-2")
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	eventually(t, "both steps and the Cleaner deleted", func() bool {
+		return !exists(t, cmGVK, ns, "step-1") && !exists(t, cmGVK, ns, "step-2") && getCleaner(t, ns, "run") == nil
+	})
+}
+
+// TestCleanerRefusals: what cannot work is a clear Ready=False with a reason and a Warning
+// Event, and the other Cleaners go on.
+func TestCleanerRefusals(t *testing.T) {
+	ns := newNamespace(t, "cleaner-refusals", nil)
+	named := func(name, group, kind, namespace string) v1alpha1.Target {
+		return v1alpha1.Target{Name: name, Reference: v1alpha1.Reference{APIGroup: group, Version: "v1", Kind: kind, Name: "x", Namespace: namespace}}
+	}
+	cases := []struct {
+		name, reason, message string
+		spec                  v1alpha1.CleanerSpec
+	}{
+		{"bad-cel", "InvalidSpec", "spec.conditions[1]", v1alpha1.CleanerSpec{TTL: "1s", Conditions: []string{"true", "time >"}}},
+		{"other-namespace", "Forbidden", "spec.targets[0].reference.namespace", v1alpha1.CleanerSpec{TTL: "1s", Targets: []v1alpha1.Target{named("cm", "", "ConfigMap", "kube-system")}}},
+		{"cluster-scoped", "Forbidden", "Namespace is cluster-scoped", v1alpha1.CleanerSpec{TTL: "1s", Targets: []v1alpha1.Target{named("ns", "", "namespaces", "")}}},
+		{"unknown-kind", "KindNotFound", `no kind "widgets"`, v1alpha1.CleanerSpec{TTL: "1s", Targets: []v1alpha1.Target{named("w", "example.com", "widgets", "")}}},
+	}
+	for _, tc := range cases {
+		createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}, Spec: tc.spec})
+	}
+	// One good Cleaner among them still acts.
+	if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fine"}}); err != nil {
+		t.Fatal(err)
+	}
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fine"}, Spec: v1alpha1.CleanerSpec{
+		TTL: "1s", Targets: []v1alpha1.Target{{Name: "fine", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "fine"}}}}})
+	startCleaners(t, app.ModeDirect)
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := waitCondition(t, ns, tc.name, v1alpha1.ConditionReady, metav1.ConditionFalse, tc.reason)
+			if c := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, tc.message) {
+				t.Errorf("Ready message %q does not contain %q", c.Message, tc.message)
+			}
+		})
+	}
+	eventually(t, "the good Cleaner acted", func() bool { return getCleaner(t, ns, "fine") == nil })
+	warnings := 0
+	for _, reason := range []string{"InvalidSpec", "Forbidden", "KindNotFound"} {
+		warnings += len(kustosEvents(t, ns, reason))
+	}
+	if warnings != len(cases) {
+		t.Errorf("%d Warning events for %d refused Cleaners, want one each", warnings, len(cases))
+	}
+}

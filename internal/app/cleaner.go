@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
+	"github.com/kustos-dev/kustos/internal/pipeline"
+)
+
+// CleanerOptions configure the Cleaner detector; every field is a flag of `kustos run`.
+type CleanerOptions struct {
+	// Enabled is --enable-cleaners: the Cleaner CRD must be installed.
+	Enabled bool
+	// ReadyRecheck and NotReadyRecheck are --cleaner-ready-recheck and
+	// --cleaner-not-ready-recheck: how often a Cleaner is looked at without a change (seed 002's
+	// sentinel TTLs; 0: 30m and 10s).
+	ReadyRecheck, NotReadyRecheck time.Duration
+}
+
+// cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
+func cleanerVocabulary() lifecycle.Vocabulary {
+	return lifecycle.Vocabulary{
+		Proposed: "CleanupProposed", Merged: "CleanupMerged", Declined: "CleanupDeclined", Applied: "CleanedUp",
+		MergedNote: "the object goes when the GitOps tool syncs the merge",
+	}
+}
+
+// setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…), sharing the
+// store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
+// that no manifest in the repository defines is deleted directly (with the evaluated version as
+// precondition, and never when a GitOps tool's labels or annotations say it manages it).
+func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client) error {
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
+		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install charts/kustos/crds/ or pass --enable-cleaners=false: %w", err)
+	}
+	pl := *base
+	pl.Detector = ephemeral.DetectorName
+	pl.Vocab = cleanerVocabulary()
+	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
+	if o.Mode == ModePR {
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+	}
+	rep, ok := base.Reporter.(ephemeral.Reporter)
+	if !ok {
+		return errors.New("the pipeline's reporter cannot write Events about Cleaners")
+	}
+	// The manager's client speaks protobuf, which custom resources do not: Cleaners are read
+	// from the same cache and written as JSON.
+	jsonCfg := rest.CopyConfig(mgr.GetConfig())
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	c, err := client.New(jsonCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+	if err != nil {
+		return err
+	}
+	r := &ephemeral.Reconciler{
+		Client:    c,
+		Proposing: o.Mode == ModePR,
+		Access:    &accessReviewer{client: live, ttl: time.Minute, now: o.Now},
+		Pipeline:  &pl,
+		Reporter:  rep,
+		Observe:   o.Mode == ModeObserve,
+		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
+		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
+		Now:       o.Now,
+		Log:       o.Log.WithName("cleaner"),
+	}
+	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// fallbackActuator proposes a Change and, when no manifest in the repository defines the
+// target, carries it out directly instead.
+type fallbackActuator struct{ primary, fallback pipeline.Actuator }
+
+var _ pipeline.Actuator = fallbackActuator{}
+
+func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	out, err := f.primary.Apply(ctx, c, decidedAt, opts)
+	if errors.Is(err, lifecycle.ErrSourceNotFound) {
+		return f.fallback.Apply(ctx, c, decidedAt, opts)
+	}
+	return out, err
+}
+
+// accessReviewer asks the API server what Kustos may do (SelfSubjectAccessReview), and
+// remembers the answers for ttl so that a Cleaner's reconcile costs no extra request.
+type accessReviewer struct {
+	client client.Client
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	answers map[authorizationv1.ResourceAttributes]accessAnswer
+}
+
+type accessAnswer struct {
+	allowed bool
+	at      time.Time
+}
+
+var _ ephemeral.Access = (*accessReviewer)(nil)
+
+func (a *accessReviewer) Allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error) {
+	attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
+	now := a.now()
+	a.mu.Lock()
+	if ans, ok := a.answers[attrs]; ok && now.Sub(ans.at) < a.ttl {
+		a.mu.Unlock()
+		return ans.allowed, nil
+	}
+	a.mu.Unlock()
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+	if err := a.client.Create(ctx, review); err != nil {
+		return false, fmt.Errorf("asking whether Kustos may %s %s: %w", verb, gvr.GroupResource(), err)
+	}
+	a.mu.Lock()
+	if a.answers == nil {
+		a.answers = map[authorizationv1.ResourceAttributes]accessAnswer{}
+	}
+	a.answers[attrs] = accessAnswer{allowed: review.Status.Allowed, at: now}
+	a.mu.Unlock()
+	return review.Status.Allowed, nil
+}

@@ -1,0 +1,801 @@
+package ephemeral
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
+	"github.com/kustos-dev/kustos/internal/metrics"
+)
+
+// DetectorName names the detector in Keys (ephemeral/<Kind.group>/<ns>/<name>), Lease names,
+// branches and metrics.
+const DetectorName = "ephemeral"
+
+// Reasons of the Cleaner's step conditions and Events. Ready=False carries the failing step's.
+const (
+	// ReasonCleanupDue: every condition holds; the Change's reason, and the observer-form Event.
+	ReasonCleanupDue = "CleanupDue"
+	// ReasonInvalidSpec: the spec does not compile (the message has the field paths). Only seen
+	// when the admission webhook is off; with it, such a spec is never stored.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonForbidden: a target is in another namespace or of a cluster-scoped kind.
+	ReasonForbidden = "Forbidden"
+	// ReasonKindNotFound: the API server serves no such kind (a CRD not installed yet).
+	ReasonKindNotFound = "KindNotFound"
+	// ReasonMissingPermission: Kustos's RBAC does not allow it to watch (or delete) a target
+	// kind; the chart value cleaner.targetKinds grants it.
+	ReasonMissingPermission = "MissingPermission"
+	// ReasonEvaluationFailed: a condition failed at run time (it counts as false).
+	ReasonEvaluationFailed = "EvaluationFailed"
+	// ReasonWaitingForTTL: the TTL is not reached; nothing is resolved or evaluated yet.
+	ReasonWaitingForTTL = "WaitingForTTL"
+	// ReasonResolved: the targets' kinds resolved and may be read.
+	ReasonResolved = "Resolved"
+	// ReasonConditionsPending and ReasonConditionsHold: the conditions were evaluated.
+	ReasonConditionsPending = "ConditionsPending"
+	ReasonConditionsHold    = "ConditionsHold"
+	// ReasonNothingDue: no action is due yet.
+	ReasonNothingDue = "NothingDue"
+	// ReasonObserverMode: the cleanup is due; observer mode only reports it.
+	ReasonObserverMode = "ObserverMode"
+	// ReasonCleanupBlocked: a target was decided on but is still there (the Warning Events on
+	// it say why: managed by a GitOps tool, changed since, a declined pull request).
+	ReasonCleanupBlocked = "CleanupBlocked"
+	// ReasonCleanedUp: every target marked for deletion is gone.
+	ReasonCleanedUp = "CleanedUp"
+	// ReasonNoSink: no CloudEvent sink is configured.
+	ReasonNoSink = "NoSink"
+)
+
+// Steps of a Cleaner, in order (seed 002's adapters).
+var steps = []string{v1alpha1.StepTargetsResolved, v1alpha1.StepConditionsEvaluated, v1alpha1.StepActionsDone, v1alpha1.StepEventDelivered}
+
+// Index names of the Cleaners' field index.
+const (
+	// IndexTargets indexes Cleaners by status.resolvedTargets and, as "*.<resource>.<group>/<version>",
+	// by status.selectorKinds.
+	IndexTargets = "status.resolvedTargets"
+	// maxResolvedTargets bounds status.resolvedTargets (the CRD's MaxItems).
+	maxResolvedTargets = 256
+	// bagDecided and bagBefore are the state the detector keeps in a target's Lease: the
+	// version (UID/resourceVersion) decided on, and the Key's last decision time before it.
+	bagDecided = "decided"
+	bagBefore  = "before"
+	// conflictRetry is how soon a Cleaner that changed under a write is looked at again.
+	conflictRetry = 200 * time.Millisecond
+)
+
+// Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
+type Pipeline interface {
+	Run(ctx context.Context, req lifecycle.Request) (lifecycle.Result, error)
+}
+
+// Reporter writes Events about a Cleaner, once per id.
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// Access tells whether Kustos may do verb on a resource in a namespace ("" for all). The
+// controller asks before it watches a kind (an informer without permission would block its
+// reads) and before it deletes.
+type Access interface {
+	Allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error)
+}
+
+// Reconciler gathers a Cleaner's snapshot from the caches, decides with Spec.Decide, reports the
+// result in the Cleaner's status and hands what is due to the pipeline.
+type Reconciler struct {
+	// Client reads Cleaners and targets from the cache, writes Cleaner status, deletes Cleaners.
+	Client   client.Client
+	Mapper   meta.RESTMapper
+	Access   Access
+	Pipeline Pipeline
+	Reporter Reporter
+	// Observe: observer mode; what is due is reported and the Cleaner is kept.
+	Observe bool
+	// Proposing: PR mode; a removal waits for its pull request and then for the GitOps tool.
+	Proposing bool
+	// AutoMerge: the pipeline may merge the removal pull requests (--enable-auto-merge).
+	AutoMerge bool
+	// Policy is the re-check interval while Ready / not Ready (seed 002's sentinel).
+	Policy conditions.Policy
+	Now    func() time.Time
+	Log    logr.Logger
+
+	controller controller.Controller
+	cache      cache.Cache
+
+	mu       sync.Mutex
+	watching map[schema.GroupVersionKind]bool
+	specs    map[types.UID]compiled
+}
+
+// compiled is a Cleaner's spec compiled at one generation.
+type compiled struct {
+	generation int64
+	spec       *Spec
+	errs       field.ErrorList
+}
+
+// SetupWithManager registers the field index and the controller. Target kinds are watched as
+// Cleaners come to need them.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, workers int) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Cleaner{}, IndexTargets, indexTargets); err != nil {
+		return err
+	}
+	r.watching = map[schema.GroupVersionKind]bool{}
+	r.specs = map[types.UID]compiled{}
+	r.cache = mgr.GetCache()
+	if r.Mapper == nil {
+		r.Mapper = mgr.GetRESTMapper()
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("cleaner").
+		For(&v1alpha1.Cleaner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Build(r)
+	r.controller = c
+	return err
+}
+
+func indexTargets(o client.Object) []string {
+	cl, ok := o.(*v1alpha1.Cleaner)
+	if !ok {
+		return nil
+	}
+	keys := append([]string{}, cl.Status.ResolvedTargets...)
+	for _, k := range cl.Status.SelectorKinds {
+		keys = append(keys, "*."+k)
+	}
+	return keys
+}
+
+// resourceKey renders "<resource>.<group>/<version>" ("<resource>/<version>" for core).
+func resourceKey(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "/" + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
+}
+
+// mapObject finds the Cleaners a target object's change concerns: those that resolved it by
+// name, and those with a selector target of its kind in its namespace.
+func (r *Reconciler) mapObject(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+	gvk := o.GroupVersionKind()
+	m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		r.Log.Error(err, "mapping a target change to Cleaners", "kind", gvk.String())
+		return nil
+	}
+	kind := resourceKey(m.Resource)
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	for _, key := range []string{o.GetName() + "." + kind, "*." + kind} {
+		var list v1alpha1.CleanerList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexTargets: key}); err != nil {
+			r.Log.Error(err, "listing Cleaners for a target change", "key", key)
+			continue
+		}
+		for i := range list.Items {
+			n := types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, reconcile.Request{NamespacedName: n})
+			}
+		}
+	}
+	r.Log.V(1).Info("target changed", "kind", kind, "namespace", o.GetNamespace(), "name", o.GetName(), "cleaners", len(out))
+	return out
+}
+
+// watch makes changes of kind gvk reach the Cleaners that read them (once per kind).
+func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watching[gvk] || r.controller == nil {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	src := source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(r.mapObject))
+	if err := r.controller.Watch(src); err != nil {
+		return err
+	}
+	r.watching[gvk] = true
+	return nil
+}
+
+func (r *Reconciler) compile(cl *v1alpha1.Cleaner) compiled {
+	r.mu.Lock()
+	c, ok := r.specs[cl.UID]
+	r.mu.Unlock()
+	if ok && c.generation == cl.Generation {
+		return c
+	}
+	spec, errs := Compile(cl.Spec)
+	if spec != nil {
+		errs = append(errs, spec.CheckNamespace(cl.Namespace)...)
+	}
+	c = compiled{generation: cl.Generation, spec: spec, errs: errs}
+	r.mu.Lock()
+	r.specs[cl.UID] = c
+	r.mu.Unlock()
+	return c
+}
+
+func (r *Reconciler) forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.specs, uid)
+	r.mu.Unlock()
+}
+
+// outcome is what one look at a Cleaner found, for its status.
+type outcome struct {
+	reports []conditions.Report
+	// next is when to look again (zero: only on change or the re-check).
+	next           time.Time
+	retry          time.Duration
+	expiresAt      *metav1.Time
+	resolved       []string
+	selectorKinds  []string
+	evaluation     *v1alpha1.Evaluation
+	nextEvaluation *metav1.Time
+	deleteCleaner  bool
+	// act carries out the due cleanup, once the status recorded that it is due.
+	act func(*outcome) error
+}
+
+func (o *outcome) report(step string, status metav1.ConditionStatus, reason, msg string) {
+	o.reports = append(o.reports, conditions.Report{Step: step, Available: status, Applied: metav1.ConditionTrue,
+		Health: metav1.ConditionTrue, Reason: reason, Message: msg})
+}
+
+// Reconcile looks at one Cleaner.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	var cl v1alpha1.Cleaner
+	if err := r.Client.Get(ctx, req.NamespacedName, &cl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if cl.DeletionTimestamp != nil {
+		r.forget(cl.UID)
+		return reconcile.Result{}, nil
+	}
+	now := r.Now()
+	log := r.Log.WithValues("cleaner", req.String(), "generation", cl.Generation)
+	out, err := r.look(ctx, log, &cl, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The status is the commit point: a due evaluation is recorded before anything is acted on,
+	// so that a Cleaner whose conditions stop holding because of the cleanup itself (they read
+	// the objects it deletes) finishes it after a crash or on its next look.
+	root, res, err := r.writeStatus(ctx, log, &cl, out, now)
+	if err != nil || res != nil {
+		return ptrOr(res), err
+	}
+	if out.act != nil {
+		out.reports = nil
+		if err := out.act(&out); err != nil {
+			return reconcile.Result{}, err
+		}
+		if root, res, err = r.writeStatus(ctx, log, &cl, out, now); err != nil || res != nil {
+			return ptrOr(res), err
+		}
+	}
+	if out.deleteCleaner {
+		uid, rv := cl.UID, cl.ResourceVersion
+		if err := r.Client.Delete(ctx, &cl, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed since: look again
+			}
+			return reconcile.Result{}, fmt.Errorf("deleting Cleaner %s: %w", req, err)
+		}
+		log.Info("cleanup done; Cleaner deleted")
+		r.forget(cl.UID)
+		return reconcile.Result{}, nil
+	}
+
+	after := r.Policy.RecheckAfter(root.Ready() == metav1.ConditionTrue)
+	if !out.next.IsZero() {
+		after = min(after, max(out.next.Sub(now), 0))
+	}
+	if out.retry > 0 {
+		after = min(after, out.retry)
+	}
+	if after <= 0 {
+		after = time.Second // due now: look again promptly, never in a busy loop
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// writeStatus applies out's step reports to cl's conditions (seed 002's rules) and writes the
+// status when it changed. res is set when the reconcile should stop here (a conflict).
+func (r *Reconciler) writeStatus(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, out outcome, now time.Time) (*conditions.Root, *reconcile.Result, error) {
+	root, rerr := conditions.FromConditions(cl.Status.Conditions, cl.Generation, steps...)
+	if rerr != nil {
+		// Conditions a human edited into something unusable: start over from this look.
+		root, _ = conditions.New(cl.Generation, steps...)
+	}
+	for _, rep := range out.reports {
+		rep.ObservedGeneration, rep.At = cl.Generation, now
+		if err := root.Accept(rep); err != nil && !errors.Is(err, conditions.ErrAvailabilityUnknown) {
+			log.V(1).Info("step report not accepted", "step", rep.Step, "error", err.Error())
+		}
+	}
+	before := cl.Status.DeepCopy()
+	st := &cl.Status
+	root.SetConditions(&st.Conditions, now)
+	st.ObservedGeneration = cl.Generation
+	st.ExpiresAt, st.NextScheduledEvaluation = out.expiresAt, out.nextEvaluation
+	if out.resolved != nil {
+		st.ResolvedTargets, st.SelectorKinds = out.resolved, out.selectorKinds
+	}
+	if out.evaluation != nil {
+		st.LastEvaluation = out.evaluation
+	}
+	if statusEqual(before, st) {
+		return root, nil, nil
+	}
+	if err := r.Client.Status().Update(ctx, cl); err != nil {
+		if apierrors.IsConflict(err) {
+			return root, &reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return root, nil, fmt.Errorf("updating the status of Cleaner %s/%s: %w", cl.Namespace, cl.Name, err)
+	}
+	return root, nil, nil
+}
+
+func ptrOr(r *reconcile.Result) reconcile.Result {
+	if r == nil {
+		return reconcile.Result{}
+	}
+	return *r
+}
+
+// committed reports whether cl's last evaluation, at its current generation, found the cleanup
+// due: it is then carried through without evaluating again.
+func committed(cl *v1alpha1.Cleaner) bool {
+	ev := cl.Status.LastEvaluation
+	return ev != nil && ev.Due && cl.Status.ObservedGeneration == cl.Generation
+}
+
+// look decides about cl; what is due is returned as out.act, run after the status recorded it. Errors are transient (the API); what is
+// wrong with the Cleaner goes into outcome's reports.
+func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, now time.Time) (outcome, error) {
+	var out outcome
+	c := r.compile(cl)
+	if len(c.errs) > 0 {
+		reason := ReasonInvalidSpec
+		if allForbidden(c.errs) {
+			reason = ReasonForbidden
+		}
+		msg := c.errs.ToAggregate().Error()
+		out.report(v1alpha1.StepTargetsResolved, metav1.ConditionFalse, reason, msg)
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionFalse, reason, msg)
+		metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_spec").Inc()
+		return out, r.warn(ctx, cl, reason, msg, now)
+	}
+	spec := c.spec
+	expires := metav1.NewTime(cl.CreationTimestamp.Add(spec.TTL))
+	out.expiresAt = &expires
+	if now.Before(expires.Time) {
+		msg := "the TTL ends at " + expires.UTC().Format(time.RFC3339)
+		out.report(v1alpha1.StepTargetsResolved, metav1.ConditionTrue, ReasonWaitingForTTL, msg)
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, ReasonWaitingForTTL, msg)
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonNothingDue, msg)
+		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNothingDue, msg)
+		out.next, out.nextEvaluation = expires.Time, &expires
+		return out, nil
+	}
+
+	targets, reason, msg, err := r.resolve(ctx, cl, spec)
+	if err != nil {
+		return out, err
+	}
+	if reason != "" {
+		out.report(v1alpha1.StepTargetsResolved, metav1.ConditionFalse, reason, msg)
+		if reason != ReasonKindNotFound && reason != ReasonMissingPermission {
+			metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_target").Inc()
+		}
+		return out, r.warn(ctx, cl, reason, msg, now)
+	}
+	objects := map[string][]map[string]any{}
+	found := 0
+	for _, t := range targets {
+		list := make([]map[string]any, len(t.objects))
+		for i, o := range t.objects {
+			list[i] = o.Object
+		}
+		objects[t.Name] = list
+		found += len(t.objects)
+		out.resolved = append(out.resolved, t.resolved...)
+		if t.Selector != nil {
+			out.selectorKinds = append(out.selectorKinds, resourceKey(t.mapping.Resource))
+		}
+	}
+	out.resolved, out.selectorKinds = setOf(out.resolved, maxResolvedTargets), setOf(out.selectorKinds, 0)
+	out.report(v1alpha1.StepTargetsResolved, metav1.ConditionTrue, ReasonResolved,
+		fmt.Sprintf("%d targets resolved to %d objects", len(targets), found))
+
+	if committed(cl) {
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, ReasonConditionsHold,
+			"every condition held at "+cl.Status.LastEvaluation.Time.UTC().Format(time.RFC3339)+"; the cleanup is under way")
+		out.act = func(o *outcome) error { return r.act(ctx, log, cl, targets, now, true, o) }
+		return out, nil
+	}
+	d := spec.Decide(ctx, Snapshot{Created: cl.CreationTimestamp.Time, Now: now, Objects: objects})
+	out.evaluation = evaluationOf(d, now)
+	if d.Failed() {
+		msg := failures(d)
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionFalse, ReasonEvaluationFailed, msg)
+		metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_condition").Inc()
+		if err := r.warn(ctx, cl, ReasonEvaluationFailed, msg, now); err != nil {
+			return out, err
+		}
+	} else if d.Due {
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, ReasonConditionsHold, "every condition holds")
+	} else {
+		how := "periodic retry"
+		if d.Searched {
+			how = "the earliest time they hold (monotonic search)"
+		}
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, ReasonConditionsPending,
+			fmt.Sprintf("%s; evaluating again at %s, %s", falseOnes(d), d.Next.UTC().Format(time.RFC3339), how))
+	}
+	if !d.Due {
+		next := metav1.NewTime(d.Next)
+		out.next, out.nextEvaluation = d.Next, &next
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonNothingDue, "the conditions do not all hold")
+		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNothingDue, "the conditions do not all hold")
+		return out, nil
+	}
+	out.act = func(o *outcome) error { return r.act(ctx, log, cl, targets, now, false, o) }
+	return out, nil
+}
+
+// act hands every object marked for deletion to the pipeline and, once they are all gone,
+// deletes the Cleaner (not in observer mode).
+//
+// resumed: the due evaluation was recorded by an earlier look, and targets were read again
+// since. An object decided on then that has changed since is not acted on: the cleanup is
+// withdrawn and the conditions are evaluated afresh.
+func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
+	var remaining, blocked, names, changed []string
+	for _, t := range targets {
+		if !t.Delete {
+			continue
+		}
+		for _, o := range t.objects {
+			if o.GetDeletionTimestamp() != nil {
+				continue // being deleted
+			}
+			target := lifecycle.Target{Group: t.mapping.GroupVersionKind.Group, Version: t.mapping.GroupVersionKind.Version,
+				Kind: t.mapping.GroupVersionKind.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+			names = append(names, target.String())
+			if !r.Observe {
+				ok, err := r.Access.Allowed(ctx, "delete", t.mapping.Resource, cl.Namespace)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission,
+						fmt.Sprintf("Kustos may not delete %s in %s: add the kind to the chart value cleaner.targetKinds", t.mapping.Resource.GroupResource(), cl.Namespace))
+					return nil
+				}
+			}
+			stuck, moved, res, err := r.remove(ctx, cl, target, o, now, resumed)
+			if err != nil {
+				return err
+			}
+			if moved {
+				changed = append(changed, target.String())
+				continue
+			}
+			if res.RequeueAfter > 0 && (out.retry == 0 || res.RequeueAfter < out.retry) {
+				out.retry = res.RequeueAfter
+			}
+			remaining = append(remaining, target.String())
+			if stuck {
+				blocked = append(blocked, target.String())
+			}
+		}
+	}
+	if len(changed) > 0 {
+		msg := "changed since the conditions were evaluated: " + strings.Join(changed, ", ") + "; evaluating again"
+		log.Info("cleanup withdrawn", "changed", changed)
+		out.evaluation = &v1alpha1.Evaluation{Time: metav1.NewTime(now), Due: false}
+		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionUnknown, "TargetChanged", msg)
+		out.retry = time.Second
+		return nil
+	}
+	if err := r.announce(ctx, cl, names, now); err != nil {
+		return err
+	}
+	switch {
+	case r.Observe:
+		msg := "the cleanup is due; observer mode only reports it"
+		if len(names) > 0 {
+			msg = "the cleanup is due (would delete " + strings.Join(names, ", ") + "); observer mode only reports it"
+		}
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonObserverMode, msg)
+		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonObserverMode, "observer mode sends no CloudEvent")
+		return nil
+	case len(blocked) > 0:
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonCleanupBlocked,
+			"still present after the decision to delete them (see their Warning Events): "+strings.Join(blocked, ", "))
+		return nil
+	case len(remaining) > 0:
+		// In progress (a pull request to merge, a deletion to observe): Unknown, which seed 002
+		// keeps out of the root conditions; the Cleaner is looked at again when they go.
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(remaining, ", ")+" to go")
+		return nil
+	}
+	out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonCleanedUp, "every target marked for deletion is gone")
+	out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNoSink, "no CloudEvent sink is configured")
+	log.Info("cleanup done", "deleted", len(names))
+	out.deleteCleaner = true
+	return nil
+}
+
+// remove hands the deletion of one object to the pipeline: a pull request when the GitOps
+// repository defines it, a preconditioned delete when it does not, an Event in observer mode.
+// stuck reports that this very version was decided on before and is still here: the
+// pipeline reported why (a refusal, a declined pull request), and no second decision is made
+// for it.
+//
+// moved (only when resumed) reports that another version of the object was decided on before:
+// it changed since, and nothing is decided.
+func (r *Reconciler) remove(ctx context.Context, cl *v1alpha1.Cleaner, target lifecycle.Target, o *unstructured.Unstructured, now time.Time, resumed bool) (stuck, moved bool, res lifecycle.Result, err error) {
+	version := string(o.GetUID()) + "/" + o.GetResourceVersion()
+	change := lifecycle.Change{
+		Key: lifecycle.KeyFor(DetectorName, target), Detector: DetectorName, Target: target,
+		Edit: lifecycle.Edit{Op: lifecycle.EditDelete, Preconditions: &lifecycle.Preconditions{
+			UID: string(o.GetUID()), ResourceVersion: o.GetResourceVersion()}},
+		Reason:  ReasonCleanupDue,
+		Summary: fmt.Sprintf("Cleaner %s/%s: its TTL passed and every condition holds; %s is to be deleted", cl.Namespace, cl.Name, target),
+		Evidence: []map[string]string{{
+			"cleaner": cl.Namespace + "/" + cl.Name, "expiresAt": cl.CreationTimestamp.Add(r.compile(cl).spec.TTL).UTC().Format(time.RFC3339),
+			"conditions": strings.Join(cl.Spec.Conditions, " && "), "uid": string(o.GetUID()), "resourceVersion": o.GetResourceVersion(),
+		}},
+	}
+	res, err = r.Pipeline.Run(ctx, lifecycle.Request{
+		Key: change.Key, Target: target, UID: string(o.GetUID()), Now: now, AutoMerge: r.AutoMerge,
+		Decide: func(v lifecycle.View) lifecycle.Decision {
+			// The bag names the version decided on and the Key's last decision time before it.
+			// The pipeline writes the bag before it records the decision, so a bag whose
+			// "before" is still the last decision time is a decision not recorded yet (made in
+			// this Run, or cut short by a crash): decide it (again). Once recorded, this version
+			// is never decided a second time: one Event, one pull request, one delete per version.
+			before := v.LastModified.UTC().Format(time.RFC3339Nano)
+			if resumed && v.Bag[bagDecided] != "" && v.Bag[bagDecided] != version && !v.ProposalOpen {
+				moved = true
+				return lifecycle.Decision{}
+			}
+			if v.Bag[bagDecided] == version && v.Bag[bagBefore] != before {
+				if !v.ProposalOpen && !r.Proposing && !r.Observe {
+					stuck = true
+				}
+				return lifecycle.Decision{}
+			}
+			bag := map[string]string{bagDecided: version, bagBefore: before}
+			if v.Bag[bagDecided] == version {
+				bag[bagBefore] = v.Bag[bagBefore]
+			}
+			return lifecycle.Decision{Change: &change, Bag: bag}
+		},
+	})
+	return stuck, moved, res, err
+}
+
+// announce writes one CleanupDue Event on the Cleaner per generation.
+func (r *Reconciler) announce(ctx context.Context, cl *v1alpha1.Cleaner, names []string, now time.Time) error {
+	msg := "Every condition holds"
+	if len(names) > 0 {
+		msg += "; deleting " + strings.Join(names, ", ")
+	}
+	if r.Observe {
+		msg += " (observer mode: reported only)"
+	}
+	return r.Reporter.Notify(ctx, cleanerRef(cl), corev1.EventTypeNormal, ReasonCleanupDue, msg,
+		fmt.Sprintf("cleanupdue|%s|%d", cl.UID, cl.Generation), now)
+}
+
+// warn writes one Warning Event on the Cleaner per generation and message.
+func (r *Reconciler) warn(ctx context.Context, cl *v1alpha1.Cleaner, reason, msg string, now time.Time) error {
+	r.Log.Info("Cleaner cannot proceed", "cleaner", cl.Namespace+"/"+cl.Name, "reason", reason, "message", msg)
+	return r.Reporter.Notify(ctx, cleanerRef(cl), corev1.EventTypeWarning, reason, msg,
+		fmt.Sprintf("%s|%s|%d|%s", reason, cl.UID, cl.Generation, msg), now)
+}
+
+func cleanerRef(cl *v1alpha1.Cleaner) corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Cleaner",
+		Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID}
+}
+
+// resolvedTarget is a target with its kind resolved and its objects read.
+type resolvedTarget struct {
+	Target
+	mapping  *meta.RESTMapping
+	objects  []*unstructured.Unstructured
+	resolved []string
+}
+
+// resolve maps every target's kind (kind or resource name, any case) through the RESTMapper,
+// refuses cluster-scoped kinds, checks that Kustos may watch them, watches them, and reads their
+// objects from the cache. A non-empty reason says why the targets cannot be used.
+func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec) (out []resolvedTarget, reason, msg string, err error) {
+	for i, t := range spec.Targets {
+		path := fmt.Sprintf("spec.targets[%d]", i)
+		m, merr := r.mapping(t)
+		if merr != nil {
+			if meta.IsNoMatchError(merr) {
+				return nil, ReasonKindNotFound, fmt.Sprintf("%s: the API server serves no kind %q in %s/%s", path, t.Kind, t.Group, t.Version), nil
+			}
+			return nil, "", "", merr
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return nil, ReasonForbidden, fmt.Sprintf("%s: %s is cluster-scoped; a Cleaner acts only in its own namespace", path, m.GroupVersionKind.Kind), nil
+		}
+		for _, verb := range []string{"list", "watch"} {
+			ok, aerr := r.Access.Allowed(ctx, verb, m.Resource, "")
+			if aerr != nil {
+				return nil, "", "", aerr
+			}
+			if !ok {
+				return nil, ReasonMissingPermission, fmt.Sprintf("%s: Kustos may not %s %s: add the kind to the chart value cleaner.targetKinds",
+					path, verb, m.Resource.GroupResource()), nil
+			}
+		}
+		if err := r.watch(m.GroupVersionKind); err != nil {
+			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
+		}
+		rt := resolvedTarget{Target: t, mapping: m}
+		kind := resourceKey(m.Resource)
+		if t.Selector == nil {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(m.GroupVersionKind)
+			switch gerr := r.Client.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: t.ObjectName}, u); {
+			case gerr == nil:
+				rt.objects = []*unstructured.Unstructured{u}
+			case !apierrors.IsNotFound(gerr):
+				return nil, "", "", fmt.Errorf("reading %s %s/%s: %w", m.GroupVersionKind.Kind, cl.Namespace, t.ObjectName, gerr)
+			}
+			rt.resolved = []string{t.ObjectName + "." + kind}
+		} else {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(m.GroupVersionKind.Kind + "List"))
+			if lerr := r.Client.List(ctx, list, client.InNamespace(cl.Namespace), client.MatchingLabelsSelector{Selector: t.Selector}); lerr != nil {
+				return nil, "", "", fmt.Errorf("listing %s in %s: %w", m.Resource.GroupResource(), cl.Namespace, lerr)
+			}
+			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
+			for i := range list.Items {
+				rt.objects = append(rt.objects, &list.Items[i])
+				rt.resolved = append(rt.resolved, list.Items[i].GetName()+"."+kind)
+			}
+		}
+		out = append(out, rt)
+	}
+	return out, "", "", nil
+}
+
+// mapping resolves a target's kind, which may be a kind (Service) or a resource name (service,
+// services) in any case, to the served kind as the API spells it.
+func (r *Reconciler) mapping(t Target) (*meta.RESTMapping, error) {
+	gvk, err := r.Mapper.KindFor(schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: strings.ToLower(t.Kind)})
+	if err != nil {
+		// Not a resource name: a kind, as written.
+		m, kerr := r.Mapper.RESTMapping(schema.GroupKind{Group: t.Group, Kind: t.Kind}, t.Version)
+		if kerr != nil {
+			return nil, err
+		}
+		gvk = m.GroupVersionKind
+	}
+	return r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+func allForbidden(errs field.ErrorList) bool {
+	for _, e := range errs {
+		if e.Type != field.ErrorTypeForbidden {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+func evaluationOf(d Decision, now time.Time) *v1alpha1.Evaluation {
+	ev := &v1alpha1.Evaluation{Time: metav1.NewTime(now), Due: d.Due}
+	for _, res := range d.Results {
+		cr := v1alpha1.ConditionResult{Index: int32(res.Index), Value: res.Value} // at most 16 conditions (the CRD's MaxItems)
+		if res.Err != nil {
+			cr.Error = clip(res.Err.Error(), 1024)
+		}
+		ev.Results = append(ev.Results, cr)
+	}
+	return ev
+}
+
+func failures(d Decision) string {
+	var parts []string
+	for _, res := range d.Results {
+		if res.Err != nil {
+			parts = append(parts, fmt.Sprintf("spec.conditions[%d]: %s", res.Index, clip(res.Err.Error(), 512)))
+		}
+	}
+	return strings.Join(parts, "; ") + " (a condition that cannot be evaluated counts as false)"
+}
+
+func falseOnes(d Decision) string {
+	var idx []string
+	for _, res := range d.Results {
+		if !res.Value {
+			idx = append(idx, fmt.Sprintf("spec.conditions[%d]", res.Index))
+		}
+	}
+	return strings.Join(idx, ", ") + " false"
+}
+
+func setOf(in []string, limit int) []string {
+	sort.Strings(in)
+	out := in[:0]
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// clip cuts s to at most n bytes at a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func statusEqual(a, b *v1alpha1.CleanerStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
