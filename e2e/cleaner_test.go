@@ -19,6 +19,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 var (
@@ -178,9 +179,29 @@ func TestCleanerObserverMode(t *testing.T) {
 	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit,preview-commit", time.Now().Add(-400*time.Hour))
 	inactiveRevision(t, ns, "sfj-commit--account-00002", "sfj-commit", time.Now().Add(-500*time.Hour))
 	createCleaner(t, seedCleaner(ns))
-	startCleaners(t, app.ModeObserve)
+	k := startCleaners(t, app.ModeObserve)
 
 	cl := waitCondition(t, ns, "sfj-commit--account", v1alpha1.StepActionsDone, metav1.ConditionTrue, "ObserverMode")
+	defer func() {
+		// kustos status: a row for the Cleaner (Ready) and one for the Key of the Service it
+		// reported, with the time of that decision.
+		rows, err := statusreport.Gather(context.Background(), kc(t), k.opts.StateNamespace, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cleanerRow, keyRow bool
+		for _, r := range rows {
+			switch r.Target {
+			case "Cleaner.kustos.io/" + ns + "/sfj-commit--account":
+				cleanerRow = r.Ready == "True"
+			case "Service.serving.knative.dev/" + ns + "/sfj-commit--account":
+				keyRow = r.Detector == "ephemeral" && r.LastAction != nil && r.Pending == ""
+			}
+		}
+		if !cleanerRow || !keyRow {
+			t.Errorf("kustos status rows (Cleaner Ready: %v, Service Key decided: %v): %+v", cleanerRow, keyRow, rows)
+		}
+	}()
 	evs := waitEvents(t, ns, "CleanupDue", 2)
 	if ready := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v, want True", ready)

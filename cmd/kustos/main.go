@@ -4,6 +4,7 @@
 //	kustos run        run the controller against a cluster (kubeconfig or in-cluster)
 //	kustos recommend  make the same decisions offline, from YAML/JSON objects
 //	kustos cleaner eval  evaluate Cleaners offline against YAML/JSON objects
+//	kustos status     one row per tracked Key, from the state Leases and the Cleaners
 //	kustos version    print the version
 package main
 
@@ -30,6 +31,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/cleanereval"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/recommend"
+	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -49,6 +51,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return run(args[1:], stderr)
 	case "recommend":
 		return recommend.Run(args[1:], stdin, stdout, stderr)
+	case "status":
+		return statusreport.Run(args[1:], stdout, stderr)
 	case "cleaner":
 		if len(args) < 2 || args[1] != "eval" {
 			fmt.Fprintln(stderr, "Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]")
@@ -74,6 +78,7 @@ Commands:
   run         run the controller (observer mode by default)
   recommend   decide offline from Kubernetes objects in YAML or JSON files
   cleaner eval  evaluate Cleaners offline against objects in YAML or JSON files
+  status      one row per Key Kustos tracks (state Leases and Cleaners)
   version     print the version
 
 Run 'kustos <command> -h' for the flags of a command.

@@ -1,0 +1,5 @@
+// Package statusreport is `kustos status`: one row per Key Kustos tracks — from the state
+// Leases (every detector's Keys: open pull request, last decision, a pending decision) and the
+// Cleaners (root Ready and why, next evaluation) — the cluster-side twin of Renovate's
+// dependency dashboard. Rows is pure; Run reads the cluster.
+package statusreport

@@ -1,0 +1,81 @@
+package statusreport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+func lease(name, key, holder string, ann map[string]string, created time.Time) coordinationv1.Lease {
+	a := map[string]string{state.AnnotationKey: key}
+	for k, v := range ann {
+		a[k] = v
+	}
+	l := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kustos-system", CreationTimestamp: metav1.NewTime(created),
+		Labels: map[string]string{state.LabelManagedBy: state.ManagedByValue}, Annotations: a}}
+	if holder != "" {
+		l.Spec.HolderIdentity = ptr.To(holder)
+	}
+	return l
+}
+
+func TestRows(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	leases := []coordinationv1.Lease{
+		lease("state-team-a-compute", "quota/team-a/compute", "pr-12", map[string]string{state.AnnotationLastModified: "2026-05-01T10:00:00Z"}, now.Add(-48*time.Hour)),
+		lease("ephemeral-x", "ephemeral/Service.serving.knative.dev/previews/sfj", "", map[string]string{
+			state.AnnotationPending: `{"key":"ephemeral/Service.serving.knative.dev/previews/sfj"}`, state.AnnotationPendingBy: "kustos-abc"}, now.Add(-time.Hour)),
+		{ObjectMeta: metav1.ObjectMeta{Name: "kustos", Namespace: "kustos-system"}}, // leader election: not state
+	}
+	next := metav1.NewTime(now.Add(10 * time.Minute))
+	cleaners := []v1alpha1.Cleaner{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "previews", Name: "bad", Generation: 2, CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+			Status: v1alpha1.CleanerStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "InvalidSpec", Message: "spec.conditions[0]: …", ObservedGeneration: 2}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "previews", Name: "good", Generation: 1, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+			Status: v1alpha1.CleanerStatus{NextScheduledEvaluation: &next, Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "AllStepsAvailable", ObservedGeneration: 1}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "previews", Name: "edited", Generation: 3},
+			Status: v1alpha1.CleanerStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: "True", ObservedGeneration: 2}}}},
+	}
+	rows := Rows(leases, cleaners, now)
+	var buf bytes.Buffer
+	if err := Print(&buf, rows, "table"); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	for _, want := range []string{
+		"ephemeral  Cleaner.kustos.io/previews/bad ",
+		"False    InvalidSpec ",
+		"Cleaner.kustos.io/previews/edited",
+		"NotObserved (generation 3, status of 2)",
+		"ephemeral  Service.serving.knative.dev/previews/sfj",
+		"by kustos-abc",
+		"quota      ResourceQuota/team-a/compute",
+		"#12  2026-05-01T10:00:00Z",
+		"2026-05-01T12:10:00Z",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 5 (the leader-election Lease is not state):\n%s", len(rows), got)
+	}
+	if rows[4].Detector != "quota" || rows[0].Target != "Cleaner.kustos.io/previews/bad" {
+		t.Errorf("rows not sorted by detector and target: %+v", rows)
+	}
+	buf.Reset()
+	if err := Print(&buf, rows, "json"); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 5 || !strings.Contains(buf.String(), `"pullRequest":"#12"`) {
+		t.Errorf("json: %s", buf.String())
+	}
+}

@@ -1,0 +1,127 @@
+package statusreport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+const usageText = `Usage: kustos status [--state-namespace NS] [-o table|json] [--kubeconfig FILE]
+
+Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
+target, open pull request, last action, pending decision, Ready and why (Cleaners), next check
+and age. -o json prints one JSON object per line.
+`
+
+// Run executes `kustos status`. It returns the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
+	ns := fs.String("state-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the state Leases (default $POD_NAMESPACE)")
+	out := fs.String("o", "table", "output: table or json")
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *ns == "" || (*out != "table" && *out != "json") || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "kustos status: need --state-namespace (or $POD_NAMESPACE), -o table or json, and no arguments")
+		return 2
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := Gather(ctx, c, *ns, time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	if err := Print(stdout, rows, *out); err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	return 0
+}
+
+// Gather reads the state Leases of namespace and every Cleaner (none when the CRD is not
+// installed) and returns the rows.
+func Gather(ctx context.Context, c client.Reader, namespace string, now time.Time) ([]Row, error) {
+	var leases coordinationv1.LeaseList
+	if err := c.List(ctx, &leases, client.InNamespace(namespace), client.MatchingLabels{state.LabelManagedBy: state.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing state Leases in %s: %w", namespace, err)
+	}
+	var cleaners v1alpha1.CleanerList
+	if err := c.List(ctx, &cleaners); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing Cleaners: %w", err)
+	}
+	return Rows(leases.Items, cleaners.Items, now), nil
+}
+
+// Print writes rows as a table or as JSON lines.
+func Print(w io.Writer, rows []Row, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DETECTOR\tTARGET\tPR\tLAST ACTION\tPENDING\tREADY\tREASON\tNEXT CHECK\tAGE")
+	ts := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.Format(time.RFC3339)
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, r := range rows {
+		reason := r.Reason
+		if r.Problem != "" {
+			reason = "InvalidState: " + r.Problem
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Detector, r.Target, dash(r.PullRequest), ts(r.LastAction),
+			dash(r.Pending), dash(r.Ready), dash(reason), ts(r.NextCheck), r.Age)
+	}
+	return tw.Flush()
+}
