@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -239,7 +240,11 @@ func TestCleanerDirect(t *testing.T) {
 	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
 	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit", time.Now().Add(-400*time.Hour))
 	createCleaner(t, seedCleaner(ns))
-	startCleaners(t, app.ModeDirect)
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second, LeaseGrace: time.Second}
+		o.LeaseSweepInterval = time.Second
+	})
 
 	eventually(t, "the Service and the Cleaner deleted", func() bool {
 		return !exists(t, ksvcGVK, ns, "sfj-commit--account") && getCleaner(t, ns, "sfj-commit--account") == nil
@@ -248,6 +253,19 @@ func TestCleanerDirect(t *testing.T) {
 		t.Error("the revision (delete: false) was deleted")
 	}
 	waitEvents(t, ns, "CleanedUp", 1)
+	// The deleted Service's Key leaves no Lease behind once the sweep saw it gone.
+	eventually(t, "the Service's state Lease swept", func() bool {
+		var leases coordinationv1.LeaseList
+		if err := k8s.List(context.Background(), &leases, client.InNamespace(k.opts.StateNamespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range leases.Items {
+			if strings.HasPrefix(l.Annotations["kustos.io/key"], "ephemeral/") {
+				return false
+			}
+		}
+		return len(k.logs.records(t, "deleted state leases of deleted Cleaner targets")) > 0
+	})
 }
 
 // TestCleanerNotYetDue: an active revision keeps the Cleaner waiting; the monotonic search

@@ -4,20 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
+	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // CleanerOptions configure the Cleaner detector; every field is a flag of `kustos run`.
@@ -28,6 +36,9 @@ type CleanerOptions struct {
 	// --cleaner-not-ready-recheck: how often a Cleaner is looked at without a change (seed 002's
 	// sentinel TTLs; 0: 30m and 10s).
 	ReadyRecheck, NotReadyRecheck time.Duration
+	// LeaseGrace is how long after its last decision the Lease of a deleted target is kept
+	// (0: 10 minutes); tests shorten it.
+	LeaseGrace time.Duration
 }
 
 // cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
@@ -78,7 +89,82 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
 	}
-	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+	if err := r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles); err != nil {
+		return err
+	}
+	store, ok := base.Store.(*state.Store)
+	if !ok {
+		return errors.New("the pipeline's store is not a Lease store")
+	}
+	grace := o.Cleaners.LeaseGrace
+	if grace <= 0 {
+		grace = sweepGrace
+	}
+	return mgr.Add(&goneSweeper{store: store, live: live, mapper: mgr.GetRESTMapper(), interval: o.LeaseSweepInterval,
+		grace: grace, now: o.Now, log: o.Log.WithName("sweep")})
+}
+
+// sweepGrace keeps a Key's Lease this long after its last decision whatever its target says:
+// a deletion just carried out must not race the sweep of its own Lease.
+const sweepGrace = 10 * time.Minute
+
+// goneSweeper deletes the Leases of the Cleaner detector's Keys whose object is gone: every
+// deleted preview would otherwise leave a Lease behind until its namespace goes.
+type goneSweeper struct {
+	store    *state.Store
+	live     client.Reader
+	mapper   meta.RESTMapper
+	interval time.Duration
+	grace    time.Duration
+	now      func() time.Time
+	log      logr.Logger
+}
+
+var _ manager.LeaderElectionRunnable = (*goneSweeper)(nil)
+
+func (s *goneSweeper) NeedLeaderElection() bool { return true }
+
+func (s *goneSweeper) Start(ctx context.Context) error {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		n, err := s.store.SweepGone(ctx, s.gone)
+		if err != nil {
+			s.log.Error(err, "sweep of the Leases of deleted Cleaner targets failed; will try again")
+		}
+		if n > 0 {
+			metrics.LeasesSwept.Add(float64(n))
+			s.log.Info("deleted state leases of deleted Cleaner targets", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// gone asks the API server (not the cache) whether the object of an ephemeral Key exists.
+func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) {
+	p, ok := rec.Key.Parts()
+	if !ok || p.Detector != ephemeral.DetectorName || p.KindGroup == "" || s.now().Sub(rec.LastModified) < s.grace {
+		return false, nil
+	}
+	kind, group, _ := strings.Cut(p.KindGroup, ".")
+	m, err := s.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+	if meta.IsNoMatchError(err) {
+		return true, nil // the kind itself is gone (its CRD deleted)
+	}
+	if err != nil {
+		return false, err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(m.GroupVersionKind)
+	err = s.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // fallbackActuator proposes a Change and, when no manifest in the repository defines the

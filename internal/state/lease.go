@@ -535,6 +535,41 @@ func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context,
 	return deleted, errors.Join(errs...)
 }
 
+// SweepGone deletes the state Leases whose target is gone for good, as gone says: Keys of
+// short-lived targets (a Cleaner's deleted objects) would otherwise pile up, one Lease each,
+// until their namespace goes. A Lease that holds an open proposal or a pending decision is
+// kept whatever gone says (the pipeline still needs it), as is one gone cannot judge (false).
+// Deletion is conditional on the resourceVersion listed.
+func (s *Store) SweepGone(ctx context.Context, gone func(context.Context, Record) (bool, error)) (int, error) {
+	var leases coordinationv1.LeaseList
+	if err := s.Writer.List(ctx, &leases, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
+		return 0, fmt.Errorf("listing state leases in %s: %w", s.Namespace, err)
+	}
+	deleted := 0
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		rec, ok, err := ParseLease(l)
+		if !ok || err != nil || rec.Holder != "" || rec.Pending != "" {
+			continue
+		}
+		g, err := gone(ctx, rec)
+		if err != nil {
+			return deleted, fmt.Errorf("state lease %s/%s: %w", l.Namespace, l.Name, err)
+		}
+		if !g {
+			continue
+		}
+		err = s.Writer.Delete(ctx, l, client.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return deleted, fmt.Errorf("deleting state lease %s/%s: %w", l.Namespace, l.Name, err)
+		}
+		if err == nil {
+			deleted++
+		}
+	}
+	return deleted, nil
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -241,3 +241,42 @@ func TestSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepGone: Leases whose target is gone are deleted, except those that hold an open
+// proposal or a pending decision, and those the judge keeps.
+func TestSweepGone(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	key := func(name string) lifecycle.Key {
+		return lifecycle.KeyFor("ephemeral", lifecycle.Target{Version: "v1", Kind: "ConfigMap", Namespace: "previews", Name: name})
+	}
+	write := func(name, holder, pending string) {
+		rec, _ := s.Get(ctx, key(name))
+		rec, err := s.MarkModified(ctx, rec, t0, pending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if holder != "" {
+			if _, err = s.Lock(ctx, rec, holder, "{}", "abc"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("deleted", "", "")
+	write("deleted-open-pr", "pr-7", "")
+	write("deleted-pending", "", `{"key":"`+string(key("deleted-pending"))+`"}`)
+	write("alive", "", "")
+	gone := func(_ context.Context, r Record) (bool, error) { return r.Key != key("alive"), nil }
+	n, err := s.SweepGone(ctx, gone)
+	if err != nil || n != 1 {
+		t.Fatalf("SweepGone = %d, %v; want 1 deleted", n, err)
+	}
+	for name, want := range map[string]bool{"deleted": false, "deleted-open-pr": true, "deleted-pending": true, "alive": true} {
+		if rec, _ := s.Get(ctx, key(name)); rec.Exists() != want {
+			t.Errorf("lease of %s exists=%v, want %v", name, rec.Exists(), want)
+		}
+	}
+	if _, err := s.SweepGone(ctx, func(context.Context, Record) (bool, error) { return false, errors.New("API down") }); err == nil {
+		t.Error("SweepGone hid the judge's error")
+	}
+}
