@@ -20,6 +20,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
@@ -50,12 +51,17 @@ func startCleaners(t *testing.T, mode app.Mode) *kustos {
 		o.Mode = mode
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
 	})
+	dumpOnFailure(t, k)
+	return k
+}
+
+// dumpOnFailure prints Kustos's log when the test failed.
+func dumpOnFailure(t *testing.T, k *kustos) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Kustos's log:\n%s", k.logs.String())
 		}
 	})
-	return k
 }
 
 // seedCondition is the cleaner seed's condition, verbatim.
@@ -406,4 +412,58 @@ func TestCleanerRefusals(t *testing.T) {
 	if warnings != len(cases) {
 		t.Errorf("%d Warning events for %d refused Cleaners, want one each", warnings, len(cases))
 	}
+}
+
+// TestCleanerPRMode: in PR mode a target that the GitOps repository defines is removed by one
+// pull request (its file deleted and taken out of the kustomization); a target that no manifest
+// defines is deleted directly; the Cleaner waits until the GitOps tool has removed the object
+// after the merge, then goes.
+func TestCleanerPRMode(t *testing.T) {
+	ns := newNamespace(t, "cleaner-pr", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
+		dir + "preview.yaml":       "# the preview of commit abc\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preview\ndata:\n  commit: abc\n",
+	})
+	for _, name := range []string{"preview", "scratch"} {
+		if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}, Spec: v1alpha1.CleanerSpec{
+		TTL: "1s",
+		Targets: []v1alpha1.Target{
+			{Name: "preview", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "preview"}},
+			{Name: "scratch", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "scratch"}},
+		},
+	}})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+	}))
+	dumpOnFailure(t, k)
+
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	eventually(t, "scratch (not in Git) deleted directly", func() bool { return !exists(t, cmGVK, ns, "scratch") })
+	p := g.waitPR(t, "the removal PR merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	if _, ok := g.s.FileAt(ghOwner, ghRepo, "main", dir+"preview.yaml"); ok {
+		t.Error("preview.yaml is still in the base branch after the merge")
+	}
+	if k, _ := g.s.FileAt(ghOwner, ghRepo, "main", dir+"kustomization.yaml"); strings.Contains(k, "preview.yaml") {
+		t.Errorf("the kustomization still lists preview.yaml:\n%s", k)
+	}
+	if !strings.Contains(p.Head, "ephemeral") {
+		t.Errorf("PR head %q does not name the ephemeral Key", p.Head)
+	}
+	// Merged, not yet synced: the object is still there and the Cleaner waits for it.
+	if getCleaner(t, ns, "preview") == nil || !exists(t, cmGVK, ns, "preview") {
+		t.Fatal("the Cleaner or the preview went before the GitOps tool removed the preview")
+	}
+	// The GitOps tool syncs the merge.
+	if err := k8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Cleaner deleted", func() bool { return getCleaner(t, ns, "preview") == nil })
+	g.onePR(t, 2*time.Second)
 }

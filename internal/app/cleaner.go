@@ -168,14 +168,20 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 }
 
 // fallbackActuator proposes a Change and, when no manifest in the repository defines the
-// target, carries it out directly instead.
+// target, carries it out directly instead (the Cleaner detector's PR mode).
 type fallbackActuator struct{ primary, fallback pipeline.Actuator }
 
 var _ pipeline.Actuator = fallbackActuator{}
 
 func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	out, err := f.primary.Apply(ctx, c, decidedAt, opts)
-	if errors.Is(err, lifecycle.ErrSourceNotFound) {
+	switch {
+	case errors.Is(err, lifecycle.ErrSourceNotFound):
+		return f.fallback.Apply(ctx, c, decidedAt, opts)
+	case err == nil && c.Edit.Op == lifecycle.EditDelete && out.Proposal != nil && out.Proposal.AlreadyInBase:
+		// No manifest defines the object (a Delete finds nothing to remove from Git): it never
+		// lived in Git, or a merged removal is waiting for the GitOps tool. Either way the
+		// object should be gone; the direct actuator still refuses what Flux or Argo CD manages.
 		return f.fallback.Apply(ctx, c, decidedAt, opts)
 	}
 	return out, err
