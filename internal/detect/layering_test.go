@@ -1,4 +1,4 @@
-package quota
+package detect
 
 import (
 	"go/build"
@@ -10,19 +10,38 @@ import (
 
 const module = "github.com/kustos-dev/kustos/"
 
-// TestLayering enforces DESIGN.md's package table: a detector imports, of ours, only the shared
-// vocabulary (lifecycle) and metrics — never the state store or the pipeline (it hands its
+// TestLayering enforces DESIGN.md's package table for every detector under internal/detect: a
+// detector imports, of ours, only the shared vocabulary (lifecycle, and its pure conditions
+// arithmetic), metrics and the API types — never the state store or the pipeline (it hands its
 // decisions to the pipeline through lifecycle's Request), an actuator or the GitOps plumbing
 // (internal/actuate/..., internal/gitops/...), neither directly nor through them.
 func TestLayering(t *testing.T) {
 	root := moduleRoot(t)
-	allowed := map[string]bool{"internal/lifecycle": true, "internal/metrics": true}
+	allowed := map[string]bool{"internal/lifecycle": true, "internal/lifecycle/conditions": true, "internal/metrics": true, "api/v1alpha1": true}
 	forbidden := func(rel string) bool {
 		return strings.HasPrefix(rel, "internal/actuate/") || strings.HasPrefix(rel, "internal/gitops/") ||
 			rel == "internal/actuate" || rel == "internal/gitops" || rel == "internal/state" || rel == "internal/pipeline"
 	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	detectors := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		detectors++
+		det := "internal/detect/" + e.Name()
+		t.Run(e.Name(), func(t *testing.T) { checkDetector(t, root, det, allowed, forbidden) })
+	}
+	if detectors < 2 {
+		t.Fatalf("found %d detectors under internal/detect; the test is looking in the wrong place", detectors)
+	}
+}
 
-	self, err := build.ImportDir(".", 0)
+func checkDetector(t *testing.T, root, det string, allowed map[string]bool, forbidden func(string) bool) {
+	self, err := build.ImportDir(filepath.Join(root, filepath.FromSlash(det)), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +49,7 @@ func TestLayering(t *testing.T) {
 	for _, imps := range [][]string{self.Imports, self.TestImports, self.XTestImports} {
 		for _, imp := range imps {
 			if rel, ok := strings.CutPrefix(imp, module); ok && forbidden(rel) {
-				t.Errorf("internal/detect/quota imports %s", imp)
+				t.Errorf("%s imports %s", det, imp)
 			}
 		}
 	}
@@ -54,17 +73,17 @@ func TestLayering(t *testing.T) {
 			}
 			path := append(append([]string{}, via...), r)
 			if forbidden(r) {
-				t.Errorf("internal/detect/quota reaches %s (via %s)", imp, strings.Join(path, " → "))
+				t.Errorf("%s reaches %s (via %s)", det, imp, strings.Join(path, " → "))
 			}
 			walk(r, path)
 		}
 	}
 	for _, imp := range self.Imports {
 		if rel, ok := strings.CutPrefix(imp, module); ok && !allowed[rel] {
-			t.Errorf("internal/detect/quota imports %s; a detector may import only lifecycle and metrics of ours", imp)
+			t.Errorf("%s imports %s; a detector may import only lifecycle, lifecycle/conditions, metrics and api/v1alpha1 of ours", det, imp)
 		}
 	}
-	walk("internal/detect/quota", nil)
+	walk(det, nil)
 }
 
 // moduleRoot is the directory of go.mod above the package.
