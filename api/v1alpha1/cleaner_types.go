@@ -232,6 +232,11 @@ type Evaluation struct {
 	Results []ConditionResult `json:"results,omitempty"`
 	// Due: every condition held.
 	Due bool `json:"due"`
+	// Deletes are the objects the cleanup deletes, as <Kind>[.<group>]/<namespace>/<name>,
+	// recorded when it started; they are listed in the CloudEvent.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Deletes []string `json:"deletes,omitempty"`
 }
 
 // ConditionResult is one condition's value, or the error that made it count as false.

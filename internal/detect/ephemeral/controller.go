@@ -74,6 +74,12 @@ const (
 	ReasonCleanedUp = "CleanedUp"
 	// ReasonNoSink: no CloudEvent sink is configured.
 	ReasonNoSink = "NoSink"
+	// ReasonDelivered and ReasonNotDelivered: the sink acknowledged the CloudEvent, or not yet
+	// (the Cleaner is kept and the event sent again, with the same id).
+	ReasonDelivered    = "Delivered"
+	ReasonNotDelivered = "NotDelivered"
+	// ReasonUninstallFailed: helm could not uninstall a release.
+	ReasonUninstallFailed = "UninstallFailed"
 )
 
 // Steps of a Cleaner, in order (seed 002's adapters).
@@ -111,6 +117,35 @@ type Access interface {
 	Allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error)
 }
 
+// Releases removes plain helm releases (internal/actuate/helmrelease.Uninstaller): hooks run,
+// the release history goes with it.
+type Releases interface {
+	// Uninstall is idempotent: a release that is not installed is not an error.
+	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
+}
+
+// Sink delivers the CloudEvent of a finished cleanup (internal/actuate/cloudevent.Sender). It
+// returns nil only when the sink acknowledged; id is stable for one cleanup, so a repeat after a
+// crash is recognisable as one.
+type Sink interface {
+	Send(ctx context.Context, sink, id, subject string, data any) error
+}
+
+// Cleaned is the data of the CloudEvent a finished cleanup sends (type io.kustos.cleaner.cleaned).
+type Cleaned struct {
+	// Cleaner is "<namespace>/<name>".
+	Cleaner string `json:"cleaner"`
+	// Targets are the objects deleted, as <Kind>[.<group>]/<namespace>/<name>.
+	Targets []string `json:"targets"`
+	// Releases are the helm releases removed.
+	Releases []string `json:"releases"`
+	// At is when the cleanup finished.
+	At time.Time `json:"at"`
+}
+
+// fluxHelmRelease is the kind of a helm release that Flux manages from Git.
+var fluxHelmRelease = schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}
+
 // Reconciler gathers a Cleaner's snapshot from the caches, decides with Spec.Decide, reports the
 // result in the Cleaner's status and hands what is due to the pipeline.
 type Reconciler struct {
@@ -126,6 +161,10 @@ type Reconciler struct {
 	Proposing bool
 	// AutoMerge: the pipeline may merge the removal pull requests (--enable-auto-merge).
 	AutoMerge bool
+	// Releases removes helm releases; nil: a Cleaner that lists releases to delete is blocked.
+	Releases Releases
+	// Sink sends the CloudEvent of a finished cleanup; nil: a Cleaner with a sink is blocked.
+	Sink Sink
 	// Policy is the re-check interval while Ready / not Ready (seed 002's sentinel).
 	Policy conditions.Policy
 	Now    func() time.Time
@@ -272,6 +311,8 @@ type outcome struct {
 	deleteCleaner  bool
 	// act carries out the due cleanup, once the status recorded that it is due.
 	act func(*outcome) error
+	// failed: act reported a failure and stopped.
+	failed bool
 }
 
 func (o *outcome) report(step string, status metav1.ConditionStatus, reason, msg string) {
@@ -454,7 +495,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 	if committed(cl) {
 		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, ReasonConditionsHold,
 			"every condition held at "+cl.Status.LastEvaluation.Time.UTC().Format(time.RFC3339)+"; the cleanup is under way")
-		out.act = func(o *outcome) error { return r.act(ctx, log, cl, targets, now, true, o) }
+		out.act = func(o *outcome) error { return r.act(ctx, log, cl, spec, targets, now, true, o) }
 		return out, nil
 	}
 	d := spec.Decide(ctx, Snapshot{Created: cl.CreationTimestamp.Time, Now: now, Objects: objects})
@@ -483,7 +524,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNothingDue, "the conditions do not all hold")
 		return out, nil
 	}
-	out.act = func(o *outcome) error { return r.act(ctx, log, cl, targets, now, false, o) }
+	out.act = func(o *outcome) error { return r.act(ctx, log, cl, spec, targets, now, false, o) }
 	return out, nil
 }
 
@@ -493,7 +534,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 // resumed: the due evaluation was recorded by an earlier look, and targets were read again
 // since. An object decided on then that has changed since is not acted on: the cleanup is
 // withdrawn and the conditions are evaluated afresh.
-func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
+func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
 	var remaining, blocked, names, changed []string
 	for _, t := range targets {
 		if !t.Delete {
@@ -534,6 +575,10 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 			}
 		}
 	}
+	releases, err := r.removeReleases(ctx, cl, spec, now, resumed, out, &remaining, &blocked, &changed)
+	if err != nil || out.failed {
+		return err
+	}
 	if len(changed) > 0 {
 		msg := "changed since the conditions were evaluated: " + strings.Join(changed, ", ") + "; evaluating again"
 		log.Info("cleanup withdrawn", "changed", changed)
@@ -542,7 +587,10 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		out.retry = time.Second
 		return nil
 	}
-	if err := r.announce(ctx, cl, names, now); err != nil {
+	if !resumed && out.evaluation != nil {
+		out.evaluation.Deletes = setOf(append([]string{}, names...), maxResolvedTargets)
+	}
+	if err := r.announce(ctx, cl, append(names, releasesOf(releases)...), now); err != nil {
 		return err
 	}
 	switch {
@@ -564,9 +612,32 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(remaining, ", ")+" to go")
 		return nil
 	}
-	out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonCleanedUp, "every target marked for deletion is gone")
-	out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNoSink, "no CloudEvent sink is configured")
-	log.Info("cleanup done", "deleted", len(names))
+	out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonCleanedUp, "every target and release marked for deletion is gone")
+	if spec.Sink != "" {
+		if r.Sink == nil {
+			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, "this Kustos sends no CloudEvents")
+			return nil
+		}
+		var deleted []string
+		if ev := cl.Status.LastEvaluation; ev != nil {
+			deleted = ev.Deletes
+		}
+		if out.evaluation != nil && len(out.evaluation.Deletes) > 0 {
+			deleted = out.evaluation.Deletes
+		}
+		data := Cleaned{Cleaner: cl.Namespace + "/" + cl.Name, Targets: orEmpty(deleted), Releases: orEmpty(releases), At: now.UTC()}
+		id := fmt.Sprintf("%s/%d", cl.UID, cl.Generation)
+		if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
+			msg := clip(err.Error(), 1024)
+			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg+" (the Cleaner stays until the sink acknowledges)")
+			out.retry = r.Policy.RecheckAfter(false)
+			return r.warn(ctx, cl, ReasonNotDelivered, msg, now)
+		}
+		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonDelivered, "the sink acknowledged the CloudEvent "+id)
+	} else {
+		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNoSink, "no CloudEvent sink is configured")
+	}
+	log.Info("cleanup done", "deleted", len(names), "releases", len(releases))
 	out.deleteCleaner = true
 	return nil
 }
@@ -798,4 +869,96 @@ func clip(s string, n int) string {
 
 func statusEqual(a, b *v1alpha1.CleanerStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// removeReleases removes the helm releases marked for deletion: one that a Flux HelmRelease
+// object manages goes through the pipeline like any object (a pull request removing it from
+// Git); a plain one is uninstalled with helm (hooks run). Observer mode only lists them. It
+// returns the releases that are (or would be) removed.
+func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, now time.Time, resumed bool,
+	out *outcome, remaining, blocked, changed *[]string) ([]string, error) {
+	var names []string
+	for _, rel := range spec.Releases {
+		if !rel.Delete {
+			continue
+		}
+		names = append(names, rel.Name)
+		if r.Observe {
+			continue
+		}
+		hr, m, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
+		if err != nil {
+			return names, err
+		}
+		if hr != nil {
+			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
+				Namespace: cl.Namespace, Name: rel.Name}
+			stuck, moved, res, err := r.remove(ctx, cl, target, hr, now, resumed)
+			if err != nil {
+				return names, err
+			}
+			switch {
+			case moved:
+				*changed = append(*changed, target.String())
+			case stuck:
+				*blocked = append(*blocked, target.String())
+				*remaining = append(*remaining, target.String())
+			default:
+				*remaining = append(*remaining, target.String())
+			}
+			if res.RequeueAfter > 0 && (out.retry == 0 || res.RequeueAfter < out.retry) {
+				out.retry = res.RequeueAfter
+			}
+			continue
+		}
+		if r.Releases == nil {
+			out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonUninstallFailed, "this Kustos cannot uninstall helm releases")
+			out.failed = true
+			return names, nil
+		}
+		if _, err := r.Releases.Uninstall(ctx, cl.Namespace, rel.Name); err != nil {
+			msg := fmt.Sprintf("helm release %s/%s: %s", cl.Namespace, rel.Name, clip(err.Error(), 1024))
+			out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonUninstallFailed, msg)
+			out.failed = true
+			return names, r.warn(ctx, cl, ReasonUninstallFailed, msg, now)
+		}
+	}
+	return names, nil
+}
+
+// fluxRelease returns the Flux HelmRelease object named name, or nil when Flux is not installed
+// or defines no such release.
+func (r *Reconciler) fluxRelease(ctx context.Context, namespace, name string) (*unstructured.Unstructured, *meta.RESTMapping, error) {
+	m, err := r.Mapper.RESTMapping(fluxHelmRelease)
+	if meta.IsNoMatchError(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(m.GroupVersionKind)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading HelmRelease %s/%s: %w", namespace, name, err)
+	}
+	return u, m, nil
+}
+
+func releasesOf(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "helm release " + n
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
