@@ -1,0 +1,224 @@
+package helmrelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"strings"
+
+	"github.com/go-logr/logr"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	hrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/rest"
+)
+
+// DefaultTimeout bounds one call when Uninstaller.Timeout is zero. It is helm's own default for
+// `helm uninstall --timeout`: long enough for a pre-delete hook Job to run.
+const DefaultTimeout = 5 * time.Minute
+
+// ErrNotFound is wrapped by Values when the release has no history in the namespace.
+var ErrNotFound = errors.New("helm release not found")
+
+// Uninstaller removes helm releases with helm's own library (action.Uninstall): hooks run,
+// release history in Secrets (the storage driver helm uses by default) goes too. The zero value
+// is not usable: Config is required. Its methods may be called concurrently.
+type Uninstaller struct {
+	// Config reaches the API server. Kustos's own service account needs what `helm uninstall`
+	// needs: Secrets in the release's namespace and delete on the release's objects.
+	Config *rest.Config
+	// Timeout bounds one call as a whole, hooks included (default DefaultTimeout). Each hook may
+	// take nine tenths of it to become ready (a Job to complete), so that a hook that never does
+	// is reported as the failure, rather than the call running out of time somewhere in helm.
+	Timeout time.Duration
+	// Log receives helm's debug output at V(1). The zero Logger discards it.
+	Log logr.Logger
+}
+
+// Exists reports whether release is installed in namespace (any status but uninstalled): a
+// release left "uninstalling" by a crash exists, so that Uninstall finishes it.
+func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bool, error) {
+	exists, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (bool, error) {
+		last, err := lastRevision(cfg, release)
+		return last != nil && last.Info.Status != hrelease.StatusUninstalled, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("helmrelease: looking up release %s/%s: %w", namespace, release, err)
+	}
+	return exists, nil
+}
+
+// Uninstall removes release from namespace, as `helm uninstall` does: pre-delete hooks, then the
+// release's objects (background propagation, keeping those with helm.sh/resource-policy: keep),
+// post-delete hooks, then the release history. It returns removed=false, nil when there was
+// nothing to remove (no history, or only the history of an uninstall that kept it, which is
+// purged): a retry after a crash is fine, and a release left "uninstalling" is finished.
+//
+// It does not wait for the deleted objects to disappear (helm's --wait): their finalizers and
+// graceful termination are the cluster's business, and what a retry needs — the release record —
+// is gone when Uninstall returns. Hooks do run to completion, as they must: a pre-delete hook
+// that never becomes ready (a Job that never completes) fails the uninstall after Timeout, with
+// the release left in status uninstalling and its objects in place, so that a retry runs it again.
+//
+// When ctx ends first, Uninstall returns at once. Helm may still be running in the background
+// then, but every request it makes fails, so it changes nothing more.
+func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) (removed bool, err error) {
+	removed, err = run(ctx, u, namespace, release, func(cfg *action.Configuration) (bool, error) {
+		last, err := lastRevision(cfg, release)
+		if err != nil || last == nil {
+			return false, err
+		}
+		uninstall := action.NewUninstall(cfg)
+		uninstall.Timeout = u.timeout() * 9 / 10
+		uninstall.DeletionPropagation = "background"
+		// Not IgnoreNotFound: helm then swallows every error of the history lookup, a
+		// forbidden or unreachable API server included. The lookup above decides instead.
+		if res, err := uninstall.Run(release); err != nil {
+			if errors.Is(err, driver.ErrReleaseNotFound) {
+				return false, nil // removed since the lookup above, by someone else
+			}
+			return false, describeFailure(res, err)
+		}
+		return last.Info.Status != hrelease.StatusUninstalled, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("helmrelease: uninstalling release %s/%s: %w", namespace, release, err)
+	}
+	return removed, nil
+}
+
+// Values returns the release's user-supplied values (helm get values, without the chart's
+// defaults) of its latest revision, never nil. The expiry detector reads ec_owner and ec_ttl from
+// them. A release without history is an error wrapping ErrNotFound.
+func (u *Uninstaller) Values(ctx context.Context, namespace, release string) (map[string]any, error) {
+	values, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (map[string]any, error) {
+		last, err := lastRevision(cfg, release)
+		if err != nil {
+			return nil, err
+		}
+		if last == nil {
+			return nil, ErrNotFound
+		}
+		return last.Config, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("helmrelease: reading values of release %s/%s: %w", namespace, release, err)
+	}
+	if values == nil {
+		values = map[string]any{}
+	}
+	return values, nil
+}
+
+// run calls fn with a helm configuration for namespace whose API requests end with ctx or after
+// u.Timeout, and returns what fn returns, or ctx's cause when ctx ends first. fn's results travel
+// back over a channel: an fn abandoned at ctx's end must write nothing the caller reads.
+func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn func(*action.Configuration) (T, error)) (T, error) {
+	var zero T
+	if u.Config == nil {
+		return zero, errors.New("no API server configuration")
+	}
+	if namespace == "" {
+		return zero, errors.New("no namespace")
+	}
+	if err := chartutil.ValidateReleaseName(name); err != nil {
+		return zero, err
+	}
+	timeout := u.timeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("gave up after %v (the Uninstaller's Timeout): %w", timeout, context.DeadlineExceeded))
+	defer cancel()
+
+	cfg := new(action.Configuration)
+	getter := newRESTClientGetter(withContext(ctx, u.Config), namespace)
+	if err := cfg.Init(getter, namespace, "secret", u.debugLog); err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(cfg)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, context.Cause(ctx)
+	}
+}
+
+// lastRevision returns the release's latest revision, or nil when it has no history.
+func lastRevision(cfg *action.Configuration, name string) (*hrelease.Release, error) {
+	history, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(history) == 0 {
+		// The driver skipped records it could not decode; helm would fail on them too.
+		return nil, fmt.Errorf("no readable revision of release %q", name)
+	}
+	releaseutil.SortByRevision(history)
+	return history[len(history)-1], nil
+}
+
+func (u *Uninstaller) timeout() time.Duration {
+	if u.Timeout > 0 {
+		return u.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (u *Uninstaller) debugLog(format string, v ...any) {
+	if u.Log.V(1).Enabled() {
+		u.Log.V(1).Info(fmt.Sprintf(format, v...))
+	}
+}
+
+// describeFailure names the hooks that failed, which helm's error does not ("timed out waiting
+// for the condition"), and flattens helm's multi-line multierror into one line for Events and logs.
+func describeFailure(res *hrelease.UninstallReleaseResponse, err error) error {
+	if multi, ok := err.(interface{ WrappedErrors() []error }); ok && len(multi.WrappedErrors()) > 0 {
+		msgs := make([]string, 0, len(multi.WrappedErrors()))
+		for _, e := range multi.WrappedErrors() {
+			msgs = append(msgs, e.Error())
+		}
+		err = &flatError{msg: strings.Join(msgs, "; "), err: err}
+	}
+	if res == nil || res.Release == nil {
+		return err
+	}
+	var failed []string
+	for _, h := range res.Release.Hooks {
+		if h.LastRun.Phase == hrelease.HookPhaseFailed {
+			events := make([]string, 0, len(h.Events))
+			for _, e := range h.Events {
+				events = append(events, string(e))
+			}
+			failed = append(failed, fmt.Sprintf("%s hook %s %s", strings.Join(events, ","), h.Kind, h.Name))
+		}
+	}
+	if len(failed) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s failed: %w", strings.Join(failed, ", "), err)
+}
+
+// flatError is helm's error with a one-line message.
+type flatError struct {
+	msg string
+	err error
+}
+
+func (e *flatError) Error() string { return e.msg }
+func (e *flatError) Unwrap() error { return e.err }
