@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
@@ -85,6 +87,8 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Reporter:  rep,
 		Observe:   o.Mode == ModeObserve,
 		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
+		Releases:  &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")},
+		Sink:      &cloudevent.Sender{Source: cloudevent.DefaultSource},
 		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
@@ -171,7 +175,11 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 // target, carries it out directly instead (the Cleaner detector's PR mode).
 type fallbackActuator struct{ primary, fallback pipeline.Actuator }
 
-var _ pipeline.Actuator = fallbackActuator{}
+var (
+	_ pipeline.Actuator  = fallbackActuator{}
+	_ ephemeral.Releases = (*helmrelease.Uninstaller)(nil)
+	_ ephemeral.Sink     = (*cloudevent.Sender)(nil)
+)
 
 func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	out, err := f.primary.Apply(ctx, c, decidedAt, opts)

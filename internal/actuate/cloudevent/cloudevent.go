@@ -42,20 +42,6 @@ var (
 	ErrRejected = errors.New("cloudevent rejected by the sink")
 )
 
-// Cleaned is the data of a TypeCleaned event: what one Cleaner removed.
-type Cleaned struct {
-	// Cleaner is the Cleaner, "namespace/name".
-	Cleaner string `json:"cleaner"`
-	// Targets are the objects deleted, "kind/namespace/name".
-	Targets []string `json:"targets,omitempty"`
-	// Releases are the helm releases uninstalled, "namespace/name".
-	Releases []string `json:"releases,omitempty"`
-	// PullRequests are the URLs of the pull requests that removed targets from Git.
-	PullRequests []string `json:"pullRequests,omitempty"`
-	// At is when the cleanup was done.
-	At time.Time `json:"at"`
-}
-
 // defaultHTTP is shared by all Senders without an HTTP client, so that they share connections.
 var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
 

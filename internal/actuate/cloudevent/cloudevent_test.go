@@ -16,6 +16,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // fast retries a few times without waiting long: the tests' backoff.
@@ -23,13 +24,12 @@ func fast() *cloudevent.Sender {
 	return &cloudevent.Sender{Source: "kustos", Retries: 3, Backoff: time.Millisecond}
 }
 
-func cleaned() cloudevent.Cleaned {
-	return cloudevent.Cleaned{
-		Cleaner:      "team-a/preview-42",
-		Targets:      []string{"Deployment/team-a/web", "Service/team-a/web"},
-		Releases:     []string{"team-a/web"},
-		PullRequests: []string{"https://github.example/org/gitops/pull/7"},
-		At:           time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+func cleaned() lifecycle.Cleaned {
+	return lifecycle.Cleaned{
+		Cleaner:  "team-a/preview-42",
+		Targets:  []string{"Deployment.apps/team-a/web", "Service/team-a/web"},
+		Releases: []string{"web"},
+		At:       time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -73,7 +73,7 @@ func TestSendAcknowledged(t *testing.T) {
 	if e.Time().IsZero() {
 		t.Error("the event has no time")
 	}
-	var got cloudevent.Cleaned
+	var got lifecycle.Cleaned
 	if err := e.DataAs(&got); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestSendAcknowledged(t *testing.T) {
 		t.Errorf("data = %+v, want %+v", got, data)
 	}
 	// The JSON field names receivers depend on.
-	for _, field := range []string{`"cleaner":`, `"targets":`, `"releases":`, `"pullRequests":`, `"at":"2026-03-01T12:00:00Z"`} {
+	for _, field := range []string{`"cleaner":`, `"targets":`, `"releases":`, `"at":"2026-03-01T12:00:00Z"`} {
 		if !strings.Contains(string(e.Data()), field) {
 			t.Errorf("data %s lacks %s", e.Data(), field)
 		}

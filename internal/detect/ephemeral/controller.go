@@ -131,18 +131,6 @@ type Sink interface {
 	Send(ctx context.Context, sink, id, subject string, data any) error
 }
 
-// Cleaned is the data of the CloudEvent a finished cleanup sends (type io.kustos.cleaner.cleaned).
-type Cleaned struct {
-	// Cleaner is "<namespace>/<name>".
-	Cleaner string `json:"cleaner"`
-	// Targets are the objects deleted, as <Kind>[.<group>]/<namespace>/<name>.
-	Targets []string `json:"targets"`
-	// Releases are the helm releases removed.
-	Releases []string `json:"releases"`
-	// At is when the cleanup finished.
-	At time.Time `json:"at"`
-}
-
 // fluxHelmRelease is the kind of a helm release that Flux manages from Git.
 var fluxHelmRelease = schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}
 
@@ -625,7 +613,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		if out.evaluation != nil && len(out.evaluation.Deletes) > 0 {
 			deleted = out.evaluation.Deletes
 		}
-		data := Cleaned{Cleaner: cl.Namespace + "/" + cl.Name, Targets: orEmpty(deleted), Releases: orEmpty(releases), At: now.UTC()}
+		data := lifecycle.Cleaned{Cleaner: cl.Namespace + "/" + cl.Name, Targets: orEmpty(deleted), Releases: orEmpty(releases), At: now.UTC()}
 		id := fmt.Sprintf("%s/%d", cl.UID, cl.Generation)
 		if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
 			msg := clip(err.Error(), 1024)
