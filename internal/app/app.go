@@ -105,7 +105,9 @@ type Options struct {
 	InProcessReplica bool
 	// Cleaners configure the Cleaner detector (CRD kustos.io/v1alpha1 Cleaner).
 	Cleaners CleanerOptions
-	Log      logr.Logger
+	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
+	Webhook WebhookOptions
+	Log     logr.Logger
 }
 
 // Validate reports the first option that cannot work, naming it as a flag.
@@ -307,6 +309,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
+		WebhookServer:                 webhookServer(o.Webhook),
 		Logger:                        o.Log,
 	})
 	if err != nil {
@@ -316,6 +319,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := setupWebhook(mgr, o.Webhook); err != nil {
 		return nil, err
 	}
 

@@ -44,6 +44,10 @@ type Options struct {
 	// CRDDirectoryPaths are directories (or files) of CustomResourceDefinitions installed once the
 	// API server runs; Start returns when they are served. A missing path is an error.
 	CRDDirectoryPaths []string
+	// Webhooks are admission webhook configurations installed after the CRDs, with envtest's
+	// rewriting: a clientConfig.service with a path becomes a URL on a free local port, and the
+	// caBundle trusts a serving certificate envtest generates (see Env.Webhooks).
+	Webhooks envtest.WebhookInstallOptions
 	// Stdout and Stderr receive the output of the control-plane processes.
 	// Default: discarded, or os.Stderr when KUSTOS_TESTENV_VERBOSE=1.
 	Stdout, Stderr io.Writer
@@ -56,6 +60,10 @@ type Env struct {
 	// Kubeconfig is the path of a system:masters kubeconfig file for Config, for running
 	// binaries (kustos, helm, ...) as separate processes. Removed by Stop.
 	Kubeconfig string
+	// Webhooks are Options.Webhooks once installed: a webhook server for them listens on
+	// LocalServingHost:LocalServingPort with tls.crt and tls.key from LocalServingCertDir
+	// (removed by Stop).
+	Webhooks envtest.WebhookInstallOptions
 
 	env *envtest.Environment
 	kcm *process // nil without ControllerManager
@@ -115,12 +123,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		ControlPlaneStopTimeout:  stopTimeout,
 		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing:    true,
+		WebhookInstallOptions:    opts.Webhooks,
 	}
 	if e.Config, err = e.env.Start(); err != nil {
 		err = fmt.Errorf("testenv: starting etcd and kube-apiserver: %w", err)
 		return nil, errors.Join(err, apiserverTail.report("kube-apiserver"), etcdTail.report("etcd"))
 	}
 
+	e.Webhooks = e.env.WebhookInstallOptions
 	e.Kubeconfig = filepath.Join(e.dir, "admin.kubeconfig")
 	if err := os.WriteFile(e.Kubeconfig, e.env.KubeConfig, 0o600); err != nil {
 		return nil, err

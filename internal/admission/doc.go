@@ -1,0 +1,10 @@
+// Package admission is the validating admission webhook for Cleaners (kustos.io/v1alpha1): on
+// create and update it checks a Cleaner exactly as the controller does (ephemeral.Compile, then
+// Spec.CheckNamespace) and refuses it with a 422 Invalid status whose causes carry the field
+// paths (spec.conditions[1]: …), so that `kubectl apply` shows every problem at once instead of
+// a Ready=False/InvalidSpec condition later. Deletes are never checked.
+//
+// The work per request is bounded: Compile applies Kubernetes' CEL cost limits, each review has
+// a deadline (Options.Timeout), and at most Options.MaxConcurrent compilations run at a time.
+// The webhook server runs on every replica, not only on the leader.
+package admission

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kustos-dev/kustos/internal/admission"
+)
+
+// DefaultWebhookCertDir is where the webhook server reads tls.crt and tls.key unless
+// --webhook-cert-dir says otherwise: controller-runtime's default, where the chart mounts them.
+var DefaultWebhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+
+// WebhookOptions configure the admission webhook that validates Cleaners (package admission).
+type WebhookOptions struct {
+	// Port is --webhook-port: the HTTPS port of the webhook server; 0 serves no webhook.
+	Port int
+	// CertDir is --webhook-cert-dir: the directory holding tls.crt and tls.key (reloaded when
+	// they change, as cert-manager renews them). Empty: DefaultWebhookCertDir.
+	CertDir string
+	// Host is the address the server listens on; empty: every address.
+	Host string
+	// Timeout bounds the check of one Cleaner; 0: admission.DefaultTimeout.
+	Timeout time.Duration
+}
+
+// webhookServer is the manager's webhook server, or nil (no server) when the port is 0.
+func webhookServer(o WebhookOptions) webhook.Server {
+	if o.Port == 0 {
+		return nil
+	}
+	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.certDir(), TLSOpts: []func(*tls.Config){http1Only}})
+}
+
+// http1Only turns HTTP/2 off: every Pod in the cluster can reach the webhook server, and
+// HTTP/2's stream resets and floods (CVE-2023-44487, CVE-2023-39325) would be open to them. The
+// API server calls webhooks over HTTP/1.1 just as well.
+func http1Only(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+
+func (o WebhookOptions) certDir() string {
+	if o.CertDir == "" {
+		return DefaultWebhookCertDir
+	}
+	return o.CertDir
+}
+
+// setupWebhook registers the Cleaner validator on the manager's webhook server, which then
+// runs on every replica (it needs no leader), and makes /readyz wait until it serves, so that
+// a Service sends the API server's reviews only to replicas that answer them. Nothing is served
+// when the port is 0; the controller still reports invalid Cleaners as Ready=False/InvalidSpec.
+func setupWebhook(mgr ctrl.Manager, o WebhookOptions) error {
+	if o.Port == 0 {
+		return nil
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return fmt.Errorf("--webhook-port=%d: want a port (1-65535), or 0 to serve no webhook", o.Port)
+	}
+	// The server would fail the same way once started; say here what to do about it.
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		path := filepath.Join(o.certDir(), name)
+		if _, err := os.Stat(path); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("--webhook-port=%d: no serving certificate: %s does not exist: mount tls.crt and tls.key at --webhook-cert-dir (the chart does), or pass --webhook-port=0 to serve no Cleaner webhook", o.Port, path)
+			}
+			return fmt.Errorf("--webhook-cert-dir: %w", err)
+		}
+	}
+	v := admission.NewCleanerValidator(admission.Options{Timeout: o.Timeout})
+	if err := admission.SetupWithManager(mgr, v); err != nil {
+		return fmt.Errorf("setting up the Cleaner webhook: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	return nil
+}
