@@ -3,9 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,18 +19,26 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
@@ -109,12 +121,15 @@ func TestChartRBACIsEnough(t *testing.T) {
 	}
 }
 
-// TestChartLintsStrict: `helm lint --strict` finds nothing, with the defaults and with Cleaner
-// target kinds in direct mode.
+// TestChartLintsStrict: `helm lint --strict` finds nothing, with the defaults, with Cleaner
+// target kinds in direct mode, with the webhook's certificate from cert-manager, and without
+// Cleaners (and so without the webhook).
 func TestChartLintsStrict(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
 		{"--set", "mode=direct", "--set-json", `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`},
+		{"--set", "webhook.certManager.enabled=true", "--set", "webhook.failurePolicy=Ignore"},
+		{"--set", "cleaner.enabled=false"},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
 			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)
@@ -351,4 +366,342 @@ func renderChart(t *testing.T, release, namespace string, args ...string) []clie
 		objs = append(objs, obj.(client.Object))
 	}
 	return objs
+}
+
+// webhookObjects are what the chart renders for the Cleaner webhook, and the Deployment.
+type webhookObjects struct {
+	config     *admissionregistrationv1.ValidatingWebhookConfiguration
+	service    *corev1.Service // the webhook's; the metrics Service is left out
+	secret     *corev1.Secret
+	deployment *appsv1.Deployment
+	// others are objects of kinds client-go does not know (cert-manager's), by kind.
+	others map[string][]*unstructured.Unstructured
+}
+
+// renderWebhook runs `helm template` and sorts out the objects of the webhook. Kinds client-go
+// does not know are kept as unstructured objects.
+func renderWebhook(t *testing.T, release, namespace string, args ...string) webhookObjects {
+	t.Helper()
+	out, err := helm(append([]string{"template", release, chartDir(t), "--namespace", namespace}, args...)...)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	w := webhookObjects{others: map[string][]*unstructured.Unstructured{}}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding helm output: %v", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		var into any
+		switch u.GetKind() {
+		case "ValidatingWebhookConfiguration":
+			w.config = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			into = w.config
+		case "Service":
+			if !strings.HasSuffix(u.GetName(), "-webhook") {
+				continue
+			}
+			w.service = &corev1.Service{}
+			into = w.service
+		case "Secret":
+			w.secret = &corev1.Secret{}
+			into = w.secret
+		case "Deployment":
+			w.deployment = &appsv1.Deployment{}
+			into = w.deployment
+		default:
+			if !scheme.Scheme.Recognizes(u.GroupVersionKind()) {
+				w.others[u.GetKind()] = append(w.others[u.GetKind()], u.DeepCopy())
+			}
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if w.deployment == nil {
+		t.Fatal("the chart rendered no Deployment")
+	}
+	return w
+}
+
+// container is the Deployment's kustos container.
+func (w webhookObjects) container() corev1.Container {
+	return w.deployment.Spec.Template.Spec.Containers[0]
+}
+
+// checkServing checks that the Deployment serves the webhook as the Service and the
+// configuration expect: --webhook-port is the container port the Service targets, and the
+// Secret named secretName is mounted at --webhook-cert-dir.
+func (w webhookObjects) checkServing(t *testing.T, secretName string) {
+	t.Helper()
+	c := w.container()
+	var port int32
+	for _, p := range c.Ports {
+		if p.Name == "webhook" {
+			port = p.ContainerPort
+		}
+	}
+	if port == 0 || !slices.Contains(c.Args, fmt.Sprintf("--webhook-port=%d", port)) {
+		t.Errorf("container ports %+v and args %q disagree on the webhook port", c.Ports, c.Args)
+	}
+	if tp := w.service.Spec.Ports; len(tp) != 1 || tp[0].Port != 443 || tp[0].TargetPort.String() != "webhook" {
+		t.Errorf("webhook Service ports %+v, want 443 → webhook", tp)
+	}
+	podLabels := w.deployment.Spec.Template.Labels
+	for k, v := range w.service.Spec.Selector {
+		if podLabels[k] != v {
+			t.Errorf("the webhook Service selects %s=%s, the Pods have %q", k, v, podLabels[k])
+		}
+	}
+	var volume string
+	for _, v := range w.deployment.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secretName {
+			volume = v.Name
+		}
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.Name == volume && slices.Contains(c.Args, "--webhook-cert-dir="+m.MountPath) {
+			mounted = true
+		}
+	}
+	if volume == "" || !mounted {
+		t.Errorf("Secret %s is not mounted at --webhook-cert-dir: volumes %+v, mounts %+v, args %q",
+			secretName, w.deployment.Spec.Template.Spec.Volumes, c.VolumeMounts, c.Args)
+	}
+}
+
+// TestChartWebhook renders the Cleaner webhook with its defaults and checks it against the real
+// API server and a real Kustos: the configuration is what the API server must call (rules,
+// failure policy, the Service's path and port), the generated caBundle verifies the generated
+// serving certificate for the Service's DNS name, an upgrade keeps the Secret (lookup), and the
+// API server, calling the chart's configuration, refuses an invalid Cleaner through Kustos.
+func TestChartWebhook(t *testing.T) {
+	const release = "kustos-wh"
+	ns := newNamespace(t, "kustos-webhook", nil)
+	w := renderWebhook(t, release, ns)
+	if w.config == nil || w.service == nil || w.secret == nil {
+		t.Fatalf("the chart rendered config %v, Service %v, Secret %v", w.config != nil, w.service != nil, w.secret != nil)
+	}
+	if len(w.others) > 0 {
+		t.Errorf("unexpected kinds %v without cert-manager", slices.Collect(maps.Keys(w.others)))
+	}
+
+	// The configuration.
+	if len(w.config.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want 1", len(w.config.Webhooks))
+	}
+	wh := w.config.Webhooks[0]
+	wantRules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{"kustos.io"}, APIVersions: []string{"v1alpha1"},
+			Resources: []string{"cleaners"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+	}}
+	if !equality.Semantic.DeepEqual(wh.Rules, wantRules) {
+		t.Errorf("rules %+v, want %+v", wh.Rules, wantRules)
+	}
+	switch {
+	case wh.SideEffects == nil || *wh.SideEffects != admissionregistrationv1.SideEffectClassNone:
+		t.Errorf("sideEffects %v, want None", wh.SideEffects)
+	case !slices.Equal(wh.AdmissionReviewVersions, []string{"v1"}):
+		t.Errorf("admissionReviewVersions %q, want [v1]", wh.AdmissionReviewVersions)
+	case wh.FailurePolicy == nil || *wh.FailurePolicy != admissionregistrationv1.Fail:
+		t.Errorf("failurePolicy %v, want Fail", wh.FailurePolicy)
+	case wh.TimeoutSeconds == nil || *wh.TimeoutSeconds != 10:
+		t.Errorf("timeoutSeconds %v, want 10", wh.TimeoutSeconds)
+	case wh.NamespaceSelector != nil || wh.ObjectSelector != nil:
+		t.Errorf("selectors %v %v, want every namespace and object", wh.NamespaceSelector, wh.ObjectSelector)
+	}
+	svc := wh.ClientConfig.Service
+	if svc == nil || svc.Name != w.service.Name || svc.Namespace != ns || svc.Path == nil || *svc.Path != admission.Path ||
+		svc.Port == nil || *svc.Port != 443 {
+		t.Errorf("clientConfig.service %+v, want Service %s/%s port 443 path %s", svc, ns, w.service.Name, admission.Path)
+	}
+	w.checkServing(t, w.secret.Name)
+	// The API server takes them as rendered (server-side dry run: nothing is registered).
+	for _, o := range []client.Object{w.secret, w.service, w.config} {
+		if err := k8s.Create(context.Background(), o.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses %T %s: %v", o, o.GetName(), err)
+		}
+	}
+
+	// The certificate: the caBundle is the Secret's CA, and it verifies the serving
+	// certificate for the Service's DNS name, as the API server will.
+	checkCert := func(t *testing.T, s *corev1.Secret, caBundle []byte) {
+		t.Helper()
+		if s.Type != corev1.SecretTypeTLS || !bytes.Equal(caBundle, s.Data["ca.crt"]) {
+			t.Fatalf("Secret type %s; caBundle equal to its ca.crt: %v", s.Type, bytes.Equal(caBundle, s.Data["ca.crt"]))
+		}
+		if _, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
+			t.Errorf("tls.crt and tls.key: %v", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(caBundle) {
+			t.Fatalf("the caBundle holds no PEM certificate")
+		}
+		block, _ := pem.Decode(s.Data["tls.crt"])
+		if block == nil {
+			t.Fatal("tls.crt is not PEM")
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{w.service.Name + "." + ns + ".svc", w.service.Name + "." + ns + ".svc.cluster.local"} {
+			if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+				t.Errorf("the caBundle does not verify the serving certificate for %s: %v", name, err)
+			}
+		}
+		if cert.NotAfter.Before(time.Now().Add(5 * 365 * 24 * time.Hour)) {
+			t.Errorf("the serving certificate expires %s", cert.NotAfter)
+		}
+	}
+	checkCert(t, w.secret, wh.ClientConfig.CABundle)
+
+	// An upgrade keeps the Secret the Pods mount: with the Secret stored, a render that may look
+	// it up (helm upgrade, or --dry-run=server) renders the same Secret and caBundle.
+	if err := k8s.Create(context.Background(), w.secret); err != nil {
+		t.Fatal(err)
+	}
+	again := renderWebhook(t, release, ns, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
+	if again.secret == nil || again.config == nil {
+		t.Fatal("the upgrade renders no Secret or configuration")
+	}
+	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if !bytes.Equal(again.secret.Data[k], w.secret.Data[k]) {
+			t.Errorf("the upgrade generated a new %s", k)
+		}
+	}
+	checkCert(t, again.secret, again.config.Webhooks[0].ClientConfig.CABundle)
+
+	// The API server calls the chart's configuration, and Kustos answers. envtest rewrites the
+	// Service into a URL on a local port (keeping the chart's path) with a certificate of its own;
+	// the configuration is narrowed to this test's namespace so that no other test meets it.
+	cfg := w.config.DeepCopy()
+	cfg.Name = "kustos-chart-webhook-" + ns
+	cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	install := envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg}}
+	if err := install.Install(env.Config); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), cfg)
+		_ = install.Cleanup()
+	})
+	startKustos(t, func(o *app.Options) {
+		o.Webhook = app.WebhookOptions{Host: install.LocalServingHost, Port: install.LocalServingPort, CertDir: install.LocalServingCertDir}
+	})
+	bad := &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+		Spec: v1alpha1.CleanerSpec{TTL: "1h", Targets: []v1alpha1.Target{{Name: "cm", Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "x"}}},
+			Conditions: []string{"cm == null", "cm.data.size( > 0"}},
+	}
+	var err error
+	eventually(t, "the chart's webhook answers", func() bool {
+		err = kc(t).Create(context.Background(), bad.DeepCopy())
+		return err != nil && !strings.Contains(err.Error(), "failed calling webhook")
+	})
+	if want := `admission webhook "cleaners.kustos.io" denied the request`; !apierrors.IsInvalid(err) ||
+		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.conditions[1]") {
+		t.Errorf("want Invalid from the webhook naming spec.conditions[1], got %v", err)
+	}
+	good := bad.DeepCopy()
+	good.Name, good.Spec.Conditions = "good", good.Spec.Conditions[:1]
+	if err := kc(t).Create(context.Background(), good); err != nil {
+		t.Errorf("a valid Cleaner was refused: %v", err)
+	}
+}
+
+// TestChartWebhookCertManager: with webhook.certManager.enabled, cert-manager issues the
+// certificate (a self-signed Issuer and a Certificate for the Service's DNS names, into the
+// Secret the Pods mount) and injects the CA; the chart generates none.
+func TestChartWebhookCertManager(t *testing.T) {
+	const ns = "kustos-system"
+	w := renderWebhook(t, "kustos", ns, "--set", "webhook.certManager.enabled=true")
+	if w.config == nil || w.service == nil {
+		t.Fatal("no webhook configuration or Service")
+	}
+	if w.secret != nil {
+		t.Errorf("the chart renders Secret %s; cert-manager writes it", w.secret.Name)
+	}
+	issuers, certs := w.others["Issuer"], w.others["Certificate"]
+	if len(issuers) != 1 || len(certs) != 1 {
+		t.Fatalf("%d Issuers and %d Certificates, want one each", len(issuers), len(certs))
+	}
+	if _, ok, _ := unstructured.NestedMap(issuers[0].Object, "spec", "selfSigned"); !ok || issuers[0].GetAPIVersion() != "cert-manager.io/v1" {
+		t.Errorf("Issuer %v is not a self-signed cert-manager.io/v1 Issuer", issuers[0].Object)
+	}
+	cert := certs[0]
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if issuer != issuers[0].GetName() || !slices.Contains(dnsNames, w.service.Name+"."+ns+".svc") || secretName == "" {
+		t.Errorf("Certificate issuer %q, dnsNames %q, secretName %q", issuer, dnsNames, secretName)
+	}
+	if got, want := w.config.Annotations["cert-manager.io/inject-ca-from"], ns+"/"+cert.GetName(); got != want {
+		t.Errorf("inject-ca-from %q, want %q", got, want)
+	}
+	if len(w.config.Webhooks) != 1 || len(w.config.Webhooks[0].ClientConfig.CABundle) != 0 {
+		t.Errorf("the chart sets a caBundle; cert-manager injects it")
+	}
+	w.checkServing(t, secretName)
+}
+
+// TestChartWebhookOff: without the webhook (webhook.enabled=false, or no Cleaners at all) the
+// chart registers none, and Kustos serves none (--webhook-port=0).
+func TestChartWebhookOff(t *testing.T) {
+	for _, args := range [][]string{
+		{"--set", "webhook.enabled=false"},
+		{"--set", "cleaner.enabled=false"},
+		{"--set", "cleaner.enabled=false", "--set", "webhook.certManager.enabled=true"},
+	} {
+		w := renderWebhook(t, "kustos", "kustos-system", args...)
+		if w.config != nil || w.service != nil || w.secret != nil || len(w.others) > 0 {
+			t.Errorf("%v: rendered config %v, Service %v, Secret %v, others %v", args, w.config != nil, w.service != nil, w.secret != nil, w.others)
+		}
+		c := w.container()
+		if !slices.Contains(c.Args, "--webhook-port=0") {
+			t.Errorf("%v: args %q lack --webhook-port=0", args, c.Args)
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--webhook-cert-dir") {
+				t.Errorf("%v: args pass %s", args, a)
+			}
+		}
+		if len(c.VolumeMounts) > 0 || len(c.Ports) != 2 {
+			t.Errorf("%v: mounts %+v, ports %+v", args, c.VolumeMounts, c.Ports)
+		}
+	}
+}
+
+// TestChartSchemaRefusesBadWebhookValues: values.schema.json and the chart refuse webhook values
+// that cannot work.
+func TestChartSchemaRefusesBadWebhookValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "webhook.failurePolicy=Sometimes"}, "/webhook/failurePolicy"},
+		{[]string{"--set", "webhook.timeoutSeconds=60"}, "/webhook/timeoutSeconds"},
+		{[]string{"--set", "webhook.port=0"}, "/webhook/port"},
+		{[]string{"--set-string", "webhook.enabled=yes"}, "/webhook/enabled"},
+		{[]string{"--set", "webhook.certManager.enable=true"}, "'enable' not allowed"},
+		{[]string{"--set", "webhook.port=8081"}, "webhook.port 8081 must differ from metrics.port and health.port"},
+	} {
+		out, err := helm(append([]string{"template", "kustos", chartDir(t)}, tc.args...)...)
+		if err == nil {
+			t.Errorf("helm template %v succeeded; rendered:\n%s", tc.args, out)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template %v: want an error naming %q, got: %v", tc.args, tc.want, err)
+		}
+	}
 }
