@@ -122,7 +122,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.BoolVar(&o.Cleaners.Enabled, "enable-cleaners", true, "run the Cleaner detector (needs the kustos.io Cleaner CRD, which the chart installs)")
 	fs.DurationVar(&o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", 30*time.Minute, "how often a Ready Cleaner is looked at when nothing changes")
 	fs.DurationVar(&o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", 10*time.Second, "how often a Cleaner that is not Ready is looked at when nothing changes")
-	fs.IntVar(&o.Webhook.Port, "webhook-port", 9443, "HTTPS port of the admission webhook that refuses invalid Cleaners; 0 serves none (outside a cluster, where the API server cannot reach it)")
+	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", "", err
