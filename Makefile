@@ -8,7 +8,7 @@ BIN       ?= $(CURDIR)/bin
 PKGS      := ./...
 FUZZTIME  ?= 30s
 # Packages whose fuzz targets `make fuzz` runs, and the targets in each.
-FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad
+FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad
 
 export KUSTOS_TESTBIN := $(BIN)
 
@@ -39,12 +39,12 @@ vet: ## go vet and a gofmt check.
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 .PHONY: unit
-unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store and direct actuator are tested by `make e2e`).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct)
+unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, helm uninstall and the webhook are tested by `make e2e`).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission)
 
 .PHONY: e2e
 e2e: testbin ## End-to-end tests on the real control plane.
-	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/helmrelease/... ./internal/admission/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart

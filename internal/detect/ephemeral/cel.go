@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -51,14 +52,24 @@ type variable struct {
 	selector bool
 }
 
-// newEnv builds the CEL environment of one Cleaner: `time`, one variable per evaluated target,
-// the standard macros and the extension libraries the API documents.
-func newEnv(vars []variable) (*cel.Env, error) {
-	opts := []cel.EnvOption{
+// baseEnv is the environment every Cleaner's conditions share: `time`, the standard macros and
+// the extension libraries the API documents. Built once: setting up the libraries is most of
+// what building an environment costs.
+var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
 		cel.Variable(TimeVariable, cel.TimestampType),
 		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Encoders(),
 		cel.DefaultUTCTimeZone(true),
+	)
+})
+
+// newEnv extends the base environment with one variable per evaluated target of a Cleaner.
+func newEnv(vars []variable) (*cel.Env, error) {
+	base, err := baseEnv()
+	if err != nil {
+		return nil, err
 	}
+	opts := make([]cel.EnvOption, 0, len(vars))
 	for _, v := range vars {
 		t := cel.DynType // an object, or null when it does not exist
 		if v.selector {
@@ -66,7 +77,7 @@ func newEnv(vars []variable) (*cel.Env, error) {
 		}
 		opts = append(opts, cel.Variable(v.name, t))
 	}
-	return cel.NewEnv(opts...)
+	return base.Extend(opts...)
 }
 
 // sizeEstimator gives the cost estimate the sizes it cannot know: selector targets' item lists
