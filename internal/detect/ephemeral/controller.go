@@ -163,11 +163,14 @@ type Reconciler struct {
 
 	mu       sync.Mutex
 	watching map[schema.GroupVersionKind]bool
-	specs    map[types.UID]compiled
+	// specs holds each Cleaner's compiled spec, by name: a Cleaner that is gone is forgotten
+	// when its (NotFound) request comes, so the map holds only Cleaners that exist.
+	specs map[types.NamespacedName]compiled
 }
 
 // compiled is a Cleaner's spec compiled at one generation.
 type compiled struct {
+	uid        types.UID
 	generation int64
 	spec       *Spec
 	errs       field.ErrorList
@@ -180,7 +183,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		return err
 	}
 	r.watching = map[schema.GroupVersionKind]bool{}
-	r.specs = map[types.UID]compiled{}
+	r.specs = map[types.NamespacedName]compiled{}
 	r.cache = mgr.GetCache()
 	if r.Mapper == nil {
 		r.Mapper = mgr.GetRESTMapper()
@@ -262,26 +265,27 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
 }
 
 func (r *Reconciler) compile(cl *v1alpha1.Cleaner) compiled {
+	name := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
 	r.mu.Lock()
-	c, ok := r.specs[cl.UID]
+	c, ok := r.specs[name]
 	r.mu.Unlock()
-	if ok && c.generation == cl.Generation {
+	if ok && c.uid == cl.UID && c.generation == cl.Generation {
 		return c
 	}
 	spec, errs := Compile(cl.Spec)
 	if spec != nil {
 		errs = append(errs, spec.CheckNamespace(cl.Namespace)...)
 	}
-	c = compiled{generation: cl.Generation, spec: spec, errs: errs}
+	c = compiled{uid: cl.UID, generation: cl.Generation, spec: spec, errs: errs}
 	r.mu.Lock()
-	r.specs[cl.UID] = c
+	r.specs[name] = c
 	r.mu.Unlock()
 	return c
 }
 
-func (r *Reconciler) forget(uid types.UID) {
+func (r *Reconciler) forget(name types.NamespacedName) {
 	r.mu.Lock()
-	delete(r.specs, uid)
+	delete(r.specs, name)
 	r.mu.Unlock()
 }
 
@@ -315,12 +319,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var cl v1alpha1.Cleaner
 	if err := r.Client.Get(ctx, req.NamespacedName, &cl); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if cl.DeletionTimestamp != nil {
-		r.forget(cl.UID)
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	now := r.Now()
@@ -354,7 +359,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("deleting Cleaner %s: %w", req, err)
 		}
 		log.Info("cleanup done; Cleaner deleted")
-		r.forget(cl.UID)
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 
