@@ -68,6 +68,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each.
 bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on the real control plane.
 	$(GO) test -run='^$$' -bench=. -benchmem ./internal/...
 	$(GO) run ./bench/controlplane -kustos $(BIN)/kustos
+	$(GO) run ./bench/cleaners -kustos $(BIN)/kustos
 
 .PHONY: demo
 demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges).

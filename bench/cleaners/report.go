@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Targets.
+const (
+	reevalP99    = 50 * time.Millisecond // p99 from the target's update to the due status
+	monotonicMax = time.Second           // a monotonic Cleaner is seen due at most this late
+)
+
+type verdict int
+
+const (
+	verdictNone verdict = iota // reported only
+	verdictPass
+	verdictFail
+)
+
+func (v verdict) String() string {
+	switch v {
+	case verdictPass:
+		return "PASS"
+	case verdictFail:
+		return "FAIL"
+	}
+	return "n/a"
+}
+
+func judge(ok bool) verdict {
+	if ok {
+		return verdictPass
+	}
+	return verdictFail
+}
+
+// row is one line of the table. broken: the measurement itself went wrong (a Cleaner missing,
+// due too early, deleted...), which fails the run whatever -strict says.
+type row struct {
+	scenario, measured, target string
+	verdict                    verdict
+	broken                     bool
+	why                        string
+}
+
+func (r result) rows() []row {
+	var rows []row
+	// Idle cost: reported; broken if not every Cleaner was evaluated, or one was due or deleted.
+	idle := row{scenario: "idle cost", target: "– (reported)"}
+	if r.atEval.hwmKiB > 0 {
+		idle.measured = fmt.Sprintf("%d evaluated: first %.1f s, all %.1f s after start, CPU %.2f s then",
+			r.evaluated, r.firstEval.Seconds(), r.allEval.Seconds(), r.atEval.cpu.Seconds())
+	}
+	if r.afterIdle.hwmKiB > 0 {
+		idle.measured += fmt.Sprintf("; after idle: CPU %.2f s (+%.2f s idle), RSS %.1f MiB, peak RSS %.1f MiB; %d status writes while idle",
+			r.afterIdle.cpu.Seconds(), (r.afterIdle.cpu - r.atEval.cpu).Seconds(), r.afterIdle.rssMiB(), r.afterIdle.hwmMiB(), r.idleWrites)
+		if r.idleWrites > 0 {
+			idle.measured += fmt.Sprintf(", the last %.1f s into it", r.idleLastWrite.Seconds())
+		}
+	}
+	switch {
+	case r.afterIdle.hwmKiB == 0:
+		idle.broken, idle.why = true, "not measured"
+	case r.dueEarly > 0:
+		idle.broken, idle.why = true, fmt.Sprintf("%d due before any change", r.dueEarly)
+	case r.deleted > 0:
+		idle.broken, idle.why = true, fmt.Sprintf("%d deleted in observer mode", r.deleted)
+	}
+	rows = append(rows, idle)
+	if r.afterIdle.hwmKiB == 0 {
+		return rows
+	}
+
+	if len(r.probe) > 0 {
+		rows = append(rows, row{scenario: "(reference) API server: one Cleaner status write", target: "– (reported)",
+			measured: fmt.Sprintf("%d round trips: p50 %s ms, max %s ms", len(r.probe), ms(percentile(r.probe, 50)), ms(percentile(r.probe, 100)))})
+	}
+	re := row{scenario: "re-evaluation on a target change", target: fmt.Sprintf("p99 ≤ %s ms", ms(reevalP99))}
+	expected := len(r.latencies) + r.missingSamples()
+	re.measured = fmt.Sprintf("%d/%d due: p50 %s ms, p99 %s ms, max %s ms", len(r.latencies), expected,
+		ms(percentile(r.latencies, 50)), ms(percentile(r.latencies, 99)), ms(percentile(r.latencies, 100)))
+	re.verdict = judge(len(r.latencies) > 0 && percentile(r.latencies, 99) <= reevalP99)
+	var bad []string
+	if m := r.missingSamples(); m > 0 {
+		bad = append(bad, fmt.Sprintf("%d never due", m))
+	}
+	if r.unexpected > 0 {
+		bad = append(bad, fmt.Sprintf("%d unchanged Cleaners due", r.unexpected))
+	}
+	if r.patchErrors > 0 {
+		bad = append(bad, fmt.Sprintf("%d update errors", r.patchErrors))
+	}
+	re.broken, re.why = len(bad) > 0, strings.Join(bad, ", ")
+	rows = append(rows, re)
+
+	for _, g := range []struct {
+		name   string
+		l      lateness
+		target string
+		max    time.Duration // 0: reported only
+	}{
+		{"lateness, monotonic (period 1h)", r.mono, fmt.Sprintf("≤ %g s", monotonicMax.Seconds()), monotonicMax},
+		{"lateness, periodic", r.periodic, "up to the period (reported)", 0},
+	} {
+		lr := row{scenario: g.name, target: g.target}
+		if len(g.l.wall) == 0 && g.l.missing == 0 {
+			continue
+		}
+		lr.measured = fmt.Sprintf("%d/%d seen due after T: p50 %s ms, max %s ms; lastEvaluation.time − T: p50 %.0f s, max %.0f s",
+			len(g.l.wall), len(g.l.wall)+g.l.missing, ms(percentile(g.l.wall, 50)), ms(percentile(g.l.wall, 100)),
+			percentile(g.l.evalAt, 50).Seconds(), percentile(g.l.evalAt, 100).Seconds())
+		if g.max > 0 {
+			lr.verdict = judge(len(g.l.wall) > 0 && percentile(g.l.wall, 100) <= g.max)
+		}
+		var bad []string
+		if g.l.missing > 0 {
+			bad = append(bad, fmt.Sprintf("%d never due", g.l.missing))
+		}
+		if g.l.early > 0 {
+			bad = append(bad, fmt.Sprintf("%d due before T", g.l.early))
+		}
+		lr.broken, lr.why = len(bad) > 0, strings.Join(bad, ", ")
+		rows = append(rows, lr)
+	}
+	return rows
+}
+
+// missingSamples counts the sampled Cleaners never seen due (0 before the samples ran).
+func (r result) missingSamples() int { return r.sampled - len(r.latencies) }
+
+func render(r result, o options) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Kustos Cleaners on a real control plane\n\n")
+	fmt.Fprintf(&b, "%d idle Cleaners (3 ConfigMap targets each) in %d namespaces, idle %s; %d samples %s apart, seed %d; "+
+		"%d monotonic and %d periodic (period %s) Cleaners due %s–%s after creation. Observer mode.\n\n",
+		o.n, o.namespaces, o.idle, o.samples, o.interval, o.seed, o.late, o.late, o.latePeriod, o.lateFrom, o.lateTo)
+	b.WriteString("| scenario | measured | target | result |\n|---|---|---|---|\n")
+	for _, row := range r.rows() {
+		res := row.verdict.String()
+		if row.broken {
+			res = "FAIL: " + row.why
+		} else if row.why != "" {
+			res += " (" + row.why + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.scenario, strings.ReplaceAll(row.measured, "|", `\|`), row.target, res)
+	}
+	if r.err != nil {
+		fmt.Fprintf(&b, "\nRun FAILED: %s\n", r.err)
+	}
+	fmt.Fprintf(&b, "\nSetup (namespaces, %d ConfigMaps, %d Cleaners) took %.1f s. Peak RSS is VmHWM and CPU utime+stime of the Kustos process.\n",
+		3*o.n, o.n, r.setup.Seconds())
+	if r.end.hwmKiB > 0 {
+		fmt.Fprintf(&b, "At the end (before SIGTERM): CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB; whole life with shutdown: CPU %.2f s; %d idle Cleaners deleted.\n",
+			r.end.cpu.Seconds(), r.end.rssMiB(), r.end.hwmMiB(), r.cpuTotal.Seconds(), r.deleted)
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+// percentile is the nearest-rank percentile of ds (p in (0, 100]); 0 for no data.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := max(1, min(int(math.Ceil(p/100*float64(len(s)))), len(s)))
+	return s[rank-1]
+}
