@@ -75,12 +75,16 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	jsonCfg := rest.CopyConfig(mgr.GetConfig())
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 	c, err := client.New(jsonCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+		// Unstructured: the targets (any kind, read as unstructured) come from the informers the
+		// controller starts for their watches; without it every look would GET them from the API
+		// server (bench/cleaners: 3 GETs per evaluation).
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
 	if err != nil {
 		return err
 	}
 	r := &ephemeral.Reconciler{
 		Client:    c,
+		Live:      mgr.GetAPIReader(),
 		Proposing: o.Mode == ModePR,
 		Access:    &accessReviewer{client: live, ttl: time.Minute, now: o.Now},
 		Pipeline:  &pl,

@@ -138,7 +138,10 @@ var fluxHelmRelease = schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "H
 // result in the Cleaner's status and hands what is due to the pipeline.
 type Reconciler struct {
 	// Client reads Cleaners and targets from the cache, writes Cleaner status, deletes Cleaners.
-	Client   client.Client
+	Client client.Client
+	// Live reads what is looked up rarely and never watched (a Flux HelmRelease of a release
+	// to remove) from the API server, so that no informer is started for it.
+	Live     client.Reader
 	Mapper   meta.RESTMapper
 	Access   Access
 	Pipeline Pipeline
@@ -931,7 +934,11 @@ func (r *Reconciler) fluxRelease(ctx context.Context, namespace, name string) (*
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.GroupVersionKind)
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+	reader := r.Live
+	if reader == nil {
+		reader = r.Client
+	}
+	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, nil
 	}
