@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,18 +51,6 @@ Exit status: 0 on success; 2 for bad flags, unreadable input or an invalid Clean
 and the field path say what is wrong).
 `
 
-type fileList []string
-
-func (f *fileList) String() string { return strings.Join(*f, ",") }
-
-func (f *fileList) Set(v string) error {
-	if v == "" {
-		return errors.New("empty file name (use - for stdin)")
-	}
-	*f = append(*f, v)
-	return nil
-}
-
 // Line is one output line.
 type Line struct {
 	Cleaner        string         `json:"cleaner"`
@@ -88,7 +75,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cleaner eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files fileList
+	var files manifest.Files
 	fs.Var(&files, "f", "input file, or - for stdin")
 	fs.Var(&files, "filename", "input file, or - for stdin")
 	nowFlag := fs.String("now", "", "time of the evaluation, RFC 3339")
@@ -113,7 +100,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(files) == 0 {
-		files = fileList{"-"}
+		files = manifest.Files{"-"}
 	}
 	var objs []manifest.Object
 	for _, arg := range files {

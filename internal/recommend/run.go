@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
@@ -47,26 +46,13 @@ Flags:
 Exit status: 0 on success, also when nothing is to be raised; 2 for bad flags or input.
 `
 
-// fileList is the repeatable -f flag.
-type fileList []string
-
-func (f *fileList) String() string { return strings.Join(*f, ",") }
-
-func (f *fileList) Set(v string) error {
-	if v == "" {
-		return errors.New("empty file name (use - for stdin)")
-	}
-	*f = append(*f, v)
-	return nil
-}
-
 // Run executes `kustos recommend` with args (without the subcommand name). It returns the exit
 // code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("recommend", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files fileList
+	var files manifest.Files
 	fs.Var(&files, "f", "input file, or - for stdin")
 	fs.Var(&files, "filename", "input file, or - for stdin")
 	thresholdFlag := fs.String("threshold", "80", "threshold in percent")
@@ -105,7 +91,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	if len(files) == 0 {
-		files = fileList{"-"}
+		files = manifest.Files{"-"}
 	}
 	var objs []Object
 	for _, arg := range files {
