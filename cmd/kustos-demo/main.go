@@ -4,8 +4,11 @@
 // prints what Kustos recommended — the Events and the JSON log lines. Then, in PR mode, it starts
 // a local GitHub-compatible server (internal/gitops/githubtest) holding a small GitOps
 // repository, runs a second kustos with --mode=pr --enable-auto-merge, prints the pull request it
-// opens (title, body, diff), turns the required check green and prints the merge. It shuts
-// everything down at the end.
+// opens (title, body, diff), turns the required check green and prints the merge. The same
+// PR-mode Kustos then runs the Cleaner act: a Knative-shaped preview environment that is not in
+// Git, the seed's Cleaner over it, the value of its condition, the exact second the monotonic
+// search scheduled, the deletion at that second and the CloudEvent a local sdk-go sink received.
+// It shuts everything down at the end.
 //
 // It is a separate binary, not a `kustos demo` subcommand, so that the controller image does not
 // carry the test control plane's code.
@@ -22,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -32,9 +36,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -42,7 +49,7 @@ const stateNamespace = "kustos-system"
 
 func main() {
 	kustosBin := flag.String("kustos", "bin/kustos", "path of the kustos binary to run")
-	timeout := flag.Duration("timeout", 3*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 4*time.Minute, "give up after this long")
 	flag.Parse()
 	if err := demo(*kustosBin, *timeout, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
@@ -56,7 +63,13 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 	start := time.Now()
 
 	step(out, "starting a real control plane (etcd, kube-apiserver, kube-controller-manager)")
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true})
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	// Kustos's CRDs, and the Knative-shaped CRDs of the Cleaner act.
+	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, CRDDirectoryPaths: []string{
+		filepath.Join(root, "charts", "kustos", "crds"), filepath.Join(root, "e2e", "testdata", "crds")}})
 	if err != nil {
 		return err
 	}
@@ -66,7 +79,14 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 			err = serr
 		}
 	}()
-	c, err := client.New(env.Config, client.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
@@ -82,10 +102,15 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s (run `make build`): %w", kustosBin, err)
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	observerStopped := false
+	stopObserver := func() {
+		if !observerStopped {
+			observerStopped = true
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		}
+	}
+	defer stopObserver()
 
 	step(out, "creating tenants:")
 	tenants := []tenant{
@@ -165,12 +190,23 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 	fmt.Fprintf(out, "Summary: %d recommendation(s), %d event(s); team-c (opted out) untouched; nothing in the cluster was changed. (%s)\n",
 		recs, len(events), time.Since(start).Round(time.Second))
 
+	// One Kustos per cluster from here on: the observer would report (CleanupDue) the Cleaner
+	// that the PR-mode Kustos acts on, and both would write its status.
+	stopObserver()
+
 	fmt.Fprintln(out)
 	actStart := time.Now()
-	if err := prAct(ctx, kustosBin, env.Kubeconfig, c, out); err != nil {
+	var cleanerTook time.Duration
+	if err := prAct(ctx, kustosBin, env.Kubeconfig, c, out, func() error {
+		fmt.Fprintln(out)
+		t0 := time.Now()
+		defer func() { cleanerTook = time.Since(t0) }()
+		return cleanerAct(ctx, c, out)
+	}); err != nil {
 		return fmt.Errorf("PR mode: %w", err)
 	}
-	fmt.Fprintf(out, "Demo done in %s (PR mode %s).\n", time.Since(start).Round(time.Second), time.Since(actStart).Round(time.Second))
+	fmt.Fprintf(out, "Demo done in %s (PR mode %s, of which Cleaners %s).\n", time.Since(start).Round(time.Second),
+		time.Since(actStart).Round(time.Second), cleanerTook.Round(time.Second))
 	return nil
 }
 

@@ -48,7 +48,8 @@ spec:
 `
 
 // prAct is the demo's second act: Kustos in PR mode against a local GitHub-compatible server.
-func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer) (err error) {
+// Once the PR is merged, it runs next (the Cleaner act) with the same Kustos.
+func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer, next func() error) (err error) {
 	tb := &demoTB{}
 	defer func() {
 		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
@@ -226,14 +227,18 @@ func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, o
 		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", e.Namespace, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
 	}
 	_ = tw.Flush()
-
-	stop()
-	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
-		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
-	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "Summary (PR mode): one pull request #%d, comments kept, merged by Kustos once %s passed; the cluster's quota is left to the GitOps controller.\n",
 		p.Number, requiredCheck)
+
+	if err := next(); err != nil {
+		return withLogs(err)
+	}
+	stop()
+	// The Cleaner's targets are not in the repository: they were deleted directly, no PR.
+	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
+		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
+	}
 	return nil
 }
 
