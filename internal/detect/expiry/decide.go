@@ -1,0 +1,344 @@
+package expiry
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// DetectorName names the detector in Keys, Leases, metrics and logs.
+const DetectorName = "expiry"
+
+// Event and Change reasons.
+const (
+	// ReasonExpiryWarning: the owner is warned that the target expires (Warning Event; the
+	// message, and the mail or webhook when configured).
+	ReasonExpiryWarning = "ExpiryWarning"
+	// ReasonExpiryDue: the deadline passed and the warning was sent long enough ago: the
+	// Change (removal or pause) is due. In observer mode this Event is all that happens.
+	ReasonExpiryDue = "ExpiryDue"
+	// ReasonExpired: the owner is told the target was removed (or paused, or a pull request
+	// doing so was opened).
+	ReasonExpired = "Expired"
+	// ReasonInvalidExpiry: a lifetime, owner or action Kustos cannot use; the object is left
+	// alone.
+	ReasonInvalidExpiry = "InvalidExpiryMetadata"
+	// ReasonOrphan: an object of a lifecycle kind without an owner or a lifetime.
+	ReasonOrphan = "ExpiryOrphan"
+	// Pipeline vocabulary for the Change.
+	ReasonRemovalProposed = "ExpiryRemovalProposed"
+	ReasonRemovalMerged   = "ExpiryRemovalMerged"
+	ReasonRemovalDeclined = "ExpiryRemovalDeclined"
+	ReasonRemoved         = "ExpiryApplied"
+)
+
+// Next is what happens next to a target, as `kustos expiry plan` prints it.
+type Next string
+
+const (
+	NextWarn   Next = "warn"   // the owner is warned at At
+	NextAct    Next = "act"    // the Change is due at At
+	NextNone   Next = "none"   // nothing is scheduled: no lifetime, opted out, or already acted
+	NextOrphan Next = "orphan" // no owner or no lifetime: reported, never touched
+)
+
+// State is what the target's Lease remembers (its bag), per deadline.
+type State struct {
+	// WarningFor is the deadline the last warning was about; WarnedAt when it was sent (zero:
+	// recorded as being sent, not confirmed), WarningAttemptAt when the last attempt started
+	// and WarningAttempts how many there were.
+	WarningFor       time.Time
+	WarningAttemptAt time.Time
+	WarningAttempts  int
+	WarnedAt         time.Time
+	// ExtendedUntil is a deadline granted through the extension API; it stands until Git
+	// carries it (kustos.io/expires-at) or a later one.
+	ExtendedUntil time.Time
+	// UsedTokens are the ids of extension tokens already used (replays fail across replicas).
+	UsedTokens []string
+	// NotifiedFor is the deadline whose "removed" message was sent.
+	NotifiedFor time.Time
+}
+
+// Bag keys (below the state package's bag.kustos.io/ prefix).
+const (
+	bagWarningFor       = "warning-for"
+	bagWarningAttemptAt = "warning-attempt-at"
+	bagWarningAttempts  = "warning-attempts"
+	bagWarnedAt         = "warned-at"
+	bagExtendedUntil    = "extended-until"
+	bagUsedTokens       = "used-tokens"
+	bagNotifiedFor      = "notified-for"
+)
+
+// ParseState reads the bag. Unreadable entries are dropped (and said so): the worst outcome is
+// a second warning, never a removal without one.
+func ParseState(bag map[string]string) (State, []string) {
+	var s State
+	var bad []string
+	ts := func(k string) time.Time {
+		v, ok := bag[k]
+		if !ok || v == "" {
+			return time.Time{}
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, clip(v, 40)))
+			return time.Time{}
+		}
+		return t.UTC()
+	}
+	s.WarningFor = ts(bagWarningFor)
+	s.WarningAttemptAt = ts(bagWarningAttemptAt)
+	s.WarnedAt = ts(bagWarnedAt)
+	s.ExtendedUntil = ts(bagExtendedUntil)
+	s.NotifiedFor = ts(bagNotifiedFor)
+	if v, ok := bag[bagWarningAttempts]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bad = append(bad, fmt.Sprintf("%s=%q", bagWarningAttempts, clip(v, 40)))
+		} else {
+			s.WarningAttempts = n
+		}
+	}
+	if v := bag[bagUsedTokens]; v != "" {
+		s.UsedTokens = splitTokens(v)
+	}
+	return s, bad
+}
+
+// Bag writes the state back; zero fields are left out.
+func (s State) Bag() map[string]string {
+	b := map[string]string{}
+	put := func(k string, t time.Time) {
+		if !t.IsZero() {
+			b[k] = t.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	put(bagWarningFor, s.WarningFor)
+	put(bagWarningAttemptAt, s.WarningAttemptAt)
+	put(bagWarnedAt, s.WarnedAt)
+	put(bagExtendedUntil, s.ExtendedUntil)
+	put(bagNotifiedFor, s.NotifiedFor)
+	if s.WarningAttempts > 0 {
+		b[bagWarningAttempts] = strconv.Itoa(s.WarningAttempts)
+	}
+	if len(s.UsedTokens) > 0 {
+		b[bagUsedTokens] = joinTokens(s.UsedTokens)
+	}
+	return b
+}
+
+// Snapshot is what the controller gathered for one target. It holds no client.
+type Snapshot struct {
+	Now    time.Time
+	Target lifecycle.Target
+	// UID and ResourceVersion of the object decided on (direct deletions are conditional on them).
+	UID, ResourceVersion string
+	Policy               Policy
+	State                State
+	// LastDecision is when the pipeline last recorded a decision for the Key (View.LastModified);
+	// ProposalOpen and Declined say what became of it in PR mode.
+	LastDecision           time.Time
+	ProposalOpen, Declined bool
+	Settings     Settings
+}
+
+// Decision is what Decide concluded for one target.
+type Decision struct {
+	// Deadline is the effective deadline (the policy's, or a later extension); zero: never.
+	Deadline time.Time
+	Next     Next
+	// At is when Next happens (zero for none and orphan).
+	At     time.Time
+	Action Action
+	// Warn: send the warning now (its record is already in the Lease). SendDone: tell the
+	// owner the Change was carried out.
+	Warn, SendDone bool
+	// Change is the removal or pause, when due now.
+	Change *lifecycle.Change
+	// State is the state to keep (written to the Lease when it differs).
+	State State
+	// RequeueAfter is when to look again (0: only when something changes).
+	RequeueAfter time.Duration
+}
+
+// retryBase is the first wait before a warning whose sending was interrupted (a crash, a mail
+// server that did not answer) is sent again; it doubles per attempt up to the notification
+// interval, so a failing mail server is never hammered and a crash re-sends once.
+const retryBase = time.Minute
+
+// Decide is the expiry schedule for one target, one rule for both seeds: at deadline −
+// WarningBefore the owner is warned; the Change happens at the deadline, but never less than
+// NotificationInterval after a warning was actually sent. A warning is recorded in the Lease
+// before it is sent (Decide first returns the record, then, on the next look, Warn), so a crash
+// re-sends it at most once. After the Change, the owner is told once.
+func Decide(s Snapshot) Decision {
+	d := Decision{State: s.State, Action: s.Policy.Action}
+	p := s.Policy
+	if p.Ignored {
+		d.Next = NextNone
+		return d
+	}
+	d.Deadline = p.Deadline
+	if !d.Deadline.IsZero() && s.State.ExtendedUntil.After(d.Deadline) {
+		d.Deadline = s.State.ExtendedUntil
+	}
+	if p.Owner == "" || d.Deadline.IsZero() {
+		// No owner or no lifetime: reported, never touched (nobody could be warned, or there is
+		// no deadline to warn about).
+		d.Next = NextOrphan
+		return d
+	}
+
+	st := &d.State
+	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero()
+	warnAt := d.Deadline.Add(-s.Settings.WarningBefore)
+	now := s.Now
+
+	if !warned {
+		if now.Before(warnAt) {
+			d.Next, d.At = NextWarn, warnAt
+			d.RequeueAfter = warnAt.Sub(now)
+			return d
+		}
+		if p.OwnerAddress == "" && s.Settings.needsAddress() {
+			// Nobody can be warned: never act. The problem was reported by ParsePolicy.
+			d.Next, d.At = NextWarn, now
+			return d
+		}
+		d.Next = NextWarn
+		if !st.WarningFor.Equal(d.Deadline) {
+			// Record the attempt first: the next look sends it.
+			st.WarningFor, st.WarningAttemptAt, st.WarningAttempts = d.Deadline, now, 1
+			d.At = now
+			return d
+		}
+		// An attempt is recorded and not confirmed: this look sends it, unless an earlier
+		// attempt started recently (it may have gone through before a crash; wait, then retry).
+		if st.WarningAttemptAt.Equal(now) {
+			d.Warn = true
+			st.WarnedAt = now
+			d.Next, d.At = NextAct, actAt(d.Deadline, now, s.Settings)
+			d.RequeueAfter = d.At.Sub(now)
+			return d
+		}
+		retry := st.WarningAttemptAt.Add(backoff(st.WarningAttempts, s.Settings.NotificationInterval))
+		if now.Before(retry) {
+			d.At = retry
+			d.RequeueAfter = retry.Sub(now)
+			return d
+		}
+		st.WarningAttemptAt, st.WarningAttempts = now, st.WarningAttempts+1
+		d.At = now
+		return d
+	}
+
+	at := actAt(d.Deadline, st.WarnedAt, s.Settings)
+	d.Next, d.At = NextAct, at
+	if now.Before(at) {
+		d.RequeueAfter = at.Sub(now)
+		return d
+	}
+	if !s.LastDecision.Before(at) {
+		// Decided already: the Change was carried out, proposed, declined or (observer mode)
+		// reported.
+		switch {
+		case s.ProposalOpen:
+			return d // the pull request waits for review; the pipeline follows it
+		case s.Declined:
+			// A human closed the pull request: the environment stays. A later deadline (an
+			// extension, a new expires-at) starts a new cycle.
+		case s.Settings.Acts && !st.NotifiedFor.Equal(d.Deadline):
+			d.SendDone = true
+			st.NotifiedFor = d.Deadline
+		}
+		d.Next, d.At = NextNone, time.Time{}
+		return d
+	}
+	d.Change = change(s, d)
+	return d
+}
+
+// actAt is when the Change may happen once a warning was sent at warned.
+func actAt(deadline, warned time.Time, s Settings) time.Time {
+	if earliest := warned.Add(s.NotificationInterval); earliest.After(deadline) {
+		return earliest
+	}
+	return deadline
+}
+
+// backoff is the wait after the n-th unconfirmed attempt: retryBase × 2^(n−1), at most interval
+// (and at least retryBase).
+func backoff(n int, interval time.Duration) time.Duration {
+	d := retryBase
+	for i := 1; i < n && d < interval; i++ {
+		d *= 2
+	}
+	if interval > retryBase && d > interval {
+		d = interval
+	}
+	return d
+}
+
+// needsAddress: warnings go to people by mail or webhook, so an owner without an address cannot
+// be warned. Events alone (no notifier) reach no one by name, so an address is not needed then.
+func (s Settings) needsAddress() bool { return s.Notify }
+
+// maxUsedTokens bounds the remembered token ids (16 hex digits each): tokens expire with the
+// deadline, and a new deadline starts a new list.
+const maxUsedTokens = 32
+
+func splitTokens(v string) []string {
+	var out []string
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func joinTokens(ts []string) string {
+	if len(ts) > maxUsedTokens {
+		ts = ts[len(ts)-maxUsedTokens:]
+	}
+	return strings.Join(ts, ",")
+}
+
+func change(s Snapshot, d Decision) *lifecycle.Change {
+	c := &lifecycle.Change{
+		Key:      lifecycle.KeyFor(DetectorName, s.Target),
+		Detector: DetectorName,
+		Target:   s.Target,
+		Reason:   ReasonExpiryDue,
+	}
+	ev := map[string]string{
+		"owner": s.Policy.Owner, "deadline": d.Deadline.Format(time.RFC3339), "from": s.Policy.From,
+		"warnedAt": s.State.WarnedAt.Format(time.RFC3339),
+	}
+	if s.State.ExtendedUntil.Equal(d.Deadline) {
+		ev["from"] = "an extension granted through Kustos"
+	}
+	switch d.Action {
+	case ActionPause:
+		c.Edit = lifecycle.Edit{Op: lifecycle.EditScaleToZero}
+		c.Summary = fmt.Sprintf("%s expired at %s (%s); owner %s was warned at %s; pausing it (scale to zero)",
+			s.Target, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339))
+	default:
+		c.Edit = lifecycle.Edit{Op: lifecycle.EditDelete}
+		// The same object, not the same version: a workload's status changes all the time, and
+		// the deadline does not depend on it.
+		if s.UID != "" {
+			c.Edit.Preconditions = &lifecycle.Preconditions{UID: s.UID}
+		}
+		c.Summary = fmt.Sprintf("%s expired at %s (%s); owner %s was warned at %s; removing it",
+			s.Target, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339))
+	}
+	ev["message"] = c.Summary
+	c.Evidence = []map[string]string{ev}
+	return c
+}

@@ -1,0 +1,266 @@
+package expiry
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+var (
+	t0       = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	deadline = t0.Add(10 * 24 * time.Hour)
+	web      = lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team-a", Name: "web"}
+)
+
+func owned() Policy {
+	return Policy{Owner: "ana@example.com", OwnerAddress: "ana@example.com", Deadline: deadline,
+		From: `kustos.io/ttl="10d" on Deployment.apps/team-a/web`, Action: ActionDelete}
+}
+
+func snap(now time.Time, st State, mod ...func(*Snapshot)) Snapshot {
+	s := Snapshot{Now: now, Target: web, UID: "uid-1", Policy: owned(), State: st, Settings: DefaultSettings()}
+	s.Settings.Acts = true
+	for _, m := range mod {
+		m(&s)
+	}
+	return s
+}
+
+func warnedAt(at time.Time) State {
+	return State{WarningFor: deadline, WarningAttemptAt: at, WarningAttempts: 1, WarnedAt: at}
+}
+
+// TestDecide is the schedule's transition table: each row is one look at one target.
+func TestDecide(t *testing.T) {
+	warnAt := deadline.Add(-72 * time.Hour)
+	day := 24 * time.Hour
+	tests := []struct {
+		name string
+		snap Snapshot
+		// want
+		next         Next
+		at           time.Time
+		warn, done   bool
+		op           lifecycle.EditOp // "" when no Change
+		state        State
+		requeueAfter time.Duration
+	}{
+		{name: "namespace opted out", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy = Policy{Ignored: true} }),
+			next: NextNone},
+		{name: "no owner: orphan", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy.Owner, s.Policy.OwnerAddress = "", "" }),
+			next: NextOrphan},
+		{name: "no lifetime: orphan", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy.Deadline = time.Time{} }),
+			next: NextOrphan},
+		{name: "before the warning: look again at deadline − warning-before", snap: snap(t0, State{}),
+			next: NextWarn, at: warnAt, requeueAfter: warnAt.Sub(t0)},
+		{name: "warning time: the attempt is recorded first, nothing sent", snap: snap(warnAt, State{}),
+			next: NextWarn, at: warnAt, state: State{WarningFor: deadline, WarningAttemptAt: warnAt, WarningAttempts: 1}},
+		{name: "the same look, once recorded: sent, the action a full interval later at the earliest", snap: snap(warnAt,
+			State{WarningFor: deadline, WarningAttemptAt: warnAt, WarningAttempts: 1}),
+			next: NextAct, at: deadline, warn: true, requeueAfter: 72 * time.Hour, state: warnedAt(warnAt)},
+		{name: "crash between record and confirmation: wait a minute before sending again", snap: snap(warnAt.Add(10*time.Second),
+			State{WarningFor: deadline, WarningAttemptAt: warnAt, WarningAttempts: 1}),
+			next: NextWarn, at: warnAt.Add(time.Minute), requeueAfter: 50 * time.Second,
+			state: State{WarningFor: deadline, WarningAttemptAt: warnAt, WarningAttempts: 1}},
+		{name: "after the backoff: a second attempt is recorded", snap: snap(warnAt.Add(2*time.Minute),
+			State{WarningFor: deadline, WarningAttemptAt: warnAt, WarningAttempts: 1}),
+			next: NextWarn, at: warnAt.Add(2 * time.Minute),
+			state: State{WarningFor: deadline, WarningAttemptAt: warnAt.Add(2 * time.Minute), WarningAttempts: 2}},
+		{name: "third attempt waits twice as long", snap: snap(warnAt.Add(3*time.Minute),
+			State{WarningFor: deadline, WarningAttemptAt: warnAt.Add(2 * time.Minute), WarningAttempts: 2}),
+			next: NextWarn, at: warnAt.Add(4 * time.Minute), requeueAfter: time.Minute,
+			state: State{WarningFor: deadline, WarningAttemptAt: warnAt.Add(2 * time.Minute), WarningAttempts: 2}},
+		{name: "warned: wait for the deadline", snap: snap(warnAt.Add(time.Hour), warnedAt(warnAt)),
+			next: NextAct, at: deadline, requeueAfter: deadline.Sub(warnAt.Add(time.Hour)), state: warnedAt(warnAt)},
+		{name: "deadline reached: the removal is due", snap: snap(deadline, warnedAt(warnAt)),
+			next: NextAct, at: deadline, op: lifecycle.EditDelete, state: warnedAt(warnAt)},
+		{name: "pause: scale to zero", snap: snap(deadline, warnedAt(warnAt), func(s *Snapshot) { s.Policy.Action = ActionPause }),
+			next: NextAct, at: deadline, op: lifecycle.EditScaleToZero, state: warnedAt(warnAt)},
+		{name: "a TTL shorter than the interval: warned at once, acted a full interval later", snap: snap(deadline.Add(-time.Hour),
+			State{WarningFor: deadline, WarningAttemptAt: deadline.Add(-time.Hour), WarningAttempts: 1}),
+			next: NextAct, at: deadline.Add(23 * time.Hour), warn: true, requeueAfter: day,
+			state: State{WarningFor: deadline, WarningAttemptAt: deadline.Add(-time.Hour), WarningAttempts: 1, WarnedAt: deadline.Add(-time.Hour)}},
+		{name: "warned an hour before the deadline: not removed at the deadline", snap: snap(deadline, warnedAt(deadline.Add(-time.Hour))),
+			next: NextAct, at: deadline.Add(23 * time.Hour), requeueAfter: 23 * time.Hour, state: warnedAt(deadline.Add(-time.Hour))},
+		{name: "Kustos was down over the deadline: warn now, never remove at once", snap: snap(deadline.Add(48*time.Hour), State{}),
+			next: NextWarn, at: deadline.Add(48 * time.Hour),
+			state: State{WarningFor: deadline, WarningAttemptAt: deadline.Add(48 * time.Hour), WarningAttempts: 1}},
+		{name: "decided (direct or merged): the owner is told once", snap: snap(deadline.Add(time.Minute), warnedAt(warnAt),
+			func(s *Snapshot) { s.LastDecision = deadline }),
+			next: NextNone, done: true, state: func() State { s := warnedAt(warnAt); s.NotifiedFor = deadline; return s }()},
+		{name: "told already: nothing more", snap: snap(deadline.Add(time.Hour), func() State { s := warnedAt(warnAt); s.NotifiedFor = deadline; return s }(),
+			func(s *Snapshot) { s.LastDecision = deadline }),
+			next: NextNone, state: func() State { s := warnedAt(warnAt); s.NotifiedFor = deadline; return s }()},
+		{name: "observer mode: the ExpiryDue Event was all; nobody is told it was removed", snap: snap(deadline.Add(time.Minute), warnedAt(warnAt),
+			func(s *Snapshot) { s.LastDecision = deadline; s.Settings.Acts = false }),
+			next: NextNone, state: warnedAt(warnAt)},
+		{name: "pull request open: waiting for review", snap: snap(deadline.Add(time.Minute), warnedAt(warnAt),
+			func(s *Snapshot) { s.LastDecision = deadline; s.ProposalOpen = true }),
+			next: NextAct, at: deadline, state: warnedAt(warnAt)},
+		{name: "a human closed the pull request: the environment stays, nobody told it was removed", snap: snap(deadline.Add(time.Hour), warnedAt(warnAt),
+			func(s *Snapshot) { s.LastDecision = deadline.Add(time.Minute); s.Declined = true }),
+			next: NextNone, state: warnedAt(warnAt)},
+		{name: "extended: the old warning does not count, a new one is due before the new deadline", snap: snap(deadline.Add(-time.Hour),
+			func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(7 * day); return s }()),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour,
+			state: func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(7 * day); return s }()},
+		{name: "an extension shorter than Git's deadline changes nothing", snap: snap(deadline, func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()),
+			next: NextAct, at: deadline, op: lifecycle.EditDelete, state: func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()},
+		{name: "a new deadline after a decision starts a new cycle", snap: snap(deadline.Add(time.Hour), warnedAt(warnAt),
+			func(s *Snapshot) { s.LastDecision = deadline; s.Policy.Deadline = deadline.Add(10 * day) }),
+			next: NextWarn, at: deadline.Add(7 * day), requeueAfter: 7*day - time.Hour, state: warnedAt(warnAt)},
+		{name: "mail configured, owner without an address: never warned, never removed", snap: snap(deadline.Add(time.Hour), State{},
+			func(s *Snapshot) { s.Settings.Notify = true; s.Policy.Owner, s.Policy.OwnerAddress = "ana", "" }),
+			next: NextWarn, at: deadline.Add(time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.snap)
+			if d.Next != tt.next || !d.At.Equal(tt.at) {
+				t.Errorf("next = %s at %v, want %s at %v", d.Next, d.At, tt.next, tt.at)
+			}
+			if d.Warn != tt.warn || d.SendDone != tt.done {
+				t.Errorf("warn, done = %v, %v; want %v, %v", d.Warn, d.SendDone, tt.warn, tt.done)
+			}
+			var op lifecycle.EditOp
+			if d.Change != nil {
+				op = d.Change.Edit.Op
+			}
+			if op != tt.op {
+				t.Errorf("change = %q, want %q", op, tt.op)
+			}
+			if !reflect.DeepEqual(d.State, tt.state) {
+				t.Errorf("state = %+v\nwant    %+v", d.State, tt.state)
+			}
+			if d.RequeueAfter != tt.requeueAfter {
+				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, tt.requeueAfter)
+			}
+		})
+	}
+}
+
+func TestDecideChange(t *testing.T) {
+	d := Decide(snap(deadline, warnedAt(deadline.Add(-72*time.Hour))))
+	c := d.Change
+	if c == nil {
+		t.Fatal("no change")
+	}
+	if c.Key != "expiry/Deployment.apps/team-a/web" || c.Target != web || c.Reason != ReasonExpiryDue {
+		t.Errorf("change = %+v", c)
+	}
+	if c.Edit.Preconditions == nil || c.Edit.Preconditions.UID != "uid-1" || c.Edit.Preconditions.ResourceVersion != "" {
+		t.Errorf("preconditions = %+v, want the UID only", c.Edit.Preconditions)
+	}
+	want := `Deployment.apps/team-a/web expired at 2026-11-11T12:00:00Z (kustos.io/ttl="10d" on Deployment.apps/team-a/web); owner ana@example.com was warned at 2026-11-08T12:00:00Z; removing it`
+	if c.Summary != want {
+		t.Errorf("summary =\n%s\nwant\n%s", c.Summary, want)
+	}
+}
+
+// TestSchedule runs the schedule as the pipeline does — each look's State written back, looks
+// at every requeue time — for lifetimes, warning windows, intervals and outages, and checks
+// what owners rely on: exactly one warning per deadline, the Change never before the deadline
+// nor less than the interval after the warning was sent, then one message that it happened.
+func TestSchedule(t *testing.T) {
+	hour, day := time.Hour, 24*time.Hour
+	tests := []struct {
+		name                      string
+		ttl, before, interval     time.Duration
+		downFrom, downTo          time.Duration // after creation; no looks in between
+		wantWarnAfter, wantActAft time.Duration // after creation
+	}{
+		{name: "10 days, defaults", ttl: 10 * day, before: 3 * day, interval: day, wantWarnAfter: 7 * day, wantActAft: 10 * day},
+		{name: "a TTL shorter than the warning window and the interval", ttl: hour, before: 3 * day, interval: day,
+			wantWarnAfter: 0, wantActAft: day},
+		{name: "a warning window shorter than the interval", ttl: 10 * day, before: hour, interval: day,
+			wantWarnAfter: 10*day - hour, wantActAft: 11*day - hour},
+		{name: "down over the warning time and the deadline", ttl: 10 * day, before: 3 * day, interval: day,
+			downFrom: 6 * day, downTo: 12 * day, wantWarnAfter: 12 * day, wantActAft: 13 * day},
+		{name: "no interval", ttl: 2 * day, before: day, interval: 0, wantWarnAfter: day, wantActAft: 2 * day},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			created := t0
+			s := DefaultSettings()
+			s.WarningBefore, s.NotificationInterval, s.Acts = tt.before, tt.interval, true
+			p := owned()
+			p.Deadline = created.Add(tt.ttl)
+			var st State
+			var lastDecision time.Time
+			var warns, dones []time.Time
+			var acted time.Time
+			now := created
+			for looks := 0; looks < 100; looks++ {
+				if now.After(created.Add(tt.downFrom)) && now.Before(created.Add(tt.downTo)) {
+					now = created.Add(tt.downTo)
+				}
+				// One Run: looks again at once while the state changes, as the pipeline does.
+				var d Decision
+				for i := 0; ; i++ {
+					d = Decide(Snapshot{Now: now, Target: web, Policy: p, State: st, LastDecision: lastDecision, Settings: s})
+					if d.Warn {
+						warns = append(warns, now)
+					}
+					if d.SendDone {
+						dones = append(dones, now)
+					}
+					if d.Change != nil {
+						if !acted.IsZero() {
+							t.Fatalf("a second Change at %v", now)
+						}
+						acted, lastDecision = now, now
+						continue
+					}
+					if reflect.DeepEqual(d.State, st) || i > 5 {
+						break
+					}
+					st = d.State
+				}
+				if d.RequeueAfter <= 0 {
+					if d.Next == NextNone {
+						break
+					}
+					t.Fatalf("no requeue at %v: %+v", now, d)
+				}
+				now = now.Add(d.RequeueAfter)
+			}
+			if len(warns) != 1 || len(dones) != 1 || acted.IsZero() {
+				t.Fatalf("warnings %v, done messages %v, acted %v: want one each", warns, dones, acted)
+			}
+			if got := warns[0].Sub(created); got != tt.wantWarnAfter {
+				t.Errorf("warned %v after creation, want %v", got, tt.wantWarnAfter)
+			}
+			if got := acted.Sub(created); got != tt.wantActAft {
+				t.Errorf("acted %v after creation, want %v", got, tt.wantActAft)
+			}
+			if acted.Before(p.Deadline) || acted.Before(warns[0].Add(tt.interval)) {
+				t.Errorf("acted at %v: before the deadline %v or the interval after the warning %v", acted, p.Deadline, warns[0])
+			}
+		})
+	}
+}
+
+func TestStateBagRoundTrip(t *testing.T) {
+	st := State{WarningFor: deadline, WarningAttemptAt: t0.Add(time.Nanosecond), WarningAttempts: 2, WarnedAt: t0.Add(time.Second),
+		ExtendedUntil: deadline.Add(time.Hour), UsedTokens: []string{"a1", "b2"}, NotifiedFor: deadline}
+	got, bad := ParseState(st.Bag())
+	if len(bad) != 0 || !reflect.DeepEqual(got, st) {
+		t.Errorf("round trip = %+v (bad %v), want %+v", got, bad, st)
+	}
+	if b := (State{}).Bag(); len(b) != 0 {
+		t.Errorf("empty state bag = %v", b)
+	}
+	got, bad = ParseState(map[string]string{bagWarnedAt: "yesterday", bagWarningAttempts: "-1", bagWarningFor: deadline.Format(time.RFC3339)})
+	if len(bad) != 2 || !got.WarnedAt.IsZero() || got.WarningAttempts != 0 || !got.WarningFor.Equal(deadline) {
+		t.Errorf("unreadable entries: state %+v, bad %v", got, bad)
+	}
+	many := State{}
+	for i := 0; i < 40; i++ {
+		many.UsedTokens = append(many.UsedTokens, "0123456789abcdef")
+	}
+	if n := len(splitTokens(many.Bag()[bagUsedTokens])); n != maxUsedTokens {
+		t.Errorf("kept %d token ids, want %d", n, maxUsedTokens)
+	}
+}

@@ -1,0 +1,13 @@
+// Package expiry is the detector of environments with a lifetime (seeds 001, env-cleaner, and
+// the expiration part of 000, CrownLabs): every workload of a lifecycle kind, Namespace and helm
+// release may name an owner and a lifetime; its owner is warned before the deadline, and at the
+// deadline — never less than the notification interval after the warning was actually sent —
+// it is removed (or paused) through the change pipeline: a pull request for what Git defines,
+// a direct deletion for what it does not, an Event in observer mode.
+//
+// The package owns the decision: ParsePolicy reads the metadata (object, then namespace, then
+// the default TTL) and says precisely what it cannot use; Decide is a pure function from a
+// Snapshot (policy, the Lease's state, now) to what happens next and when. The lifetime lives
+// where the environment is declared and the state in the target's Lease; nothing is written
+// onto GitOps-managed objects.
+package expiry

@@ -1,0 +1,263 @@
+package expiry
+
+import (
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// The metadata a team puts where its environment is declared (the manifest in Git, the
+// Namespace, or the helm values ec_owner/ec_ttl).
+const (
+	// AnnotationOwner names who is warned: an email address, or a name mapped to one by the
+	// owners file (--expiry-owners).
+	AnnotationOwner = "kustos.io/owner"
+	// AnnotationTTL is the lifetime counted from the object's creation: 90m, 36h, 1d, 1w2d.
+	AnnotationTTL = "kustos.io/ttl"
+	// AnnotationExpiresAt is an absolute deadline (RFC 3339). On one object it wins over a TTL:
+	// an extension is written back to Git as this annotation.
+	AnnotationExpiresAt = "kustos.io/expires-at"
+	// AnnotationOnExpiry is what happens at the deadline: delete (the default) or pause (scale
+	// to zero; workloads with replicas only).
+	AnnotationOnExpiry = "kustos.io/on-expiry"
+	// LabelIgnore, as a label or an annotation on a Namespace, opts it and everything in it out
+	// ("true"), as the CrownLabs seed's ExpirationIgnoreNamespace label does.
+	LabelIgnore = "kustos.io/expiration-ignore"
+)
+
+// Helm values env-cleaner sets with `helm install --set ec_owner=… --set ec_ttl=…`.
+const (
+	HelmValueOwner = "ec_owner"
+	HelmValueTTL   = "ec_ttl"
+)
+
+// Action is what happens at the deadline.
+type Action string
+
+const (
+	ActionDelete    Action = "delete"
+	ActionPause     Action = "pause"
+	ActionUninstall Action = "uninstall" // helm releases
+)
+
+// Meta is the metadata Kustos reads from an object or its Namespace.
+type Meta struct {
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Settings are the flags that shape every decision.
+type Settings struct {
+	// DefaultTTL applies when neither the object nor its namespace says (0: never expires).
+	DefaultTTL time.Duration
+	// WarningBefore: the owner is warned this long before the deadline (the seed's
+	// stale_threshold; default 3d).
+	WarningBefore time.Duration
+	// NotificationInterval: never act less than this long after a warning was sent (default 24h).
+	NotificationInterval time.Duration
+	// Owners maps owner names to email addresses (the owners file).
+	Owners map[string]string
+	// Acts: the mode carries Changes out (pr, direct); in observer mode nothing is removed, so
+	// nobody is told it was.
+	Acts bool
+	// Notify: warnings go to owners by mail or webhook, so an owner needs an address; without
+	// a notifier the Warning Event is the warning.
+	Notify bool
+}
+
+// DefaultSettings are the flags' defaults.
+func DefaultSettings() Settings {
+	return Settings{WarningBefore: 72 * time.Hour, NotificationInterval: 24 * time.Hour}
+}
+
+// Policy is what an object's metadata says about its lifetime.
+type Policy struct {
+	// Ignored: the namespace opted out.
+	Ignored bool
+	// Owner is the owner as written; OwnerAddress the email address it resolves to ("" when a
+	// name has no entry in the owners file).
+	Owner, OwnerAddress string
+	// Deadline is when the object expires; zero: never.
+	Deadline time.Time
+	// From says where the deadline came from, for messages: `annotation kustos.io/ttl="1d" on
+	// Deployment…`, `--default-ttl=72h`.
+	From   string
+	Action Action
+}
+
+// Problem is metadata Kustos cannot use: the object it is on, the key, the value and why.
+type Problem struct {
+	// On is where the value is: the object itself or its Namespace.
+	On    string
+	Key   string
+	Value string
+	Err   string
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s=%q on %s: %s", p.Key, clip(p.Value, 64), p.On, p.Err)
+}
+
+// Source is one place metadata is read from, in lookup order.
+type Source struct {
+	// Name says where this is, for messages: "Deployment.apps/team-a/web", "Namespace/team-a".
+	Name string
+	Meta Meta
+	// Helm: the keys are helm values (ec_owner, ec_ttl), not annotations.
+	Helm bool
+}
+
+// ParsePolicy reads an object's lifetime, owner and action from its sources — the object
+// itself, then its namespace — and the default TTL. created counts a TTL; scalable says whether
+// the object can be paused. A value that cannot be used is a Problem, and the object is then
+// left alone (Deadline zero): Kustos never removes on a guess.
+func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings) (Policy, []Problem) {
+	var p Policy
+	var problems []Problem
+	for _, src := range sources {
+		if isTrue(src.Meta.Labels[LabelIgnore]) || isTrue(src.Meta.Annotations[LabelIgnore]) {
+			return Policy{Ignored: true}, nil
+		}
+		if v, ok := src.Meta.Labels[LabelIgnore]; ok && !isFalse(v) {
+			problems = append(problems, Problem{On: src.Name, Key: "label " + LabelIgnore, Value: v, Err: `want "true" or "false"; not opted out`})
+		} else if v, ok := src.Meta.Annotations[LabelIgnore]; ok && !isFalse(v) {
+			problems = append(problems, Problem{On: src.Name, Key: LabelIgnore, Value: v, Err: `want "true" or "false"; not opted out`})
+		}
+	}
+
+	owner, ownerKey, ownerOn := lookup(sources, AnnotationOwner, HelmValueOwner)
+	if owner != "" {
+		p.Owner = owner
+		addr, err := resolveOwner(owner, s.Owners)
+		if err != nil {
+			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error()})
+		}
+		p.OwnerAddress = addr
+	}
+
+	p.Action = ActionDelete
+	if v, ok := sources[0].Meta.Annotations[AnnotationOnExpiry]; ok && !sources[0].Helm {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "delete", "":
+		case "pause":
+			if scalable {
+				p.Action = ActionPause
+			} else {
+				problems = append(problems, Problem{On: sources[0].Name, Key: AnnotationOnExpiry, Value: v,
+					Err: "this kind has no replicas to scale to zero; it is left alone"})
+				return Policy{Owner: p.Owner, OwnerAddress: p.OwnerAddress}, problems
+			}
+		default:
+			problems = append(problems, Problem{On: sources[0].Name, Key: AnnotationOnExpiry, Value: v,
+				Err: `want "delete" or "pause"; the object is left alone`})
+			return Policy{Owner: p.Owner, OwnerAddress: p.OwnerAddress}, problems
+		}
+	}
+	if sources[0].Helm {
+		p.Action = ActionUninstall
+	}
+
+	// The lifetime: the first source that says anything decides; an unusable value there leaves
+	// the object alone rather than falling back to a longer or shorter one.
+	for _, src := range sources {
+		ttlKey, atKey := AnnotationTTL, AnnotationExpiresAt
+		values := src.Meta.Annotations
+		if src.Helm {
+			ttlKey, atKey = HelmValueTTL, ""
+		}
+		at, hasAt := values[atKey]
+		hasAt = hasAt && atKey != ""
+		ttl, hasTTL := values[ttlKey]
+		switch {
+		case hasAt:
+			t, err := time.Parse(time.RFC3339, strings.TrimSpace(at))
+			if err != nil {
+				problems = append(problems, Problem{On: src.Name, Key: atKey, Value: at,
+					Err: "not an RFC 3339 time (e.g. 2026-12-01T18:00:00Z); the object is left alone"})
+				return withoutDeadline(p), problems
+			}
+			p.Deadline, p.From = t.UTC(), fmt.Sprintf("%s=%q on %s", atKey, clip(at, 64), src.Name)
+			return p, problems
+		case hasTTL:
+			d, err := lifecycle.ParseDuration(strings.TrimSpace(ttl))
+			if err == nil && d <= 0 {
+				err = fmt.Errorf("%w: must be more than 0", lifecycle.ErrDuration)
+			}
+			if err != nil {
+				problems = append(problems, Problem{On: src.Name, Key: ttlKey, Value: ttl,
+					Err: "not a lifetime (e.g. 90m, 1d, 1w2d): " + err.Error() + "; the object is left alone"})
+				return withoutDeadline(p), problems
+			}
+			if end, ok := addDuration(created, d); ok {
+				p.Deadline = end
+			} else {
+				p.Deadline = time.Time{} // beyond year 2262: never, in practice
+			}
+			p.From = fmt.Sprintf("%s=%q on %s", ttlKey, clip(ttl, 64), src.Name)
+			return p, problems
+		}
+	}
+	if s.DefaultTTL > 0 {
+		if end, ok := addDuration(created, s.DefaultTTL); ok {
+			p.Deadline, p.From = end, "--default-ttl="+s.DefaultTTL.String()
+		}
+	}
+	return p, problems
+}
+
+func withoutDeadline(p Policy) Policy {
+	p.Deadline, p.From = time.Time{}, ""
+	return p
+}
+
+// addDuration is t+d, false when it does not fit a time.Time's nanosecond range.
+func addDuration(t time.Time, d time.Duration) (time.Time, bool) {
+	end := t.Add(d)
+	return end.UTC(), !end.Before(t)
+}
+
+// lookup is the first source's value of an annotation (or helm value): value, the key it was
+// read under, and where.
+func lookup(sources []Source, annotation, helmValue string) (value, key, on string) {
+	for _, src := range sources {
+		k := annotation
+		if src.Helm {
+			k = helmValue
+		}
+		if v := strings.TrimSpace(src.Meta.Annotations[k]); v != "" {
+			return v, k, src.Name
+		}
+	}
+	return "", "", ""
+}
+
+// resolveOwner is the email address of an owner: itself when it is an address, its entry in
+// owners otherwise.
+func resolveOwner(owner string, owners map[string]string) (string, error) {
+	if strings.Contains(owner, "@") {
+		a, err := mail.ParseAddress(owner)
+		if err != nil {
+			return "", fmt.Errorf("not an email address: %v", err)
+		}
+		return a.Address, nil
+	}
+	if addr, ok := owners[owner]; ok {
+		return addr, nil
+	}
+	return "", fmt.Errorf("no email address for owner %q in the owners file", owner)
+}
+
+func isTrue(v string) bool  { return strings.EqualFold(strings.TrimSpace(v), "true") }
+func isFalse(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "false") }
+
+// clip cuts s to n runes for messages.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
