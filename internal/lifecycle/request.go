@@ -30,6 +30,9 @@ type View struct {
 	LastModified time.Time
 	// ProposalOpen: a proposal is open; updating it is not held back by a cooldown.
 	ProposalOpen bool
+	// Declined: a human closed the last proposal for this Key without merging it, and no
+	// proposal has been merged since (PR mode).
+	Declined bool
 	// Bag is the detector's own state (counts, timestamps).
 	Bag map[string]string
 }
@@ -62,9 +65,13 @@ type Watches struct {
 	// the detector reads; nil: the detector reads no Events. Detectors whose selectors differ
 	// share an informer over the fields they have in common.
 	EventFields map[string]string
-	// NamespaceAnnotationPrefixes are the Namespace annotations the detector reads; the cached
-	// Namespaces keep only those.
-	NamespaceAnnotationPrefixes []string
+	// MetadataAnnotationPrefixes are the annotations the detector reads on the objects Kustos
+	// watches as metadata only (Namespaces, the expiry detector's workloads); the cached
+	// copies keep only annotations with one of these prefixes.
+	MetadataAnnotationPrefixes []string
+	// MetadataLabels are the label keys the detector reads on those objects; the cached copies
+	// keep only these labels.
+	MetadataLabels []string
 }
 
 // Vocabulary names the Events the pipeline writes about one detector's Changes.

@@ -209,7 +209,8 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if s.pending == pendingNone {
 		s.autoMerge = r.req.AutoMerge
 		open := s.proposing && s.holder && s.proposal == proposalOpen
-		r.decision = r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: open, Bag: rec.Bag})
+		declined := !s.holder && rec.ClosedValues != ""
+		r.decision = r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: open, Declined: declined, Bag: rec.Bag})
 		if err := r.reportFindings(ctx, r.decision.Findings); err != nil {
 			return true, err
 		}
@@ -406,7 +407,9 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 		c := r.proposed
 		r.out.Merged = &c
 	}
-	return true, nil
+	// Ask the detector again: what follows a merge is its to say (a cooldown until the next
+	// look, a message to the owner that the environment goes).
+	return false, nil
 }
 
 // declined unlocks the Lease after a human closed the proposal and remembers the largest
@@ -435,7 +438,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	}
 	metrics.PRs.WithLabelValues("declined").Inc()
 	r.log.Info("pull request closed by a human", "number", n)
-	return true, nil
+	return false, nil // the detector decides again, knowing it was declined (View.Declined)
 }
 
 // foreignHead reports, once per head, that someone else pushed to the proposal's branch. Kustos

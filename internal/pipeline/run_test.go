@@ -32,6 +32,8 @@ type world struct {
 	// cooldown is the detector's: no new Change this long after the last one (none while a
 	// proposal is open, like the quota detector).
 	cooldown time.Duration
+	// views are what the detector was shown, in order.
+	views []View
 }
 
 func newWorld(t *testing.T, mode string) *world {
@@ -69,6 +71,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto,
 		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
 		Decide: func(v View) Decision {
+			w.views = append(w.views, v)
 			if wants == nil {
 				return Decision{}
 			}
@@ -113,6 +116,30 @@ func TestRun(t *testing.T) {
 			func(t *testing.T, w *world) {
 				if w.events.records != 1 || w.rec().Pending != "" {
 					t.Errorf("records %d, pending %q", w.events.records, w.rec().Pending)
+				}
+			}},
+		{"pr: after a merge the detector is asked again in the same run, and looks again when the cooldown ends", "pr", false,
+			[]step{want(12), run("a"), human("merge"), func(w *world) {
+				w.views = nil
+				res, err := w.run(w.replica("a"))
+				if err != nil || res.Merged == nil || res.RequeueAfter != w.cooldown {
+					w.t.Errorf("run: %+v, %v; want the merge and a look again in %s", res, err, w.cooldown)
+				}
+			}},
+			func(t *testing.T, w *world) {
+				last := w.views[len(w.views)-1]
+				if !last.LastModified.Equal(w.now) || last.ProposalOpen || last.Declined {
+					t.Errorf("the detector's last view after the merge: %+v", last)
+				}
+			}},
+		{"pr: after a decline the detector is asked again and told it was declined", "pr", false,
+			[]step{want(12), run("a"), human("close"), func(w *world) { w.views = nil }, run("a")},
+			func(t *testing.T, w *world) {
+				if len(w.views) == 0 || !w.views[len(w.views)-1].Declined || w.views[len(w.views)-1].ProposalOpen {
+					t.Errorf("the detector's views after the decline: %+v", w.views)
+				}
+				if n := len(w.forge.prs); n != 1 {
+					t.Errorf("%d PRs, want the declined one only", n)
 				}
 			}},
 		{"observe: after a decision, look again when the cooldown ends", "observe", false,
