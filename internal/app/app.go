@@ -105,6 +105,8 @@ type Options struct {
 	InProcessReplica bool
 	// Cleaners configure the Cleaner detector (CRD kustos.io/v1alpha1 Cleaner).
 	Cleaners CleanerOptions
+	// Expiry configures the expiry detector (owners and lifetimes).
+	Expiry ExpiryOptions
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
 	Webhook WebhookOptions
 	Log     logr.Logger
@@ -134,7 +136,7 @@ func (o Options) Validate() error {
 	case o.Cleaners.NotReadyRecheck < 0:
 		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", o.Cleaners.NotReadyRecheck)
 	}
-	return nil
+	return o.Expiry.validate()
 }
 
 func (p PROptions) validate() error {
@@ -300,7 +302,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, quota.Watches()),
+		Cache:                         cacheOptions(o.StateNamespace, append(expiryWatches(o), quota.Watches())...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		LeaderElection:                o.LeaderElection,
@@ -392,6 +394,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	if o.Expiry.Enabled {
+		if err := setupExpiry(mgr, o, pl, live); err != nil {
+			return nil, err
+		}
+	}
+	if err := addGoneSweeper(mgr, o, store, live); err != nil {
+		return nil, err
+	}
 	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), release: release, interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
@@ -414,11 +424,12 @@ func orDisabled(addr string) string {
 // Kustos cheap in a busy cluster. watches are the detectors' registrations; the caches hold
 // their union.
 func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
-	var prefixes []string
+	var prefixes, labelKeys []string
 	var eventFields map[string]string
 	readsEvents := false
 	for _, w := range watches {
-		prefixes = append(prefixes, w.NamespaceAnnotationPrefixes...)
+		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
+		labelKeys = append(labelKeys, w.MetadataLabels...)
 		if w.EventFields == nil {
 			continue
 		}
@@ -444,16 +455,17 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: trimEvent}
 	}
 	return cache.Options{
-		DefaultTransform: func(in any) (any, error) { return trimObject(in, prefixes) },
+		DefaultTransform: func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) },
 		ByObject:         byObject,
 	}
 }
 
 // trimObject drops what no detector reads: managed fields and the client-side-apply copy of
 // the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
-// the objects cached by the thousand, keep only what the detectors read: Namespaces only the
-// annotations with one of the detectors' prefixes.
-func trimObject(in any, namespaceAnnotationPrefixes []string) (any, error) {
+// the objects cached by the thousand, keep only what the detectors read: objects watched as
+// metadata (Namespaces, the expiry detector's workloads) only the annotations with one of the
+// detectors' prefixes and the labels they name.
+func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 	switch o := in.(type) {
 	case *corev1.ResourceQuota:
 		return &corev1.ResourceQuota{
@@ -462,18 +474,23 @@ func trimObject(in any, namespaceAnnotationPrefixes []string) (any, error) {
 			Status:     o.Status,
 		}, nil
 	case *metav1.PartialObjectMetadata:
-		// Only Namespaces are watched as metadata.
-		return &metav1.PartialObjectMetadata{
-			TypeMeta: o.TypeMeta,
-			ObjectMeta: trimMeta(&o.ObjectMeta, func(k string) bool {
-				for _, p := range namespaceAnnotationPrefixes {
-					if strings.HasPrefix(k, p) {
-						return true
-					}
+		m := trimMeta(&o.ObjectMeta, func(k string) bool {
+			for _, p := range annotationPrefixes {
+				if strings.HasPrefix(k, p) {
+					return true
 				}
-				return false
-			}),
-		}, nil
+			}
+			return false
+		})
+		for _, k := range labelKeys {
+			if v, ok := o.Labels[k]; ok {
+				if m.Labels == nil {
+					m.Labels = map[string]string{}
+				}
+				m.Labels[k] = v
+			}
+		}
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: m}, nil
 	}
 	if obj, err := meta.Accessor(in); err == nil {
 		if obj.GetManagedFields() != nil {

@@ -76,7 +76,7 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}},
 			Status:     corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}, Used: corev1.ResourceList{"pods": resource.MustParse("3")}},
 		}
-		out, err := trimObject(q, []string{quota.AnnotationPrefix})
+		out, err := trimObject(q, []string{quota.AnnotationPrefix}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 			Name: "team-a", ManagedFields: managed, Labels: bulky,
 			Annotations: map[string]string{"resizer.io/enabled": "false", corev1.LastAppliedConfigAnnotation: "{}", "owner": "x"},
 		}}
-		out, err := trimObject(ns, []string{quota.AnnotationPrefix})
+		out, err := trimObject(ns, []string{quota.AnnotationPrefix}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,10 +104,25 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 		}
 	})
 
+	t.Run("metadata keeps the labels a detector names", func(t *testing.T) {
+		d := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: "web", ManagedFields: managed, Labels: map[string]string{"kustos.io/expiration-ignore": "true", "app": "web"},
+			Annotations: map[string]string{"kustos.io/ttl": "1d", "resizer.io/enabled": "false", "owner": "x"},
+		}}
+		out, err := trimObject(d, []string{"kustos.io/"}, []string{"kustos.io/expiration-ignore"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*metav1.PartialObjectMetadata)
+		if len(got.Labels) != 1 || got.Labels["kustos.io/expiration-ignore"] != "true" || len(got.Annotations) != 1 || got.Annotations["kustos.io/ttl"] != "1d" {
+			t.Errorf("trimmed metadata: labels %v, annotations %v", got.Labels, got.Annotations)
+		}
+	})
+
 	t.Run("other objects lose managed fields and last-applied", func(t *testing.T) {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "state-a-b", ManagedFields: managed,
 			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "resizer.io/last-modified": "2026-11-21T12:00:00Z"}}}
-		out, err := trimObject(l, []string{quota.AnnotationPrefix})
+		out, err := trimObject(l, []string{quota.AnnotationPrefix}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 // TestCacheOptionsTakeTheUnion: the caches hold what any detector reads, and nothing else.
 func TestCacheOptionsTakeTheUnion(t *testing.T) {
 	other := lifecycle.Watches{
-		EventFields:                 map[string]string{"reason": "BackOff", "type": corev1.EventTypeWarning},
-		NamespaceAnnotationPrefixes: []string{"kustos.io/"},
+		EventFields:                map[string]string{"reason": "BackOff", "type": corev1.EventTypeWarning},
+		MetadataAnnotationPrefixes: []string{"kustos.io/"},
 	}
 	cases := []struct {
 		name       string
@@ -26,7 +26,7 @@ func TestCacheOptionsTakeTheUnion(t *testing.T) {
 			[]string{"resizer.io/threshold"}, []string{"kustos.io/owner", "team"}},
 		{"two detectors: common event fields, both prefixes", []lifecycle.Watches{quota.Watches(), other}, "type=Warning",
 			[]string{"resizer.io/threshold", "kustos.io/owner"}, []string{"team"}},
-		{"no detector reads events", []lifecycle.Watches{{NamespaceAnnotationPrefixes: []string{"kustos.io/"}}}, "",
+		{"no detector reads events", []lifecycle.Watches{{MetadataAnnotationPrefixes: []string{"kustos.io/"}}}, "",
 			[]string{"kustos.io/ttl"}, []string{"resizer.io/threshold"}},
 	}
 	for _, tc := range cases {

@@ -78,8 +78,8 @@ type Reconciler struct {
 // Kustos) and the resizer.io/ annotations of Namespaces.
 func Watches() lifecycle.Watches {
 	return lifecycle.Watches{
-		EventFields:                 map[string]string{"reason": EventReasonFailedCreate, "type": EventTypeWarning},
-		NamespaceAnnotationPrefixes: []string{AnnotationPrefix},
+		EventFields:                map[string]string{"reason": EventReasonFailedCreate, "type": EventTypeWarning},
+		MetadataAnnotationPrefixes: []string{AnnotationPrefix},
 	}
 }
 
