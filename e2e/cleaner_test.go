@@ -270,7 +270,7 @@ func TestCleanerDirect(t *testing.T) {
 				return false
 			}
 		}
-		return len(k.logs.records(t, "deleted state leases of deleted Cleaner targets")) > 0
+		return len(k.logs.records(t, "deleted the state leases of deleted objects")) > 0
 	})
 }
 

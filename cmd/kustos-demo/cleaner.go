@@ -128,7 +128,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 			fmt.Fprintf(out, "       conditions[%d] = %v\n", r.Index, r.Value)
 		}
 	}
-	next := cl.Status.NextScheduledEvaluation.Time.UTC()
+	next := cl.Status.NextScheduledEvaluation.UTC()
 	fmt.Fprintf(out, "     resolvedTargets: %s\n", strings.Join(cl.Status.ResolvedTargets, ", "))
 	fmt.Fprintf(out, "     nextScheduledEvaluation: %s (the monotonic search's earliest second; the period would say %s)\n",
 		next.Format(time.RFC3339), ev.Time.Add(time.Hour).UTC().Format(time.RFC3339))

@@ -29,7 +29,9 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cleanereval"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/recommend"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
@@ -122,6 +124,16 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.BoolVar(&o.Cleaners.Enabled, "enable-cleaners", true, "run the Cleaner detector (needs the kustos.io Cleaner CRD, which the chart installs)")
 	fs.DurationVar(&o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", 30*time.Minute, "how often a Ready Cleaner is looked at when nothing changes")
 	fs.DurationVar(&o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", 10*time.Second, "how often a Cleaner that is not Ready is looked at when nothing changes")
+	fs.BoolVar(&o.Expiry.Enabled, "enable-expiry", true, "run the expiry detector: objects of --lifecycle-kinds and Namespaces with kustos.io/owner and kustos.io/ttl or kustos.io/expires-at are warned about, then removed or paused")
+	lifecycleKinds := fs.String("lifecycle-kinds", app.DefaultLifecycleKinds, "expiry: comma-separated group/version/Kind (version/Kind for the core group) of the workloads that may expire; Namespaces always may")
+	o.Expiry.Settings = expiry.DefaultSettings()
+	defaultTTL := lifetimeFlag{}
+	fs.Var(&defaultTTL, "default-ttl", "expiry: lifetime of objects whose object and namespace name none (90m, 1d, 1w2d); empty: they never expire")
+	warningBefore := lifetimeFlag{d: o.Expiry.Settings.WarningBefore}
+	fs.Var(&warningBefore, "expiry-warning-before", "expiry: the owner is warned this long before the deadline")
+	interval := lifetimeFlag{d: o.Expiry.Settings.NotificationInterval}
+	fs.Var(&interval, "notification-interval", "expiry: never act less than this long after the warning was sent")
+	ownersFile := fs.String("expiry-owners", "", "expiry: a YAML file mapping owner names to email addresses (kustos.io/owner may name either)")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
@@ -140,11 +152,47 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	if o.Defaults.Increment, err = quota.ParseIncrement(*increment); err != nil {
 		return o, "", "", fmt.Errorf("--increment=%q: %w", *increment, err)
 	}
+	if o.Expiry.Kinds, err = expiry.ParseKinds(*lifecycleKinds); err != nil {
+		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
+	}
+	o.Expiry.Settings.DefaultTTL, o.Expiry.Settings.WarningBefore, o.Expiry.Settings.NotificationInterval = defaultTTL.d, warningBefore.d, interval.d
+	if *ownersFile != "" {
+		data, err := os.ReadFile(*ownersFile)
+		if err != nil {
+			return o, "", "", fmt.Errorf("--expiry-owners: %w", err)
+		}
+		if o.Expiry.Settings.Owners, err = expiry.LoadOwners(data); err != nil {
+			return o, "", "", fmt.Errorf("--expiry-owners=%s: %w", *ownersFile, err)
+		}
+	}
 	o.Instance = os.Getenv("POD_NAME")
 	if o.Instance == "" {
 		o.Instance, _ = os.Hostname()
 	}
 	return o, *kubeconfig, *logLevel, nil
+}
+
+// lifetimeFlag is a duration in Kustos's lifetime grammar (Go durations plus d and w); empty is 0.
+type lifetimeFlag struct{ d time.Duration }
+
+func (f *lifetimeFlag) String() string {
+	if f == nil || f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *lifetimeFlag) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		f.d = 0
+		return nil
+	}
+	d, err := lifecycle.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return err
+	}
+	f.d = d
+	return nil
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.

@@ -23,6 +23,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -97,35 +98,46 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
 	}
-	if err := r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles); err != nil {
-		return err
+	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// addGoneSweeper sweeps the Leases of the per-object detectors (Cleaner targets, expiring
+// objects) once their object is gone.
+func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client.Reader) error {
+	detectors := map[string]bool{}
+	if o.Cleaners.Enabled {
+		detectors[ephemeral.DetectorName] = true
 	}
-	store, ok := base.Store.(*state.Store)
-	if !ok {
-		return errors.New("the pipeline's store is not a Lease store")
+	if o.Expiry.Enabled {
+		detectors[expiry.DetectorName] = true
+	}
+	if len(detectors) == 0 {
+		return nil
 	}
 	grace := o.Cleaners.LeaseGrace
 	if grace <= 0 {
 		grace = sweepGrace
 	}
 	return mgr.Add(&goneSweeper{store: store, live: live, mapper: mgr.GetRESTMapper(), interval: o.LeaseSweepInterval,
-		grace: grace, now: o.Now, log: o.Log.WithName("sweep")})
+		grace: grace, detectors: detectors, now: o.Now, log: o.Log.WithName("sweep")})
 }
 
 // sweepGrace keeps a Key's Lease this long after its last decision whatever its target says:
 // a deletion just carried out must not race the sweep of its own Lease.
 const sweepGrace = 10 * time.Minute
 
-// goneSweeper deletes the Leases of the Cleaner detector's Keys whose object is gone: every
-// deleted preview would otherwise leave a Lease behind until its namespace goes.
+// goneSweeper deletes the Leases of per-object detectors' Keys (Cleaner targets, expiring
+// objects) whose object is gone: every deleted preview would otherwise leave a Lease behind
+// until its namespace goes.
 type goneSweeper struct {
-	store    *state.Store
-	live     client.Reader
-	mapper   meta.RESTMapper
-	interval time.Duration
-	grace    time.Duration
-	now      func() time.Time
-	log      logr.Logger
+	store     *state.Store
+	live      client.Reader
+	mapper    meta.RESTMapper
+	interval  time.Duration
+	grace     time.Duration
+	detectors map[string]bool
+	now       func() time.Time
+	log       logr.Logger
 }
 
 var _ manager.LeaderElectionRunnable = (*goneSweeper)(nil)
@@ -138,11 +150,11 @@ func (s *goneSweeper) Start(ctx context.Context) error {
 	for {
 		n, err := s.store.SweepGone(ctx, s.gone)
 		if err != nil {
-			s.log.Error(err, "sweep of the Leases of deleted Cleaner targets failed; will try again")
+			s.log.Error(err, "sweep of the Leases of deleted objects failed; will try again")
 		}
 		if n > 0 {
 			metrics.LeasesSwept.Add(float64(n))
-			s.log.Info("deleted state leases of deleted Cleaner targets", "count", n)
+			s.log.Info("deleted the state leases of deleted objects", "count", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -152,10 +164,10 @@ func (s *goneSweeper) Start(ctx context.Context) error {
 	}
 }
 
-// gone asks the API server (not the cache) whether the object of an ephemeral Key exists.
+// gone asks the API server (not the cache) whether the object of a per-object Key exists.
 func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) {
 	p, ok := rec.Key.Parts()
-	if !ok || p.Detector != ephemeral.DetectorName || p.KindGroup == "" || s.now().Sub(rec.LastModified) < s.grace {
+	if !ok || !s.detectors[p.Detector] || p.KindGroup == "" || s.now().Sub(rec.LastModified) < s.grace {
 		return false, nil
 	}
 	kind, group, _ := strings.Cut(p.KindGroup, ".")

@@ -50,8 +50,14 @@ var (
 		Name: "kustos_state_leases_swept_total",
 		Help: "State Leases deleted because their target namespace no longer exists.",
 	})
+	// ExpiryOrphans counts objects of the expiry detector's kinds without an owner or a
+	// lifetime: reported, never touched.
+	ExpiryOrphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_expiry_orphans",
+		Help: "Objects of a lifecycle kind without an owner or a lifetime (never removed by Kustos), by kind.",
+	}, []string{"kind"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs)
+	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans)
 }

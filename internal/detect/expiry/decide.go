@@ -144,7 +144,7 @@ type Snapshot struct {
 	// ProposalOpen and Declined say what became of it in PR mode.
 	LastDecision           time.Time
 	ProposalOpen, Declined bool
-	Settings     Settings
+	Settings               Settings
 }
 
 // Decision is what Decide concluded for one target.

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -240,7 +243,7 @@ func resolveOwner(owner string, owners map[string]string) (string, error) {
 	if strings.Contains(owner, "@") {
 		a, err := mail.ParseAddress(owner)
 		if err != nil {
-			return "", fmt.Errorf("not an email address: %v", err)
+			return "", fmt.Errorf("not an email address: %w", err)
 		}
 		return a.Address, nil
 	}
@@ -260,4 +263,62 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// ParseKinds parses --lifecycle-kinds: comma-separated group/version/Kind, or version/Kind for
+// the core group ("apps/v1/Deployment,v1/ConfigMap").
+func ParseKinds(s string) ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, "/")
+		var gvk schema.GroupVersionKind
+		switch len(parts) {
+		case 2:
+			gvk = schema.GroupVersionKind{Version: parts[0], Kind: parts[1]}
+		case 3:
+			gvk = schema.GroupVersionKind{Group: parts[0], Version: parts[1], Kind: parts[2]}
+		default:
+			return nil, fmt.Errorf("%q: want group/version/Kind (apps/v1/Deployment) or version/Kind (v1/ConfigMap)", item)
+		}
+		if gvk.Version == "" || gvk.Kind == "" || (len(parts) == 3 && gvk.Group == "") {
+			return nil, fmt.Errorf("%q: group, version and kind must not be empty", item)
+		}
+		if gvk.Kind[0] < 'A' || gvk.Kind[0] > 'Z' {
+			return nil, fmt.Errorf("%q: %q is not a Kind (Kinds start with a capital letter: Deployment, not deployments)", item, gvk.Kind)
+		}
+		if gvk == namespaceGVK {
+			continue // always watched
+		}
+		if !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out, nil
+}
+
+// Scalable reports whether Kustos can pause objects of a kind (scale spec.replicas to zero).
+func Scalable(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "ReplicaSet")
+}
+
+// LoadOwners reads the owners file: a YAML (or JSON) map of owner names to email addresses.
+func LoadOwners(data []byte) (map[string]string, error) {
+	var m map[string]string
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		return nil, fmt.Errorf("want a map of owner names to email addresses: %w", err)
+	}
+	for name, addr := range m {
+		a, err := mail.ParseAddress(addr)
+		if err != nil {
+			return nil, fmt.Errorf("owner %q: %q is not an email address: %w", name, clip(addr, 64), err)
+		}
+		m[name] = a.Address
+	}
+	return m, nil
 }

@@ -8,7 +8,9 @@ import (
 
 func TestParsePolicy(t *testing.T) {
 	created := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	obj := func(ann map[string]string) Source { return Source{Name: "Deployment.apps/team-a/web", Meta: Meta{Annotations: ann}} }
+	obj := func(ann map[string]string) Source {
+		return Source{Name: "Deployment.apps/team-a/web", Meta: Meta{Annotations: ann}}
+	}
 	ns := func(labels, ann map[string]string) Source {
 		return Source{Name: "Namespace/team-a", Meta: Meta{Labels: labels, Annotations: ann}}
 	}
@@ -66,10 +68,10 @@ func TestParsePolicy(t *testing.T) {
 		{name: "an unusable namespace ttl leaves its objects alone", sources: []Source{obj(nil), ns(nil, map[string]string{AnnotationTTL: "soon"})},
 			want: Policy{Action: ActionDelete}, problems: []string{`kustos.io/ttl="soon" on Namespace/team-a`}},
 		{name: "an owner name without an address", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "bob"})},
-			want: Policy{Owner: "bob", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
+			want:     Policy{Owner: "bob", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
 			problems: []string{`kustos.io/owner="bob" on Deployment.apps/team-a/web: no email address for owner "bob" in the owners file`}},
 		{name: "an owner that is no address", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "ana@@example"})},
-			want: Policy{Owner: "ana@@example", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
+			want:     Policy{Owner: "ana@@example", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
 			problems: []string{"not an email address"}},
 		{name: "pause a workload", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "ana", AnnotationOnExpiry: "Pause"})}, scalable: true,
 			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Deadline: created.Add(24 * time.Hour),

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+)
+
+// Short lifetimes: warned 2 s before the deadline, never acted on less than 3 s after the warning.
+const (
+	expiryWarningBefore = 2 * time.Second
+	expiryInterval      = 3 * time.Second
+)
+
+func expiryOptions(o *app.Options) {
+	o.Expiry = app.ExpiryOptions{Enabled: true, Kinds: []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		Settings: expiry.Settings{WarningBefore: expiryWarningBefore, NotificationInterval: expiryInterval}}
+}
+
+// newEnvironment creates a Deployment (no replicas: no pods needed) with annotations.
+func newEnvironment(t *testing.T, ns, name string, annotations map[string]string) *appsv1.Deployment {
+	t.Helper()
+	return newEnvironmentOf(t, ns, name, 0, annotations)
+}
+
+func newEnvironmentOf(t *testing.T, ns, name string, replicas int32, annotations map[string]string) *appsv1.Deployment {
+	t.Helper()
+	d := deploymentOf(ns, name, replicas, "100m")
+	d.Annotations = annotations
+	if err := k8s.Create(context.Background(), d); err != nil {
+		t.Fatalf("creating deployment %s/%s: %v", ns, name, err)
+	}
+	return d
+}
+
+func deploymentExists(t *testing.T, ns, name string) bool {
+	t.Helper()
+	var d appsv1.Deployment
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.DeletionTimestamp == nil
+}
+
+// TestExpiryObserverMode: an environment with an owner and a 4 s lifetime gets one
+// ExpiryWarning, then one ExpiryDue, and stays; one with an unusable ttl gets one
+// InvalidExpiryMetadata Event naming the key and is left alone; one without an owner is an
+// orphan (no Event); a namespace that opted out gets nothing.
+func TestExpiryObserverMode(t *testing.T) {
+	ns := newNamespace(t, "expiry-observe", nil)
+	optedOut := newNamespace(t, "expiry-optout", map[string]string{expiry.LabelIgnore: "true"})
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
+	newEnvironment(t, ns, "typo", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "five days"})
+	newEnvironment(t, ns, "orphan", map[string]string{expiry.AnnotationTTL: "1s"})
+	newEnvironment(t, optedOut, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "1s"})
+	k := startKustos(t, expiryOptions)
+	dumpOnFailure(t, k)
+
+	warn := waitEvents(t, ns, expiry.ReasonExpiryWarning, 1)[0]
+	if warn.InvolvedObject.Name != "preview" || !strings.Contains(warn.Message, "owner ana@example.com") || !strings.Contains(warn.Message, `kustos.io/ttl="4s"`) {
+		t.Errorf("warning: %s %s", warn.InvolvedObject.Name, warn.Message)
+	}
+	due := waitEvents(t, ns, expiry.ReasonExpiryDue, 1)[0]
+	if gap := due.LastTimestamp.Sub(warn.LastTimestamp.Time); gap < expiryInterval-time.Second {
+		t.Errorf("ExpiryDue %s after the warning, want at least the interval %s", gap, expiryInterval)
+	}
+	bad := waitEvents(t, ns, expiry.ReasonInvalidExpiry, 1)[0]
+	if bad.InvolvedObject.Name != "typo" || !strings.Contains(bad.Message, `kustos.io/ttl="five days"`) {
+		t.Errorf("invalid metadata event: %s %s", bad.InvolvedObject.Name, bad.Message)
+	}
+	never(t, ns, expiry.ReasonExpiryWarning, 1, 3*time.Second)
+	never(t, ns, expiry.ReasonExpiryDue, 1, 0)
+	for _, r := range []string{expiry.ReasonExpiryWarning, expiry.ReasonExpiryDue, expiry.ReasonExpired} {
+		if evs := kustosEvents(t, optedOut, r); len(evs) > 0 {
+			t.Errorf("opted-out namespace got %s: %v", r, messages(evs))
+		}
+	}
+	for _, name := range []string{"preview", "typo", "orphan"} {
+		if !deploymentExists(t, ns, name) {
+			t.Errorf("observer mode deleted %s", name)
+		}
+	}
+	if evs := kustosEvents(t, ns, expiry.ReasonExpiryWarning); len(evs) != 1 || evs[0].InvolvedObject.Name != "preview" {
+		t.Errorf("warnings: %v", messages(evs))
+	}
+}
+
+// TestExpiryDirect: in direct mode the environment is deleted at its deadline but not before
+// the interval after its warning; the owner is told once; the namespace's own ttl and owner
+// apply to what names none; a pause scales to zero instead.
+func TestExpiryDirect(t *testing.T) {
+	ns := newNamespace(t, "expiry-direct", map[string]string{expiry.AnnotationOwner: "team@example.com", expiry.AnnotationTTL: "1h"})
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"})
+	newEnvironmentOf(t, ns, "paused", 2, map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s", expiry.AnnotationOnExpiry: "pause"})
+	newEnvironment(t, ns, "long", nil) // the namespace's 1h: warned much later
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+	})
+	dumpOnFailure(t, k)
+
+	eventually(t, "preview deleted", func() bool { return !deploymentExists(t, ns, "preview") })
+	gone := time.Now()
+	var warnedAt time.Time
+	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
+		if e.InvolvedObject.Name == "preview" {
+			warnedAt = e.LastTimestamp.Time
+		}
+	}
+	if warnedAt.IsZero() {
+		t.Fatal("preview was deleted without a warning")
+	}
+	if gone.Sub(warnedAt) < expiryInterval-time.Second { // Event timestamps have second precision
+		t.Errorf("deleted %s after the warning, want at least %s", gone.Sub(warnedAt), expiryInterval)
+	}
+	eventually(t, "the owner told preview and paused expired", func() bool { return len(kustosEvents(t, ns, expiry.ReasonExpired)) == 2 })
+	var paused appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "paused"}, &paused); err != nil {
+		t.Fatalf("the paused environment: %v", err)
+	}
+	if paused.Spec.Replicas == nil || *paused.Spec.Replicas != 0 {
+		t.Errorf("paused replicas = %v, want 0", paused.Spec.Replicas)
+	}
+	if !deploymentExists(t, ns, "long") {
+		t.Error("the environment with the namespace's 1h lifetime was deleted")
+	}
+	never(t, ns, expiry.ReasonExpired, 2, 2*time.Second)
+	// The state of the deleted environment is in its Lease, not on the object.
+	var leases coordinationv1.LeaseList
+	if err := k8s.List(context.Background(), &leases, client.InNamespace(k.opts.StateNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range leases.Items {
+		if l.Annotations["kustos.io/key"] == "expiry/Deployment.apps/"+ns+"/preview" {
+			found = l.Annotations["bag.kustos.io/warned-at"] != ""
+		}
+	}
+	if !found {
+		t.Error("no state Lease with warned-at for the deleted environment")
+	}
+}
+
+// TestExpiryPRMode: an environment defined in Git is removed by one pull request after its
+// warning; merged by Kustos when auto-merge is on.
+func TestExpiryPRMode(t *testing.T) {
+	ns := newNamespace(t, "expiry-pr", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
+		dir + "preview.yaml": "# the preview environment of PR 42\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
+			"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n",
+	})
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		expiryOptions(o)
+	}))
+	dumpOnFailure(t, k)
+
+	p := g.waitPR(t, "the removal PR merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	if !strings.Contains(p.Head, "expiry") || !strings.Contains(p.Body, "ana@example.com") {
+		t.Errorf("PR head %q, body:\n%s", p.Head, p.Body)
+	}
+	if _, ok := g.s.FileAt(ghOwner, ghRepo, "main", dir+"preview.yaml"); ok {
+		t.Error("preview.yaml is still in the base branch after the merge")
+	}
+	warn := waitEvents(t, ns, expiry.ReasonExpiryWarning, 1)[0]
+	proposed := waitEvents(t, ns, expiry.ReasonRemovalProposed, 1)[0]
+	if proposed.LastTimestamp.Sub(warn.LastTimestamp.Time) < expiryInterval-time.Second {
+		t.Errorf("PR proposed %s after the warning, want at least %s", proposed.LastTimestamp.Sub(warn.LastTimestamp.Time), expiryInterval)
+	}
+	// Merged; the GitOps tool has not synced yet: the object is still there and no second PR comes.
+	if !deploymentExists(t, ns, "preview") {
+		t.Error("PR mode deleted the Git-managed environment itself")
+	}
+	waitEvents(t, ns, expiry.ReasonExpired, 1)
+	g.onePR(t, 2*time.Second)
+}

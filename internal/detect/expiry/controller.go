@@ -1,0 +1,276 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+)
+
+// Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
+type Pipeline interface {
+	Run(ctx context.Context, req lifecycle.Request) (lifecycle.Result, error)
+}
+
+// Reporter writes Warning Events about metadata the detector cannot use, once per id.
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// Watches is what the expiry detector reads through the caches: the kustos.io/ annotations and
+// the opt-out label of the objects it watches as metadata (its kinds and Namespaces).
+func Watches() lifecycle.Watches {
+	return lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{LabelIgnore}}
+}
+
+// Vocabulary names the Events the pipeline writes about expiry Changes.
+func Vocabulary() lifecycle.Vocabulary {
+	return lifecycle.Vocabulary{
+		Proposed: ReasonRemovalProposed, Merged: ReasonRemovalMerged, Declined: ReasonRemovalDeclined, Applied: ReasonRemoved,
+		MergedNote: "the environment goes when the GitOps tool syncs the merge",
+	}
+}
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// Reconciler decides about the objects of one kind (a lifecycle kind, or Namespaces): it reads
+// their metadata and their namespace's from the cache and hands the decision to the pipeline.
+type Reconciler struct {
+	Cache    client.Reader
+	Pipeline Pipeline
+	Reporter Reporter
+	Kind     schema.GroupVersionKind
+	// Scalable: objects of Kind have spec.replicas (kustos.io/on-expiry: pause is possible).
+	Scalable bool
+	Settings Settings
+	// AutoMerge is --enable-auto-merge.
+	AutoMerge bool
+	Now       func() time.Time
+	Log       logr.Logger
+
+	mu      sync.Mutex
+	orphans map[types.NamespacedName]bool
+}
+
+// Reconcile decides about one object.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	log := r.Log.WithValues("kind", r.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(r.Kind)
+	if err := r.Cache.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setOrphan(req.NamespacedName, false)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.DeletionTimestamp != nil {
+		r.setOrphan(req.NamespacedName, false)
+		return reconcile.Result{}, nil
+	}
+	target := lifecycle.Target{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name}
+	sources := []Source{{Name: target.String(), Meta: Meta{Labels: obj.Labels, Annotations: obj.Annotations}}}
+	var nsObj *metav1.PartialObjectMetadata
+	if obj.Namespace != "" {
+		nsObj = &metav1.PartialObjectMetadata{}
+		nsObj.SetGroupVersionKind(namespaceGVK)
+		if err := r.Cache.Get(ctx, types.NamespacedName{Name: obj.Namespace}, nsObj); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if nsObj.DeletionTimestamp != nil {
+			return reconcile.Result{}, nil
+		}
+		sources = append(sources, Source{Name: "Namespace/" + nsObj.Name, Meta: Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}})
+	}
+	now := r.Now()
+	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, sources, r.Scalable, r.Settings)
+	if err := r.reportProblems(ctx, log, obj, nsObj, problems, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	orphan := !policy.Ignored && (policy.Owner == "" || policy.Deadline.IsZero()) && len(problems) == 0
+	r.setOrphan(req.NamespacedName, orphan)
+	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
+		// Opted out, an orphan, or metadata that cannot be used: nothing to schedule and
+		// nobody to warn. No pipeline run, so no Lease either.
+		return reconcile.Result{}, nil
+	}
+
+	key := lifecycle.KeyFor(DetectorName, target)
+	var last Decision
+	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
+		Key: key, Target: target, UID: string(obj.UID), Now: now,
+		Decide: func(v lifecycle.View) lifecycle.Decision {
+			st, bad := ParseState(v.Bag)
+			for _, b := range bad {
+				metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
+				log.Info("unreadable expiry state dropped", "entry", b)
+			}
+			last = Decide(Snapshot{Now: now, Target: target, UID: string(obj.UID), ResourceVersion: obj.ResourceVersion,
+				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
+				Settings: r.Settings})
+			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter}
+			if !reflect.DeepEqual(last.State, st) || len(bad) > 0 {
+				out.Bag = last.State.Bag()
+			}
+			if last.Warn {
+				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpiryWarning,
+					Message: WarningMessage(target, policy, last.Deadline, last.At), ID: "expiry-warning|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)})
+			}
+			if last.SendDone {
+				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpired,
+					Message: DoneMessage(target, policy, last.Deadline, last.Action), ID: "expiry-done|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)})
+			}
+			return out
+		},
+		Supersedes: Supersedes,
+		AutoMerge:  r.AutoMerge,
+	})
+	if res.Committed != nil {
+		metrics.Decisions.WithLabelValues(DetectorName, string(last.Action)).Inc()
+	}
+	log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
+	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// Supersedes: a removal for a later deadline (a new cycle after an extension or a new
+// expires-at) replaces a declined or open one; the same deadline again does not.
+func Supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	dn, do := deadlineOf(newer), deadlineOf(old)
+	if dn == "" || newer.Edit.Op != old.Edit.Op {
+		return newer, true
+	}
+	return newer, dn > do
+}
+
+func deadlineOf(c lifecycle.Change) string {
+	if len(c.Evidence) == 0 {
+		return ""
+	}
+	return c.Evidence[0]["deadline"]
+}
+
+// WarningMessage is the warning's text: which environment, its deadline and where it comes
+// from, and the earliest time it is removed.
+func WarningMessage(t lifecycle.Target, p Policy, deadline, actAt time.Time) string {
+	what := "removed"
+	if p.Action == ActionPause {
+		what = "paused (scaled to zero)"
+	}
+	return fmt.Sprintf("%s expires at %s (%s) and will be %s at %s at the earliest; owner %s. To keep it longer, set %s in Git or opt its namespace out.",
+		t, deadline.UTC().Format(time.RFC3339), p.From, what, actAt.UTC().Format(time.RFC3339), p.Owner, AnnotationExpiresAt)
+}
+
+// DoneMessage tells the owner it happened.
+func DoneMessage(t lifecycle.Target, p Policy, deadline time.Time, a Action) string {
+	what := "removed"
+	if a == ActionPause {
+		what = "paused (scaled to zero)"
+	}
+	return fmt.Sprintf("%s expired at %s and was %s; owner %s.", t, deadline.UTC().Format(time.RFC3339), what, p.Owner)
+}
+
+// reportProblems writes one Warning Event per unusable value, on the object that carries it,
+// with a log line and a metric.
+func (r *Reconciler) reportProblems(ctx context.Context, log logr.Logger, obj, ns *metav1.PartialObjectMetadata, problems []Problem, now time.Time) error {
+	for _, p := range problems {
+		on := obj
+		kind := r.Kind
+		if ns != nil && p.On == "Namespace/"+ns.Name {
+			on, kind = ns, namespaceGVK
+		}
+		ref := corev1.ObjectReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Namespace: on.Namespace, Name: on.Name, UID: on.UID}
+		key := strings.TrimPrefix(p.Key, "label ")
+		metrics.InvalidInput.WithLabelValues(DetectorName, key).Inc()
+		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", clip(p.Value, 64), "problem", p.Err)
+		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(),
+			"expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) setOrphan(n types.NamespacedName, orphan bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.orphans == nil {
+		r.orphans = map[types.NamespacedName]bool{}
+	}
+	if orphan {
+		r.orphans[n] = true
+	} else {
+		delete(r.orphans, n)
+	}
+	metrics.ExpiryOrphans.WithLabelValues(kindLabel(r.Kind)).Set(float64(len(r.orphans)))
+}
+
+func kindLabel(k schema.GroupVersionKind) string {
+	if k.Group == "" {
+		return k.Kind
+	}
+	return k.Kind + "." + k.Group
+}
+
+// SetupWithManager registers the controller for Kind, watched as metadata; a Namespace's
+// metadata change maps to every object of Kind in it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(r.Kind)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("expiry-"+strings.ToLower(kindLabel(r.Kind))).
+		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(metadataChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.Kind != namespaceGVK {
+		nsMeta := &metav1.PartialObjectMetadata{}
+		nsMeta.SetGroupVersionKind(namespaceGVK)
+		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.objectsOfNamespace), builder.WithPredicates(metadataChanged()))
+	}
+	return b.Complete(r)
+}
+
+// metadataChanged lets through creations, deletions, and updates of labels, annotations or the
+// deletion timestamp: what Decide reads.
+func metadataChanged() predicate.Predicate {
+	return predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+		}})
+}
+
+func (r *Reconciler) objectsOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(r.Kind.GroupVersion().WithKind(r.Kind.Kind + "List"))
+	if err := r.Cache.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
+		r.Log.Error(err, "listing objects of namespace", "kind", r.Kind.Kind, "namespace", ns.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+	}
+	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Name < reqs[j].Name })
+	return reqs
+}
