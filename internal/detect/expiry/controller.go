@@ -92,8 +92,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	target := lifecycle.Target{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name}
-	sources := []Source{{Name: target.String(), Meta: Meta{Labels: obj.Labels, Annotations: obj.Annotations}}}
 	var nsObj *metav1.PartialObjectMetadata
+	var nsMeta *Meta
 	if obj.Namespace != "" {
 		nsObj = &metav1.PartialObjectMetadata{}
 		nsObj.SetGroupVersionKind(namespaceGVK)
@@ -103,10 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if nsObj.DeletionTimestamp != nil {
 			return reconcile.Result{}, nil
 		}
-		sources = append(sources, Source{Name: "Namespace/" + nsObj.Name, Meta: Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}})
+		nsMeta = &Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}
 	}
 	now := r.Now()
-	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, sources, r.Scalable, r.Settings)
+	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
 	if err := r.reportProblems(ctx, log, obj, nsObj, problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -153,6 +153,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// SourcesOf are the places an object's expiry metadata is looked up, in order: the object,
+// then its namespace (nil for Namespaces and cluster-scoped kinds). The controller and
+// `kustos expiry plan` both use it.
+func SourcesOf(t lifecycle.Target, obj Meta, ns *Meta) []Source {
+	out := []Source{{Name: t.String(), Meta: obj}}
+	if ns != nil && t.Namespace != "" {
+		out = append(out, Source{Name: "Namespace/" + t.Namespace, Meta: *ns})
+	}
+	return out
 }
 
 // Supersedes: a removal for a later deadline (a new cycle after an extension or a new
