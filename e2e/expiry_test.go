@@ -182,7 +182,7 @@ func TestExpiryPRMode(t *testing.T) {
 		t.Error("preview.yaml is still in the base branch after the merge")
 	}
 	warn := waitEvents(t, ns, expiry.ReasonExpiryWarning, 1)[0]
-	proposed := waitEvents(t, ns, expiry.ReasonRemovalProposed, 1)[0]
+	proposed := waitEvents(t, ns, expiry.ReasonProposed, 1)[0]
 	if proposed.LastTimestamp.Sub(warn.LastTimestamp.Time) < expiryInterval-time.Second {
 		t.Errorf("PR proposed %s after the warning, want at least %s", proposed.LastTimestamp.Sub(warn.LastTimestamp.Time), expiryInterval)
 	}

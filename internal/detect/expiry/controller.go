@@ -47,7 +47,7 @@ func Watches() lifecycle.Watches {
 // Vocabulary names the Events the pipeline writes about expiry Changes.
 func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
-		Proposed: ReasonRemovalProposed, Merged: ReasonRemovalMerged, Declined: ReasonRemovalDeclined, Applied: ReasonRemoved,
+		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
 		MergedNote: "the environment goes when the GitOps tool syncs the merge",
 	}
 }

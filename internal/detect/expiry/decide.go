@@ -28,11 +28,14 @@ const (
 	ReasonInvalidExpiry = "InvalidExpiryMetadata"
 	// ReasonOrphan: an object of a lifecycle kind without an owner or a lifetime.
 	ReasonOrphan = "ExpiryOrphan"
-	// Pipeline vocabulary for the Change.
-	ReasonRemovalProposed = "ExpiryRemovalProposed"
-	ReasonRemovalMerged   = "ExpiryRemovalMerged"
-	ReasonRemovalDeclined = "ExpiryRemovalDeclined"
-	ReasonRemoved         = "ExpiryApplied"
+	// ReasonExpiryExtended: the owner extended the lifetime through a link; the Change writes
+	// the new deadline back as kustos.io/expires-at (a pull request for what Git defines).
+	ReasonExpiryExtended = "ExpiryExtended"
+	// Pipeline vocabulary for the Changes (a removal, a pause or a written-back extension).
+	ReasonProposed = "ExpiryChangeProposed"
+	ReasonMerged   = "ExpiryChangeMerged"
+	ReasonDeclined = "ExpiryChangeDeclined"
+	ReasonApplied  = "ExpiryChangeApplied"
 )
 
 // Next is what happens next to a target, as `kustos expiry plan` prints it.
@@ -54,9 +57,9 @@ type State struct {
 	WarningAttemptAt time.Time
 	WarningAttempts  int
 	WarnedAt         time.Time
-	// ExtendedUntil is a deadline granted through the extension API; it stands until Git
-	// carries it (kustos.io/expires-at) or a later one.
-	ExtendedUntil time.Time
+	// ExtendedUntil is a deadline granted through the extension API, at ExtendedAt; it stands
+	// until Git carries it (kustos.io/expires-at) or a later one.
+	ExtendedUntil, ExtendedAt time.Time
 	// UsedTokens are the ids of extension tokens already used (replays fail across replicas).
 	UsedTokens []string
 	// NotifiedFor is the deadline whose "removed" message was sent.
@@ -70,6 +73,7 @@ const (
 	bagWarningAttempts  = "warning-attempts"
 	bagWarnedAt         = "warned-at"
 	bagExtendedUntil    = "extended-until"
+	bagExtendedAt       = "extended-at"
 	bagUsedTokens       = "used-tokens"
 	bagNotifiedFor      = "notified-for"
 )
@@ -95,6 +99,7 @@ func ParseState(bag map[string]string) (State, []string) {
 	s.WarningAttemptAt = ts(bagWarningAttemptAt)
 	s.WarnedAt = ts(bagWarnedAt)
 	s.ExtendedUntil = ts(bagExtendedUntil)
+	s.ExtendedAt = ts(bagExtendedAt)
 	s.NotifiedFor = ts(bagNotifiedFor)
 	if v, ok := bag[bagWarningAttempts]; ok {
 		n, err := strconv.Atoi(v)
@@ -122,6 +127,7 @@ func (s State) Bag() map[string]string {
 	put(bagWarningAttemptAt, s.WarningAttemptAt)
 	put(bagWarnedAt, s.WarnedAt)
 	put(bagExtendedUntil, s.ExtendedUntil)
+	put(bagExtendedAt, s.ExtendedAt)
 	put(bagNotifiedFor, s.NotifiedFor)
 	if s.WarningAttempts > 0 {
 		b[bagWarningAttempts] = strconv.Itoa(s.WarningAttempts)
@@ -195,6 +201,14 @@ func Decide(s Snapshot) Decision {
 	}
 
 	st := &d.State
+	if s.Settings.Acts && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
+		// Extended through a link and not yet where the environment is declared: write the
+		// new deadline back (Git stays the truth). The next look, after this decision, goes on
+		// with the schedule of the new deadline.
+		d.Change = writeBack(s, d.Deadline)
+		d.Next, d.At = NextWarn, d.Deadline.Add(-s.Settings.WarningBefore)
+		return d
+	}
 	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero()
 	warnAt := d.Deadline.Add(-s.Settings.WarningBefore)
 	now := s.Now
@@ -307,6 +321,23 @@ func joinTokens(ts []string) string {
 		ts = ts[len(ts)-maxUsedTokens:]
 	}
 	return strings.Join(ts, ",")
+}
+
+// writeBack is the Change that records an extension where the environment is declared.
+func writeBack(s Snapshot, until time.Time) *lifecycle.Change {
+	at := until.UTC().Format(time.RFC3339)
+	c := &lifecycle.Change{
+		Key:      lifecycle.KeyFor(DetectorName, s.Target),
+		Detector: DetectorName,
+		Target:   s.Target,
+		Reason:   ReasonExpiryExtended,
+		Edit:     lifecycle.Edit{Op: lifecycle.EditSetAnnotations, Annotations: map[string]string{AnnotationExpiresAt: at}},
+		Summary: fmt.Sprintf("%s was extended until %s through Kustos (at %s, by its owner's link); recording %s: %q",
+			s.Target, at, s.State.ExtendedAt.UTC().Format(time.RFC3339), AnnotationExpiresAt, at),
+	}
+	c.Evidence = []map[string]string{{"message": c.Summary, "owner": s.Policy.Owner, "deadline": at,
+		"previousDeadline": s.Policy.Deadline.UTC().Format(time.RFC3339), "from": s.Policy.From}}
+	return c
 }
 
 func change(s Snapshot, d Decision) *lifecycle.Change {

@@ -28,6 +28,13 @@ func snap(now time.Time, st State, mod ...func(*Snapshot)) Snapshot {
 	return s
 }
 
+// extended is a warned state extended by d at `at`.
+func extended(d time.Duration, at time.Time) State {
+	s := warnedAt(deadline.Add(-72 * time.Hour))
+	s.ExtendedUntil, s.ExtendedAt = deadline.Add(d), at
+	return s
+}
+
 func warnedAt(at time.Time) State {
 	return State{WarningFor: deadline, WarningAttemptAt: at, WarningAttempts: 1, WarnedAt: at}
 }
@@ -106,6 +113,17 @@ func TestDecide(t *testing.T) {
 			func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(7 * day); return s }()),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour,
 			state: func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(7 * day); return s }()},
+		{name: "extended: the new deadline is written back where the environment is declared", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour))),
+			next: NextWarn, at: deadline.Add(4 * day), op: lifecycle.EditSetAnnotations, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "extended and written back (a decision since): the schedule of the new deadline", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
+			func(s *Snapshot) { s.LastDecision = deadline.Add(-90 * time.Minute) }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "extended, observer mode: nothing is written back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
+			func(s *Snapshot) { s.Settings.Acts = false }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "the extension is in Git: nothing to write back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
+			func(s *Snapshot) { s.Policy.Deadline = deadline.Add(7 * day) }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "an extension shorter than Git's deadline changes nothing", snap: snap(deadline, func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()),
 			next: NextAct, at: deadline, op: lifecycle.EditDelete, state: func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()},
 		{name: "a new deadline after a decision starts a new cycle", snap: snap(deadline.Add(time.Hour), warnedAt(warnAt),
@@ -244,7 +262,7 @@ func TestSchedule(t *testing.T) {
 
 func TestStateBagRoundTrip(t *testing.T) {
 	st := State{WarningFor: deadline, WarningAttemptAt: t0.Add(time.Nanosecond), WarningAttempts: 2, WarnedAt: t0.Add(time.Second),
-		ExtendedUntil: deadline.Add(time.Hour), UsedTokens: []string{"a1", "b2"}, NotifiedFor: deadline}
+		ExtendedUntil: deadline.Add(time.Hour), ExtendedAt: t0.Add(time.Minute), UsedTokens: []string{"a1", "b2"}, NotifiedFor: deadline}
 	got, bad := ParseState(st.Bag())
 	if len(bad) != 0 || !reflect.DeepEqual(got, st) {
 		t.Errorf("round trip = %+v (bad %v), want %+v", got, bad, st)
@@ -262,5 +280,22 @@ func TestStateBagRoundTrip(t *testing.T) {
 	}
 	if n := len(splitTokens(many.Bag()[bagUsedTokens])); n != maxUsedTokens {
 		t.Errorf("kept %d token ids, want %d", n, maxUsedTokens)
+	}
+}
+
+func TestDecideWriteBack(t *testing.T) {
+	d := Decide(snap(deadline.Add(-time.Hour), extended(7*24*time.Hour, deadline.Add(-2*time.Hour))))
+	c := d.Change
+	if c == nil || c.Edit.Op != lifecycle.EditSetAnnotations || c.Reason != ReasonExpiryExtended {
+		t.Fatalf("change = %+v", c)
+	}
+	if got := c.Edit.Annotations[AnnotationExpiresAt]; got != "2026-11-18T12:00:00Z" || len(c.Edit.Annotations) != 1 {
+		t.Errorf("annotations = %v", c.Edit.Annotations)
+	}
+	if _, ok := Supersedes(*c, *Decide(snap(deadline, warnedAt(deadline.Add(-72*time.Hour)))).Change); !ok {
+		t.Error("a write-back does not supersede an open removal")
+	}
+	if _, ok := Supersedes(*c, *c); ok {
+		t.Error("a write-back supersedes itself")
 	}
 }
