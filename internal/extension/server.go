@@ -1,0 +1,315 @@
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/lru"
+
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// Store is the Lease store as the extension server uses it (*state.Store reading the API
+// server, not a cache: a token used on another replica a moment ago must be seen).
+type Store interface {
+	Get(ctx context.Context, key lifecycle.Key) (state.Record, error)
+	SetBag(ctx context.Context, rec state.Record, bag map[string]string) (state.Record, error)
+}
+
+var _ Store = (*state.Store)(nil)
+
+// Period is one extension offered in the links: its name as written (3d) and its length.
+type Period struct {
+	Name string
+	D    time.Duration
+}
+
+// ParsePeriods parses --extension-periods ("3d,1w,2w") and checks them against max.
+func ParsePeriods(list []string, max time.Duration) ([]Period, error) {
+	var out []Period
+	for _, p := range list {
+		d, err := lifecycle.ParseDuration(p)
+		if err != nil {
+			return nil, err
+		}
+		if d <= 0 || d > max {
+			return nil, fmt.Errorf("period %s is not within (0, %s] (--extension-max)", p, max)
+		}
+		out = append(out, Period{Name: p, D: d})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no extension periods")
+	}
+	return out, nil
+}
+
+// Link is one extension link of a warning.
+type Link struct {
+	Period string
+	URL    string
+}
+
+// Server serves the extension links: GET shows what the link would do and a button; only
+// POST changes anything (mail scanners prefetch GET links).
+type Server struct {
+	Signer  *Signer
+	Periods []Period
+	// Max is --extension-max: no period longer is honoured, whatever a token says.
+	Max time.Duration
+	// BaseURL is --extension-url, the public root the links start with.
+	BaseURL string
+	Store   Store
+	Now     func() time.Time
+	// WriteBack: the mode writes an extension back where the environment is declared (pr,
+	// direct); in observer mode Kustos only remembers it.
+	WriteBack bool
+	// PerMinute is how many requests one client address may make per minute (0: 30).
+	PerMinute int
+	Log       logr.Logger
+
+	limitOnce sync.Once
+	mu        sync.Mutex
+	clients   *lru.Cache
+}
+
+// Links are the extension links for a Key whose deadline is deadline; they work until expires
+// (when the environment would go) and once each.
+func (s *Server) Links(key lifecycle.Key, deadline, expires time.Time) ([]Link, error) {
+	var out []Link
+	for _, p := range s.Periods {
+		tok, err := s.Signer.Mint(key, p.Name, deadline, expires)
+		if err != nil {
+			return nil, err
+		}
+		q := url.Values{"key": {string(key)}, "period": {p.Name}, "token": {tok}}
+		out = append(out, Link{Period: p.Name, URL: s.BaseURL + "/extend?" + q.Encode()})
+	}
+	return out, nil
+}
+
+// ServeHTTP answers /extend (GET: the page; POST: extend) and /healthz.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the URL
+	w.Header().Set("X-Frame-Options", "DENY")
+	switch r.URL.Path {
+	case "/healthz":
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	case "/extend":
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if !s.allow(r) {
+		s.page(w, http.StatusTooManyRequests, pageData{Title: "Too many requests", Message: "Please try again in a minute."})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		s.get(w, r)
+	case http.MethodPost:
+		s.post(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// link is a request's key, period and token, checked.
+type link struct {
+	key    lifecycle.Key
+	period Period
+	token  string
+	claim  Claim
+}
+
+// check verifies a link's token and period; the error is what the page says.
+func (s *Server) check(q url.Values) (link, int, error) {
+	l := link{key: lifecycle.Key(q.Get("key")), token: q.Get("token")}
+	name := q.Get("period")
+	if l.key == "" || name == "" || l.token == "" {
+		return l, http.StatusBadRequest, errors.New("the link is incomplete: it needs key, period and token")
+	}
+	if p, ok := l.key.Parts(); !ok || p.Detector != expiry.DetectorName {
+		return l, http.StatusBadRequest, errors.New("the link does not name an environment Kustos manages")
+	}
+	c, err := s.Signer.Verify(l.token, l.key, name, s.Now())
+	switch {
+	case errors.Is(err, ErrExpired):
+		return l, http.StatusGone, errors.New("this link has expired: the environment's deadline has passed")
+	case err != nil:
+		return l, http.StatusForbidden, errors.New("this link is not valid: it was changed or is not from Kustos (a longer period cannot be chosen by editing the link)")
+	}
+	d, err := lifecycle.ParseDuration(name)
+	if err != nil || d <= 0 || d > s.Max {
+		return l, http.StatusForbidden, fmt.Errorf("an extension by %s is more than allowed (at most %s)", name, s.Max)
+	}
+	l.period, l.claim = Period{Name: name, D: d}, c
+	return l, 0, nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	l, code, err := s.check(r.URL.Query())
+	if err != nil {
+		s.page(w, code, pageData{Title: "Cannot extend", Message: err.Error()})
+		return
+	}
+	p, _ := l.key.Parts()
+	s.page(w, http.StatusOK, pageData{
+		Title:       "Extend " + p.Name,
+		Environment: describe(l.key),
+		Deadline:    l.claim.Deadline.Format(time.RFC3339),
+		NewDeadline: newDeadline(l.claim.Deadline, l.period.D, s.Now()).Format(time.RFC3339),
+		Period:      l.period.Name,
+		Key:         string(l.key), Token: l.token,
+	})
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		s.page(w, http.StatusBadRequest, pageData{Title: "Cannot extend", Message: "the form could not be read"})
+		return
+	}
+	l, code, err := s.check(r.PostForm)
+	if err != nil {
+		s.page(w, code, pageData{Title: "Cannot extend", Message: err.Error()})
+		return
+	}
+	until, err := s.extend(r.Context(), l)
+	switch {
+	case errors.Is(err, errUsed):
+		s.page(w, http.StatusConflict, pageData{Title: "Already used", Message: "This link was already used; each link works once. Use another link from the message, or extend in Git (kustos.io/expires-at)."})
+		return
+	case err != nil:
+		// Never log the token or the link: the key is enough to find the environment.
+		s.Log.Error(err, "extension failed", "key", string(l.key), "period", l.period.Name)
+		s.page(w, http.StatusServiceUnavailable, pageData{Title: "Please try again", Message: "Kustos could not record the extension just now; the link still works."})
+		return
+	}
+	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "until", until.Format(time.RFC3339))
+	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack})
+}
+
+var errUsed = errors.New("token already used")
+
+// extend records the extension in the Key's Lease: the new deadline and the token's id, in
+// one write conditional on the version read, so a token works once even when two replicas
+// receive it at the same time.
+func (s *Server) extend(ctx context.Context, l link) (time.Time, error) {
+	for attempt := 0; ; attempt++ {
+		rec, err := s.Store.Get(ctx, l.key)
+		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
+			return time.Time{}, err
+		}
+		st, _ := expiry.ParseState(rec.Bag)
+		if slices.Contains(st.UsedTokens, l.claim.ID) {
+			return time.Time{}, errUsed
+		}
+		now := s.Now()
+		until := newDeadline(l.claim.Deadline, l.period.D, now)
+		if st.ExtendedUntil.After(until) {
+			until = st.ExtendedUntil // another link extended it further: keep that
+		}
+		st.ExtendedUntil, st.ExtendedAt = until, now
+		st.UsedTokens = append(st.UsedTokens, l.claim.ID)
+		_, err = s.Store.SetBag(ctx, rec, st.Bag())
+		if err == nil {
+			return until, nil
+		}
+		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= 4 {
+			return time.Time{}, err
+		}
+	}
+}
+
+// newDeadline extends deadline by d; an environment already past its deadline (warned, not
+// yet removed) gets d from now.
+func newDeadline(deadline time.Time, d time.Duration, now time.Time) time.Time {
+	if deadline.Before(now) {
+		deadline = now
+	}
+	return deadline.Add(d).UTC().Truncate(time.Second)
+}
+
+func describe(k lifecycle.Key) string {
+	p, _ := k.Parts()
+	if p.Namespace == "" {
+		return p.KindGroup + " " + p.Name
+	}
+	return p.KindGroup + " " + p.Name + " in namespace " + p.Namespace
+}
+
+// allow is a per-client-address limit: PerMinute requests per minute, refilled continuously;
+// at most 4096 addresses are remembered.
+func (s *Server) allow(r *http.Request) bool {
+	s.limitOnce.Do(func() { s.clients = lru.New(4096) })
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	limit := float64(s.PerMinute)
+	if limit <= 0 {
+		limit = 30
+	}
+	now := s.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := bucket{tokens: limit, at: now}
+	if v, ok := s.clients.Get(host); ok {
+		b = v.(bucket)
+		b.tokens = min(limit, b.tokens+now.Sub(b.at).Minutes()*limit)
+		b.at = now
+	}
+	ok := b.tokens >= 1
+	if ok {
+		b.tokens--
+	}
+	s.clients.Add(host, b)
+	return ok
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+type pageData struct {
+	Title, Message, Environment, Deadline, NewDeadline, Period, Key, Token string
+	Done, WriteBack                                                        bool
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">
+<title>{{.Title}} · Kustos</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 2em auto">
+<h1>{{.Title}}</h1>
+{{if .Message}}<p>{{.Message}}</p>{{end}}
+{{if .Done}}<p>{{.Environment}} now expires at <strong>{{.NewDeadline}}</strong>.{{if .WriteBack}} Kustos records the new deadline (kustos.io/expires-at) where the environment is declared: in Git through a pull request, or on the object.{{end}}</p>
+{{else if .Token}}<p>{{.Environment}} expires at <strong>{{.Deadline}}</strong>.</p>
+<form method="post" action="extend">
+<input type="hidden" name="key" value="{{.Key}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{.Token}}">
+<button type="submit">Extend by {{.Period}} (until {{.NewDeadline}})</button>
+</form>{{end}}
+</body></html>
+`))
+
+func (s *Server) page(w http.ResponseWriter, code int, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := pageTemplate.Execute(w, d); err != nil {
+		s.Log.Error(err, "writing the extension page")
+	}
+}
