@@ -14,6 +14,8 @@ type Finding struct {
 	Message string
 	// ID identifies what is reported: the same ID is reported once.
 	ID string
+	// Notice, when set, is also sent to the people it names (after the Event).
+	Notice *Notice
 }
 
 // Outcome is what carrying out a Change did.

@@ -55,6 +55,12 @@ type Proposals interface {
 	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
 }
 
+// Notifier sends a Finding's Notice to the people it names (mail, webhook). An error leaves
+// the detector's state unwritten, so the Notice is sent again at its next look.
+type Notifier interface {
+	Send(ctx context.Context, n lifecycle.Notice) error
+}
+
 // Reporter tells people: Events (deduplicated by id) and log lines (observe.Recorder).
 type Reporter interface {
 	// Record reports a Change in observer form (a Warning Event per field and a JSON log line).
@@ -92,6 +98,8 @@ type Pipeline struct {
 	// Reporter writes Events and log lines; it is also the observer-form fallback when no
 	// proposal can carry a Change (its manifest is not in Git).
 	Reporter Reporter
+	// Notifier sends the Notices of Findings (nil: Events only).
+	Notifier Notifier
 	// Alive tells whether another replica is still running (its liveness Lease); nil: never.
 	Alive func(ctx context.Context, identity string) (bool, error)
 	// Identity is this replica's (the Store's) identity.
@@ -522,6 +530,12 @@ func (r *run) reportFindings(ctx context.Context, fs []lifecycle.Finding) error 
 		}
 		if err := r.p.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, f.Reason, f.Message, f.ID, r.req.Now); err != nil {
 			return err
+		}
+		if f.Notice != nil && r.p.Notifier != nil {
+			if err := r.p.Notifier.Send(ctx, *f.Notice); err != nil {
+				// The detector's state is not written: the next look sends it again.
+				return fmt.Errorf("sending %s about %s: %w", f.Notice.Kind, f.Notice.Target, err)
+			}
 		}
 	}
 	return nil

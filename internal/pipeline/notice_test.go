@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// notifier records the Notices it was given and fails while fail is set.
+type notifier struct {
+	sent []lifecycle.Notice
+	fail error
+}
+
+func (n *notifier) Send(_ context.Context, x lifecycle.Notice) error {
+	if n.fail != nil {
+		return n.fail
+	}
+	n.sent = append(n.sent, x)
+	return nil
+}
+
+// TestNotice: a Finding's Notice is sent after its Event and before the detector's state is
+// written; when sending fails, the state stays unwritten (the next look sends it again) and
+// Run says why without the Notice's links.
+func TestNotice(t *testing.T) {
+	w := newWorld(t, "observe")
+	n := &notifier{fail: errors.New("smtp: 421 try later")}
+	p := w.replica("a")
+	p.Notifier = n
+	notice := &lifecycle.Notice{ID: "warn-1", Kind: "expiry.warning", To: "ana@example.com", Target: lifecycle.Target{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "x"},
+		Links: []lifecycle.NoticeLink{{Label: "Extend 3d", URL: "https://kustos.example/extend?token=secret"}}}
+	run := func() error {
+		_, err := p.Run(context.Background(), Request{Key: testKey, Now: w.now, Supersedes: supersedes,
+			Decide: func(v View) Decision {
+				if v.Bag["warned"] == "yes" {
+					return Decision{}
+				}
+				return Decision{Findings: []lifecycle.Finding{{Reason: "ExpiryWarning", Message: "expires", ID: "warn-1", Notice: notice}},
+					Bag: map[string]string{"warned": "yes"}}
+			}})
+		return err
+	}
+	err := run()
+	if err == nil || !errors.Is(err, n.fail) || len(n.sent) != 0 {
+		t.Fatalf("failing notifier: err %v, sent %d", err, len(n.sent))
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("the error carries the link: %v", err)
+	}
+	if w.rec().Bag["warned"] != "" {
+		t.Error("the state was written although the notice was not sent")
+	}
+	n.fail = nil
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.sent) != 1 || n.sent[0].ID != "warn-1" || w.rec().Bag["warned"] != "yes" {
+		t.Errorf("sent %+v, bag %v", n.sent, w.rec().Bag)
+	}
+	if err := run(); err != nil || len(n.sent) != 1 {
+		t.Errorf("a third look sent again: %d, %v", len(n.sent), err)
+	}
+}
