@@ -2,7 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // Short lifetimes: warned 2 s before the deadline, never acted on less than 3 s after the warning.
@@ -192,4 +202,144 @@ func TestExpiryPRMode(t *testing.T) {
 	}
 	waitEvents(t, ns, expiry.ReasonExpired, 1)
 	g.onePR(t, 2*time.Second)
+}
+
+// noticeSink is a webhook receiver that keeps the Notices it is sent.
+type noticeSink struct {
+	url string
+	mu  sync.Mutex
+	got []lifecycle.Notice
+}
+
+func startNoticeSink(t *testing.T) *noticeSink {
+	t.Helper()
+	s := &noticeSink{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n lifecycle.Notice
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || r.Header.Get("Idempotency-Key") != n.ID {
+			http.Error(w, "bad notice", http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.got = append(s.got, n)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL + "/hook"
+	return s
+}
+
+func (s *noticeSink) notices(kind string) []lifecycle.Notice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []lifecycle.Notice
+	for _, n := range s.got {
+		if n.Kind == kind {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestExpiryExtension: the warning reaches the owner's webhook with one link per period; GET
+// on a link changes nothing; POST extends; the extension is written back onto the object
+// (direct mode: it is not in Git) as kustos.io/expires-at; the environment outlives its old
+// deadline; the used link, an edited period and a forged token are refused.
+func TestExpiryExtension(t *testing.T) {
+	ns := newNamespace(t, "expiry-extend", nil)
+	sink := startNoticeSink(t)
+	addr := freeAddr(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"1m", "2m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+	})
+	dumpOnFailure(t, k)
+
+	var warning lifecycle.Notice
+	eventually(t, "the warning at the webhook", func() bool {
+		ns := sink.notices(expiry.NoticeWarning)
+		if len(ns) > 0 {
+			warning = ns[0]
+		}
+		return len(ns) > 0
+	})
+	if warning.To != "ana@example.com" || len(warning.Links) != 2 || warning.Target.Name != "preview" {
+		t.Fatalf("warning notice: %+v", warning)
+	}
+	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
+		if strings.Contains(e.Message, "token=") {
+			t.Errorf("the warning Event carries a link: %s", e.Message)
+		}
+	}
+	var link string
+	for _, l := range warning.Links {
+		if strings.HasSuffix(l.Label, "2m") {
+			link = l.URL
+		}
+	}
+	get := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	post := func(u string) (int, string) {
+		parsed, _ := url.Parse(u)
+		resp, err := http.PostForm("http://"+addr+"/extend", parsed.Query())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(link); code != http.StatusOK || !strings.Contains(body, "Extend by 2m") {
+		t.Fatalf("GET the link: %d\n%s", code, body)
+	}
+	if code, _ := post(strings.Replace(link, "period=2m", "period=5m", 1)); code != http.StatusForbidden {
+		t.Errorf("an edited period: %d", code)
+	}
+	if code, body := post(link); code != http.StatusOK || !strings.Contains(body, "now expires at") {
+		t.Fatalf("POST the link: %d\n%s", code, body)
+	}
+	if code, _ := post(link); code != http.StatusConflict {
+		t.Errorf("the used link again: %d", code)
+	}
+	want := warning.Deadline.Add(2 * time.Minute).UTC().Format(time.RFC3339)
+	eventually(t, "kustos.io/expires-at written back onto the object", func() bool {
+		var d appsv1.Deployment
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "preview"}, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Annotations[expiry.AnnotationExpiresAt] == want
+	})
+	waitEvents(t, ns, expiry.ReasonApplied, 1)
+	// The old deadline and the interval after the warning pass: the environment stays.
+	time.Sleep(time.Until(warning.At) + 2*time.Second)
+	if !deploymentExists(t, ns, "preview") {
+		t.Fatal("the extended environment was removed at its old deadline")
+	}
+	if n := len(kustosEvents(t, ns, expiry.ReasonExpired)); n != 0 {
+		t.Errorf("%d Expired events for an extended environment", n)
+	}
 }

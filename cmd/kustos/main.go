@@ -134,6 +134,14 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	interval := lifetimeFlag{d: o.Expiry.Settings.NotificationInterval}
 	fs.Var(&interval, "notification-interval", "expiry: never act less than this long after the warning was sent")
 	ownersFile := fs.String("expiry-owners", "", "expiry: a YAML file mapping owner names to email addresses (kustos.io/owner may name either)")
+	fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "expiry: address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
+	fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "expiry: public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
+	extensionPeriods := fs.String("extension-periods", "3d,1w,2w", "expiry: the extensions offered in a warning, comma-separated lifetimes")
+	extensionMax := lifetimeFlag{d: 14 * 24 * time.Hour}
+	fs.Var(&extensionMax, "extension-max", "expiry: the longest extension honoured, whatever a link says")
+	fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "expiry: file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
+	fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "expiry: every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
+	fs.StringVar(&o.Expiry.Webhook.TokenFile, "notify-webhook-token-file", "", "expiry: file holding a bearer token for --notify-webhook-url")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
@@ -156,6 +164,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
 	}
 	o.Expiry.Settings.DefaultTTL, o.Expiry.Settings.WarningBefore, o.Expiry.Settings.NotificationInterval = defaultTTL.d, warningBefore.d, interval.d
+	o.Expiry.Extension.Periods, o.Expiry.Extension.Max = splitList(*extensionPeriods), extensionMax.d
 	if *ownersFile != "" {
 		data, err := os.ReadFile(*ownersFile)
 		if err != nil {

@@ -1,15 +1,25 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // ExpiryOptions configure the expiry detector (owners and lifetimes on workloads and Namespaces).
@@ -19,8 +29,28 @@ type ExpiryOptions struct {
 	// Kinds are --lifecycle-kinds (Namespaces are always watched).
 	Kinds []schema.GroupVersionKind
 	// Settings: --default-ttl, --expiry-warning-before, --notification-interval, the owners
-	// file (--expiry-owners). Acts is derived from the mode.
+	// file (--expiry-owners). Acts and Mail are derived from the mode and the notifiers.
 	Settings expiry.Settings
+	// Extension serves the extension links (Addr "": no server, warnings carry no links).
+	Extension ExtensionOptions
+	// Webhook receives every Notice as JSON (URL "": none).
+	Webhook WebhookNotifyOptions
+}
+
+// ExtensionOptions are the --extension-* flags.
+type ExtensionOptions struct {
+	// Addr is --extension-addr (":8443"); URL is --extension-url, the public root of the links.
+	Addr, URL string
+	// Periods are --extension-periods; Max is --extension-max.
+	Periods []string
+	Max     time.Duration
+	// KeyFile is --extension-key-file: the HMAC key, from a Secret.
+	KeyFile string
+}
+
+// WebhookNotifyOptions are --notify-webhook-url and --notify-webhook-token-file.
+type WebhookNotifyOptions struct {
+	URL, TokenFile string
 }
 
 // DefaultLifecycleKinds is --lifecycle-kinds' default.
@@ -35,6 +65,15 @@ func (e ExpiryOptions) validate() error {
 		return fmt.Errorf("--expiry-warning-before=%s: must not be negative", s.WarningBefore)
 	case s.NotificationInterval < 0:
 		return fmt.Errorf("--notification-interval=%s: must not be negative", s.NotificationInterval)
+	case e.Extension.Addr != "" && e.Extension.URL == "":
+		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
+	case e.Extension.Addr != "" && e.Extension.KeyFile == "":
+		return fmt.Errorf("--extension-addr=%s needs --extension-key-file, the key that signs the links", e.Extension.Addr)
+	}
+	if e.Extension.Addr != "" {
+		if _, err := extension.ParsePeriods(e.Extension.Periods, e.Extension.Max); err != nil {
+			return fmt.Errorf("--extension-periods: %w", err)
+		}
 	}
 	return nil
 }
@@ -65,6 +104,25 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	settings := o.Expiry.Settings
 	settings.Acts = o.Mode != ModeObserve
+	if o.Expiry.Webhook.URL != "" {
+		token := ""
+		if f := o.Expiry.Webhook.TokenFile; f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("--notify-webhook-token-file: %w", err)
+			}
+			token = strings.TrimSpace(string(b))
+		}
+		w, err := notify.NewWebhook(o.Expiry.Webhook.URL, token)
+		if err != nil {
+			return fmt.Errorf("--notify-webhook-url: %w", err)
+		}
+		pl.Notifier = w
+	}
+	links, err := setupExtension(mgr, o)
+	if err != nil {
+		return err
+	}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	for _, k := range kinds {
 		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
@@ -78,6 +136,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			Scalable:  expiry.Scalable(k),
 			Settings:  settings,
 			AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
+			Links:     links,
 			Now:       o.Now,
 			Log:       o.Log.WithName("expiry"),
 		}
@@ -86,4 +145,70 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	return nil
+}
+
+// setupExtension starts the extension server on every replica (a link may reach any of them)
+// and returns what mints its links; nil without --extension-addr.
+func setupExtension(mgr ctrl.Manager, o Options) (func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), error) {
+	e := o.Expiry.Extension
+	if e.Addr == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(e.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-key-file: %w", err)
+	}
+	signer, err := extension.NewSigner(key)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-key-file=%s: %w", e.KeyFile, err)
+	}
+	periods, err := extension.ParsePeriods(e.Periods, e.Max)
+	if err != nil {
+		return nil, fmt.Errorf("--extension-periods: %w", err)
+	}
+	srv := &extension.Server{
+		Signer: signer, Periods: periods, Max: e.Max, BaseURL: strings.TrimRight(e.URL, "/"),
+		// The API server, not the cache: a link used on another replica a moment ago must be seen.
+		Store:     &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)},
+		WriteBack: o.Mode != ModeObserve,
+		Now:       o.Now,
+		Log:       o.Log.WithName("extension"),
+	}
+	if err := mgr.Add(&httpRunnable{addr: e.Addr, handler: srv, log: o.Log.WithName("extension")}); err != nil {
+		return nil, err
+	}
+	return func(k lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error) {
+		ls, err := srv.Links(k, deadline, expires)
+		out := make([]lifecycle.NoticeLink, 0, len(ls))
+		for _, l := range ls {
+			out = append(out, lifecycle.NoticeLink{Label: "Extend by " + l.Period, URL: l.URL})
+		}
+		return out, err
+	}, nil
+}
+
+// httpRunnable serves handler on addr on every replica until the manager stops.
+type httpRunnable struct {
+	addr    string
+	handler http.Handler
+	log     logr.Logger
+}
+
+func (h *httpRunnable) NeedLeaderElection() bool { return false }
+
+func (h *httpRunnable) Start(ctx context.Context) error {
+	srv := &http.Server{Addr: h.addr, Handler: h.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	h.log.Info("serving extension links", "addr", h.addr)
+	select {
+	case <-ctx.Done():
+		// ctx is done; the shutdown gets its own few seconds for requests in flight.
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	case err := <-errc:
+		return fmt.Errorf("extension server on %s: %w", h.addr, err)
+	}
 }

@@ -220,7 +220,7 @@ func TestServer(t *testing.T) {
 		if code, _ := h.do(http.MethodGet, h.http.URL+"/extend?key=quota/a/b&period=3d&token=x"); code != http.StatusBadRequest {
 			t.Errorf("a quota key: %d", code)
 		}
-		req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/extend", nil)
+		req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/extend", http.NoBody)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -302,4 +302,3 @@ func TestParsePeriods(t *testing.T) {
 		t.Errorf("1d: %v, %v", p, err)
 	}
 }
-

@@ -37,15 +37,15 @@ type Period struct {
 }
 
 // ParsePeriods parses --extension-periods ("3d,1w,2w") and checks them against max.
-func ParsePeriods(list []string, max time.Duration) ([]Period, error) {
+func ParsePeriods(list []string, longest time.Duration) ([]Period, error) {
 	var out []Period
 	for _, p := range list {
 		d, err := lifecycle.ParseDuration(p)
 		if err != nil {
 			return nil, err
 		}
-		if d <= 0 || d > max {
-			return nil, fmt.Errorf("period %s is not within (0, %s] (--extension-max)", p, max)
+		if d <= 0 || d > longest {
+			return nil, fmt.Errorf("period %s is not within (0, %s] (--extension-max)", p, longest)
 		}
 		out = append(out, Period{Name: p, D: d})
 	}

@@ -66,8 +66,11 @@ type Reconciler struct {
 	Settings Settings
 	// AutoMerge is --enable-auto-merge.
 	AutoMerge bool
-	Now       func() time.Time
-	Log       logr.Logger
+	// Links, when set, mints the extension links of a warning (the extension server): they go
+	// to the owner in the warning's Notice, never into an Event.
+	Links func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
+	Now   func() time.Time
+	Log   logr.Logger
 
 	mu      sync.Mutex
 	orphans map[types.NamespacedName]bool
@@ -136,12 +139,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				out.Bag = last.State.Bag()
 			}
 			if last.Warn {
-				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpiryWarning,
-					Message: WarningMessage(target, policy, last.Deadline, last.At), ID: "expiry-warning|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)})
+				id := "expiry-warning|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
+				msg := WarningMessage(target, policy, last.Deadline, last.At)
+				n := r.notice(id, NoticeWarning, target, policy, last, msg)
+				if r.Links != nil {
+					links, err := r.Links(key, last.Deadline, last.At)
+					if err != nil {
+						log.Error(err, "cannot make extension links; the warning goes without them")
+					}
+					n.Links = links
+				}
+				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpiryWarning, Message: msg, ID: id, Notice: n})
 			}
 			if last.SendDone {
-				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpired,
-					Message: DoneMessage(target, policy, last.Deadline, last.Action), ID: "expiry-done|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)})
+				id := "expiry-done|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
+				msg := DoneMessage(target, policy, last.Deadline, last.Action)
+				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpired, Message: msg, ID: id,
+					Notice: r.notice(id, NoticeDone, target, policy, last, msg)})
 			}
 			return out
 		},
@@ -153,6 +167,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// Notice kinds.
+const (
+	NoticeWarning = "expiry.warning"
+	NoticeDone    = "expiry.done"
+)
+
+func (r *Reconciler) notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string) *lifecycle.Notice {
+	subject := fmt.Sprintf("%s %s expires at %s", t.Kind, t.Name, d.Deadline.UTC().Format(time.RFC3339))
+	at := d.At
+	if kind == NoticeDone {
+		subject = fmt.Sprintf("%s %s expired and was %s", t.Kind, t.Name, pastTense(d.Action))
+		at = r.Now()
+	}
+	return &lifecycle.Notice{ID: id, Kind: kind, To: p.OwnerAddress, Owner: p.Owner, Subject: subject, Text: text,
+		Target: t, Deadline: d.Deadline, At: at}
+}
+
+func pastTense(a Action) string {
+	if a == ActionPause {
+		return "paused"
+	}
+	if a == ActionUninstall {
+		return "uninstalled"
+	}
+	return "removed"
 }
 
 // SourcesOf are the places an object's expiry metadata is looked up, in order: the object,

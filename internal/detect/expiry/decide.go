@@ -298,9 +298,9 @@ func backoff(n int, interval time.Duration) time.Duration {
 	return d
 }
 
-// needsAddress: warnings go to people by mail or webhook, so an owner without an address cannot
-// be warned. Events alone (no notifier) reach no one by name, so an address is not needed then.
-func (s Settings) needsAddress() bool { return s.Notify }
+// needsAddress: warnings go to owners by mail, so an owner without an address cannot be warned.
+// Events and webhooks reach people without one.
+func (s Settings) needsAddress() bool { return s.Mail }
 
 // maxUsedTokens bounds the remembered token ids (16 hex digits each): tokens expire with the
 // deadline, and a new deadline starts a new list.

@@ -130,7 +130,7 @@ func TestDecide(t *testing.T) {
 			func(s *Snapshot) { s.LastDecision = deadline; s.Policy.Deadline = deadline.Add(10 * day) }),
 			next: NextWarn, at: deadline.Add(7 * day), requeueAfter: 7*day - time.Hour, state: warnedAt(warnAt)},
 		{name: "mail configured, owner without an address: never warned, never removed", snap: snap(deadline.Add(time.Hour), State{},
-			func(s *Snapshot) { s.Settings.Notify = true; s.Policy.Owner, s.Policy.OwnerAddress = "ana", "" }),
+			func(s *Snapshot) { s.Settings.Mail = true; s.Policy.Owner, s.Policy.OwnerAddress = "ana", "" }),
 			next: NextWarn, at: deadline.Add(time.Hour)},
 	}
 	for _, tt := range tests {

@@ -66,9 +66,9 @@ type Settings struct {
 	// Acts: the mode carries Changes out (pr, direct); in observer mode nothing is removed, so
 	// nobody is told it was.
 	Acts bool
-	// Notify: warnings go to owners by mail or webhook, so an owner needs an address; without
-	// a notifier the Warning Event is the warning.
-	Notify bool
+	// Mail: warnings go to owners by mail, so an owner needs an address; without mail the
+	// Warning Event (and a webhook, when configured) is the warning.
+	Mail bool
 }
 
 // DefaultSettings are the flags' defaults.
