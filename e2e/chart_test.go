@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -83,7 +84,14 @@ func TestChartRBACIsEnough(t *testing.T) {
 		o.StateNamespace = releaseNS
 		o.LeaderElection = true
 		o.LeaseSweepInterval = time.Second
+		// The chart's default lifecycle kinds, watched as metadata.
+		expiryOptions(o)
+		o.Expiry.Kinds = append(o.Expiry.Kinds, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"})
 	})
+	// Expiry: Deployments watched, the warning written as an Event.
+	ens := newNamespace(t, "rbac-expiry", nil)
+	newEnvironment(t, ens, "preview", map[string]string{"kustos.io/owner": "ana@example.com", "kustos.io/ttl": "2s"})
+	waitEvents(t, ens, "ExpiryWarning", 1)
 
 	// Threshold: quota read, Lease created and updated, Event written.
 	ns := at85(t, "rbac-threshold", map[string]string{"resizer.io/increment": "lots"})
@@ -122,14 +130,19 @@ func TestChartRBACIsEnough(t *testing.T) {
 }
 
 // TestChartLintsStrict: `helm lint --strict` finds nothing, with the defaults, with Cleaner
-// target kinds in direct mode, with the webhook's certificate from cert-manager, and without
-// Cleaners (and so without the webhook).
+// target kinds in direct mode, with the webhook's certificate from cert-manager, without
+// Cleaners (and so without the webhook), with the expiry extension server, its Ingress and a
+// notify webhook, and without expiry.
 func TestChartLintsStrict(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
 		{"--set", "mode=direct", "--set-json", `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`},
 		{"--set", "webhook.certManager.enabled=true", "--set", "webhook.failurePolicy=Ignore"},
 		{"--set", "cleaner.enabled=false"},
+		{"--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com",
+			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com",
+			"--set", "expiry.notify.webhookURL=https://hooks.example/abc", "--set", "expiry.notify.webhookTokenSecret=hook"},
+		{"--set", "expiry.enabled=false"},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
 			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)

@@ -116,3 +116,31 @@ skipped). Each failure names the value and what to do about it.
 {{- fail "\n\nreplicaCount > 1 requires leaderElection.enabled=true, or every replica would emit the same recommendations." }}
 {{- end }}
 {{- end }}
+
+{{/*
+The expiry detector's extension server runs: "true" or "".
+*/}}
+{{- define "kustos.extensionEnabled" -}}
+{{- if and .Values.expiry.enabled .Values.expiry.extension.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+The notify webhook has a token Secret: "true" or "".
+*/}}
+{{- define "kustos.notifyTokenEnabled" -}}
+{{- if and .Values.expiry.enabled .Values.expiry.notify.webhookURL .Values.expiry.notify.webhookTokenSecret }}true{{ end }}
+{{- end }}
+
+{{/*
+The Secret holding the extension links' signing key.
+*/}}
+{{- define "kustos.extensionSecretName" -}}
+{{- default (printf "%s-extension" (include "kustos.fullname" .)) .Values.expiry.extension.existingSecret }}
+{{- end }}
+
+{{/*
+The pod mounts Secrets: "true" or "".
+*/}}
+{{- define "kustos.hasVolumes" -}}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) }}true{{ end }}
+{{- end }}
