@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // Short lifetimes: warned 2 s before the deadline, never acted on less than 3 s after the warning.
@@ -107,6 +110,36 @@ func TestExpiryObserverMode(t *testing.T) {
 	}
 	if evs := kustosEvents(t, ns, expiry.ReasonExpiryWarning); len(evs) != 1 || evs[0].InvolvedObject.Name != "preview" {
 		t.Errorf("warnings: %v", messages(evs))
+	}
+
+	// kustos status --orphans: the orphan (no owner) and the typo (unusable ttl) are listed,
+	// the preview and everything in the opted-out namespace are not; the gauge counts orphans.
+	rows, err := statusreport.Orphans(context.Background(), k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		expiry.DefaultSettings(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]statusreport.OrphanRow{}
+	for _, r := range rows {
+		if strings.Contains(r.Target, "/"+ns+"/") || strings.Contains(r.Target, "/"+optedOut+"/") {
+			got[r.Target] = r
+		}
+	}
+	if r, ok := got["Deployment.apps/"+ns+"/orphan"]; !ok || strings.Join(r.Missing, ",") != "owner" {
+		t.Errorf("orphan row: %+v (rows %+v)", r, got)
+	}
+	if r, ok := got["Deployment.apps/"+ns+"/typo"]; !ok || !strings.Contains(r.Problem, "five days") {
+		t.Errorf("typo row: %+v", r)
+	}
+	if len(got) != 2 {
+		t.Errorf("rows in the test's namespaces: %+v, want orphan and typo only", got)
+	}
+	var m dto.Metric
+	if err := metrics.ExpiryOrphans.WithLabelValues("Deployment.apps").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.GetGauge().GetValue(); v < 1 {
+		t.Errorf("kustos_expiry_orphans{kind=Deployment.apps} = %v, want at least the orphan", v)
 	}
 }
 

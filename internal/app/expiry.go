@@ -54,7 +54,7 @@ type WebhookNotifyOptions struct {
 }
 
 // DefaultLifecycleKinds is --lifecycle-kinds' default.
-const DefaultLifecycleKinds = "apps/v1/Deployment,apps/v1/StatefulSet"
+const DefaultLifecycleKinds = expiry.DefaultLifecycleKinds
 
 func (e ExpiryOptions) validate() error {
 	s := e.Settings

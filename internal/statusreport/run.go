@@ -19,14 +19,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
 const usageText = `Usage: kustos status [--state-namespace NS] [-o table|json] [--kubeconfig FILE]
+       kustos status --orphans [--lifecycle-kinds LIST] [--default-ttl D] [-o table|json]
 
 Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
 target, open pull request, last action, pending decision, Ready and why (Cleaners), next check
 and age. -o json prints one JSON object per line.
+
+With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
+objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
+kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
+the controller's --lifecycle-kinds and --default-ttl.
 `
 
 // Run executes `kustos status`. It returns the exit code.
@@ -37,15 +45,30 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	ns := fs.String("state-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the state Leases (default $POD_NAMESPACE)")
 	out := fs.String("o", "table", "output: table or json")
 	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
+	orphans := fs.Bool("orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
+	kindList := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "with --orphans: the controller's --lifecycle-kinds")
+	defaultTTL := fs.String("default-ttl", "", "with --orphans: the controller's --default-ttl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if *ns == "" || (*out != "table" && *out != "json") || fs.NArg() > 0 {
+	if (*ns == "" && !*orphans) || (*out != "table" && *out != "json") || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "kustos status: need --state-namespace (or $POD_NAMESPACE), -o table or json, and no arguments")
 		return 2
+	}
+	kinds, err := expiry.ParseKinds(*kindList)
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status: --lifecycle-kinds:", err)
+		return 2
+	}
+	settings := expiry.DefaultSettings()
+	if *defaultTTL != "" {
+		if settings.DefaultTTL, err = lifecycle.ParseDuration(*defaultTTL); err != nil {
+			fmt.Fprintln(stderr, "kustos status: --default-ttl:", err)
+			return 2
+		}
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
@@ -64,6 +87,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if *orphans {
+		rows, err := Orphans(ctx, c, kinds, settings, time.Now())
+		if err == nil {
+			err = PrintOrphans(stdout, rows, *out)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "kustos status:", err)
+			return 1
+		}
+		return 0
+	}
 	rows, err := Gather(ctx, c, *ns, time.Now())
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos status:", err)

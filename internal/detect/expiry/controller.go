@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.reportProblems(ctx, log, obj, nsObj, problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
-	orphan := !policy.Ignored && (policy.Owner == "" || policy.Deadline.IsZero()) && len(problems) == 0
+	orphan := len(policy.Missing()) > 0 && len(problems) == 0
 	r.setOrphan(req.NamespacedName, orphan)
 	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
 		// Opted out, an orphan, or metadata that cannot be used: nothing to schedule and

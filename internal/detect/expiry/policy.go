@@ -91,6 +91,22 @@ type Policy struct {
 	Action Action
 }
 
+// Missing says what makes an object an orphan: "owner", "lifetime", both, or nothing (it has
+// both, or its namespace opted out). Orphans are reported, never touched.
+func (p Policy) Missing() []string {
+	if p.Ignored {
+		return nil
+	}
+	var m []string
+	if p.Owner == "" {
+		m = append(m, "owner")
+	}
+	if p.Deadline.IsZero() {
+		m = append(m, "lifetime")
+	}
+	return m
+}
+
 // Problem is metadata Kustos cannot use: the object it is on, the key, the value and why.
 type Problem struct {
 	// On is where the value is: the object itself or its Namespace.
@@ -135,8 +151,9 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 	if owner != "" {
 		p.Owner = owner
 		addr, err := resolveOwner(owner, s.Owners)
-		if err != nil {
-			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error()})
+		if err != nil && s.Mail {
+			// Only mail needs an address; Events and webhooks name the owner as written.
+			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error() + "; the owner cannot be warned by mail, so the object is left alone"})
 		}
 		p.OwnerAddress = addr
 	}
@@ -264,6 +281,9 @@ func clip(s string, n int) string {
 	}
 	return string(r[:n]) + "…"
 }
+
+// DefaultLifecycleKinds is --lifecycle-kinds' default.
+const DefaultLifecycleKinds = "apps/v1/Deployment,apps/v1/StatefulSet"
 
 // ParseKinds parses --lifecycle-kinds: comma-separated group/version/Kind, or version/Kind for
 // the core group ("apps/v1/Deployment,v1/ConfigMap").

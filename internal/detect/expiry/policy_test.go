@@ -18,6 +18,8 @@ func TestParsePolicy(t *testing.T) {
 	settings.Owners = map[string]string{"ana": "ana@example.com"}
 	withDefault := settings
 	withDefault.DefaultTTL = 72 * time.Hour
+	withMail := settings
+	withMail.Mail = true
 
 	tests := []struct {
 		name      string
@@ -67,10 +69,12 @@ func TestParsePolicy(t *testing.T) {
 			problems: []string{`kustos.io/expires-at="2026-12-24" on Deployment.apps/team-a/web: not an RFC 3339 time`}},
 		{name: "an unusable namespace ttl leaves its objects alone", sources: []Source{obj(nil), ns(nil, map[string]string{AnnotationTTL: "soon"})},
 			want: Policy{Action: ActionDelete}, problems: []string{`kustos.io/ttl="soon" on Namespace/team-a`}},
-		{name: "an owner name without an address", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "bob"})},
+		{name: "no mail: an owner name is enough", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "bob"})},
+			want: Policy{Owner: "bob", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete}},
+		{name: "mail: an owner name without an address", settings: withMail, sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "bob"})},
 			want:     Policy{Owner: "bob", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
 			problems: []string{`kustos.io/owner="bob" on Deployment.apps/team-a/web: no email address for owner "bob" in the owners file`}},
-		{name: "an owner that is no address", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "ana@@example"})},
+		{name: "mail: an owner that is no address", settings: withMail, sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "ana@@example"})},
 			want:     Policy{Owner: "ana@@example", Deadline: created.Add(24 * time.Hour), From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete},
 			problems: []string{"not an email address"}},
 		{name: "pause a workload", sources: []Source{obj(map[string]string{AnnotationTTL: "1d", AnnotationOwner: "ana", AnnotationOnExpiry: "Pause"})}, scalable: true,
