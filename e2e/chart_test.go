@@ -143,6 +143,7 @@ func TestChartLintsStrict(t *testing.T) {
 			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com",
 			"--set", "expiry.notify.webhookURL=https://hooks.example/abc", "--set", "expiry.notify.webhookTokenSecret=hook"},
 		{"--set", "expiry.enabled=false"},
+		{"--set", "mode=direct", "--set", "expiry.helmReleases.enabled=true", "--set-json", `expiry.helmReleases.resourceKinds=[{"apiGroup":"","resources":["configmaps"]}]`},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
 			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)

@@ -26,6 +26,12 @@ import (
 // `helm install` would: a ConfigMap, and a pre-delete hook that leaves a ConfigMap behind.
 func installRelease(t *testing.T, ns, name string) {
 	t.Helper()
+	installReleaseWith(t, ns, name, nil)
+}
+
+// installReleaseWith is installRelease with values, as `helm install --set k=v` gives them.
+func installReleaseWith(t *testing.T, ns, name string, values map[string]any) {
+	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &env.Kubeconfig, &ns
 	cfg := new(action.Configuration)
@@ -41,7 +47,7 @@ func installRelease(t *testing.T, ns, name string) {
 			{Name: "templates/hook.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-pre-delete\n  annotations:\n    helm.sh/hook: pre-delete\ndata:\n  ran: \"yes\"\n")},
 		},
 	}
-	if _, err := in.RunWithContext(context.Background(), c, nil); err != nil {
+	if _, err := in.RunWithContext(context.Background(), c, values); err != nil {
 		t.Fatalf("installing release %s/%s: %v", ns, name, err)
 	}
 }

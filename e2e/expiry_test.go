@@ -18,10 +18,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
@@ -374,5 +376,56 @@ func TestExpiryExtension(t *testing.T) {
 	}
 	if n := len(kustosEvents(t, ns, expiry.ReasonExpired)); n != 0 {
 		t.Errorf("%d Expired events for an extended environment", n)
+	}
+}
+
+// TestExpiryHelmRelease: a release installed with `--set ec_owner=… --set ec_ttl=3s` (env-cleaner's
+// convention) is warned about, then uninstalled with helm's library at its deadline — its
+// pre-delete hook runs, its objects and history go — and the owner is told; a release without
+// those values is left alone; one with an unusable ec_ttl gets an InvalidExpiryMetadata Event.
+func TestExpiryHelmRelease(t *testing.T) {
+	ns := newNamespace(t, "expiry-helm", nil)
+	installReleaseWith(t, ns, "shop", map[string]any{"ec_owner": "ana@example.com", "ec_ttl": "3s"})
+	installRelease(t, ns, "keep")
+	installReleaseWith(t, ns, "typo", map[string]any{"ec_owner": "ana@example.com", "ec_ttl": "soon"})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+		o.Expiry.HelmReleases = true
+	})
+	dumpOnFailure(t, k)
+
+	u := &helmrelease.Uninstaller{Config: env.Config}
+	eventually(t, "release shop uninstalled", func() bool {
+		ok, err := u.Exists(context.Background(), ns, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ok
+	})
+	gone := time.Now()
+	warn := waitEvents(t, ns, expiry.ReasonExpiryWarning, 1)[0]
+	if warn.InvolvedObject.Kind != expiry.ReleaseKind || warn.InvolvedObject.Name != "shop" || !strings.Contains(warn.Message, `ec_ttl="3s"`) {
+		t.Errorf("warning: %+v %s", warn.InvolvedObject, warn.Message)
+	}
+	if gone.Sub(warn.LastTimestamp.Time) < expiryInterval-time.Second {
+		t.Errorf("uninstalled %s after the warning, want at least %s", gone.Sub(warn.LastTimestamp.Time), expiryInterval)
+	}
+	var hook corev1.ConfigMap
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-pre-delete"}, &hook); err != nil {
+		t.Errorf("the pre-delete hook did not run: %v", err)
+	}
+	done := waitEvents(t, ns, expiry.ReasonExpired, 1)[0]
+	if !strings.Contains(done.Message, "uninstalled") && !strings.Contains(done.Message, "removed") {
+		t.Errorf("done message: %s", done.Message)
+	}
+	bad := waitEvents(t, ns, expiry.ReasonInvalidExpiry, 1)[0]
+	if bad.InvolvedObject.Name != "typo" || !strings.Contains(bad.Message, `ec_ttl="soon"`) {
+		t.Errorf("invalid: %+v %s", bad.InvolvedObject, bad.Message)
+	}
+	for _, name := range []string{"keep", "typo"} {
+		if ok, err := u.Exists(context.Background(), ns, name); err != nil || !ok {
+			t.Errorf("release %s: exists %v, %v", name, ok, err)
+		}
 	}
 }

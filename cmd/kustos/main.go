@@ -140,6 +140,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	extensionMax := lifetimeFlag{d: 14 * 24 * time.Hour}
 	fs.Var(&extensionMax, "extension-max", "expiry: the longest extension honoured, whatever a link says")
 	fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "expiry: file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
+	fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "expiry: helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 	fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "expiry: every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
 	fs.StringVar(&o.Expiry.Webhook.TokenFile, "notify-webhook-token-file", "", "expiry: file holding a bearer token for --notify-webhook-url")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")

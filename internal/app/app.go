@@ -425,11 +425,14 @@ func orDisabled(addr string) string {
 // their union.
 func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
 	var prefixes, labelKeys []string
-	var eventFields map[string]string
+	var eventFields, secretLabels map[string]string
 	readsEvents := false
 	for _, w := range watches {
 		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
 		labelKeys = append(labelKeys, w.MetadataLabels...)
+		if w.SecretLabels != nil {
+			secretLabels = w.SecretLabels // one detector reads Secrets
+		}
 		if w.EventFields == nil {
 			continue
 		}
@@ -453,6 +456,11 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 	}
 	if readsEvents {
 		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: trimEvent}
+	}
+	if secretLabels != nil {
+		// Only helm's release records, and only their metadata (the watch is metadata-only):
+		// the cache never holds a Secret's data.
+		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
 	}
 	return cache.Options{
 		DefaultTransform: func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) },

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -35,6 +37,9 @@ type ExpiryOptions struct {
 	Extension ExtensionOptions
 	// Webhook receives every Notice as JSON (URL "": none).
 	Webhook WebhookNotifyOptions
+	// HelmReleases is --expiry-helm-releases: helm releases with ec_owner/ec_ttl values expire
+	// too (reads helm's release Secrets; uninstalling needs delete on what the releases hold).
+	HelmReleases bool
 }
 
 // ExtensionOptions are the --extension-* flags.
@@ -83,7 +88,12 @@ func expiryWatches(o Options) []lifecycle.Watches {
 	if !o.Expiry.Enabled {
 		return nil
 	}
-	return []lifecycle.Watches{expiry.Watches()}
+	w := expiry.Watches()
+	if o.Expiry.HelmReleases {
+		w.SecretLabels = map[string]string{expiry.HelmOwnerLabel: expiry.HelmOwnerValue}
+		w.MetadataLabels = append(w.MetadataLabels, expiry.HelmOwnerLabel, expiry.HelmNameLabel)
+	}
+	return []lifecycle.Watches{w}
 }
 
 // setupExpiry adds the expiry detector: one controller per lifecycle kind and one for
@@ -97,6 +107,15 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
 	if o.Mode == ModePR {
 		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+	}
+	var uninstaller *helmrelease.Uninstaller
+	if o.Expiry.HelmReleases {
+		jsonCfg := rest.CopyConfig(mgr.GetConfig())
+		jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+		uninstaller = &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
+		if o.Mode != ModeObserve {
+			pl.Actuator = releaseActuator{base: pl.Actuator, releases: uninstaller}
+		}
 	}
 	rep, ok := base.Reporter.(expiry.Reporter)
 	if !ok {
@@ -144,7 +163,45 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			return fmt.Errorf("setting up the expiry detector for %s: %w", k, err)
 		}
 	}
+	if uninstaller != nil {
+		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep,
+			Settings: settings, Links: links, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
+		}
+	}
 	return nil
+}
+
+// helmReleases reads releases for the expiry detector through helm's library.
+type helmReleases struct{ u *helmrelease.Uninstaller }
+
+var _ expiry.Releases = helmReleases{}
+
+func (h helmReleases) Release(ctx context.Context, namespace, name string) (expiry.Release, bool, error) {
+	i, found, err := h.u.Release(ctx, namespace, name)
+	return expiry.Release{Values: i.Values, FirstDeployed: i.FirstDeployed, Labels: i.Labels}, found, err
+}
+
+// releaseActuator uninstalls helm releases whose removal is due (hooks run, history purged);
+// every other Change goes to base. Releases are never in Git as such (a Flux-managed one is
+// left to people, see expiry.HelmReconciler), so there is nothing to propose.
+type releaseActuator struct {
+	base     pipeline.Actuator
+	releases *helmrelease.Uninstaller
+}
+
+func (a releaseActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	if !expiry.IsRelease(c.Target) {
+		return a.base.Apply(ctx, c, decidedAt, opts)
+	}
+	if c.Edit.Op != lifecycle.EditDelete {
+		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s: only an uninstall is possible, not %s", lifecycle.ErrInvalidChange, c.Target, c.Edit.Op)
+	}
+	if _, err := a.releases.Uninstall(ctx, c.Target.Namespace, c.Target.Name); err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	return lifecycle.Outcome{Applied: true}, nil
 }
 
 // setupExtension starts the extension server on every replica (a link may reach any of them)

@@ -72,6 +72,9 @@ type Watches struct {
 	// MetadataLabels are the label keys the detector reads on those objects; the cached copies
 	// keep only these labels.
 	MetadataLabels []string
+	// SecretLabels, when set, is the label selector of the Secrets the detector watches (as
+	// metadata): helm's release records, owner=helm. Nil: the detector reads no Secrets.
+	SecretLabels map[string]string
 }
 
 // Vocabulary names the Events the pipeline writes about one detector's Changes.

@@ -114,6 +114,43 @@ func (u *Uninstaller) Values(ctx context.Context, namespace, release string) (ma
 	return values, nil
 }
 
+// Info is what the expiry detector reads of a release's latest revision.
+type Info struct {
+	// Values are the user-supplied values (never nil).
+	Values map[string]any
+	// FirstDeployed is when the release was first installed: a lifetime counts from it.
+	FirstDeployed time.Time
+	// Status is the latest revision's status (deployed, failed, uninstalling, …).
+	Status string
+	// Labels are the release's own labels (helm 3.13+ stores them on its Secrets); Flux's
+	// helm-controller marks the releases it manages with helm.toolkit.fluxcd.io/ labels.
+	Labels map[string]string
+}
+
+// Release returns Info of release's latest revision; found is false when it has no history or
+// was uninstalled (history kept).
+func (u *Uninstaller) Release(ctx context.Context, namespace, release string) (info Info, found bool, err error) {
+	type out struct {
+		info  Info
+		found bool
+	}
+	o, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (out, error) {
+		last, err := lastRevision(cfg, release)
+		if err != nil || last == nil || last.Info == nil || last.Info.Status == hrelease.StatusUninstalled {
+			return out{}, err
+		}
+		i := Info{Values: last.Config, FirstDeployed: last.Info.FirstDeployed.Time, Status: last.Info.Status.String(), Labels: last.Labels}
+		if i.Values == nil {
+			i.Values = map[string]any{}
+		}
+		return out{info: i, found: true}, nil
+	})
+	if err != nil {
+		return Info{}, false, fmt.Errorf("helmrelease: reading release %s/%s: %w", namespace, release, err)
+	}
+	return o.info, o.found, nil
+}
+
 // run calls fn with a helm configuration for namespace whose API requests end with ctx or after
 // u.Timeout, and returns what fn returns, or ctx's cause when ctx ends first. fn's results travel
 // back over a channel: an fn abandoned at ctx's end must write nothing the caller reads.

@@ -122,18 +122,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	key := lifecycle.KeyFor(DetectorName, target)
-	var last Decision
-	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
-		Key: key, Target: target, UID: string(obj.UID), Now: now,
+	req2 := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
+	req2.AutoMerge = r.AutoMerge
+	res, err := r.Pipeline.Run(ctx, req2)
+	countCommitted(res)
+	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// countCommitted counts a decision the pipeline recorded, by what it does.
+func countCommitted(res lifecycle.Result) {
+	if res.Committed != nil {
+		metrics.Decisions.WithLabelValues(DetectorName, string(res.Committed.Edit.Op)).Inc()
+	}
+}
+
+// decideRequest is the pipeline Request of one target, shared by workloads, Namespaces and
+// helm releases: the pure Decide over the Lease's state, its warning and done messages as
+// Findings with Notices (extension links minted by links, when set).
+func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, policy Policy, settings Settings,
+	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger) lifecycle.Request {
+	return lifecycle.Request{
+		Key: key, Target: target, UID: uid, Now: now,
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			st, bad := ParseState(v.Bag)
 			for _, b := range bad {
 				metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
 				log.Info("unreadable expiry state dropped", "entry", b)
 			}
-			last = Decide(Snapshot{Now: now, Target: target, UID: string(obj.UID), ResourceVersion: obj.ResourceVersion,
+			last := Decide(Snapshot{Now: now, Target: target, UID: uid,
 				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
-				Settings: r.Settings})
+				Settings: settings})
+			log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
 			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter}
 			if !reflect.DeepEqual(last.State, st) || len(bad) > 0 {
 				out.Bag = last.State.Bag()
@@ -141,13 +160,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if last.Warn {
 				id := "expiry-warning|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
 				msg := WarningMessage(target, policy, last.Deadline, last.At)
-				n := r.notice(id, NoticeWarning, target, policy, last, msg)
-				if r.Links != nil {
-					links, err := r.Links(key, last.Deadline, last.At)
+				n := notice(id, NoticeWarning, target, policy, last, msg, now)
+				if links != nil {
+					ls, err := links(key, last.Deadline, last.At)
 					if err != nil {
 						log.Error(err, "cannot make extension links; the warning goes without them")
 					}
-					n.Links = links
+					n.Links = ls
 				}
 				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpiryWarning, Message: msg, ID: id, Notice: n})
 			}
@@ -155,18 +174,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				id := "expiry-done|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
 				msg := DoneMessage(target, policy, last.Deadline, last.Action)
 				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpired, Message: msg, ID: id,
-					Notice: r.notice(id, NoticeDone, target, policy, last, msg)})
+					Notice: notice(id, NoticeDone, target, policy, last, msg, now)})
 			}
 			return out
 		},
 		Supersedes: Supersedes,
-		AutoMerge:  r.AutoMerge,
-	})
-	if res.Committed != nil {
-		metrics.Decisions.WithLabelValues(DetectorName, string(last.Action)).Inc()
 	}
-	log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
-	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
 // Notice kinds.
@@ -175,12 +188,12 @@ const (
 	NoticeDone    = "expiry.done"
 )
 
-func (r *Reconciler) notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string) *lifecycle.Notice {
+func notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string, now time.Time) *lifecycle.Notice {
 	subject := fmt.Sprintf("%s %s expires at %s", t.Kind, t.Name, d.Deadline.UTC().Format(time.RFC3339))
 	at := d.At
 	if kind == NoticeDone {
 		subject = fmt.Sprintf("%s %s expired and was %s", t.Kind, t.Name, pastTense(d.Action))
-		at = r.Now()
+		at = now
 	}
 	return &lifecycle.Notice{ID: id, Kind: kind, To: p.OwnerAddress, Owner: p.Owner, Subject: subject, Text: text,
 		Target: t, Deadline: d.Deadline, At: at}

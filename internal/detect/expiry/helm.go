@@ -1,0 +1,154 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+)
+
+// Helm releases are targets of their own kind: helm keeps a release in Secrets labelled
+// owner=helm, name=<release> (its default storage driver), and its lifetime in the values
+// env-cleaner sets (`helm install --set ec_owner=ana --set ec_ttl=1d`).
+const (
+	ReleaseGroup   = "helm.sh"
+	ReleaseVersion = "v3"
+	ReleaseKind    = "Release"
+	// HelmOwnerLabel and HelmNameLabel are the labels of helm's release Secrets.
+	HelmOwnerLabel = "owner"
+	HelmOwnerValue = "helm"
+	HelmNameLabel  = "name"
+)
+
+// ReleaseTarget is the Target of a helm release.
+func ReleaseTarget(namespace, name string) lifecycle.Target {
+	return lifecycle.Target{Group: ReleaseGroup, Version: ReleaseVersion, Kind: ReleaseKind, Namespace: namespace, Name: name}
+}
+
+// IsRelease reports whether t is a helm release (its removal is an uninstall).
+func IsRelease(t lifecycle.Target) bool { return t.Group == ReleaseGroup && t.Kind == ReleaseKind }
+
+// Release is what the detector reads of a release (internal/actuate/helmrelease.Info).
+type Release struct {
+	Values        map[string]any
+	FirstDeployed time.Time
+	Labels        map[string]string
+}
+
+// Releases reads helm releases (internal/actuate/helmrelease.Uninstaller, through an adapter).
+type Releases interface {
+	// Release returns the latest revision; found is false when there is none installed.
+	Release(ctx context.Context, namespace, name string) (r Release, found bool, err error)
+}
+
+// HelmReconciler decides about helm releases: it watches the metadata of helm's release
+// Secrets, reads the release's values through helm, and hands the decision to the pipeline
+// like the Reconciler of workloads. Their removal is an uninstall (hooks run).
+type HelmReconciler struct {
+	Cache    client.Reader
+	Releases Releases
+	Pipeline Pipeline
+	Reporter Reporter
+	Settings Settings
+	Links    func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
+	Now      func() time.Time
+	Log      logr.Logger
+}
+
+// Reconcile decides about one release (request name = the release name).
+func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	log := r.Log.WithValues("namespace", req.Namespace, "release", req.Name)
+	rel, found, err := r.Releases.Release(ctx, req.Namespace, req.Name)
+	if err != nil || !found {
+		return reconcile.Result{}, err
+	}
+	nsObj := &metav1.PartialObjectMetadata{}
+	nsObj.SetGroupVersionKind(namespaceGVK)
+	if err := r.Cache.Get(ctx, types.NamespacedName{Name: req.Namespace}, nsObj); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nsObj.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	target := ReleaseTarget(req.Namespace, req.Name)
+	values := map[string]string{}
+	for _, k := range []string{HelmValueOwner, HelmValueTTL} {
+		if v, ok := rel.Values[k]; ok && v != nil {
+			values[k] = fmt.Sprint(v)
+		}
+	}
+	sources := []Source{{Name: target.String(), Helm: true, Meta: Meta{Annotations: values}},
+		{Name: "Namespace/" + nsObj.Name, Meta: Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}}}
+	now := r.Now()
+	policy, problems := ParsePolicy(rel.FirstDeployed, sources, false, r.Settings)
+	for _, p := range problems {
+		on := corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind, Namespace: req.Namespace, Name: req.Name}
+		if p.On == "Namespace/"+nsObj.Name {
+			on = corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: nsObj.Name, UID: nsObj.UID}
+		}
+		metrics.InvalidInput.WithLabelValues(DetectorName, p.Key).Inc()
+		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", clip(p.Value, 64), "problem", p.Err)
+		if err := r.Reporter.Notify(ctx, on, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(), "expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
+		return reconcile.Result{}, nil
+	}
+	if m := managedBy(rel.Labels); m != "" {
+		// Flux's helm-controller would install it again: the release goes by removing its
+		// HelmRelease in Git, which people do; Kustos says so once and leaves it.
+		return reconcile.Result{}, r.Reporter.Notify(ctx, corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind,
+			Namespace: req.Namespace, Name: req.Name}, corev1.EventTypeWarning, ReasonInvalidExpiry,
+			fmt.Sprintf("helm release %s/%s has a lifetime (%s) but is managed by %s; remove it in Git, Kustos does not uninstall it", req.Namespace, req.Name, policy.From, m),
+			"expiry-flux|"+req.Namespace+"|"+req.Name, now)
+	}
+	key := lifecycle.KeyFor(DetectorName, target)
+	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
+	countCommitted(res)
+	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// managedBy names the GitOps controller that manages a release, from its labels ("" if none).
+func managedBy(labels map[string]string) string {
+	for k, v := range labels {
+		if strings.HasPrefix(k, "helm.toolkit.fluxcd.io/") {
+			return "the Flux HelmRelease " + v
+		}
+	}
+	return ""
+}
+
+// SetupWithManager watches helm's release Secrets as metadata (the cache holds only those
+// labelled owner=helm) and maps each to its release.
+func (r *HelmReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	isRelease := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[HelmOwnerLabel] == HelmOwnerValue && o.GetLabels()[HelmNameLabel] != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("expiry-helm-releases").
+		WatchesMetadata(secret, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[HelmNameLabel]}}}
+		}), builder.WithPredicates(isRelease)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Complete(r)
+}
