@@ -8,7 +8,10 @@
 // PR-mode Kustos then runs the Cleaner act: a Knative-shaped preview environment that is not in
 // Git, the seed's Cleaner over it, the value of its condition, the exact second the monotonic
 // search scheduled, the deletion at that second and the CloudEvent a local sdk-go sink received.
-// It shuts everything down at the end.
+// Last, the expiry act: preview environments in Git with a lifetime, the owner's warning with
+// one-time extension links at a webhook, a link clicked and written back to Git by a pull
+// request, the other preview removed by a pull request at its deadline. It shuts everything
+// down at the end.
 //
 // It is a separate binary, not a `kustos demo` subcommand, so that the controller image does not
 // carry the test control plane's code.
@@ -42,6 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -196,17 +200,22 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 
 	fmt.Fprintln(out)
 	actStart := time.Now()
-	var cleanerTook time.Duration
+	var cleanerTook, expiryTook time.Duration
 	if err := prAct(ctx, kustosBin, env.Kubeconfig, c, out, func() error {
 		fmt.Fprintln(out)
 		t0 := time.Now()
 		defer func() { cleanerTook = time.Since(t0) }()
 		return cleanerAct(ctx, c, out)
+	}, func(s *githubtest.Server, tokenFile, dir string) error {
+		fmt.Fprintln(out)
+		t0 := time.Now()
+		defer func() { expiryTook = time.Since(t0) }()
+		return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tokenFile, dir, out)
 	}); err != nil {
 		return fmt.Errorf("PR mode: %w", err)
 	}
-	fmt.Fprintf(out, "Demo done in %s (PR mode %s, of which Cleaners %s).\n", time.Since(start).Round(time.Second),
-		time.Since(actStart).Round(time.Second), cleanerTook.Round(time.Second))
+	fmt.Fprintf(out, "Demo done in %s (PR mode %s, of which Cleaners %s and expiry %s).\n", time.Since(start).Round(time.Second),
+		time.Since(actStart).Round(time.Second), cleanerTook.Round(time.Second), expiryTook.Round(time.Second))
 	return nil
 }
 

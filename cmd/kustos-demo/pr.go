@@ -48,8 +48,10 @@ spec:
 `
 
 // prAct is the demo's second act: Kustos in PR mode against a local GitHub-compatible server.
-// Once the PR is merged, it runs next (the Cleaner act) with the same Kustos.
-func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer, next func() error) (err error) {
+// Once the PR is merged, it runs next (the Cleaner act) with the same Kustos; then, with that
+// Kustos stopped, lastAct (the expiry act) with the same GitHub-compatible server.
+func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer, next func() error,
+	lastAct func(s *githubtest.Server, tokenFile, dir string) error) (err error) {
 	tb := &demoTB{}
 	defer func() {
 		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
@@ -239,7 +241,7 @@ func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, o
 	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
 		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
 	}
-	return nil
+	return lastAct(s, tokenFile, tb.TempDir())
 }
 
 // poll calls cond every 250ms until it is true, fails, or ctx ends.

@@ -148,16 +148,17 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			return fmt.Errorf("--lifecycle-kinds: %s is not served by the API server: %w", k, err)
 		}
 		r := &expiry.Reconciler{
-			Cache:     mgr.GetClient(),
-			Pipeline:  &pl,
-			Reporter:  rep,
-			Kind:      k,
-			Scalable:  expiry.Scalable(k),
-			Settings:  settings,
-			AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
-			Links:     links,
-			Now:       o.Now,
-			Log:       o.Log.WithName("expiry"),
+			Cache:        mgr.GetClient(),
+			Pipeline:     &pl,
+			Reporter:     rep,
+			Kind:         k,
+			Scalable:     expiry.Scalable(k),
+			Settings:     settings,
+			AutoMerge:    o.Mode == ModePR && o.PR.AutoMerge,
+			Links:        links,
+			LeaseTrigger: extensionRecorded,
+			Now:          o.Now,
+			Log:          o.Log.WithName("expiry"),
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for %s: %w", k, err)
@@ -165,12 +166,24 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep,
-			Settings: settings, Links: links, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}
 	}
 	return nil
+}
+
+// extensionRecorded: an expiry Key's Lease now records a different extension (the extension
+// server wrote it, on this replica or another): the detector looks again at once to write the
+// new deadline back, instead of at its next scheduled look.
+func extensionRecorded(before, after client.Object) (lifecycle.Key, bool) {
+	annotation := state.BagPrefix + expiry.BagExtendedUntil
+	key := after.GetAnnotations()[state.AnnotationKey]
+	if !strings.HasPrefix(key, expiry.DetectorName+"/") || before.GetAnnotations()[annotation] == after.GetAnnotations()[annotation] {
+		return "", false
+	}
+	return lifecycle.Key(key), true
 }
 
 // helmReleases reads releases for the expiry detector through helm's library.

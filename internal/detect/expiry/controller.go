@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +50,7 @@ func Watches() lifecycle.Watches {
 func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
-		MergedNote: "the environment goes when the GitOps tool syncs the merge",
+		MergedNote: "the change takes effect when the GitOps tool syncs the merge",
 	}
 }
 
@@ -69,8 +71,11 @@ type Reconciler struct {
 	// Links, when set, mints the extension links of a warning (the extension server): they go
 	// to the owner in the warning's Notice, never into an Event.
 	Links func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
-	Now   func() time.Time
-	Log   logr.Logger
+	// LeaseTrigger, when set, says which Key a change of a state Lease should make the detector
+	// look at again at once (an extension recorded by the extension server, on any replica).
+	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
+	Now          func() time.Time
+	Log          logr.Logger
 
 	mu      sync.Mutex
 	orphans map[types.NamespacedName]bool
@@ -313,7 +318,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		nsMeta.SetGroupVersionKind(namespaceGVK)
 		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.objectsOfNamespace), builder.WithPredicates(metadataChanged()))
 	}
+	if r.LeaseTrigger != nil {
+		b = b.Watches(&coordinationv1.Lease{}, leaseHandler(r.LeaseTrigger, kindLabel(r.Kind)))
+	}
 	return b.Complete(r)
+}
+
+// leaseHandler enqueues the object of a Key of kindGroup whose state Lease changed in a way
+// trigger cares about.
+func leaseHandler(trigger func(before, after client.Object) (lifecycle.Key, bool), kindGroup string) handler.EventHandler {
+	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key, ok := trigger(e.ObjectOld, e.ObjectNew)
+		if !ok {
+			return
+		}
+		if p, ok := key.Parts(); ok && p.Detector == DetectorName && p.KindGroup == kindGroup {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		}
+	}}
 }
 
 // metadataChanged lets through creations, deletions, and updates of labels, annotations or the

@@ -66,13 +66,17 @@ type State struct {
 	NotifiedFor time.Time
 }
 
+// BagExtendedUntil is the bag key of an extension: the extension server writes it, and a change
+// of it makes the detector look again at once (to write the new deadline back).
+const BagExtendedUntil = "extended-until"
+
 // Bag keys (below the state package's bag.kustos.io/ prefix).
 const (
 	bagWarningFor       = "warning-for"
 	bagWarningAttemptAt = "warning-attempt-at"
 	bagWarningAttempts  = "warning-attempts"
 	bagWarnedAt         = "warned-at"
-	bagExtendedUntil    = "extended-until"
+	bagExtendedUntil    = BagExtendedUntil
 	bagExtendedAt       = "extended-at"
 	bagUsedTokens       = "used-tokens"
 	bagNotifiedFor      = "notified-for"

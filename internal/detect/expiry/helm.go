@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,8 +67,10 @@ type HelmReconciler struct {
 	Reporter Reporter
 	Settings Settings
 	Links    func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
-	Now      func() time.Time
-	Log      logr.Logger
+	// LeaseTrigger: see Reconciler.LeaseTrigger.
+	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
+	Now          func() time.Time
+	Log          logr.Logger
 }
 
 // Reconcile decides about one release (request name = the release name).
@@ -144,11 +147,14 @@ func (r *HelmReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) e
 	isRelease := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetLabels()[HelmOwnerLabel] == HelmOwnerValue && o.GetLabels()[HelmNameLabel] != ""
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("expiry-helm-releases").
 		WatchesMetadata(secret, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[HelmNameLabel]}}}
 		}), builder.WithPredicates(isRelease)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.LeaseTrigger != nil {
+		b = b.Watches(&coordinationv1.Lease{}, leaseHandler(r.LeaseTrigger, ReleaseKind+"."+ReleaseGroup))
+	}
+	return b.Complete(r)
 }

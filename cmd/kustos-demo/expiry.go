@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+const (
+	expiryNamespace  = "previews-lab"
+	expiryStateNS    = "kustos-expiry-system"
+	expiryDir        = "clusters/demo/" + expiryNamespace + "/"
+	expiryTTL        = 20 * time.Second
+	expiryWarnBefore = 15 * time.Second
+	expiryInterval   = 8 * time.Second
+)
+
+// previewManifest is a preview environment as a team declares it in Git: its owner and its
+// lifetime next to it.
+func previewManifest(name string) string {
+	return `# Preview environment of ` + name + `; goes when its lifetime ends.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + name + `
+  annotations:
+    kustos.io/owner: ana@example.com   # warned before the deadline
+    kustos.io/ttl: 20s                 # counted from creation
+spec:
+  replicas: 0
+  selector:
+    matchLabels: {app: ` + name + `}
+  template:
+    metadata:
+      labels: {app: ` + name + `}
+    spec:
+      containers:
+        - name: app
+          image: registry.example/app:1
+`
+}
+
+// expiryAct is the demo's last act: two preview environments defined in Git with a 20 s
+// lifetime, Kustos in PR mode with short warning and notification intervals, a webhook that
+// receives the owner's warnings with their extension links. One link is clicked: the preview
+// is extended and Kustos writes the new deadline back to Git by a pull request; the other
+// preview is removed by a pull request at its deadline.
+func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tokenFile, dir string, out io.Writer) error {
+	step(out, "Expiry: a webhook receiver for the owner's notices, and two preview environments in Git and in the cluster")
+	hook, err := startHook(ctx)
+	if err != nil {
+		return err
+	}
+	files := map[string]string{
+		expiryDir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + expiryNamespace +
+			"\nresources:\n  - preview-pr-41.yaml\n  - preview-pr-42.yaml\n",
+		expiryDir + "preview-pr-41.yaml": previewManifest("preview-pr-41"),
+		expiryDir + "preview-pr-42.yaml": previewManifest("preview-pr-42"),
+	}
+	s.PushBaseCommit(ghOwner, ghRepo, baseBranch, "add two preview environments", files)
+	fmt.Fprint(out, indent(files[expiryDir+"preview-pr-41.yaml"], "     | "))
+	for _, ns := range []string{expiryNamespace, expiryStateNS} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	created := time.Now()
+	for _, name := range []string{"preview-pr-41", "preview-pr-42"} {
+		labels := map[string]string{"app": name}
+		if err := c.Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: expiryNamespace, Name: name,
+				Annotations: map[string]string{"kustos.io/owner": "ana@example.com", "kustos.io/ttl": "20s"}},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}},
+		}); err != nil {
+			return err
+		}
+	}
+
+	keyFile := filepath.Join(dir, "extension-key")
+	if err := os.WriteFile(keyFile, []byte("demo-extension-key-0123456789abcdef0123\n"), 0o600); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	args := []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + expiryStateNS,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
+		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
+		"--cluster-name=demo", "--git-path=clusters/demo/", "--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(),
+		"--enable-cleaners=false",
+		"--expiry-warning-before=" + expiryWarnBefore.String(), "--notification-interval=" + expiryInterval.String(),
+		"--extension-addr=" + addr, "--extension-url=http://" + addr, "--extension-periods=1m,5m", "--extension-max=10m",
+		"--extension-key-file=" + keyFile, "--notify-webhook-url=" + hook.url}
+	step(out, "starting kustos run --mode=pr --expiry-warning-before=15s --notification-interval=8s --extension-addr=… --notify-webhook-url=…")
+	logs := &lockedBuffer{}
+	cmd := exec.Command(kustosBin, args...)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	withLogs := func(err error) error { return fmt.Errorf("%w; kustos (expiry) logged:\n%s", err, logs.String()) }
+
+	step(out, fmt.Sprintf("waiting for the warnings (deadline − 15 s, about %s after creation)", (expiryTTL-expiryWarnBefore).Round(time.Second)))
+	var warnings map[string]lifecycle.Notice
+	if err := poll(ctx, func() (bool, error) {
+		warnings = hook.byTarget("expiry.warning")
+		return len(warnings) == 2, nil
+	}); err != nil {
+		return withLogs(fmt.Errorf("no warnings: %w", err))
+	}
+	w := warnings["preview-pr-41"]
+	fmt.Fprintf(out, "     webhook received %q for %s, %s after creation:\n", w.Subject, w.To, time.Since(created).Round(time.Second))
+	fmt.Fprintf(out, "       %s\n", w.Text)
+	for _, lk := range w.Links {
+		fmt.Fprintf(out, "       [%s] %s\n", lk.Label, shortenToken(lk.URL))
+	}
+
+	var link string
+	for _, lk := range w.Links {
+		if strings.HasSuffix(lk.Label, "5m") {
+			link = lk.URL
+		}
+	}
+	step(out, "the owner opens the 5m link (GET shows the choice and changes nothing), then presses the button (POST)")
+	code, body, err := httpDo(http.MethodGet, link, nil)
+	if err != nil {
+		return withLogs(fmt.Errorf("GET the link: %w", err))
+	}
+	if code != http.StatusOK {
+		return withLogs(fmt.Errorf("GET the link: %d %s", code, pageText(body)))
+	}
+	fmt.Fprintf(out, "     GET  → %d %s\n", code, pageText(body))
+	u, _ := url.Parse(link)
+	code, body, err = httpDo(http.MethodPost, "http://"+addr+"/extend", u.Query())
+	if err != nil {
+		return withLogs(fmt.Errorf("POST the link: %w", err))
+	}
+	if code != http.StatusOK {
+		return withLogs(fmt.Errorf("POST the link: %d %s", code, pageText(body)))
+	}
+	fmt.Fprintf(out, "     POST → %d %s\n", code, pageText(body))
+	code, _, _ = httpDo(http.MethodPost, "http://"+addr+"/extend", u.Query())
+	fmt.Fprintf(out, "     POST the same link again → %d (each link works once)\n", code)
+
+	step(out, "waiting for Kustos's pull requests: the extension written back to Git, the other preview removed at its deadline")
+	seen := map[int]bool{}
+	var merged []githubtest.PullRequest
+	if err := poll(ctx, func() (bool, error) {
+		for _, p := range s.PRs(ghOwner, ghRepo) {
+			if !strings.Contains(p.Head, "expiry") || seen[p.Number] {
+				continue
+			}
+			if p.State == "open" && p.HeadSHA != "" {
+				s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success") // CI passes
+			}
+			if p.Merged {
+				seen[p.Number] = true
+				merged = append(merged, p)
+			}
+		}
+		return len(merged) == 2, nil
+	}); err != nil {
+		return withLogs(fmt.Errorf("want two merged expiry pull requests: %w", err))
+	}
+	for _, p := range merged {
+		fmt.Fprintf(out, "\n     Pull request #%d merged: %s\n", p.Number, p.Title)
+		path := expiryDir + "preview-pr-41.yaml"
+		if strings.Contains(p.Head, "preview-pr-42") {
+			path = expiryDir + "preview-pr-42.yaml"
+		}
+		before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
+		after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
+		diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, before, after)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(out, indent(diff, "       "))
+	}
+	fmt.Fprintln(out)
+	all, err := kustosEvents(ctx, c)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  OBJECT\tREASON\tMESSAGE")
+	for _, e := range all {
+		if e.Namespace == expiryNamespace {
+			fmt.Fprintf(tw, "  %s/%s\t%s\t%s\n", strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Summary (expiry): both owners warned with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 was removed from Git at its deadline, a full notification interval after its warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
+	return nil
+}
+
+// hook is the owner's webhook receiver.
+type hook struct {
+	url string
+	mu  sync.Mutex
+	got []lifecycle.Notice
+}
+
+func startHook(ctx context.Context) (*hook, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &hook{url: "http://" + l.Addr().String() + "/notices"}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n lifecycle.Notice
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		h.got = append(h.got, n)
+		h.mu.Unlock()
+	})}
+	go func() { _ = srv.Serve(l) }()
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	return h, nil
+}
+
+func (h *hook) byTarget(kind string) map[string]lifecycle.Notice {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]lifecycle.Notice{}
+	for _, n := range h.got {
+		if n.Kind == kind {
+			out[n.Target.Name] = n
+		}
+	}
+	return out
+}
+
+func httpDo(method, u string, form url.Values) (int, string, error) {
+	var resp *http.Response
+	var err error
+	if method == http.MethodPost {
+		resp, err = http.PostForm(u, form)
+	} else {
+		resp, err = http.Get(u)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+var (
+	tags   = regexp.MustCompile(`(?s)<title>.*?</title>|<[^>]+>`)
+	spaces = regexp.MustCompile(`\s+`)
+)
+
+// pageText is the visible text of an extension page, on one line.
+func pageText(html string) string {
+	return strings.TrimSpace(spaces.ReplaceAllString(tags.ReplaceAllString(html, " "), " "))
+}
+
+// shortenToken keeps a printed link readable: the token's signature is cut.
+func shortenToken(u string) string {
+	i := strings.Index(u, "token=")
+	if i < 0 || len(u) < i+30 {
+		return u
+	}
+	return u[:i+30] + "…"
+}
