@@ -71,7 +71,7 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 	$(GO) run ./bench/cleaners -kustos $(BIN)/kustos
 
 .PHONY: demo
-demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent).
+demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs).
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
 .PHONY: lint
