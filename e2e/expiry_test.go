@@ -20,6 +20,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,4 +429,45 @@ func TestExpiryHelmRelease(t *testing.T) {
 			t.Errorf("release %s: exists %v, %v", name, ok, err)
 		}
 	}
+}
+
+// TestExpiryDownOverDeadline: Kustos was not running when the deadline passed; it warns first
+// when it comes up and acts only a full interval after that warning — for a workload and for
+// an expiring Namespace alike.
+func TestExpiryDownOverDeadline(t *testing.T) {
+	ns := newNamespace(t, "expiry-down", nil)
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "1s"})
+	lab := newNamespace(t, "expiry-lab", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "1s"})
+	time.Sleep(3 * time.Second) // both deadlines pass while no Kustos runs
+	started := time.Now()
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+	})
+	dumpOnFailure(t, k)
+
+	eventually(t, "preview deleted", func() bool { return !deploymentExists(t, ns, "preview") })
+	if took := time.Since(started); took < expiryInterval-time.Second {
+		t.Errorf("deleted %s after Kustos started, want at least the interval %s after its warning", took, expiryInterval)
+	}
+	if n := len(kustosEvents(t, ns, expiry.ReasonExpiryWarning)); n != 1 {
+		t.Errorf("%d warnings before the deletion, want 1", n)
+	}
+	eventually(t, "the expired Namespace deleted", func() bool {
+		var n corev1.Namespace
+		err := k8s.Get(context.Background(), client.ObjectKey{Name: lab}, &n)
+		return apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil)
+	})
+	if evs := kustosEvents(t, metav1.NamespaceDefault, expiry.ReasonExpiryWarning); !hasInvolved(evs, lab) {
+		t.Errorf("no warning Event about Namespace %s (Events about Namespaces live in default)", lab)
+	}
+}
+
+func hasInvolved(evs []corev1.Event, name string) bool {
+	for _, e := range evs {
+		if e.InvolvedObject.Name == name {
+			return true
+		}
+	}
+	return false
 }
