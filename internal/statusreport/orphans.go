@@ -2,7 +2,6 @@ package statusreport
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -106,13 +105,7 @@ func listMeta(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind)
 // PrintOrphans writes rows as a table or as JSON lines.
 func PrintOrphans(w io.Writer, rows []OrphanRow, format string) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return jsonLines(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tMISSING\tPROBLEM\tAGE")

@@ -127,13 +127,7 @@ func Gather(ctx context.Context, c client.Reader, namespace string, now time.Tim
 // Print writes rows as a table or as JSON lines.
 func Print(w io.Writer, rows []Row, format string) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return jsonLines(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DETECTOR\tTARGET\tPR\tLAST ACTION\tPENDING\tREADY\tREASON\tNEXT CHECK\tAGE")
@@ -158,4 +152,15 @@ func Print(w io.Writer, rows []Row, format string) error {
 			dash(r.Pending), dash(r.Ready), dash(reason), ts(r.NextCheck), r.Age)
 	}
 	return tw.Flush()
+}
+
+// jsonLines writes one JSON object per row and line.
+func jsonLines[T any](w io.Writer, rows []T) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
