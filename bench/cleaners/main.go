@@ -27,6 +27,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/workers"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -74,7 +76,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	r := run(ctx, o, logPath, logf)
 	if r.err != nil {
 		logf("FAILED: %v", r.err)
-		tail(stderr, logPath, 20)
+		kustosproc.Tail(stderr, logPath, 20)
 	}
 	table := render(r, o)
 	fmt.Fprint(stdout, table)
@@ -167,7 +169,7 @@ type result struct {
 	evaluated          int
 	firstEval, allEval time.Duration // after Kustos started
 	dueEarly, deleted  int           // idle Cleaners due before any change; Cleaners deleted
-	atEval, afterIdle  procSample
+	atEval, afterIdle  kustosproc.Sample
 	idleWrites         int           // status writes during the idle period
 	idleLastWrite      time.Duration // when the last of them was seen, into the idle period
 
@@ -178,8 +180,8 @@ type result struct {
 	patchErrors int
 
 	mono, periodic lateness
-	end            procSample    // just before SIGTERM
-	cpuTotal       time.Duration // whole life, shutdown included
+	end            kustosproc.Sample // just before SIGTERM
+	cpuTotal       time.Duration     // whole life, shutdown included
 }
 
 // lateness is how late after its due time T each Cleaner of a group was seen due.
@@ -222,13 +224,13 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	for i := 0; i < o.namespaces; i++ {
 		nsNames = append(nsNames, namespaceName(i))
 	}
-	if err := parallel(ctx, len(nsNames), o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, len(nsNames), o.workers, func(ctx context.Context, i int) error {
 		return createNamespace(ctx, setupC, nsNames[i])
 	}); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
-	if err := parallel(ctx, o.n, o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, o.n, o.workers, func(ctx context.Context, i int) error {
 		return createCleaner(ctx, setupC, idleCleaner(i, o.namespaces))
 	}); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -258,13 +260,13 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return r
 	}
 	defer func() {
-		cpu, err := k.stop(stopGrace)
+		_, cpu, err := k.Stop(stopGrace)
 		r.cpuTotal = cpu
 		if err != nil && r.err == nil {
 			r.err = err
 		}
 	}()
-	logf("kustos running (pid %d); waiting for %d Cleaners to be evaluated", k.pid(), o.n)
+	logf("kustos running (pid %d); waiting for %d Cleaners to be evaluated", k.Pid(), o.n)
 	idleKeys := make([]string, o.n)
 	for i := range idleKeys {
 		cl := idleCleaner(i, o.namespaces)
@@ -280,7 +282,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return n >= o.n
 	})
 	if err == nil {
-		r.atEval, err = k.sample()
+		r.atEval, err = k.Sample()
 	}
 	if err != nil {
 		r.err = err
@@ -310,7 +312,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return r
 	}
 	logf("all %d evaluated %s after start (first after %s); CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; idle for %s",
-		o.n, r.allEval.Round(time.Millisecond), r.firstEval.Round(time.Millisecond), r.atEval.cpu.Seconds(), r.atEval.rssMiB(), r.atEval.hwmMiB(), o.idle)
+		o.n, r.allEval.Round(time.Millisecond), r.firstEval.Round(time.Millisecond), r.atEval.CPU.Seconds(), r.atEval.RSSMiB(), r.atEval.HWMMiB(), o.idle)
 	_, writes0 := w.counts()
 	idleStart := time.Now()
 	if o.verbose {
@@ -328,7 +330,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return r
 	case <-time.After(o.idle):
 	}
-	if r.afterIdle, err = k.sample(); err != nil {
+	if r.afterIdle, err = k.Sample(); err != nil {
 		r.err = err
 		return r
 	}
@@ -339,14 +341,14 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.idleLastWrite = w.lastWriteAt().Sub(idleStart)
 	}
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB, %d status writes while idle (the last %s into it)",
-		r.afterIdle.cpu.Seconds(), (r.afterIdle.cpu - r.atEval.cpu).Seconds(), r.afterIdle.rssMiB(), r.afterIdle.hwmMiB(),
+		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atEval.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(),
 		r.idleWrites, r.idleLastWrite.Round(time.Millisecond))
 
 	// The API server's own latency for the write the samples wait for.
 	if r.probe, r.err = probeWrites(ctx, setupC, o.samples/5+1, o.interval); r.err != nil {
 		return r
 	}
-	logf("status write round trip of an inert Cleaner: p50 %s ms, max %s ms", ms(percentile(r.probe, 50)), ms(percentile(r.probe, 100)))
+	logf("status write round trip of an inert Cleaner: p50 %s ms, max %s ms", ms(kustosproc.Percentile(r.probe, 50)), ms(kustosproc.Percentile(r.probe, 100)))
 	// Phase 2: the target "a" of sampled Cleaners gets data.done "yes".
 	if r.err = reevaluate(ctx, o, &r, setupC, w, idleKeys, logf); r.err != nil {
 		return r
@@ -355,7 +357,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	if r.err = late(ctx, o, &r, setupC, w, logf); r.err != nil {
 		return r
 	}
-	if r.end, err = k.sample(); err != nil {
+	if r.end, err = k.Sample(); err != nil {
 		r.err = err
 		return r
 	}
@@ -364,7 +366,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 			r.deleted++
 		}
 	}
-	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB", r.end.cpu.Seconds(), r.end.rssMiB(), r.end.hwmMiB())
+	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB", r.end.CPU.Seconds(), r.end.RSSMiB(), r.end.HWMMiB())
 	return r
 }
 
@@ -423,7 +425,7 @@ func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *w
 		logf("latencies in ms, in update order:%s", b.String())
 	}
 	logf("due %d/%d: p50 %s ms, p99 %s ms, max %s ms; %d unexpected", len(r.latencies), len(sampled),
-		ms(percentile(r.latencies, 50)), ms(percentile(r.latencies, 99)), ms(percentile(r.latencies, 100)), r.unexpected)
+		ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100)), r.unexpected)
 	return nil
 }
 
@@ -462,7 +464,7 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 			lateCleaner(fmt.Sprintf("monotonic-%02d", i), due[i], v1alpha1.Retry{Monotonic: true, Period: "1h"}),
 			lateCleaner(fmt.Sprintf("periodic-%02d", i), due[i], v1alpha1.Retry{Period: o.latePeriod.String()}))
 	}
-	if err := parallel(ctx, len(cleaners), o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, len(cleaners), o.workers, func(ctx context.Context, i int) error {
 		return createCleaner(ctx, c, cleaners[i])
 	}); err != nil {
 		return fmt.Errorf("creating the lateness Cleaners: %w", err)
@@ -504,7 +506,7 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 		}
 	}
 	logf("monotonic: seen due p50 %s ms, max %s ms after T; periodic: p50 %s ms, max %s ms",
-		ms(percentile(r.mono.wall, 50)), ms(percentile(r.mono.wall, 100)), ms(percentile(r.periodic.wall, 50)), ms(percentile(r.periodic.wall, 100)))
+		ms(kustosproc.Percentile(r.mono.wall, 50)), ms(kustosproc.Percentile(r.mono.wall, 100)), ms(kustosproc.Percentile(r.periodic.wall, 50)), ms(kustosproc.Percentile(r.periodic.wall, 100)))
 	return nil
 }
 
@@ -524,22 +526,6 @@ func clients(base *rest.Config) (client.Client, client.WithWatch, error) {
 	wcfg.UserAgent = "kustos-bench-watch"
 	wc, err := client.NewWithWatch(wcfg, client.Options{Scheme: scheme})
 	return setup, wc, err
-}
-
-// tail prints the last n lines of Kustos's output.
-func tail(w io.Writer, path string, n int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(w, "    last %d lines of Kustos output %s:\n", len(lines), path)
-	for _, l := range lines {
-		fmt.Fprintln(w, "    |", l)
-	}
 }
 
 func statusJSON(cl *v1alpha1.Cleaner) string {

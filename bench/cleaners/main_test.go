@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -35,7 +37,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestVerdicts(t *testing.T) {
-	ok := procSample{hwmKiB: 1 << 20}
+	ok := kustosproc.Sample{HWMKiB: 1 << 20}
 	r := result{atEval: ok, afterIdle: ok, evaluated: 2, sampled: 2, probe: []time.Duration{5 * time.Millisecond},
 		latencies: []time.Duration{10 * time.Millisecond, 40 * time.Millisecond},
 		mono:      lateness{wall: []time.Duration{30 * time.Millisecond}},
@@ -72,21 +74,5 @@ func TestVerdicts(t *testing.T) {
 	check("broken", bad, want, 2)
 	if !strings.Contains(render(bad, options{}), "FAIL: 1 never due") {
 		t.Errorf("table does not say a sample was never due:\n%s", render(bad, options{}))
-	}
-}
-
-func TestPercentileNearestRank(t *testing.T) {
-	var ds []time.Duration
-	for i := 100; i >= 1; i-- {
-		ds = append(ds, time.Duration(i)*time.Millisecond)
-	}
-	if p := percentile(ds, 99); p != 99*time.Millisecond {
-		t.Errorf("p99 = %s", p)
-	}
-	if p := percentile(ds, 50); p != 50*time.Millisecond {
-		t.Errorf("p50 = %s", p)
-	}
-	if p := percentile(nil, 50); p != 0 {
-		t.Errorf("empty: %s", p)
 	}
 }

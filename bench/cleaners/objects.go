@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/bench/internal/workers"
 )
 
 const (
@@ -91,55 +89,8 @@ func createNamespace(ctx context.Context, c client.Client, name string) error {
 
 // create creates obj, retrying the transient failures a loaded API server answers with.
 func create(ctx context.Context, c client.Client, obj client.Object) error {
-	var err error
-	for attempt := 0; attempt < 10; attempt++ {
-		err = c.Create(ctx, obj)
-		if err == nil || !(apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
-			apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-		}
-	}
-	if err != nil {
+	if err := workers.Retry(ctx, func() error { return c.Create(ctx, obj) }); err != nil {
 		return fmt.Errorf("creating %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
-}
-
-// parallel calls fn for 0..n-1 on up to workers goroutines and returns the first error; after
-// an error, no new calls start.
-func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	for w := 0; w < min(workers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	return firstErr
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 // Targets.
@@ -52,19 +52,19 @@ func (r result) rows() []row {
 	var rows []row
 	// Idle cost: reported; broken if not every Cleaner was evaluated, or one was due or deleted.
 	idle := row{scenario: "idle cost", target: "– (reported)"}
-	if r.atEval.hwmKiB > 0 {
+	if r.atEval.HWMKiB > 0 {
 		idle.measured = fmt.Sprintf("%d evaluated: first %.1f s, all %.1f s after start, CPU %.2f s then",
-			r.evaluated, r.firstEval.Seconds(), r.allEval.Seconds(), r.atEval.cpu.Seconds())
+			r.evaluated, r.firstEval.Seconds(), r.allEval.Seconds(), r.atEval.CPU.Seconds())
 	}
-	if r.afterIdle.hwmKiB > 0 {
+	if r.afterIdle.HWMKiB > 0 {
 		idle.measured += fmt.Sprintf("; after idle: CPU %.2f s (+%.2f s idle), RSS %.1f MiB, peak RSS %.1f MiB; %d status writes while idle",
-			r.afterIdle.cpu.Seconds(), (r.afterIdle.cpu - r.atEval.cpu).Seconds(), r.afterIdle.rssMiB(), r.afterIdle.hwmMiB(), r.idleWrites)
+			r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atEval.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(), r.idleWrites)
 		if r.idleWrites > 0 {
 			idle.measured += fmt.Sprintf(", the last %.1f s into it", r.idleLastWrite.Seconds())
 		}
 	}
 	switch {
-	case r.afterIdle.hwmKiB == 0:
+	case r.afterIdle.HWMKiB == 0:
 		idle.broken, idle.why = true, "not measured"
 	case r.dueEarly > 0:
 		idle.broken, idle.why = true, fmt.Sprintf("%d due before any change", r.dueEarly)
@@ -72,19 +72,19 @@ func (r result) rows() []row {
 		idle.broken, idle.why = true, fmt.Sprintf("%d deleted in observer mode", r.deleted)
 	}
 	rows = append(rows, idle)
-	if r.afterIdle.hwmKiB == 0 {
+	if r.afterIdle.HWMKiB == 0 {
 		return rows
 	}
 
 	if len(r.probe) > 0 {
 		rows = append(rows, row{scenario: "(reference) API server: one Cleaner status write", target: "– (reported)",
-			measured: fmt.Sprintf("%d round trips: p50 %s ms, max %s ms", len(r.probe), ms(percentile(r.probe, 50)), ms(percentile(r.probe, 100)))})
+			measured: fmt.Sprintf("%d round trips: p50 %s ms, max %s ms", len(r.probe), ms(kustosproc.Percentile(r.probe, 50)), ms(kustosproc.Percentile(r.probe, 100)))})
 	}
 	re := row{scenario: "re-evaluation on a target change", target: fmt.Sprintf("p99 ≤ %s ms", ms(reevalP99))}
 	expected := len(r.latencies) + r.missingSamples()
 	re.measured = fmt.Sprintf("%d/%d due: p50 %s ms, p99 %s ms, max %s ms", len(r.latencies), expected,
-		ms(percentile(r.latencies, 50)), ms(percentile(r.latencies, 99)), ms(percentile(r.latencies, 100)))
-	re.verdict = judge(len(r.latencies) > 0 && percentile(r.latencies, 99) <= reevalP99)
+		ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100)))
+	re.verdict = judge(len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) <= reevalP99)
 	var bad []string
 	if m := r.missingSamples(); m > 0 {
 		bad = append(bad, fmt.Sprintf("%d never due", m))
@@ -112,10 +112,10 @@ func (r result) rows() []row {
 			continue
 		}
 		lr.measured = fmt.Sprintf("%d/%d seen due after T: p50 %s ms, max %s ms; lastEvaluation.time − T: p50 %.0f s, max %.0f s",
-			len(g.l.wall), len(g.l.wall)+g.l.missing, ms(percentile(g.l.wall, 50)), ms(percentile(g.l.wall, 100)),
-			percentile(g.l.evalAt, 50).Seconds(), percentile(g.l.evalAt, 100).Seconds())
+			len(g.l.wall), len(g.l.wall)+g.l.missing, ms(kustosproc.Percentile(g.l.wall, 50)), ms(kustosproc.Percentile(g.l.wall, 100)),
+			kustosproc.Percentile(g.l.evalAt, 50).Seconds(), kustosproc.Percentile(g.l.evalAt, 100).Seconds())
 		if g.max > 0 {
-			lr.verdict = judge(len(g.l.wall) > 0 && percentile(g.l.wall, 100) <= g.max)
+			lr.verdict = judge(len(g.l.wall) > 0 && kustosproc.Percentile(g.l.wall, 100) <= g.max)
 		}
 		var bad []string
 		if g.l.missing > 0 {
@@ -154,22 +154,11 @@ func render(r result, o options) string {
 	}
 	fmt.Fprintf(&b, "\nSetup (namespaces, %d ConfigMaps, %d Cleaners) took %.1f s. Peak RSS is VmHWM and CPU utime+stime of the Kustos process.\n",
 		3*o.n, o.n, r.setup.Seconds())
-	if r.end.hwmKiB > 0 {
+	if r.end.HWMKiB > 0 {
 		fmt.Fprintf(&b, "At the end (before SIGTERM): CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB; whole life with shutdown: CPU %.2f s; %d idle Cleaners deleted.\n",
-			r.end.cpu.Seconds(), r.end.rssMiB(), r.end.hwmMiB(), r.cpuTotal.Seconds(), r.deleted)
+			r.end.CPU.Seconds(), r.end.RSSMiB(), r.end.HWMMiB(), r.cpuTotal.Seconds(), r.deleted)
 	}
 	return b.String()
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
-
-// percentile is the nearest-rank percentile of ds (p in (0, 100]); 0 for no data.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := max(1, min(int(math.Ceil(p/100*float64(len(s)))), len(s)))
-	return s[rank-1]
-}

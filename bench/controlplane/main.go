@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 // defaultNoiseEvents is the number of ordinary Events of a "+noise" scenario.
@@ -66,7 +68,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
 	}
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.kustos, kustosVersion(o.kustos), runtime.NumCPU(), logDir)
+	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.kustos, kustosproc.Version(o.kustos), runtime.NumCPU(), logDir)
 
 	var results []result
 	failed := false
@@ -80,7 +82,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			failed = true
 			logf("scenario %s FAILED: %v", sc.name, r.err)
 			if r.kustosLog != "" {
-				reportLogTail(stderr, r.kustosLog, 20)
+				kustosproc.Tail(stderr, r.kustosLog, 20)
 			}
 		}
 		results = append(results, r)
@@ -211,21 +213,4 @@ func parseScenarios(s string, noiseEvents int) ([]scenario, error) {
 		return nil, errors.New("no scenario")
 	}
 	return out, nil
-}
-
-// reportLogTail prints the last n lines of Kustos's output.
-func reportLogTail(w io.Writer, path string, n int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintf(w, "    (cannot read Kustos output %s: %v)\n", path, err)
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(w, "    last %d lines of Kustos output %s:\n", len(lines), path)
-	for _, l := range lines {
-		fmt.Fprintln(w, "    |", l)
-	}
 }

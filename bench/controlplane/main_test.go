@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
 	"testing"
-	"time"
 )
 
 func TestParseScenarios(t *testing.T) {
@@ -24,34 +22,6 @@ func TestParseScenarios(t *testing.T) {
 		if _, err := parseScenarios(bad, 1); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
-	}
-}
-
-func TestPercentileNearestRank(t *testing.T) {
-	var ds []time.Duration
-	for i := 100; i >= 1; i-- {
-		ds = append(ds, time.Duration(i)*time.Millisecond)
-	}
-	for _, c := range []struct {
-		p    float64
-		want time.Duration
-	}{{50, 50 * time.Millisecond}, {99, 99 * time.Millisecond}, {100, 100 * time.Millisecond}, {1, time.Millisecond}} {
-		if got := percentile(ds, c.p); got != c.want {
-			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
-		}
-	}
-	if got := percentile([]time.Duration{7}, 99); got != 7 {
-		t.Errorf("single sample: %v", got)
-	}
-}
-
-func TestReadProcSelf(t *testing.T) {
-	s, err := readProc(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.rssKiB <= 0 || s.hwmKiB < s.rssKiB {
-		t.Errorf("implausible memory: %+v", s)
 	}
 }
 

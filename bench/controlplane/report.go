@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 // target is what the reference achieved, or what Kustos promises, for one scenario shape.
@@ -65,15 +67,15 @@ func (r result) checks() (p99, rss, cpu, events verdict) {
 	if !ok {
 		return verdictNone, verdictNone, verdictNone, events
 	}
-	measured := r.end.hwmKiB > 0
+	measured := r.end.HWMKiB > 0
 	if t.refP99 > 0 {
-		p99 = judge(measured && len(r.latencies) > 0 && percentile(r.latencies, 99) < t.refP99)
+		p99 = judge(measured && len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) < t.refP99)
 	}
 	if t.maxRSSMiB > 0 {
-		rss = judge(measured && r.end.hwmMiB() <= t.maxRSSMiB)
+		rss = judge(measured && r.end.HWMMiB() <= t.maxRSSMiB)
 	}
 	if t.maxCPUSecs > 0 {
-		cpu = judge(measured && r.end.cpu.Seconds() <= t.maxCPUSecs)
+		cpu = judge(measured && r.end.CPU.Seconds() <= t.maxCPUSecs)
 	}
 	return p99, rss, cpu, events
 }
@@ -105,7 +107,7 @@ func renderTable(results []result, o options) string {
 	for _, r := range results {
 		t, hasTarget := targetFor(r.sc)
 		p99v, rssv, cpuv, evv := r.checks()
-		measured := r.end.hwmKiB > 0
+		measured := r.end.HWMKiB > 0
 
 		setup := r.setup + r.noiseSetup
 		setupCell := fmt.Sprintf("%.1f", setup.Seconds())
@@ -114,18 +116,18 @@ func renderTable(results []result, o options) string {
 		}
 		p50, p99, maxLat := "–", "–", "–"
 		if len(r.latencies) > 0 {
-			p50, p99, maxLat = ms(percentile(r.latencies, 50)), ms(percentile(r.latencies, 99)), ms(percentile(r.latencies, 100))
+			p50, p99, maxLat = ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100))
 		}
 		if hasTarget && t.refP99 > 0 {
 			p99 += fmt.Sprintf(" (%s) %s", ms(t.refP99), p99v)
 		}
 		rss, idleRSS, cpu := "–", "–", "–"
 		if measured {
-			rss = fmt.Sprintf("%.1f", r.end.hwmMiB())
-			cpu = fmt.Sprintf("%.2f", r.end.cpu.Seconds())
+			rss = fmt.Sprintf("%.1f", r.end.HWMMiB())
+			cpu = fmt.Sprintf("%.2f", r.end.CPU.Seconds())
 		}
-		if r.afterIdle.hwmKiB > 0 {
-			idleRSS = fmt.Sprintf("%.1f", r.afterIdle.rssMiB())
+		if r.afterIdle.HWMKiB > 0 {
+			idleRSS = fmt.Sprintf("%.1f", r.afterIdle.RSSMiB())
 		}
 		if hasTarget && t.maxRSSMiB > 0 {
 			rss += fmt.Sprintf(" (≤ %g) %s", t.maxRSSMiB, rssv)
@@ -161,7 +163,7 @@ func renderTable(results []result, o options) string {
 	for _, r := range results {
 		if r.cpuTotal > 0 || r.leases > 0 {
 			fmt.Fprintf(&b, "- %s: CPU after idle %.2f s, with shutdown %.2f s; %d Leases in %s; exit: %s\n",
-				r.sc.name, r.afterIdle.cpu.Seconds(), r.cpuTotal.Seconds(), r.leases, stateNamespace, r.exit)
+				r.sc.name, r.afterIdle.CPU.Seconds(), r.cpuTotal.Seconds(), r.leases, stateNamespace, r.exit)
 		}
 	}
 	return b.String()

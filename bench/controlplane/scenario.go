@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -38,9 +37,9 @@ type result struct {
 	err error // the scenario could not be carried out (setup, start, ...)
 
 	setup, noiseSetup time.Duration // creating namespaces and quotas; creating noise events
-	afterIdle         procSample
-	end               procSample    // read just before SIGTERM
-	cpuTotal          time.Duration // whole life, shutdown included (getrusage)
+	afterIdle         kustosproc.Sample
+	end               kustosproc.Sample // read just before SIGTERM
+	cpuTotal          time.Duration     // whole life, shutdown included (getrusage)
 	exit              string
 
 	latencies    []time.Duration // of the samples that got an Event, in sample order
@@ -116,30 +115,30 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 		}
 		stopped = true
 		var err error
-		r.exit, r.cpuTotal, err = k.stop(stopGrace)
+		r.exit, r.cpuTotal, err = k.Stop(stopGrace)
 		if err != nil && r.err == nil {
 			r.err = err
 		}
 	}
 	defer stopKustos()
-	logf("kustos running (pid %d); idle for %s", k.pid(), o.idle)
+	logf("kustos running (pid %d); idle for %s", k.Pid(), o.idle)
 
 	select {
 	case <-ctx.Done():
 		r.err = ctx.Err()
 		return r
-	case <-k.exited:
+	case <-k.Exited():
 	case <-time.After(o.idle):
 	}
-	if err := k.running(); err != nil {
+	if err := k.Running(); err != nil {
 		r.err = err
 		return r
 	}
-	if r.afterIdle, err = readProc(k.pid()); err != nil {
+	if r.afterIdle, err = k.Sample(); err != nil {
 		r.err = err
 		return r
 	}
-	logf("after idle: RSS %.1f MiB, peak %.1f MiB, CPU %.2f s", r.afterIdle.rssMiB(), r.afterIdle.hwmMiB(), r.afterIdle.cpu.Seconds())
+	logf("after idle: RSS %.1f MiB, peak %.1f MiB, CPU %.2f s", r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(), r.afterIdle.CPU.Seconds())
 
 	// The watch has its own client: the setup client's rate limiter must not matter, and JSON
 	// or protobuf makes no difference to when an event arrives.
@@ -190,9 +189,9 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	case <-ctx.Done():
 	}
 
-	if err := k.running(); err != nil {
+	if err := k.Running(); err != nil {
 		r.err = err
-	} else if r.end, err = readProc(k.pid()); err != nil {
+	} else if r.end, err = k.Sample(); err != nil {
 		r.err = err
 	}
 	seen, duplicates, unexpected, watchErr := obs.results()
@@ -221,7 +220,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 	stopKustos()
 	logf("events %d/%d (duplicates %d, unexpected %d); peak RSS %.1f MiB; CPU %.2f s (%.2f s with shutdown); kustos %s",
-		len(r.latencies), r.expected, r.duplicates, r.unexpected, r.end.hwmMiB(), r.end.cpu.Seconds(), r.cpuTotal.Seconds(), r.exit)
+		len(r.latencies), r.expected, r.duplicates, r.unexpected, r.end.HWMMiB(), r.end.CPU.Seconds(), r.cpuTotal.Seconds(), r.exit)
 	if m := r.missing(); m > 0 && r.err == nil {
 		r.err = fmt.Errorf("%d of %d %s events missing after %s", m, r.expected, reasonRecommended, o.timeout)
 	}
@@ -400,15 +399,4 @@ func (o *observer) results() (map[int]time.Time, int, int, error) {
 func (o *observer) stop() {
 	o.cancel()
 	<-o.done
-}
-
-// percentile is the nearest-rank percentile of ds (p in (0, 100]); 0 for no data.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := max(1, min(int(math.Ceil(p/100*float64(len(s)))), len(s)))
-	return s[rank-1]
 }

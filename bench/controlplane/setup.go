@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kustos-dev/kustos/bench/internal/workers"
 )
 
 const (
@@ -43,11 +42,11 @@ func quotaResources(cpu, memory string) corev1.ResourceList {
 
 // createQuotas creates n namespaces, each with the quota "compute" at 20 % use, and returns the
 // quotas as last written (the benchmark updates them later without reading them again).
-func createQuotas(ctx context.Context, cs kubernetes.Interface, n, workers int) ([]*corev1.ResourceQuota, error) {
+func createQuotas(ctx context.Context, cs kubernetes.Interface, n, parallel int) ([]*corev1.ResourceQuota, error) {
 	quotas := make([]*corev1.ResourceQuota, n)
-	err := parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+	err := workers.Parallel(ctx, n, parallel, func(ctx context.Context, i int) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i)}}
-		if err := retry(ctx, func() error {
+		if err := workers.Retry(ctx, func() error {
 			_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 			return err
 		}); err != nil {
@@ -59,7 +58,7 @@ func createQuotas(ctx context.Context, cs kubernetes.Interface, n, workers int) 
 			Spec:       corev1.ResourceQuotaSpec{Hard: hard},
 		}
 		var created *corev1.ResourceQuota
-		if err := retry(ctx, func() (err error) {
+		if err := workers.Retry(ctx, func() (err error) {
 			created, err = cs.CoreV1().ResourceQuotas(ns.Name).Create(ctx, q, metav1.CreateOptions{})
 			return err
 		}); err != nil {
@@ -67,7 +66,7 @@ func createQuotas(ctx context.Context, cs kubernetes.Interface, n, workers int) 
 		}
 		// There is no quota controller: write the status it would have written.
 		created.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: quotaResources("2", "4Gi")}
-		if err := retry(ctx, func() (err error) {
+		if err := workers.Retry(ctx, func() (err error) {
 			quotas[i], err = cs.CoreV1().ResourceQuotas(ns.Name).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
@@ -79,9 +78,9 @@ func createQuotas(ctx context.Context, cs kubernetes.Interface, n, workers int) 
 }
 
 // createNoise creates n ordinary kubelet-like Events spread over the namespaces.
-func createNoise(ctx context.Context, cs kubernetes.Interface, n, namespaces, workers int) error {
+func createNoise(ctx context.Context, cs kubernetes.Interface, n, namespaces, parallel int) error {
 	now := metav1.NewTime(time.Now())
-	return parallel(ctx, n, workers, func(ctx context.Context, i int) error {
+	return workers.Parallel(ctx, n, parallel, func(ctx context.Context, i int) error {
 		ns := namespaceName(i % namespaces)
 		pod := fmt.Sprintf("app-%d", i/namespaces)
 		ev := &corev1.Event{
@@ -98,7 +97,7 @@ func createNoise(ctx context.Context, cs kubernetes.Interface, n, namespaces, wo
 			LastTimestamp:  now,
 			Count:          1,
 		}
-		if err := retry(ctx, func() error {
+		if err := workers.Retry(ctx, func() error {
 			_, err := cs.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
 			return err
 		}); err != nil {
@@ -106,56 +105,4 @@ func createNoise(ctx context.Context, cs kubernetes.Interface, n, namespaces, wo
 		}
 		return nil
 	})
-}
-
-// parallel calls fn for 0..n-1 on up to workers goroutines and returns the first error; after
-// an error, no new calls start.
-func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	for w := 0; w < min(workers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	return firstErr
-}
-
-// retry retries the transient failures a loaded API server answers with.
-func retry(ctx context.Context, call func() error) error {
-	var err error
-	for attempt := 0; attempt < 10; attempt++ {
-		err = call()
-		if err == nil || !(apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
-			apierrors.IsTimeout(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-		}
-	}
-	return err
 }
