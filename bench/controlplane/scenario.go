@@ -57,8 +57,16 @@ func (r result) missing() int { return r.expected - len(r.latencies) }
 func runScenario(ctx context.Context, o options, sc scenario, logDir string, logf func(string, ...any)) (r result) {
 	r = result{sc: sc, expected: o.samples}
 
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		r.err = err
+		return r
+	}
 	t0 := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir})
+	// The CRDs, as the chart installs them: Kustos runs with its default flags, and the Cleaner
+	// detector (on by default) refuses to start without its CRD.
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir,
+		CRDDirectoryPaths: []string{filepath.Join(root, "charts", "kustos", "crds")}})
 	if err != nil {
 		r.err = fmt.Errorf("starting the control plane: %w", err)
 		return r
