@@ -1,0 +1,271 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+)
+
+func TestParseFlags(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "kustos")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"-kustos", exe}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.n != 10000 || o.namespaces != 100 || o.scheduled != 50 || o.from != 15*time.Second || o.to != 40*time.Second ||
+		o.warningBefore != 10*time.Second || o.interval != 5*time.Second || o.idle != 30*time.Second || o.workers != 32 || !o.strict {
+		t.Errorf("defaults: %+v", o)
+	}
+	for _, bad := range [][]string{
+		{},
+		{"-kustos", exe, "extra"},
+		{"-kustos", filepath.Dir(exe)},
+		{"-kustos", exe, "-n", "0"},
+		{"-kustos", exe, "-interval", "10s"},           // not below -warning-before: due later than the deadline
+		{"-kustos", exe, "-interval", "0s"},            // due at the warning
+		{"-kustos", exe, "-warning-before", "10500ms"}, // not whole seconds
+		{"-kustos", exe, "-from", "12s"},               // warned 2 s after creation: too soon
+		{"-kustos", exe, "-from", "30s", "-to", "20s"}, // empty range
+		{"-kustos", exe, "-far-future", "1h"},          // idle ones would be warned during a long run
+		{"-kustos", exe, "-poll", "0s"},
+	} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestDeadlinesOnWholeSecondsInRange(t *testing.T) {
+	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	dl := deadlines(base, 50, 15*time.Second, 40*time.Second)
+	if len(dl) != 50 || !dl[0].Equal(base.Add(15*time.Second)) || !dl[49].Equal(base.Add(40*time.Second)) {
+		t.Fatalf("first %s, last %s", dl[0], dl[len(dl)-1])
+	}
+	for i, d := range dl {
+		if d.Nanosecond() != 0 {
+			t.Errorf("deadline %d: %s is not a whole second", i, d)
+		}
+		if i > 0 && d.Before(dl[i-1]) {
+			t.Errorf("deadline %d before %d", i, i-1)
+		}
+	}
+	if one := deadlines(base, 1, 15*time.Second, 40*time.Second); !one[0].Equal(base.Add(15 * time.Second)) {
+		t.Errorf("one: %s", one[0])
+	}
+	d := deployment("ns", "x", "ana@example.com", base.Add(500*time.Millisecond))
+	if d.Annotations[annotationExpiresAt] != "2026-11-24T10:00:00Z" || *d.Spec.Replicas != 0 {
+		t.Errorf("deployment: %v, replicas %d", d.Annotations, *d.Spec.Replicas)
+	}
+}
+
+const sampleMetrics = `# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
+# TYPE controller_runtime_reconcile_total counter
+controller_runtime_reconcile_total{controller="expiry-deployment.apps",result="success"} 9990
+controller_runtime_reconcile_total{controller="expiry-deployment.apps",result="error"} 10
+controller_runtime_reconcile_total{controller="expiry-namespace",result="success"} 102
+controller_runtime_reconcile_total{controller="resourcequota",result="success"} 0
+controller_runtime_active_workers{controller="expiry-deployment.apps"} 0
+controller_runtime_active_workers{controller="expiry-namespace"} 1
+workqueue_depth{controller="expiry-deployment.apps",name="expiry-deployment.apps",priority=""} 0
+workqueue_depth{controller="expiry-namespace",name="expiry-namespace",priority="-100"} 2
+workqueue_depth{controller="resourcequota",name="resourcequota",priority=""} 7
+rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3 1700000000000
+odd_label{a="x\"y,z}",b="\\"} +Inf
+`
+
+func TestParseMetrics(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(sampleMetrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m.sum(metricReconciles, controllerIs(deploymentController)); !ok || v != 10000 {
+		t.Errorf("reconciles of Deployments: %v %v", v, ok)
+	}
+	if v, _ := m.sum(metricReconciles, nil); v != 10102 {
+		t.Errorf("all reconciles: %v", v)
+	}
+	if v, _ := m.sum(metricRequests, nil); v != 15 {
+		t.Errorf("requests: %v", v)
+	}
+	if _, ok := m.sum("missing", nil); ok {
+		t.Error("a missing metric was found")
+	}
+	var odd metricSample
+	for _, s := range m {
+		if s.name == "odd_label" {
+			odd = s
+		}
+	}
+	if odd.labels["a"] != `x"y,z}` || odd.labels["b"] != `\` || odd.value < 1e308 {
+		t.Errorf("escapes: %+v", odd)
+	}
+	q, err := expiryQueue(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q != (queueState{reconciles: 10000, ready: 2, active: 1}) {
+		t.Errorf("queue: %+v", q)
+	}
+	if _, err := expiryQueue(nil); err == nil {
+		t.Error("no metrics: no error")
+	}
+	for _, bad := range []string{"novalue", `x{a="1"`, `x{a=1} 2`, `x{a="1} 2`, "x one", "x 1 2 3"} {
+		if _, err := parseMetrics(strings.NewReader(bad + "\n")); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestPassDone(t *testing.T) {
+	done := queueState{reconciles: 120}
+	for _, c := range []struct {
+		name      string
+		prev, cur queueState
+		want      bool
+	}{
+		{"idle twice", done, done, true},
+		{"more reconciles than objects", queueState{reconciles: 150}, queueState{reconciles: 150}, true},
+		{"too few reconciles", queueState{reconciles: 99}, queueState{reconciles: 99}, false},
+		{"reconciled in between", queueState{reconciles: 119}, done, false},
+		{"still queued", queueState{reconciles: 120, ready: 1}, done, false},
+		{"one in progress", done, queueState{reconciles: 120, active: 1}, false},
+	} {
+		if got := passDone(c.prev, c.cur, 100); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAnalyze(t *testing.T) {
+	dl := time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)
+	wb, iv := 10*time.Second, 5*time.Second
+	seen := func(at time.Time, stamp time.Time) seenEvent { return seenEvent{seen: at, stamp: stamp, count: 1} }
+	ok := scheduled{key: "ok", deadline: dl,
+		warn: seen(dl.Add(-wb+20*time.Millisecond), dl.Add(-wb)), due: seen(dl.Add(30*time.Millisecond), dl)}
+	st := analyze([]scheduled{ok}, wb, iv)
+	if len(st.dueLate) != 1 || st.dueLate[0] != 30*time.Millisecond || len(st.warnLate) != 1 || st.warnLate[0] != 20*time.Millisecond || !reflect.DeepEqual(counts(st), schedStats{}) {
+		t.Fatalf("one on time: %+v", st)
+	}
+
+	earlySeen := ok
+	earlySeen.due = seen(dl.Add(-time.Millisecond), dl.Add(-time.Second))
+	decidedEarly := ok // seen after the deadline, but decided in the second before it
+	decidedEarly.due = seen(dl.Add(5*time.Millisecond), dl.Add(-time.Second))
+	warnedEarly := ok
+	warnedEarly.warn = seen(dl.Add(-wb-time.Second), dl.Add(-wb-time.Second))
+	lateWarning := ok // warned 6 s late: due at warned + 5 s, after the deadline
+	lateWarning.warn = seen(dl.Add(-4*time.Second), dl.Add(-4*time.Second))
+	lateWarning.due = seen(dl.Add(time.Second), dl.Add(time.Second))
+	unwarned := ok
+	unwarned.warn = seenEvent{}
+	neverDue := ok
+	neverDue.due = seenEvent{}
+	twice := ok
+	twice.due.count, twice.warn.count = 2, 3
+	st = analyze([]scheduled{ok, earlySeen, decidedEarly, warnedEarly, lateWarning, unwarned, neverDue, twice}, wb, iv)
+	want := schedStats{earlyDue: 2, earlyWarn: 1, unknown: 1, unwarned: 1, missingWarn: 1, missingDue: 1, dupDue: 1, dupWarn: 2}
+	if got := counts(st); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	// Left out of the lateness: the one warned too late (due time unknown), the unwarned one
+	// and the one never due.
+	if len(st.dueLate) != 5 || len(st.warnLate) != 7 {
+		t.Errorf("%d due and %d warning samples, want 5 and 7", len(st.dueLate), len(st.warnLate))
+	}
+}
+
+// counts is st without its samples, to compare.
+func counts(st schedStats) schedStats {
+	st.warnLate, st.dueLate = nil, nil
+	return st
+}
+
+func TestRowsAndVerdicts(t *testing.T) {
+	o := options{n: 100, idle: 30 * time.Second, scheduled: 2, farFuture: 30 * 24 * time.Hour}
+	measured := kustosproc.Sample{HWMKiB: 1 << 20, RSSKiB: 1 << 19}
+	good := result{atPass: measured, afterIdle: measured, end: measured, sched: make([]scheduled, 2),
+		stats: schedStats{warnLate: []time.Duration{time.Millisecond, 2 * time.Millisecond}, dueLate: []time.Duration{10 * time.Millisecond, 900 * time.Millisecond}}}
+	check := func(name string, r result, want []verdict, broken int) {
+		t.Helper()
+		rows := r.rows(o)
+		if len(rows) != len(want) {
+			t.Fatalf("%s: %d rows, want %d: %+v", name, len(rows), len(want), rows)
+		}
+		n := 0
+		for i, row := range rows {
+			if row.verdict != want[i] {
+				t.Errorf("%s: row %q: %s, want %s", name, row.scenario, row.verdict, want[i])
+			}
+			if row.broken {
+				n++
+			}
+		}
+		if n != broken {
+			t.Errorf("%s: %d broken rows, want %d", name, n, broken)
+		}
+	}
+	all := []verdict{verdictNone, verdictNone, verdictNone, verdictPass}
+	check("good", good, all, 0)
+	if table := render(good, o); !strings.Contains(table, "| ExpiryDue seen − due time (the deadline) | 2/2: p50 10.0 ms, p99 900.0 ms, max 900.0 ms; 0 early | p99 ≤ 1 s, none early | PASS |") ||
+		!strings.Contains(table, "expires-at 30d ahead") {
+		t.Errorf("table:\n%s", table)
+	}
+
+	slow := good
+	slow.stats.dueLate = []time.Duration{10 * time.Millisecond, 1100 * time.Millisecond}
+	check("slow", slow, []verdict{verdictNone, verdictNone, verdictNone, verdictFail}, 0)
+
+	bad := good
+	bad.idleEvents = 1
+	bad.stats.earlyDue, bad.stats.missingWarn = 1, 1
+	bad.unexpected, bad.examples = 1, []string{"ExpiryWarning about Deployment expiry-001/env-00001"}
+	check("broken", bad, []verdict{verdictNone, verdictNone, verdictNone, verdictPass, verdictNone}, 4)
+	if table := render(bad, o); !strings.Contains(table, "FAIL: 1 due early") || !strings.Contains(table, "FAIL: 1 never warned") {
+		t.Errorf("table does not say what broke:\n%s", table)
+	}
+
+	check("not measured", result{}, []verdict{verdictNone}, 1)
+}
+
+func TestEventWatcherTally(t *testing.T) {
+	w := &eventWatcher{deployments: map[string]map[string]*seenEvent{}}
+	at := time.Now()
+	ev := func(name, ns, obj, kind, reason, component string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: obj},
+			Reason:         reason, Source: corev1.EventSource{Component: component}, LastTimestamp: metav1.NewTime(at.Truncate(time.Second))}
+	}
+	w.note(ev("a.1", scheduledNamespace, "due-000", "Deployment", reasonWarning, kustosComponent), at)
+	w.note(ev("a.2", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(time.Second))
+	w.note(ev("a.3", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(2*time.Second))
+	w.note(ev("b.1", "expiry-001", "env-00001", "Deployment", reasonWarning, kustosComponent), at)
+	w.note(ev("c.1", "default", "expiry-001", "Namespace", "InvalidExpiryMetadata", kustosComponent), at)
+	w.note(ev("d.1", "expiry-002", "env-00002", "Deployment", reasonWarning, "kubelet"), at) // not Kustos's
+	if w.count() != 5 {
+		t.Errorf("count %d, want 5", w.count())
+	}
+	due := w.get(scheduledNamespace+"/due-000", reasonDue)
+	if due.count != 2 || !due.seen.Equal(at.Add(time.Second)) || !due.stamp.Equal(at.Truncate(time.Second)) {
+		t.Errorf("due: %+v", due)
+	}
+	if w.get("expiry-002/env-00002", reasonWarning).count != 0 {
+		t.Error("an Event by another component was counted")
+	}
+	n, examples, others := w.tally(func(key, reason string) bool { return strings.HasPrefix(key, scheduledNamespace+"/") })
+	if n != 1 || len(examples) != 1 || !strings.Contains(examples[0], "expiry-001/env-00001") || len(others) != 1 || !strings.Contains(others[0], "Namespace") {
+		t.Errorf("tally: %d %q %q", n, examples, others)
+	}
+}

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/internal/testenv"
+)
+
+// result is what one run measured; a field is zero when the run failed before measuring it.
+type result struct {
+	err error // the run could not be carried through
+
+	setup       time.Duration // namespaces and idle Deployments
+	kustosStart time.Time
+
+	// The initial pass: done by pass after Kustos started, with passReconciles reconciles of
+	// Deployments by then; atPass is read right after.
+	pass           time.Duration
+	passReconciles float64
+	atPass         kustosproc.Sample
+
+	// The idle period: afterIdle is read at its end; the rest are increases over it.
+	afterIdle      kustosproc.Sample
+	idleReconciles float64 // of every controller
+	idleRequests   float64 // API requests by Kustos
+	idleEvents     int     // Kustos Events
+
+	schedSetup time.Duration
+	sched      []scheduled
+	stats      schedStats
+
+	unexpected  int      // Kustos Events about idle Deployments, or of other reasons, over the run
+	examples    []string // a few of them
+	otherEvents []string // Kustos Events about anything but a Deployment
+	errors      float64  // reconcile errors of the expiry detector
+	end         kustosproc.Sample
+	cpuTotal    time.Duration // whole life, shutdown included
+	exit        string
+}
+
+func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
+	t0 := time.Now()
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir})
+	if err != nil {
+		r.err = fmt.Errorf("starting the control plane: %w", err)
+		return r
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			logf("stopping the control plane: %v", err)
+		}
+	}()
+	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
+	cs, err := setupClient(env.Config)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	// The watch has its own client: the setup client's rate limiter must not matter.
+	wcfg := rest.CopyConfig(env.Config)
+	wcfg.UserAgent = "kustos-bench-watch"
+	wcs, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		r.err = err
+		return r
+	}
+
+	// Setup: the namespaces, then the idle Deployments, spread round-robin over them.
+	t0 = time.Now()
+	names := []string{stateNamespace, scheduledNamespace}
+	for i := 0; i < o.namespaces; i++ {
+		names = append(names, namespaceName(i))
+	}
+	if err := createNamespaces(ctx, cs, names, o.workers); err != nil {
+		r.err = fmt.Errorf("setup: %w", err)
+		return r
+	}
+	expires := time.Now().Add(o.farFuture).Truncate(time.Second)
+	idle := make([]*appsv1.Deployment, o.n)
+	for i := range idle {
+		idle[i] = deployment(namespaceName(i%o.namespaces), idleName(i), fmt.Sprintf("team-%02d@example.com", i%o.namespaces), expires)
+	}
+	if err := createDeployments(ctx, cs, idle, o.workers); err != nil {
+		r.err = fmt.Errorf("setup: %w", err)
+		return r
+	}
+	r.setup = time.Since(t0)
+	logf("created %d namespaces and %d Deployments expiring at %s in %s", o.namespaces, o.n, expires.Format(time.RFC3339), r.setup.Round(time.Millisecond))
+
+	w, err := startEventWatcher(ctx, wcs, logf)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer func() {
+		if err := w.stop(); err != nil && r.err == nil {
+			r.err = err
+		}
+	}()
+	addr, err := freeAddr()
+	if err != nil {
+		r.err = err
+		return r
+	}
+	sc := newScraper(addr)
+
+	// Phase 1: Kustos starts and looks at every Deployment once.
+	r.kustosStart = time.Now()
+	k, err := startKustos(o, env.Kubeconfig, addr, logPath)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer func() {
+		var err error
+		r.exit, r.cpuTotal, err = k.Stop(stopGrace)
+		if err != nil && r.err == nil {
+			r.err = err
+		}
+	}()
+	logf("kustos running (pid %d, metrics on %s); waiting for its initial pass over %d Deployments", k.Pid(), addr, o.n)
+	done, q, err := waitPass(ctx, k, sc, o, r.kustosStart, logf)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if r.atPass, err = k.Sample(); err != nil {
+		r.err = err
+		return r
+	}
+	r.pass, r.passReconciles = done.Sub(r.kustosStart), q.reconciles
+	logf("initial pass done by %s after start (%.0f reconciles of Deployments); CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; idle for %s",
+		r.pass.Round(time.Millisecond), q.reconciles, r.atPass.CPU.Seconds(), r.atPass.RSSMiB(), r.atPass.HWMMiB(), o.idle)
+
+	// Phase 2: nothing is due for 30 days.
+	m0, err := sc.scrape(ctx)
+	if err != nil {
+		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
+		return r
+	}
+	events0 := w.count()
+	select {
+	case <-ctx.Done():
+		r.err = ctx.Err()
+		return r
+	case <-time.After(o.idle):
+	}
+	if r.afterIdle, err = k.Sample(); err != nil {
+		r.err = err
+		return r
+	}
+	m1, err := sc.scrape(ctx)
+	if err != nil {
+		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
+		return r
+	}
+	r.idleEvents = w.count() - events0
+	r.idleReconciles = delta(m0, m1, metricReconciles)
+	r.idleRequests = delta(m0, m1, metricRequests)
+	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB; while idle %.0f reconciles, %.0f API requests, %d Events",
+		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(),
+		r.idleReconciles, r.idleRequests, r.idleEvents)
+
+	// Phase 3: a group whose deadlines fall during the run.
+	if r.err = schedule(ctx, o, &r, cs, w, logf); r.err != nil {
+		return r
+	}
+	if r.end, err = k.Sample(); err != nil {
+		r.err = err
+		return r
+	}
+	if m2, err := sc.scrape(ctx); err == nil {
+		r.errors, _ = m2.sum(metricErrors, controllerHasPrefix(expiryPrefix))
+	}
+	r.unexpected, r.examples, r.otherEvents = w.tally(func(key, reason string) bool {
+		return strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
+	})
+	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v %v",
+		r.end.CPU.Seconds(), r.end.RSSMiB(), r.end.HWMMiB(), r.unexpected+len(r.otherEvents), r.examples, r.otherEvents)
+	return r
+}
+
+// startKustos starts `kustos run` in observer mode with the expiry detector alone (and the
+// quota detector, which always runs and has nothing to do here), its metrics on addr.
+func startKustos(o options, kubeconfig, addr, logPath string) (*kustosproc.Process, error) {
+	return kustosproc.Start(o.kustos, []string{
+		"--kubeconfig=" + kubeconfig,
+		"--mode=observe",
+		"--enable-cleaners=false",
+		"--enable-expiry=true",
+		"--lifecycle-kinds=apps/v1/Deployment",
+		"--expiry-warning-before=" + o.warningBefore.String(),
+		"--notification-interval=" + o.interval.String(),
+		"--state-namespace=" + stateNamespace,
+		"--leader-elect=false",
+		"--metrics-bind-address=" + addr,
+		"--health-probe-bind-address=0",
+		"--log-level=" + o.logLevel,
+	}, logPath)
+}
+
+// waitPass reads Kustos's metrics every -poll until passDone, and returns the time of the first
+// of the two reads that showed it.
+func waitPass(ctx context.Context, k *kustosproc.Process, sc scraper, o options, start time.Time, logf func(string, ...any)) (time.Time, queueState, error) {
+	deadline := start.Add(o.passTimeout)
+	t := time.NewTicker(o.poll)
+	defer t.Stop()
+	var prev queueState
+	var prevAt, progress time.Time
+	var lastErr error
+	for {
+		if err := k.Running(); err != nil {
+			return time.Time{}, prev, err
+		}
+		at := time.Now()
+		m, err := sc.scrape(ctx)
+		var cur queueState
+		if err == nil {
+			cur, err = expiryQueue(m)
+		}
+		switch {
+		case err != nil:
+			lastErr, prevAt = err, time.Time{}
+		case !prevAt.IsZero() && passDone(prev, cur, o.n):
+			return prevAt, cur, nil
+		default:
+			prev, prevAt = cur, at
+		}
+		if time.Since(progress) >= 10*time.Second {
+			if !progress.IsZero() {
+				logf("  %.0f reconciles of Deployments, %.0f queued, %.0f in progress", cur.reconciles, cur.ready, cur.active)
+			}
+			progress = time.Now()
+		}
+		if time.Now().After(deadline) {
+			err := fmt.Errorf("the initial pass was not over within %s (%.0f reconciles of %d Deployments, %.0f queued, %.0f in progress)",
+				o.passTimeout, prev.reconciles, o.n, prev.ready, prev.active)
+			if lastErr != nil {
+				err = fmt.Errorf("%w; the last read of its metrics failed: %w", err, lastErr)
+			}
+			return time.Time{}, prev, err
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, prev, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func delta(before, after metrics, name string) float64 {
+	a, _ := after.sum(name, nil)
+	b, _ := before.sum(name, nil)
+	return a - b
+}
+
+// schedule creates the group of Deployments whose deadlines fall during the run, waits for
+// their ExpiryDue Events and analyses them into r.
+func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *eventWatcher, logf func(string, ...any)) error {
+	base := time.Now().Truncate(time.Second).Add(time.Second)
+	dl := deadlines(base, o.scheduled, o.from, o.to)
+	ds := make([]*appsv1.Deployment, len(dl))
+	for i := range ds {
+		ds[i] = deployment(scheduledNamespace, scheduledName(i), fmt.Sprintf("team-%02d@example.com", i%10), dl[i])
+	}
+	t0 := time.Now()
+	if err := createDeployments(ctx, cs, ds, o.workers); err != nil {
+		return fmt.Errorf("creating the scheduled Deployments: %w", err)
+	}
+	r.schedSetup = time.Since(t0)
+	if first := dl[0].Add(-o.warningBefore); time.Now().After(first) {
+		return fmt.Errorf("creating %d Deployments took %s: the first warning (at %s) was due before they all existed; raise -from",
+			len(ds), r.schedSetup.Round(time.Millisecond), first.Format("15:04:05"))
+	}
+	last := dl[len(dl)-1]
+	logf("%d Deployments created in %s, deadlines %s–%s (warned %s before, due at the deadline); waiting until %s at most",
+		len(ds), r.schedSetup.Round(time.Millisecond), dl[0].Format("15:04:05"), last.Format("15:04:05"), o.warningBefore,
+		last.Add(o.timeout).Format("15:04:05"))
+	keys := make([]string, len(ds))
+	for i, d := range ds {
+		keys[i] = d.Namespace + "/" + d.Name
+	}
+	if _, err := w.wait(ctx, last.Add(o.timeout), func() bool {
+		for _, key := range keys {
+			if w.get(key, reasonDue).count == 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	// A short look for duplicates.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Second):
+	}
+	r.sched = make([]scheduled, len(ds))
+	for i, key := range keys {
+		r.sched[i] = scheduled{key: key, deadline: dl[i], warn: w.get(key, reasonWarning), due: w.get(key, reasonDue)}
+		if o.verbose {
+			s := r.sched[i]
+			logf("  %s: deadline %s; warning seen %s, ExpiryDue seen %s after its time", key, s.deadline.Format("15:04:05"),
+				lateString(s.warn, s.deadline.Add(-o.warningBefore)), lateString(s.due, s.deadline))
+		}
+	}
+	r.stats = analyze(r.sched, o.warningBefore, o.interval)
+	st := r.stats
+	logf("ExpiryWarning %d/%d: p50 %s ms, p99 %s ms, max %s ms late; ExpiryDue %d/%d: p50 %s ms, p99 %s ms, max %s ms late; early: %d warnings, %d ExpiryDue",
+		len(st.warnLate), len(ds), ms(kustosproc.Percentile(st.warnLate, 50)), ms(kustosproc.Percentile(st.warnLate, 99)), ms(kustosproc.Percentile(st.warnLate, 100)),
+		len(st.dueLate), len(ds), ms(kustosproc.Percentile(st.dueLate, 50)), ms(kustosproc.Percentile(st.dueLate, 99)), ms(kustosproc.Percentile(st.dueLate, 100)),
+		st.earlyWarn, st.earlyDue)
+	return nil
+}
+
+func lateString(s seenEvent, at time.Time) string {
+	if s.count == 0 {
+		return "never"
+	}
+	return ms(s.seen.Sub(at)) + " ms"
+}
+
+// scheduled is one Deployment of the scheduled group and what the watch saw of it.
+type scheduled struct {
+	key       string
+	deadline  time.Time
+	warn, due seenEvent
+}
+
+// schedStats is what the scheduled group says about Kustos's timing.
+type schedStats struct {
+	warnLate []time.Duration // warning seen − (deadline − warning-before)
+	dueLate  []time.Duration // ExpiryDue seen − due time (the deadline)
+	// missing: never seen; early: seen, or decided (the Event's lastTimestamp), before its time;
+	// dup: further Events of the same reason about the same Deployment.
+	missingWarn, earlyWarn, dupWarn int
+	missingDue, earlyDue, dupDue    int
+	// unwarned: ExpiryDue without an ExpiryWarning. unknown: the warning came so late (after
+	// deadline − interval) that the due time was no longer the deadline; left out of dueLate.
+	unwarned, unknown int
+}
+
+// analyze: warned at deadline − warningBefore; due at max(deadline, warned + interval), which
+// is the deadline itself as long as the warning was seen by deadline − interval (Kustos records
+// the warning's time after writing its Event, so it cannot be later than the Event was seen).
+func analyze(ss []scheduled, warningBefore, interval time.Duration) schedStats {
+	var st schedStats
+	for _, s := range ss {
+		warnAt := s.deadline.Add(-warningBefore)
+		if s.warn.count == 0 {
+			st.missingWarn++
+		} else {
+			st.dupWarn += s.warn.count - 1
+			st.warnLate = append(st.warnLate, s.warn.seen.Sub(warnAt))
+			if s.warn.seen.Before(warnAt) || s.warn.stamp.Before(warnAt) {
+				st.earlyWarn++
+			}
+		}
+		if s.due.count == 0 {
+			st.missingDue++
+			continue
+		}
+		st.dupDue += s.due.count - 1
+		if s.due.seen.Before(s.deadline) || s.due.stamp.Before(s.deadline) {
+			st.earlyDue++
+		}
+		switch {
+		case s.warn.count == 0:
+			st.unwarned++
+		case s.warn.seen.After(s.deadline.Add(-interval)):
+			st.unknown++
+		default:
+			st.dueLate = append(st.dueLate, s.due.seen.Sub(s.deadline))
+		}
+	}
+	return st
+}
