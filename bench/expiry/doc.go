@@ -61,8 +61,9 @@
 // Kustos's CPU time, RSS and peak RSS are read once more, then it gets SIGTERM (its CPU time
 // including shutdown, from getrusage, is printed too).
 //
-// Peak RSS is VmHWM in /proc/<pid>/status; CPU time is utime+stime in /proc/<pid>/stat, in
-// clock ticks of 1/100 s. Reading /metrics costs Kustos a little CPU (ten reads a second
+// Peak RSS is the largest VmHWM in /proc/<pid>/status read so far (Linux updates the mark it
+// reports lazily: a later reading can be a little lower than an earlier one); CPU time is
+// utime+stime in /proc/<pid>/stat, in clock ticks of 1/100 s. Reading /metrics costs Kustos a little CPU (ten reads a second
 // during the initial pass, one during the idle period). The result is a Markdown table on
 // standard output (also written to -out), progress goes to standard error; -v adds every
 // warning's and ExpiryDue's lateness. A missed target makes the exit status non-zero with

@@ -269,3 +269,16 @@ func TestEventWatcherTally(t *testing.T) {
 		t.Errorf("tally: %d %q %q", n, examples, others)
 	}
 }
+
+func TestPeakIsTheLargestReading(t *testing.T) {
+	atPass := kustosproc.Sample{RSSKiB: 100 << 10, HWMKiB: 130 << 10}
+	afterIdle := kustosproc.Sample{RSSKiB: 120 << 10, HWMKiB: 129 << 10} // Linux's mark lagged
+	if p := peakMiB(atPass, afterIdle); p != 130 {
+		t.Errorf("peak %v MiB, want 130", p)
+	}
+	r := result{atPass: atPass, afterIdle: afterIdle}
+	rows := r.rows(options{n: 1, idle: time.Second})
+	if len(rows) != 2 || !strings.Contains(rows[1].measured, "RSS 120.0 MiB, peak RSS 130.0 MiB") {
+		t.Errorf("idle row: %+v", rows)
+	}
+}

@@ -63,7 +63,7 @@ func (r result) rows(o options) []row {
 		return append(rows, idle)
 	}
 	idle.measured = fmt.Sprintf("CPU +%.2f s; %.0f reconciles, %.0f API requests, %d Events; after it RSS %.1f MiB, peak RSS %.1f MiB",
-		(r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.idleReconciles, r.idleRequests, r.idleEvents, r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB())
+		(r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.idleReconciles, r.idleRequests, r.idleEvents, r.afterIdle.RSSMiB(), peakMiB(r.atPass, r.afterIdle))
 	if r.idleEvents > 0 {
 		idle.broken, idle.why = true, fmt.Sprintf("%d Kustos Events while nothing was due", r.idleEvents)
 	}
@@ -141,11 +141,11 @@ func render(r result, o options) string {
 	}
 	fmt.Fprintf(&b, "\nSetup (namespaces and %d Deployments) took %.1f s; the scheduled group %.1f s. "+
 		"The initial pass is over when Kustos's metrics show at least %d Deployment reconciles and an empty expiry queue twice in a row (read every %s). "+
-		"Peak RSS is VmHWM and CPU utime+stime of the Kustos process.\n",
+		"Peak RSS is the largest VmHWM read so far and CPU utime+stime of the Kustos process.\n",
 		o.n, r.setup.Seconds(), r.schedSetup.Seconds(), o.n, o.poll)
 	if r.end.HWMKiB > 0 {
 		fmt.Fprintf(&b, "At the end (before SIGTERM): CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB; whole life with shutdown: CPU %.2f s; %.0f reconcile errors of the expiry detector.\n",
-			r.end.CPU.Seconds(), r.end.RSSMiB(), r.end.HWMMiB(), r.cpuTotal.Seconds(), r.errors)
+			r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.cpuTotal.Seconds(), r.errors)
 	}
 	return b.String()
 }
@@ -158,4 +158,15 @@ func days(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
 	return d.String()
+}
+
+// peakMiB is the largest VmHWM of the samples, in MiB. Linux updates the high-water mark it
+// keeps only at some points (when memory is unmapped, for instance) and reports the larger of
+// it and the current RSS, so a later VmHWM can be lower than an earlier reading.
+func peakMiB(ss ...kustosproc.Sample) float64 {
+	var m int64
+	for _, s := range ss {
+		m = max(m, s.HWMKiB)
+	}
+	return float64(m) / 1024
 }

@@ -166,7 +166,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	r.idleReconciles = delta(m0, m1, metricReconciles)
 	r.idleRequests = delta(m0, m1, metricRequests)
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB; while idle %.0f reconciles, %.0f API requests, %d Events",
-		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(),
+		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.afterIdle.RSSMiB(), peakMiB(r.atPass, r.afterIdle),
 		r.idleReconciles, r.idleRequests, r.idleEvents)
 
 	// Phase 3: a group whose deadlines fall during the run.
@@ -184,7 +184,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
 	})
 	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v %v",
-		r.end.CPU.Seconds(), r.end.RSSMiB(), r.end.HWMMiB(), r.unexpected+len(r.otherEvents), r.examples, r.otherEvents)
+		r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.unexpected+len(r.otherEvents), r.examples, r.otherEvents)
 	return r
 }
 
