@@ -31,6 +31,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/cleanereval"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/expiryplan"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/recommend"
 	"github.com/kustos-dev/kustos/internal/statusreport"
@@ -55,6 +56,12 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return recommend.Run(args[1:], stdin, stdout, stderr)
 	case "status":
 		return statusreport.Run(args[1:], stdout, stderr)
+	case "expiry":
+		if len(args) < 2 || args[1] != "plan" {
+			fmt.Fprintln(stderr, "Usage: kustos expiry plan -f FILE [-f FILE]... [--now RFC3339] [flags]")
+			return 2
+		}
+		return expiryplan.Run(args[2:], stdin, stdout, stderr)
 	case "cleaner":
 		if len(args) < 2 || args[1] != "eval" {
 			fmt.Fprintln(stderr, "Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]")
@@ -80,6 +87,7 @@ Commands:
   run         run the controller (observer mode by default)
   recommend   decide offline from Kubernetes objects in YAML or JSON files
   cleaner eval  evaluate Cleaners offline against objects in YAML or JSON files
+  expiry plan   what the expiry detector does next to each object, offline
   status      one row per Key Kustos tracks (state Leases and Cleaners)
   version     print the version
 
