@@ -21,7 +21,7 @@ build: ## Build bin/kustos.
 	$(GO) build -trimpath -o $(BIN)/kustos ./cmd/kustos
 
 .PHONY: testbin
-testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd) and helm into bin/ (cached).
+testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm and mailpit (the SMTP server of the mail tests) into bin/ (cached).
 	hack/setup-testbin.sh
 	hack/setup-openapi.sh
 

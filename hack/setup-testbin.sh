@@ -4,22 +4,29 @@
 #   kube-apiserver, kube-controller-manager  k8s.io/kubernetes, version pinned in hack/tools/go.mod
 #   etcd                                     go.etcd.io/etcd/server/v3, pinned in hack/tools/go.mod
 #   helm                                     helm.sh/helm/v3, pinned below (HELM_VERSION)
+#   mailpit                                  github.com/axllent/mailpit, pinned in hack/tools/mailpit/go.mod
+#                                            (a module of its own, so that its dependencies
+#                                            never change the Kubernetes binaries'); the SMTP
+#                                            server the mail notifier's tests send to
 #
 # Everything is built from source through the Go module proxy, because setup-envtest and release
 # downloads are not reachable from our build machines. Nothing else is installed.
 #
 # Output goes to bin/ at the repository root, or to $TESTBIN_DIR if set. A binary is rebuilt
 # unless it exists AND its stamp file (<bin>/.stamps/<name>) records the module version it was
-# built from, so bumping a version in hack/tools/go.mod or HELM_VERSION rebuilds it.
+# built from, so bumping a version in hack/tools/go.mod, hack/tools/mailpit/go.mod or HELM_VERSION
+# rebuilds it.
 #
 # A cold build (empty module and build cache) of the control plane takes a long time — about
-# 10-20 minutes on 2 CPUs; reruns with everything up to date take a second or two.
+# 10-20 minutes on 2 CPUs (mailpit alone: about a minute); reruns with everything up to date take
+# a second or two.
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_dir="${repo_root}/hack/tools"
+mailpit_dir="${tools_dir}/mailpit"
 bin_dir="${TESTBIN_DIR:-${repo_root}/bin}"
 mkdir -p "${bin_dir}/.stamps"
 bin_dir="$(cd "${bin_dir}" && pwd)"
@@ -29,9 +36,10 @@ export GOWORK=off
 
 log() { echo "setup-testbin: $*"; }
 
-# module_version prints the version of module $1 selected by the tools module.
+# module_version prints the version of module $1 selected by the tools module (or by the module
+# in directory $2).
 module_version() {
-	(cd "${tools_dir}" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$1")
+	(cd "${2:-${tools_dir}}" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$1")
 }
 
 # up_to_date NAME STAMP succeeds when bin/NAME exists and was built from STAMP.
@@ -58,6 +66,7 @@ build() {
 
 kube_version="$(module_version k8s.io/kubernetes)"
 etcd_version="$(module_version go.etcd.io/etcd/server/v3)"
+mailpit_version="$(module_version github.com/axllent/mailpit "${mailpit_dir}")"
 
 # Plain `go build` leaves the Kubernetes version at "v0.0.0-master"; stamp the real release
 # version the way the Kubernetes release build does (hack/lib/version.sh), so /version reports it
@@ -77,6 +86,14 @@ build_kube() { # build_kube NAME
 build_etcd() {
 	(cd "${tools_dir}" && go build -o "${bin_dir}/etcd.tmp" go.etcd.io/etcd/server/v3)
 }
+build_mailpit() {
+	# As Mailpit's release build does (its Dockerfile): no cgo (its SQLite is pure Go) and the
+	# version stamped in. Its web UI is not in the module (it is built with npm); the SMTP server
+	# and the HTTP API the tests use are.
+	(cd "${mailpit_dir}" && CGO_ENABLED=0 go build \
+		-ldflags "-X github.com/axllent/mailpit/config.Version=${mailpit_version}" \
+		-o "${bin_dir}/mailpit.tmp" github.com/axllent/mailpit)
+}
 build_helm() {
 	# `go install pkg@version` builds helm with its own go.mod (it has no replace directives).
 	# GOBIN is a scratch dir so that a failed build never leaves a half-written bin/helm.
@@ -93,5 +110,6 @@ build kube-apiserver "k8s.io/kubernetes@${kube_version}" build_kube kube-apiserv
 build kube-controller-manager "k8s.io/kubernetes@${kube_version}" build_kube kube-controller-manager
 build etcd "go.etcd.io/etcd/server/v3@${etcd_version}" build_etcd
 build helm "helm.sh/helm/v3@${HELM_VERSION}" build_helm
+build mailpit "github.com/axllent/mailpit@${mailpit_version}" build_mailpit
 
 log "done: ${bin_dir}"
