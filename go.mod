@@ -15,6 +15,7 @@ require (
 	github.com/migueleliasweb/go-github-mock v1.0.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
+	github.com/wneessen/go-mail v0.8.1
 	go.yaml.in/yaml/v3 v3.0.6
 	helm.sh/helm/v3 v3.21.4
 	k8s.io/api v0.36.3
