@@ -39,12 +39,12 @@ vet: ## go vet and a gofmt check.
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 .PHONY: unit
-unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, helm uninstall and the webhook are tested by `make e2e`).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission)
+unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, helm uninstall, the webhook and the mail notifier (against mailpit) are tested by `make e2e`).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission -e /internal/notify)
 
 .PHONY: e2e
 e2e: testbin ## End-to-end tests on the real control plane.
-	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/helmrelease/... ./internal/admission/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/helmrelease/... ./internal/admission/... ./internal/notify/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart

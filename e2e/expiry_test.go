@@ -30,6 +30,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/notify"
+	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
@@ -470,4 +472,64 @@ func hasInvolved(evs []corev1.Event, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestExpiryMail: with an SMTP server (a real Mailpit), two environments of one owner — named
+// in kustos.io/owner, mapped to an address by the owners table — warned within the batch window
+// arrive as one mail with both environments and their extension links in the text and HTML
+// parts; after the removals the owner gets the message that they were deleted.
+func TestExpiryMail(t *testing.T) {
+	ns := newNamespace(t, "expiry-mail", nil)
+	mp := mailpittest.Start(t, mailpittest.AcceptAny...)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	for _, name := range []string{"preview-a", "preview-b"} {
+		newEnvironment(t, ns, name, map[string]string{expiry.AnnotationOwner: "ana", expiry.AnnotationTTL: "4s"})
+	}
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+		o.Expiry.Settings.Owners = map[string]string{"ana": "ana@example.com"}
+		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"1m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Mail = notify.MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: notify.TLSNone, From: "Kustos <kustos@example.com>"}
+		o.Expiry.BatchWindow, o.Expiry.BatchMax = time.Second, 50
+	})
+	dumpOnFailure(t, k)
+
+	eventually(t, "both previews deleted", func() bool {
+		return !deploymentExists(t, ns, "preview-a") && !deploymentExists(t, ns, "preview-b")
+	})
+	var msgs []mailpittest.Message
+	eventually(t, "the warning and the removal mails", func() bool {
+		msgs = mp.MessagesTo(t, "ana@example.com", 2)
+		return len(msgs) >= 2
+	})
+	var warning, done *mailpittest.Message
+	for i := range msgs {
+		switch {
+		case strings.Contains(msgs[i].Text, "will be deleted"), strings.Contains(msgs[i].Text, "extend"):
+			warning = &msgs[i]
+		case strings.Contains(msgs[i].Text, "deleted"):
+			done = &msgs[i]
+		}
+	}
+	if warning == nil || done == nil {
+		t.Fatalf("want a warning and a removal mail, got %d: %v", len(msgs), mailpittest.Summaries(msgs))
+	}
+	for _, part := range []string{warning.Text, warning.HTML} {
+		if !strings.Contains(part, "preview-a") || !strings.Contains(part, "preview-b") || strings.Count(part, "/extend?") < 2 {
+			t.Errorf("the warning mail does not list both previews with their links:\n%s", part)
+		}
+	}
+	if len(msgs) != 2 {
+		t.Errorf("%d mails, want one warning and one removal message (batched): %v", len(msgs), mailpittest.Summaries(msgs))
+	}
+	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
+		if strings.Contains(e.Message, "/extend?") {
+			t.Errorf("a link reached an Event: %s", e.Message)
+		}
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/expiryplan"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/recommend"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
@@ -151,6 +152,16 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "expiry: helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 	fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "expiry: every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
 	fs.StringVar(&o.Expiry.Webhook.TokenFile, "notify-webhook-token-file", "", "expiry: file holding a bearer token for --notify-webhook-url")
+	fs.StringVar(&o.Expiry.Mail.Host, "notify-mail-host", "", "expiry: SMTP server for owner emails; empty: no email")
+	fs.IntVar(&o.Expiry.Mail.Port, "notify-mail-port", 0, "expiry: SMTP port (0: 587 for starttls, 465 for tls, 25 for none)")
+	mailTLS := fs.String("notify-mail-tls", string(notify.TLSStartTLS), "expiry: starttls (mandatory STARTTLS), tls (implicit TLS) or none (a relay on localhost only)")
+	fs.StringVar(&o.Expiry.Mail.Username, "notify-mail-username", "", "expiry: SMTP login; empty: no authentication")
+	fs.StringVar(&o.Expiry.Mail.PasswordFile, "notify-mail-password-file", "", "expiry: file holding the SMTP password (a mounted Secret; read again at each connection)")
+	fs.StringVar(&o.Expiry.Mail.From, "notify-mail-from", "", "expiry: sender of owner emails, e.g. \"Kustos <kustos@example.com>\" (required with --notify-mail-host)")
+	fs.StringVar(&o.Expiry.Mail.CAFile, "notify-mail-ca-file", "", "expiry: PEM certificates trusted for the SMTP server besides the system's")
+	fs.StringVar(&o.Expiry.Mail.Templates, "notify-mail-templates", "", "expiry: directory of mail templates (a mounted ConfigMap) replacing the built-in ones by file name")
+	fs.DurationVar(&o.Expiry.BatchWindow, "notify-mail-batch-window", 15*time.Second, "expiry: emails to one owner within this window go as one message; 0: no batching (a batched send holds a reconcile worker for the window)")
+	fs.IntVar(&o.Expiry.BatchMax, "notify-mail-batch-max", 50, "expiry: most notices in one email")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
@@ -174,6 +185,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	}
 	o.Expiry.Settings.DefaultTTL, o.Expiry.Settings.WarningBefore, o.Expiry.Settings.NotificationInterval = defaultTTL.d, warningBefore.d, interval.d
 	o.Expiry.Extension.Periods, o.Expiry.Extension.Max = splitList(*extensionPeriods), extensionMax.d
+	o.Expiry.Mail.TLS = notify.TLSMode(*mailTLS)
 	if *ownersFile != "" {
 		data, err := os.ReadFile(*ownersFile)
 		if err != nil {

@@ -37,6 +37,11 @@ type ExpiryOptions struct {
 	Extension ExtensionOptions
 	// Webhook receives every Notice as JSON (URL "": none).
 	Webhook WebhookNotifyOptions
+	// Mail sends Notices to owners by email (Host "": none); BatchWindow > 0 gathers one
+	// owner's notices within it into one message (at most BatchMax).
+	Mail        notify.MailConfig
+	BatchWindow time.Duration
+	BatchMax    int
 	// HelmReleases is --expiry-helm-releases: helm releases with ec_owner/ec_ttl values expire
 	// too (reads helm's release Secrets; uninstalling needs delete on what the releases hold).
 	HelmReleases bool
@@ -123,6 +128,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	settings := o.Expiry.Settings
 	settings.Acts = o.Mode != ModeObserve
+	var notifiers notify.Multi
 	if o.Expiry.Webhook.URL != "" {
 		token := ""
 		if f := o.Expiry.Webhook.TokenFile; f != "" {
@@ -136,7 +142,31 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		if err != nil {
 			return fmt.Errorf("--notify-webhook-url: %w", err)
 		}
-		pl.Notifier = w
+		notifiers = append(notifiers, w)
+	}
+	if o.Expiry.Mail.Host != "" {
+		m, err := notify.NewMail(o.Expiry.Mail)
+		if err != nil {
+			return fmt.Errorf("--notify-mail-*: %w", err)
+		}
+		settings.Mail = true // owners need an address now
+		var n pipeline.Notifier = m
+		if o.Expiry.BatchWindow > 0 {
+			b := notify.NewBatcher(m, notify.BatchOptions{Window: o.Expiry.BatchWindow, Max: o.Expiry.BatchMax})
+			if err := mgr.Add(batcherCloser{b}); err != nil {
+				return err
+			}
+			n = b
+		}
+		// Last: a batched mail blocks for its window; the webhook need not wait for it.
+		notifiers = append(notifiers, n)
+	}
+	switch len(notifiers) {
+	case 0:
+	case 1:
+		pl.Notifier = notifiers[0]
+	default:
+		pl.Notifier = notifiers
 	}
 	links, err := setupExtension(mgr, o)
 	if err != nil {
@@ -172,6 +202,20 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	return nil
+}
+
+// batcherCloser sends the mails still gathering when the manager stops (within its graceful
+// shutdown), instead of dropping them; their senders are told, so nothing is recorded as sent
+// that was not.
+type batcherCloser struct{ b *notify.Batcher }
+
+func (c batcherCloser) NeedLeaderElection() bool { return false }
+
+func (c batcherCloser) Start(ctx context.Context) error {
+	<-ctx.Done()
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return c.b.Close(closeCtx)
 }
 
 // extensionRecorded: an expiry Key's Lease now records a different extension (the extension

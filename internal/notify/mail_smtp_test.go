@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 )
 
 // TestMailpit sends through a real SMTP server, Mailpit (bin/mailpit), and reads what arrived
 // through its HTTP API.
 func TestMailpit(t *testing.T) {
-	mp := startMailpit(t, acceptAny...)
+	mp := mailpittest.Start(t, mailpittest.AcceptAny...)
 	plain := func(t *testing.T, edit ...func(*MailConfig)) *Mail {
 		cfg := MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: TLSNone, Username: "kustos", Password: "hunter2-SECRET", From: "Kustos <kustos@example.com>", Timeout: 10 * time.Second}
 		for _, e := range edit {
@@ -31,7 +32,7 @@ func TestMailpit(t *testing.T) {
 		if err := plain(t).Send(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
-		got := mp.oneMessageTo(t, to)
+		got := mp.OneMessageTo(t, to)
 		if got.Subject != n.Subject {
 			t.Errorf("Subject %q, want %q", got.Subject, n.Subject)
 		}
@@ -68,9 +69,9 @@ func TestMailpit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ms := mp.messagesTo(t, to, 2)
+		ms := mp.MessagesTo(t, to, 2)
 		if len(ms) != 2 || ms[0].MessageID != ms[1].MessageID || ms[0].MessageID != MessageID(warning(to, "web").ID) {
-			t.Errorf("messages %q, want two with Message-ID %s", summaries(ms), MessageID(warning(to, "web").ID))
+			t.Errorf("messages %q, want two with Message-ID %s", mailpittest.Summaries(ms), MessageID(warning(to, "web").ID))
 		}
 	})
 
@@ -81,7 +82,7 @@ func TestMailpit(t *testing.T) {
 		if err := plain(t).Send(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
-		got := mp.oneMessageTo(t, to)
+		got := mp.OneMessageTo(t, to)
 		if got.Subject != "Deployment web expired and was removed" || !strings.Contains(got.Text, "is outdated and has been deleted**") ||
 			!strings.Contains(got.HTML, "is outdated and has been deleted</strong>") {
 			t.Errorf("subject %q, text:\n%s\nHTML:\n%s", got.Subject, got.Text, got.HTML)
@@ -119,7 +120,7 @@ func TestMailpit(t *testing.T) {
 		if err := plain(t, func(c *MailConfig) { c.Templates = dir }).Send(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
-		got := mp.oneMessageTo(t, to)
+		got := mp.OneMessageTo(t, to)
 		if got.Subject != "[preview] web expires" {
 			t.Errorf("Subject %q", got.Subject)
 		}
@@ -146,7 +147,7 @@ func TestMailpit(t *testing.T) {
 					t.Errorf("Send %d: %v", i, err)
 				}
 			}
-			got := mp.oneMessageTo(t, to)
+			got := mp.OneMessageTo(t, to)
 			if got.Subject != "Kustos: 3 notices about your environments" {
 				t.Errorf("Subject %q", got.Subject)
 			}
@@ -166,9 +167,9 @@ func TestMailpit(t *testing.T) {
 					t.Errorf("Send %d again: %v", i, err)
 				}
 			}
-			ms := mp.messagesTo(t, to, 2)
+			ms := mp.MessagesTo(t, to, 2)
 			if len(ms) != 2 || ms[0].MessageID != ms[1].MessageID {
-				t.Errorf("messages %q, want two with one Message-ID", summaries(ms))
+				t.Errorf("messages %q, want two with one Message-ID", mailpittest.Summaries(ms))
 			}
 		})
 		t.Run("two owners: two mails", func(t *testing.T) {
@@ -180,10 +181,10 @@ func TestMailpit(t *testing.T) {
 					t.Errorf("Send %d: %v", i, err)
 				}
 			}
-			if got := mp.oneMessageTo(t, ana); !strings.Contains(got.Text, "Environment a1 ") || !strings.Contains(got.Text, "Environment a2 ") || strings.Contains(got.Text, "b1") {
+			if got := mp.OneMessageTo(t, ana); !strings.Contains(got.Text, "Environment a1 ") || !strings.Contains(got.Text, "Environment a2 ") || strings.Contains(got.Text, "b1") {
 				t.Errorf("ana's message:\n%s", got.Text)
 			}
-			if got := mp.oneMessageTo(t, bob); got.Subject != warning(bob, "b1").Subject {
+			if got := mp.OneMessageTo(t, bob); got.Subject != warning(bob, "b1").Subject {
 				t.Errorf("bob's message: %q", got.Subject)
 			}
 		})
@@ -198,7 +199,7 @@ func TestMailpit(t *testing.T) {
 					t.Errorf("Send %d: %v", i, err)
 				}
 			}
-			if got := mp.oneMessageTo(t, to); got.MessageID != MessageID(warning(to, "a").ID, warning(to, "b").ID) {
+			if got := mp.OneMessageTo(t, to); got.MessageID != MessageID(warning(to, "a").ID, warning(to, "b").ID) {
 				t.Errorf("Message-ID %q", got.MessageID)
 			}
 		})
@@ -216,7 +217,7 @@ func TestMailpit(t *testing.T) {
 			if err := <-res; !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("the caller that gave up: %v", err)
 			}
-			got := mp.oneMessageTo(t, to)
+			got := mp.OneMessageTo(t, to)
 			if !strings.Contains(got.Text, "Environment kept ") || strings.Contains(got.Text, "gone") {
 				t.Errorf("message:\n%s", got.Text)
 			}
@@ -241,7 +242,7 @@ func TestMailAuth(t *testing.T) {
 	if err := os.WriteFile(users, []byte("kustos:right-SECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mp := startMailpit(t, "--smtp-auth-file", users, "--smtp-auth-allow-insecure")
+	mp := mailpittest.Start(t, "--smtp-auth-file", users, "--smtp-auth-allow-insecure")
 	pwFile := filepath.Join(dir, "password")
 	m := newTestMail(t, MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: TLSNone, Username: "kustos", PasswordFile: pwFile, From: "kustos@example.com", Timeout: 10 * time.Second})
 	for _, tc := range []struct {
@@ -262,7 +263,7 @@ func TestMailAuth(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mp.oneMessageTo(t, to)
+				mp.OneMessageTo(t, to)
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), "535") {
@@ -273,8 +274,8 @@ func TestMailAuth(t *testing.T) {
 					t.Errorf("the error carries %q: %v", secret, err)
 				}
 			}
-			if ms := mp.messagesTo(t, to, 0); len(ms) != 0 {
-				t.Errorf("delivered: %q", summaries(ms))
+			if ms := mp.MessagesTo(t, to, 0); len(ms) != 0 {
+				t.Errorf("delivered: %q", mailpittest.Summaries(ms))
 			}
 		})
 	}
@@ -287,7 +288,7 @@ func TestMailAuth(t *testing.T) {
 
 // TestMailNoRecipient: a Notice without To (webhook-only setups) is skipped without a connection.
 func TestMailNoRecipient(t *testing.T) {
-	m := newTestMail(t, MailConfig{Host: "127.0.0.1", Port: freePort(t), TLS: TLSNone}) // nothing listens there
+	m := newTestMail(t, MailConfig{Host: "127.0.0.1", Port: mailpittest.FreePort(t), TLS: TLSNone}) // nothing listens there
 	for _, to := range []string{"", "  "} {
 		n := warning(to, "web")
 		if err := m.Send(t.Context(), n); err != nil {
@@ -315,7 +316,7 @@ func TestMailTLS(t *testing.T) {
 		{"implicit tls to an untrusted certificate", TLSImplicit, "--smtp-require-tls", false, "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mp := startMailpit(t, "--smtp-auth-accept-any", "--smtp-tls-cert", cert, "--smtp-tls-key", key, tc.flag)
+			mp := mailpittest.Start(t, "--smtp-auth-accept-any", "--smtp-tls-cert", cert, "--smtp-tls-key", key, tc.flag)
 			cfg := MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: tc.mode, Username: "kustos", Password: "hunter2-SECRET", From: "kustos@example.com", Timeout: 10 * time.Second}
 			if tc.trusted {
 				cfg.CAFile = cert
@@ -332,7 +333,7 @@ func TestMailTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := mp.oneMessageTo(t, to)
+			got := mp.OneMessageTo(t, to)
 			if got.MessageID != MessageID(n.ID) {
 				t.Errorf("Message-ID %q", got.MessageID)
 			}
@@ -344,8 +345,8 @@ func TestMailTLS(t *testing.T) {
 // TestMailServerDown: a server that is not there fails the send, directly and through a batch,
 // with an error that names the server but carries neither the password nor a link.
 func TestMailServerDown(t *testing.T) {
-	mp := startMailpit(t, acceptAny...)
-	mp.stop()
+	mp := mailpittest.Start(t, mailpittest.AcceptAny...)
+	mp.Stop()
 	m := newTestMail(t, MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: TLSNone, Username: "kustos", Password: "hunter2-SECRET", From: "kustos@example.com", Timeout: 5 * time.Second})
 	to := newOwner()
 	direct := m.Send(t.Context(), warning(to, "web"))
