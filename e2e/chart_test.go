@@ -141,7 +141,10 @@ func TestChartLintsStrict(t *testing.T) {
 		{"--set", "cleaner.enabled=false"},
 		{"--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com",
 			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com",
-			"--set", "expiry.notify.webhookURL=https://hooks.example/abc", "--set", "expiry.notify.webhookTokenSecret=hook"},
+			"--set", "expiry.notify.webhookURL=https://hooks.example/abc", "--set", "expiry.notify.webhookTokenSecret=hook",
+			"--set", "expiry.notify.mail.host=smtp.example.com", "--set", "expiry.notify.mail.from=kustos@example.com",
+			"--set", "expiry.notify.mail.username=kustos", "--set", "expiry.notify.mail.passwordSecret=smtp",
+			"--set", "expiry.notify.mail.templatesConfigMap=kustos-mail"},
 		{"--set", "expiry.enabled=false"},
 		{"--set", "mode=direct", "--set", "expiry.helmReleases.enabled=true", "--set-json", `expiry.helmReleases.resourceKinds=[{"apiGroup":"","resources":["configmaps"]}]`},
 	} {

@@ -142,5 +142,16 @@ The Secret holding the extension links' signing key.
 The pod mounts Secrets: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) }}true{{ end }}
+{{- end }}
+
+{{/*
+Owner mail with a password Secret / a templates ConfigMap: "true" or "".
+*/}}
+{{- define "kustos.mailPasswordEnabled" -}}
+{{- if and .Values.expiry.enabled .Values.expiry.notify.mail.host .Values.expiry.notify.mail.passwordSecret }}true{{ end }}
+{{- end }}
+
+{{- define "kustos.mailTemplatesEnabled" -}}
+{{- if and .Values.expiry.enabled .Values.expiry.notify.mail.host .Values.expiry.notify.mail.templatesConfigMap }}true{{ end }}
 {{- end }}
