@@ -489,6 +489,7 @@ func TestExpiryMail(t *testing.T) {
 	for _, name := range []string{"preview-a", "preview-b"} {
 		newEnvironment(t, ns, name, map[string]string{expiry.AnnotationOwner: "ana", expiry.AnnotationTTL: "4s"})
 	}
+	newEnvironment(t, ns, "stray", nil) // an orphan, in the administrators' digest
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		expiryOptions(o)
@@ -496,6 +497,7 @@ func TestExpiryMail(t *testing.T) {
 		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"1m"}, Max: 5 * time.Minute, KeyFile: keyFile}
 		o.Expiry.Mail = notify.MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: notify.TLSNone, From: "Kustos <kustos@example.com>"}
 		o.Expiry.BatchWindow, o.Expiry.BatchMax = time.Second, 50
+		o.Expiry.AdminEmail, o.Expiry.DigestInterval = "ops@example.com", 2*time.Second
 	})
 	dumpOnFailure(t, k)
 
@@ -530,6 +532,14 @@ func TestExpiryMail(t *testing.T) {
 	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
 		if strings.Contains(e.Message, "/extend?") {
 			t.Errorf("a link reached an Event: %s", e.Message)
+		}
+	}
+	// The orphan digest reaches the administrators, naming the stray Deployment and why.
+	digest := mp.MessagesTo(t, "ops@example.com", 1)
+	if len(digest) == 0 || !strings.Contains(digest[0].Text, "Deployment.apps/"+ns+"/stray: missing owner and lifetime") {
+		t.Errorf("orphan digest: %v", mailpittest.Summaries(digest))
+		if len(digest) > 0 {
+			t.Logf("text:\n%s", digest[0].Text)
 		}
 	}
 }

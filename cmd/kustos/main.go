@@ -162,6 +162,8 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.StringVar(&o.Expiry.Mail.Templates, "notify-mail-templates", "", "expiry: directory of mail templates (a mounted ConfigMap) replacing the built-in ones by file name")
 	fs.DurationVar(&o.Expiry.BatchWindow, "notify-mail-batch-window", 15*time.Second, "expiry: emails to one owner within this window go as one message; 0: no batching (a batched send holds a reconcile worker for the window)")
 	fs.IntVar(&o.Expiry.BatchMax, "notify-mail-batch-max", 50, "expiry: most notices in one email")
+	fs.StringVar(&o.Expiry.AdminEmail, "admin-email", "", "expiry: address that gets the digest of orphans (objects without owner or lifetime) by mail; empty: none")
+	fs.DurationVar(&o.Expiry.DigestInterval, "orphan-digest-interval", 24*time.Hour, "expiry: how often the orphan digest is sent to --admin-email")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {

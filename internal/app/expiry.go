@@ -42,6 +42,9 @@ type ExpiryOptions struct {
 	Mail        notify.MailConfig
 	BatchWindow time.Duration
 	BatchMax    int
+	// AdminEmail receives the orphan digest every DigestInterval (needs mail).
+	AdminEmail     string
+	DigestInterval time.Duration
 	// HelmReleases is --expiry-helm-releases: helm releases with ec_owner/ec_ttl values expire
 	// too (reads helm's release Secrets; uninstalling needs delete on what the releases hold).
 	HelmReleases bool
@@ -75,6 +78,10 @@ func (e ExpiryOptions) validate() error {
 		return fmt.Errorf("--expiry-warning-before=%s: must not be negative", s.WarningBefore)
 	case s.NotificationInterval < 0:
 		return fmt.Errorf("--notification-interval=%s: must not be negative", s.NotificationInterval)
+	case e.AdminEmail != "" && e.Mail.Host == "":
+		return fmt.Errorf("--admin-email=%s needs --notify-mail-host: the orphan digest goes by mail", e.AdminEmail)
+	case e.AdminEmail != "" && e.DigestInterval <= 0:
+		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", e.DigestInterval)
 	case e.Extension.Addr != "" && e.Extension.URL == "":
 		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
 	case e.Extension.Addr != "" && e.Extension.KeyFile == "":
@@ -160,6 +167,12 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 		// Last: a batched mail blocks for its window; the webhook need not wait for it.
 		notifiers = append(notifiers, n)
+		if o.Expiry.AdminEmail != "" {
+			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: m,
+				to: o.Expiry.AdminEmail, interval: o.Expiry.DigestInterval, now: o.Now, log: o.Log.WithName("orphan-digest")}); err != nil {
+				return err
+			}
+		}
 	}
 	switch len(notifiers) {
 	case 0:
