@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -529,6 +530,21 @@ func TestExpiryMail(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Errorf("%d mails, want one warning and one removal message (batched): %v", len(msgs), mailpittest.Summaries(msgs))
 	}
+	// A link from the mail's text works: its page names the environment. (The environments are
+	// removed by now, so the link is past its expiry: the page says so, and nothing changes.)
+	link := regexp.MustCompile(`http://[^\s)\]]+/extend\?[^\s)\]]+`).FindString(warning.Text)
+	if link == "" {
+		t.Fatalf("no extension link in the mail's text:\n%s", warning.Text)
+	}
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone || !strings.Contains(string(body), "expired") {
+		t.Errorf("the mail's link after the removal: %d\n%s", resp.StatusCode, body)
+	}
 	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
 		if strings.Contains(e.Message, "/extend?") {
 			t.Errorf("a link reached an Event: %s", e.Message)
@@ -541,5 +557,63 @@ func TestExpiryMail(t *testing.T) {
 		if len(digest) > 0 {
 			t.Logf("text:\n%s", digest[0].Text)
 		}
+	}
+}
+
+// TestExpiryPRExtension: in PR mode an extension clicked by the owner becomes one pull request
+// that writes kustos.io/expires-at into the environment's manifest (comments kept), merged by
+// Kustos; no removal pull request follows at the old deadline.
+func TestExpiryPRExtension(t *testing.T) {
+	ns := newNamespace(t, "expiry-pr-ext", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
+		dir + "preview.yaml": "# the preview environment of PR 43\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
+			"    kustos.io/owner: ana@example.com  # the author\n    kustos.io/ttl: 4s\nspec:\n  replicas: 0\n",
+	})
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
+	sink := startNoticeSink(t)
+	addr := freeAddr(t)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		expiryOptions(o)
+		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"2m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+	}))
+	dumpOnFailure(t, k)
+
+	var warning lifecycle.Notice
+	eventually(t, "the warning at the webhook", func() bool {
+		ws := sink.notices(expiry.NoticeWarning)
+		if len(ws) > 0 {
+			warning = ws[0]
+		}
+		return len(ws) > 0 && len(ws[0].Links) == 1
+	})
+	u, _ := url.Parse(warning.Links[0].URL)
+	resp, err := http.PostForm("http://"+addr+"/extend", u.Query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST the link: %s", resp.Status)
+	}
+	want := warning.Deadline.Add(2 * time.Minute).UTC().Format(time.RFC3339)
+	p := g.waitPR(t, "the extension PR merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	manifest, _ := g.s.FileAt(ghOwner, ghRepo, "main", dir+"preview.yaml")
+	if !strings.Contains(manifest, `kustos.io/expires-at: "`+want+`"`) || !strings.Contains(manifest, "# the author") {
+		t.Errorf("preview.yaml after PR #%d:\n%s", p.Number, manifest)
+	}
+	// The old deadline and the interval after the warning pass: no removal PR.
+	time.Sleep(time.Until(warning.At) + 2*time.Second)
+	g.onePR(t, time.Second)
+	if !deploymentExists(t, ns, "preview") {
+		t.Error("the extended environment was removed")
 	}
 }
