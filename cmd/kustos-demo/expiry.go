@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 )
 
 const (
@@ -67,12 +69,14 @@ spec:
 // receives the owner's warnings with their extension links. One link is clicked: the preview
 // is extended and Kustos writes the new deadline back to Git by a pull request; the other
 // preview is removed by a pull request at its deadline.
-func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tokenFile, dir string, out io.Writer) error {
-	step(out, "Expiry: a webhook receiver for the owner's notices, and two preview environments in Git and in the cluster")
+func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tb *demoTB, tokenFile string, out io.Writer) error {
+	dir := tb.TempDir()
+	step(out, "Expiry: a real SMTP server (Mailpit, from bin/) and a webhook receiver for the owner's notices, and two preview environments in Git and in the cluster")
 	hook, err := startHook(ctx)
 	if err != nil {
 		return err
 	}
+	mp := mailpittest.Start(tb, mailpittest.AcceptAny...)
 	files := map[string]string{
 		expiryDir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + expiryNamespace +
 			"\nresources:\n  - preview-pr-41.yaml\n  - preview-pr-42.yaml\n",
@@ -118,8 +122,10 @@ func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Clien
 		"--enable-cleaners=false",
 		"--expiry-warning-before=" + expiryWarnBefore.String(), "--notification-interval=" + expiryInterval.String(),
 		"--extension-addr=" + addr, "--extension-url=http://" + addr, "--extension-periods=1m,5m", "--extension-max=10m",
-		"--extension-key-file=" + keyFile, "--notify-webhook-url=" + hook.url}
-	step(out, "starting kustos run --mode=pr --expiry-warning-before=15s --notification-interval=8s --extension-addr=… --notify-webhook-url=…")
+		"--extension-key-file=" + keyFile, "--notify-webhook-url=" + hook.url,
+		"--notify-mail-host=127.0.0.1", fmt.Sprintf("--notify-mail-port=%d", mp.Port), "--notify-mail-tls=none",
+		"--notify-mail-from=Kustos <kustos@example.com>", "--notify-mail-batch-window=2s"}
+	step(out, "starting kustos run --mode=pr --expiry-warning-before=15s --notification-interval=8s --extension-addr=… --notify-webhook-url=… --notify-mail-host=…")
 	logs := &lockedBuffer{}
 	cmd := exec.Command(kustosBin, args...)
 	cmd.Stderr = logs
@@ -146,6 +152,13 @@ func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Clien
 	for _, lk := range w.Links {
 		fmt.Fprintf(out, "       [%s] %s\n", lk.Label, shortenToken(lk.URL))
 	}
+
+	mails := mp.MessagesTo(tb, "ana@example.com", 1)
+	if len(mails) == 0 {
+		return withLogs(errors.New("no warning mail at Mailpit"))
+	}
+	fmt.Fprintf(out, "     and one mail for both previews (batched), subject %q, Message-ID %s; its text part:\n", mails[0].Subject, mails[0].MessageID)
+	fmt.Fprint(out, indent(shortenTokens(mails[0].Text)+"\n", "       | "))
 
 	var link string
 	for _, lk := range w.Links {
@@ -222,7 +235,7 @@ func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Clien
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "Summary (expiry): both owners warned with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 was removed from Git at its deadline, a full notification interval after its warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
+	fmt.Fprintln(out, "Summary (expiry): the owner was warned about both previews (webhook, and one batched mail) with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 was removed from Git at its deadline, a full notification interval after its warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
 	return nil
 }
 
@@ -291,6 +304,13 @@ var (
 func pageText(html string) string {
 	return strings.TrimSpace(spaces.ReplaceAllString(tags.ReplaceAllString(html, " "), " "))
 }
+
+// shortenTokens shortens every link in a text as shortenToken does.
+func shortenTokens(text string) string {
+	return linkRE.ReplaceAllStringFunc(text, shortenToken)
+}
+
+var linkRE = regexp.MustCompile(`http://[^\s)\]]+`)
 
 // shortenToken keeps a printed link readable: the token's signature is cut.
 func shortenToken(u string) string {

@@ -206,11 +206,11 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 		t0 := time.Now()
 		defer func() { cleanerTook = time.Since(t0) }()
 		return cleanerAct(ctx, c, out)
-	}, func(s *githubtest.Server, tokenFile, dir string) error {
+	}, func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
 		fmt.Fprintln(out)
 		t0 := time.Now()
 		defer func() { expiryTook = time.Since(t0) }()
-		return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tokenFile, dir, out)
+		return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out)
 	}); err != nil {
 		return fmt.Errorf("PR mode: %w", err)
 	}

@@ -51,7 +51,7 @@ spec:
 // Once the PR is merged, it runs next (the Cleaner act) with the same Kustos; then, with that
 // Kustos stopped, lastAct (the expiry act) with the same GitHub-compatible server.
 func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer, next func() error,
-	lastAct func(s *githubtest.Server, tokenFile, dir string) error) (err error) {
+	lastAct func(s *githubtest.Server, tb *demoTB, tokenFile string) error) (err error) {
 	tb := &demoTB{}
 	defer func() {
 		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
@@ -241,7 +241,7 @@ func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, o
 	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
 		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
 	}
-	return lastAct(s, tokenFile, tb.TempDir())
+	return lastAct(s, tb, tokenFile)
 }
 
 // poll calls cond every 250ms until it is true, fails, or ctx ends.

@@ -17,11 +17,18 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
+
+// TB is the part of testing.TB the server needs; make demo passes its own.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
 
 // mailpit is a real Mailpit (bin/mailpit, built by `make testbin`) on free loopback ports: SMTP
 // at Port, its HTTP API at API.
@@ -36,7 +43,7 @@ type Server struct {
 
 // Binary finds bin/mailpit the way internal/testenv finds the control plane: in
 // $KUSTOS_TESTBIN, else <repo root>/bin. It fails, never skips, when it is missing.
-func Binary(t *testing.T) string {
+func Binary(t TB) string {
 	t.Helper()
 	dir := os.Getenv(testenv.EnvTestBin)
 	if dir == "" {
@@ -58,7 +65,7 @@ var AcceptAny = []string{"--smtp-auth-accept-any", "--smtp-auth-allow-insecure"}
 
 // Start starts Mailpit with flags (besides its ports and database); it is stopped when
 // the test ends.
-func Start(t *testing.T, extra ...string) *Server {
+func Start(t TB, extra ...string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	smtpPort, httpPort := FreePort(t), FreePort(t)
@@ -155,13 +162,13 @@ type Message struct {
 	Headers    map[string][]string `json:"-"`
 }
 
-func (mp *Server) get(t *testing.T, path string, into any) {
+func (mp *Server) get(t TB, path string, into any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mp.API+path, http.NoBody)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -178,7 +185,7 @@ func (mp *Server) get(t *testing.T, path string, into any) {
 
 // MessagesTo returns the messages to addr (GET /api/v1/messages, then /api/v1/message/{ID} and
 // its headers), once there are want of them (within 5 s; then whatever there is).
-func (mp *Server) MessagesTo(t *testing.T, addr string, want int) []Message {
+func (mp *Server) MessagesTo(t TB, addr string, want int) []Message {
 	t.Helper()
 	var mine []Summary
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -209,7 +216,7 @@ func (mp *Server) MessagesTo(t *testing.T, addr string, want int) []Message {
 }
 
 // OneMessageTo is the only message to addr.
-func (mp *Server) OneMessageTo(t *testing.T, addr string) Message {
+func (mp *Server) OneMessageTo(t TB, addr string) Message {
 	t.Helper()
 	ms := mp.MessagesTo(t, addr, 1)
 	if len(ms) != 1 {
@@ -226,11 +233,11 @@ func Summaries(ms []Message) []string {
 	return s
 }
 
-func FreePort(t *testing.T) int {
+func FreePort(t TB) int {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
