@@ -76,7 +76,7 @@ func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Clien
 	if err != nil {
 		return err
 	}
-	mp := mailpittest.Start(tb, mailpittest.AcceptAny...)
+	mp := mailpittest.Start(tb, mailpittest.AcceptAny...) //nolint:contextcheck // test tooling: it bounds its own requests and stops with tb's cleanups
 	files := map[string]string{
 		expiryDir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + expiryNamespace +
 			"\nresources:\n  - preview-pr-41.yaml\n  - preview-pr-42.yaml\n",
@@ -153,7 +153,7 @@ func expiryAct(ctx context.Context, kustosBin, kubeconfig string, c client.Clien
 		fmt.Fprintf(out, "       [%s] %s\n", lk.Label, shortenToken(lk.URL))
 	}
 
-	mails := mp.MessagesTo(tb, "ana@example.com", 1)
+	mails := mp.MessagesTo(tb, "ana@example.com", 1) //nolint:contextcheck // test tooling: each request has its own 10 s deadline
 	if len(mails) == 0 {
 		return withLogs(errors.New("no warning mail at Mailpit"))
 	}
