@@ -48,7 +48,8 @@ type CleanerOptions struct {
 func cleanerVocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: "CleanupProposed", Merged: "CleanupMerged", Declined: "CleanupDeclined", Applied: "CleanedUp",
-		MergedNote: "the object goes when the GitOps tool syncs the merge",
+		MergedNote:   "the object goes when the GitOps tool syncs the merge",
+		DeclinedNote: "the object stays as Git has it",
 	}
 }
 

@@ -83,6 +83,7 @@ type Vocabulary struct {
 	Proposed, Merged, Declined string
 	// Applied is the Event reason of a Change carried out at once by the direct actuator.
 	Applied string
-	// MergedNote ends the merged Event's message (what happens next).
-	MergedNote string
+	// MergedNote ends the merged Event's message (what happens next); DeclinedNote ends the
+	// declined one (what Kustos does now that a human said no).
+	MergedNote, DeclinedNote string
 }

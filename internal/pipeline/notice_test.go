@@ -65,3 +65,17 @@ func TestNotice(t *testing.T) {
 		t.Errorf("a third look sent again: %d, %v", len(n.sent), err)
 	}
 }
+
+// TestDeclinedMessage: the Declined Event says what the detector does now, in its own words.
+func TestDeclinedMessage(t *testing.T) {
+	for _, tc := range []struct {
+		note, want string
+	}{
+		{"", "Pull request #7 was closed without merging"},
+		{"the environment stays", "Pull request #7 was closed without merging; the environment stays"},
+	} {
+		if got := declinedMessage(7, tc.note); got != tc.want {
+			t.Errorf("declinedMessage(7, %q) = %q, want %q", tc.note, got, tc.want)
+		}
+	}
+}

@@ -429,7 +429,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 		n, _, _ = p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Declined,
-		fmt.Sprintf("Pull request #%d was closed without merging; nothing is proposed again before the cooldown has passed and the recommendation has grown", n),
+		declinedMessage(n, p.Vocab.DeclinedNote),
 		fmt.Sprintf("declined|%s|%d", rec.Key, n)); err != nil {
 		return true, err
 	}
@@ -447,6 +447,16 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	metrics.PRs.WithLabelValues("declined").Inc()
 	r.log.Info("pull request closed by a human", "number", n)
 	return false, nil // the detector decides again, knowing it was declined (View.Declined)
+}
+
+// declinedMessage is the Declined Event's message: the closed pull request and what happens
+// now, as the detector's vocabulary says it.
+func declinedMessage(number int, note string) string {
+	msg := fmt.Sprintf("Pull request #%d was closed without merging", number)
+	if note != "" {
+		msg += "; " + note
+	}
+	return msg
 }
 
 // foreignHead reports, once per head, that someone else pushed to the proposal's branch. Kustos

@@ -50,7 +50,8 @@ func Watches() lifecycle.Watches {
 func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
-		MergedNote: "the change takes effect when the GitOps tool syncs the merge",
+		MergedNote:   "the change takes effect when the GitOps tool syncs the merge",
+		DeclinedNote: "the environment stays; Kustos proposes nothing more for this deadline (a new deadline starts a new cycle)",
 	}
 }
 

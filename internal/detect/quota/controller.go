@@ -88,7 +88,8 @@ func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonQuotaResizeProposed, Merged: ReasonQuotaResizeMerged,
 		Declined: ReasonQuotaResizeDeclined, Applied: ReasonQuotaResized,
-		MergedNote: "the new quota takes effect when the GitOps tool syncs it",
+		MergedNote:   "the new quota takes effect when the GitOps tool syncs it",
+		DeclinedNote: "nothing is proposed again before the cooldown has passed and the recommendation has grown",
 	}
 }
 
