@@ -116,7 +116,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := r.Now()
 	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
-	if err := r.reportProblems(ctx, log, obj, nsObj, problems, now); err != nil {
+	objRef := corev1.ObjectReference{APIVersion: r.Kind.GroupVersion().String(), Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+	if err := reportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	orphan := len(policy.Missing()) > 0 && len(problems) == 0
@@ -263,25 +264,32 @@ func DoneMessage(t lifecycle.Target, p Policy, deadline time.Time, a Action) str
 	return fmt.Sprintf("%s expired at %s and was %s; owner %s.", t, deadline.UTC().Format(time.RFC3339), what, p.Owner)
 }
 
-// reportProblems writes one Warning Event per unusable value, on the object that carries it,
-// with a log line and a metric.
-func (r *Reconciler) reportProblems(ctx context.Context, log logr.Logger, obj, ns *metav1.PartialObjectMetadata, problems []Problem, now time.Time) error {
+// reportProblems writes one Warning Event per unusable value, on the object that carries it
+// (target, or its namespace ns), with a log line and a metric. Workloads and helm releases
+// share it.
+func reportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
+	problems []Problem, now time.Time) error {
 	for _, p := range problems {
-		on := obj
-		kind := r.Kind
+		ref := target
 		if ns != nil && p.On == "Namespace/"+ns.Name {
-			on, kind = ns, namespaceGVK
+			ref = *ns
 		}
-		ref := corev1.ObjectReference{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind, Namespace: on.Namespace, Name: on.Name, UID: on.UID}
-		key := strings.TrimPrefix(p.Key, "label ")
-		metrics.InvalidInput.WithLabelValues(DetectorName, key).Inc()
+		metrics.InvalidInput.WithLabelValues(DetectorName, strings.TrimPrefix(p.Key, "label ")).Inc()
 		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", clip(p.Value, 64), "problem", p.Err)
-		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(),
+		if err := rep.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(),
 			"expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// namespaceRef is the Event reference of a Namespace.
+func namespaceRef(ns *metav1.PartialObjectMetadata) *corev1.ObjectReference {
+	if ns == nil {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}
 }
 
 func (r *Reconciler) setOrphan(n types.NamespacedName, orphan bool) {

@@ -101,16 +101,9 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		{Name: "Namespace/" + nsObj.Name, Meta: Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}}}
 	now := r.Now()
 	policy, problems := ParsePolicy(rel.FirstDeployed, sources, false, r.Settings)
-	for _, p := range problems {
-		on := corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind, Namespace: req.Namespace, Name: req.Name}
-		if p.On == "Namespace/"+nsObj.Name {
-			on = corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: nsObj.Name, UID: nsObj.UID}
-		}
-		metrics.InvalidInput.WithLabelValues(DetectorName, p.Key).Inc()
-		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", clip(p.Value, 64), "problem", p.Err)
-		if err := r.Reporter.Notify(ctx, on, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(), "expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
-			return reconcile.Result{}, err
-		}
+	releaseRef := corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind, Namespace: req.Namespace, Name: req.Name}
+	if err := reportProblems(ctx, r.Reporter, log, releaseRef, namespaceRef(nsObj), problems, now); err != nil {
+		return reconcile.Result{}, err
 	}
 	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
 		return reconcile.Result{}, nil
@@ -118,8 +111,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if m := managedBy(rel.Labels); m != "" {
 		// Flux's helm-controller would install it again: the release goes by removing its
 		// HelmRelease in Git, which people do; Kustos says so once and leaves it.
-		return reconcile.Result{}, r.Reporter.Notify(ctx, corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind,
-			Namespace: req.Namespace, Name: req.Name}, corev1.EventTypeWarning, ReasonInvalidExpiry,
+		return reconcile.Result{}, r.Reporter.Notify(ctx, releaseRef, corev1.EventTypeWarning, ReasonInvalidExpiry,
 			fmt.Sprintf("helm release %s/%s has a lifetime (%s) but is managed by %s; remove it in Git, Kustos does not uninstall it", req.Namespace, req.Name, policy.From, m),
 			"expiry-flux|"+req.Namespace+"|"+req.Name, now)
 	}
