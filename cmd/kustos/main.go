@@ -136,18 +136,15 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.BoolVar(&o.Expiry.Enabled, "enable-expiry", true, "run the expiry detector: objects of --lifecycle-kinds and Namespaces with kustos.io/owner and kustos.io/ttl or kustos.io/expires-at are warned about, then removed or paused")
 	lifecycleKinds := fs.String("lifecycle-kinds", app.DefaultLifecycleKinds, "expiry: comma-separated group/version/Kind (version/Kind for the core group) of the workloads that may expire; Namespaces always may")
 	o.Expiry.Settings = expiry.DefaultSettings()
-	defaultTTL := lifetimeFlag{}
-	fs.Var(&defaultTTL, "default-ttl", "expiry: lifetime of objects whose object and namespace name none (90m, 1d, 1w2d); empty: they never expire")
-	warningBefore := lifetimeFlag{d: o.Expiry.Settings.WarningBefore}
-	fs.Var(&warningBefore, "expiry-warning-before", "expiry: the owner is warned this long before the deadline")
-	interval := lifetimeFlag{d: o.Expiry.Settings.NotificationInterval}
-	fs.Var(&interval, "notification-interval", "expiry: never act less than this long after the warning was sent")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.DefaultTTL}, "default-ttl", "expiry: lifetime of objects whose object and namespace name none (90m, 1d, 1w2d); empty: they never expire")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.WarningBefore}, "expiry-warning-before", "expiry: the owner is warned this long before the deadline")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.NotificationInterval}, "notification-interval", "expiry: never act less than this long after the warning was sent")
 	ownersFile := fs.String("expiry-owners", "", "expiry: a YAML file mapping owner names to email addresses (kustos.io/owner may name either)")
 	fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "expiry: address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
 	fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "expiry: public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
 	extensionPeriods := fs.String("extension-periods", "3d,1w,2w", "expiry: the extensions offered in a warning, comma-separated lifetimes")
-	extensionMax := lifetimeFlag{d: 14 * 24 * time.Hour}
-	fs.Var(&extensionMax, "extension-max", "expiry: the longest extension honoured, whatever a link says")
+	o.Expiry.Extension.Max = 14 * 24 * time.Hour
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Extension.Max}, "extension-max", "expiry: the longest extension honoured, whatever a link says")
 	fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "expiry: file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
 	fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "expiry: helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 	fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "expiry: every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
@@ -185,8 +182,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	if o.Expiry.Kinds, err = expiry.ParseKinds(*lifecycleKinds); err != nil {
 		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
 	}
-	o.Expiry.Settings.DefaultTTL, o.Expiry.Settings.WarningBefore, o.Expiry.Settings.NotificationInterval = defaultTTL.d, warningBefore.d, interval.d
-	o.Expiry.Extension.Periods, o.Expiry.Extension.Max = splitList(*extensionPeriods), extensionMax.d
+	o.Expiry.Extension.Periods = splitList(*extensionPeriods)
 	o.Expiry.Mail.TLS = notify.TLSMode(*mailTLS)
 	if *ownersFile != "" {
 		data, err := os.ReadFile(*ownersFile)
@@ -202,29 +198,6 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		o.Instance, _ = os.Hostname()
 	}
 	return o, *kubeconfig, *logLevel, nil
-}
-
-// lifetimeFlag is a duration in Kustos's lifetime grammar (Go durations plus d and w); empty is 0.
-type lifetimeFlag struct{ d time.Duration }
-
-func (f *lifetimeFlag) String() string {
-	if f == nil || f.d == 0 {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f *lifetimeFlag) Set(v string) error {
-	if strings.TrimSpace(v) == "" {
-		f.d = 0
-		return nil
-	}
-	d, err := lifecycle.ParseDuration(strings.TrimSpace(v))
-	if err != nil {
-		return err
-	}
-	f.d = d
-	return nil
 }
 
 // listFlag is a repeatable flag whose values may also be comma-separated.

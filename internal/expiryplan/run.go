@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -83,30 +82,6 @@ files, an object given twice, a target without metadata.creationTimestamp, a sta
 times do not parse (FILE:LINE says what is wrong).
 `
 
-// lifetime is a flag in Kustos's lifetime grammar (lifecycle.ParseDuration); empty is 0.
-type lifetime struct{ d *time.Duration }
-
-func (l lifetime) String() string {
-	if l.d == nil || *l.d == 0 {
-		return ""
-	}
-	return l.d.String()
-}
-
-func (l lifetime) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		*l.d = 0
-		return nil
-	}
-	d, err := lifecycle.ParseDuration(v)
-	if err != nil {
-		return err
-	}
-	*l.d = d
-	return nil
-}
-
 // Run executes `kustos expiry plan` with args (after "plan"). It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("expiry plan", flag.ContinueOnError)
@@ -119,9 +94,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	mode := fs.String("mode", modeObserve, "observe, pr or direct")
 	kindsFlag := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the workloads that may expire")
 	settings := expiry.DefaultSettings()
-	fs.Var(lifetime{&settings.DefaultTTL}, "default-ttl", "lifetime of objects that name none")
-	fs.Var(lifetime{&settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
-	fs.Var(lifetime{&settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
+	fs.Var(lifecycle.LifetimeFlag{D: &settings.DefaultTTL}, "default-ttl", "lifetime of objects that name none")
+	fs.Var(lifecycle.LifetimeFlag{D: &settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
+	fs.Var(lifecycle.LifetimeFlag{D: &settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
 	ownersFile := fs.String("expiry-owners", "", "YAML map of owner names to email addresses")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -79,3 +79,29 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return sum, nil
 }
+
+// LifetimeFlag is a flag.Value in the ParseDuration grammar that writes to *D; empty sets 0. The
+// commands' lifetime flags (--default-ttl, --expiry-warning-before, …) share it.
+type LifetimeFlag struct{ D *time.Duration }
+
+func (f LifetimeFlag) String() string {
+	if f.D == nil || *f.D == 0 {
+		return ""
+	}
+	return f.D.String()
+}
+
+// Set parses v.
+func (f LifetimeFlag) Set(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		*f.D = 0
+		return nil
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*f.D = d
+	return nil
+}
