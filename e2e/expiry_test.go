@@ -280,6 +280,23 @@ func (s *noticeSink) notices(kind string) []lifecycle.Notice {
 	return out
 }
 
+// extension is a free loopback address and a signing key for an extension server.
+type extension struct{ addr, keyFile string }
+
+func extensionServer(t *testing.T) extension {
+	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return extension{addr: freeAddr(t), keyFile: keyFile}
+}
+
+// options serve links for periods, at most 5 minutes.
+func (e extension) options(periods []string) app.ExtensionOptions {
+	return app.ExtensionOptions{Addr: e.addr, URL: "http://" + e.addr, Periods: periods, Max: 5 * time.Minute, KeyFile: e.keyFile}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -297,16 +314,13 @@ func freeAddr(t *testing.T) string {
 func TestExpiryExtension(t *testing.T) {
 	ns := newNamespace(t, "expiry-extend", nil)
 	sink := startNoticeSink(t)
-	addr := freeAddr(t)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ext := extensionServer(t)
+	addr := ext.addr
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		expiryOptions(o)
-		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"1m", "2m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Extension = ext.options([]string{"1m", "2m"})
 		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
 	})
 	dumpOnFailure(t, k)
@@ -482,11 +496,7 @@ func hasInvolved(evs []corev1.Event, name string) bool {
 func TestExpiryMail(t *testing.T) {
 	ns := newNamespace(t, "expiry-mail", nil)
 	mp := mailpittest.Start(t, mailpittest.AcceptAny...)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
+	ext := extensionServer(t)
 	for _, name := range []string{"preview-a", "preview-b"} {
 		newEnvironment(t, ns, name, map[string]string{expiry.AnnotationOwner: "ana", expiry.AnnotationTTL: "4s"})
 	}
@@ -495,7 +505,7 @@ func TestExpiryMail(t *testing.T) {
 		o.Mode = app.ModeDirect
 		expiryOptions(o)
 		o.Expiry.Settings.Owners = map[string]string{"ana": "ana@example.com"}
-		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"1m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Extension = ext.options([]string{"1m"})
 		o.Expiry.Mail = notify.MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: notify.TLSNone, From: "Kustos <kustos@example.com>"}
 		o.Expiry.BatchWindow, o.Expiry.BatchMax = time.Second, 50
 		o.Expiry.AdminEmail, o.Expiry.DigestInterval = "ops@example.com", 2*time.Second
@@ -574,15 +584,12 @@ func TestExpiryPRExtension(t *testing.T) {
 	})
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
 	sink := startNoticeSink(t)
-	addr := freeAddr(t)
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, []byte("e2e-extension-key-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ext := extensionServer(t)
+	addr := ext.addr
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		o.PR.AutoMerge = true
 		expiryOptions(o)
-		o.Expiry.Extension = app.ExtensionOptions{Addr: addr, URL: "http://" + addr, Periods: []string{"2m"}, Max: 5 * time.Minute, KeyFile: keyFile}
+		o.Expiry.Extension = ext.options([]string{"2m"})
 		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
 	}))
 	dumpOnFailure(t, k)
