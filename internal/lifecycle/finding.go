@@ -26,3 +26,13 @@ type Outcome struct {
 	// Applied: the Change was made to the cluster itself (direct); false for a report.
 	Applied bool
 }
+
+// Clip cuts s to n runes, with an ellipsis, for values quoted in Events, logs and errors:
+// input a user controls must never make a message unbounded.
+func Clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

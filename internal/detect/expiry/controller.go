@@ -275,7 +275,7 @@ func reportProblems(ctx context.Context, rep Reporter, log logr.Logger, target c
 			ref = *ns
 		}
 		metrics.InvalidInput.WithLabelValues(DetectorName, strings.TrimPrefix(p.Key, "label ")).Inc()
-		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", clip(p.Value, 64), "problem", p.Err)
+		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
 		if err := rep.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(),
 			"expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
 			return err

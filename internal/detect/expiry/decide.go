@@ -94,7 +94,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s=%q", k, clip(v, 40)))
+			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
 			return time.Time{}
 		}
 		return t.UTC()
@@ -108,7 +108,7 @@ func ParseState(bag map[string]string) (State, []string) {
 	if v, ok := bag[bagWarningAttempts]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			bad = append(bad, fmt.Sprintf("%s=%q", bagWarningAttempts, clip(v, 40)))
+			bad = append(bad, fmt.Sprintf("%s=%q", bagWarningAttempts, lifecycle.Clip(v, 40)))
 		} else {
 			s.WarningAttempts = n
 		}

@@ -117,7 +117,7 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	return fmt.Sprintf("%s=%q on %s: %s", p.Key, clip(p.Value, 64), p.On, p.Err)
+	return fmt.Sprintf("%s=%q on %s: %s", p.Key, lifecycle.Clip(p.Value, 64), p.On, p.Err)
 }
 
 // Source is one place metadata is read from, in lookup order.
@@ -150,7 +150,7 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 	owner, ownerKey, ownerOn := lookup(sources, AnnotationOwner, HelmValueOwner)
 	if owner != "" {
 		p.Owner = owner
-		addr, err := resolveOwner(owner, s.Owners)
+		addr, err := ResolveOwner(owner, s.Owners)
 		if err != nil && s.Mail {
 			// Only mail needs an address; Events and webhooks name the owner as written.
 			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error() + "; the owner cannot be warned by mail, so the object is left alone"})
@@ -199,7 +199,7 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 					Err: "not an RFC 3339 time (e.g. 2026-12-01T18:00:00Z); the object is left alone"})
 				return withoutDeadline(p), problems
 			}
-			p.Deadline, p.From = t.UTC(), fmt.Sprintf("%s=%q on %s", atKey, clip(at, 64), src.Name)
+			p.Deadline, p.From = t.UTC(), fmt.Sprintf("%s=%q on %s", atKey, lifecycle.Clip(at, 64), src.Name)
 			return p, problems
 		case hasTTL:
 			d, err := lifecycle.ParseDuration(strings.TrimSpace(ttl))
@@ -216,7 +216,7 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 			} else {
 				p.Deadline = time.Time{} // beyond year 2262: never, in practice
 			}
-			p.From = fmt.Sprintf("%s=%q on %s", ttlKey, clip(ttl, 64), src.Name)
+			p.From = fmt.Sprintf("%s=%q on %s", ttlKey, lifecycle.Clip(ttl, 64), src.Name)
 			return p, problems
 		}
 	}
@@ -254,9 +254,9 @@ func lookup(sources []Source, annotation, helmValue string) (value, key, on stri
 	return "", "", ""
 }
 
-// resolveOwner is the email address of an owner: itself when it is an address, its entry in
+// ResolveOwner is the email address of an owner: itself when it is an address, its entry in
 // owners otherwise.
-func resolveOwner(owner string, owners map[string]string) (string, error) {
+func ResolveOwner(owner string, owners map[string]string) (string, error) {
 	if strings.Contains(owner, "@") {
 		a, err := mail.ParseAddress(owner)
 		if err != nil {
@@ -272,15 +272,6 @@ func resolveOwner(owner string, owners map[string]string) (string, error) {
 
 func isTrue(v string) bool  { return strings.EqualFold(strings.TrimSpace(v), "true") }
 func isFalse(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "false") }
-
-// clip cuts s to n runes for messages.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
 
 // DefaultLifecycleKinds is --lifecycle-kinds' default.
 const DefaultLifecycleKinds = "apps/v1/Deployment,apps/v1/StatefulSet"
@@ -336,7 +327,7 @@ func LoadOwners(data []byte) (map[string]string, error) {
 	for name, addr := range m {
 		a, err := mail.ParseAddress(addr)
 		if err != nil {
-			return nil, fmt.Errorf("owner %q: %q is not an email address: %w", name, clip(addr, 64), err)
+			return nil, fmt.Errorf("owner %q: %q is not an email address: %w", name, lifecycle.Clip(addr, 64), err)
 		}
 		m[name] = a.Address
 	}

@@ -1,0 +1,212 @@
+package activity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// Querier is the part of Prometheus's HTTP API (client_golang's v1.API) a check uses.
+type Querier interface {
+	Query(ctx context.Context, query string, ts time.Time, opts ...v1.Option) (model.Value, v1.Warnings, error)
+	QueryRange(ctx context.Context, query string, r v1.Range, opts ...v1.Option) (model.Value, v1.Warnings, error)
+}
+
+var _ Querier = v1.API(nil)
+
+// Status is what a check found out about a source.
+type Status string
+
+const (
+	// StatusOK: the source is collecting; its silence about a target is evidence.
+	StatusOK Status = "ok"
+	// StatusUnavailable: the availability query says the source is not collecting (nothing, or
+	// only zeros). Its data may have gaps: no target is declared inactive, and silence counts
+	// only from when it collects again.
+	StatusUnavailable Status = "unavailable"
+	// StatusError: Prometheus could not be asked (unreachable, timeout) or refused the query
+	// (a template that is not PromQL). No target is declared inactive; the next successful
+	// check covers the time since the last one.
+	StatusError Status = "error"
+)
+
+// SourceResult is one source's answer in one check.
+type SourceResult struct {
+	Name   string
+	Status Status
+	// Detail says why a source is not ok, precisely enough to fix it.
+	Detail string
+	// Last is the last activity per target the source reported within the window.
+	Last map[Ref]time.Time
+	// Invalid counts result series that name no target (a label missing) or whose value is not
+	// a time; they are skipped, and said so.
+	Invalid int
+	// Query is the PromQL sent (with the availability part).
+	Query string
+}
+
+// Result is one check cycle.
+type Result struct {
+	// At is the evaluation time; Window and Step what the queries covered.
+	At           time.Time
+	Window, Step time.Duration
+	Sources      []SourceResult
+	// Queries is the number of Prometheus requests made: one per source, whatever the number of
+	// targets.
+	Queries int
+}
+
+// Checker runs check cycles against Prometheus.
+type Checker struct {
+	API     Querier
+	Sources []Compiled
+	// MinStep is the finest step (default 1m); coarser when the window needs it (StepFor).
+	MinStep time.Duration
+	// Timeout bounds each query (default 30s).
+	Timeout time.Duration
+}
+
+// availableLabel marks the availability query's samples in the combined query's result.
+const availableLabel = "kustos_source_available"
+
+// Check asks every source, once each, about the window before now. A source that cannot be
+// asked is StatusError; the others are still asked.
+func (c *Checker) Check(ctx context.Context, now time.Time, window time.Duration) Result {
+	minStep := c.MinStep
+	if minStep <= 0 {
+		minStep = time.Minute
+	}
+	step := StepFor(window, minStep)
+	res := Result{At: now, Window: window, Step: step}
+	for i := range c.Sources {
+		res.Sources = append(res.Sources, c.checkSource(ctx, &c.Sources[i], now, window, step))
+		res.Queries++
+	}
+	return res
+}
+
+func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, window, step time.Duration) SourceResult {
+	out := SourceResult{Name: s.Name}
+	rng := s.minRange
+	if rng < step {
+		rng = step
+	}
+	vars := QueryVars{Window: promDuration(window), Step: promDuration(step), Range: promDuration(rng)}
+	avail, err := s.render(s.available, vars)
+	if err == nil {
+		var data string
+		data, err = s.render(s.data, vars)
+		// One request: the data, and the availability marked with a label of its own. `or`
+		// keeps the marked samples because no data series carries that label.
+		out.Query = fmt.Sprintf(`(%s) or label_replace(%s, %q, "1", "", "")`, data, avail, availableLabel)
+	}
+	if err != nil {
+		out.Status, out.Detail = StatusError, fmt.Sprintf("rendering the query: %v", err)
+		return out
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var val model.Value
+	if s.Mode == ModeRange {
+		val, _, err = c.API.QueryRange(qctx, out.Query, v1.Range{Start: now.Add(-window), End: now, Step: step})
+	} else {
+		val, _, err = c.API.Query(qctx, out.Query, now)
+	}
+	if err != nil {
+		out.Status, out.Detail = StatusError, describe(err)
+		return out
+	}
+	out.Last = map[Ref]time.Time{}
+	available := false
+	keep := func(m model.Metric, at time.Time) {
+		ref := Ref{Namespace: string(m[model.LabelName(s.Labels.Namespace)]), Name: string(m[model.LabelName(s.Labels.Name)])}
+		if ref.Namespace == "" || ref.Name == "" {
+			out.Invalid++
+			return
+		}
+		if at.After(out.Last[ref]) {
+			out.Last[ref] = at
+		}
+	}
+	switch v := val.(type) {
+	case model.Vector:
+		for _, smp := range v {
+			if smp.Metric[availableLabel] != "" {
+				available = available || usable(smp.Value)
+				continue
+			}
+			at, ok := unixTime(smp.Value, now)
+			if !ok {
+				out.Invalid++
+				continue
+			}
+			keep(smp.Metric, at)
+		}
+	case model.Matrix:
+		for _, ss := range v {
+			if ss.Metric[availableLabel] != "" {
+				// Available now: a usable point at the last step.
+				if n := len(ss.Values); n > 0 && !ss.Values[n-1].Timestamp.Time().Before(now.Add(-step)) && usable(ss.Values[n-1].Value) {
+					available = true
+				}
+				continue
+			}
+			for j := len(ss.Values) - 1; j >= 0; j-- {
+				if p := ss.Values[j]; usable(p.Value) && p.Value > 0 {
+					keep(ss.Metric, p.Timestamp.Time().UTC())
+					break
+				}
+			}
+		}
+	default:
+		out.Status, out.Detail = StatusError, fmt.Sprintf("the query returned a %s, not an instant vector (mode %s)", val.Type(), s.Mode)
+		return out
+	}
+	if !available {
+		out.Status = StatusUnavailable
+		out.Detail = fmt.Sprintf("its availability query returned no sample other than 0: %s", lifecycle.Clip(avail, 200))
+		out.Last = nil
+		return out
+	}
+	out.Status = StatusOK
+	return out
+}
+
+// usable: a value that is a number.
+func usable(v model.SampleValue) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && !math.IsInf(f, 0) && f != 0
+}
+
+// unixTime reads a sample value as a Unix time no later than now (plus a minute of clock skew).
+func unixTime(v model.SampleValue, now time.Time) (time.Time, bool) {
+	f := float64(v)
+	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > float64(now.Add(time.Minute).Unix()) {
+		return time.Time{}, false
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+}
+
+// describe says what went wrong asking Prometheus, without the URL's credentials.
+func describe(err error) string {
+	var perr *v1.Error
+	if errors.As(err, &perr) {
+		return fmt.Sprintf("Prometheus answered %s: %s", perr.Type, lifecycle.Clip(perr.Msg, 300))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "Prometheus did not answer in time"
+	}
+	return "Prometheus could not be asked: " + lifecycle.Clip(redact(err.Error()), 300)
+}

@@ -1,0 +1,444 @@
+package inactivity
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// DetectorName names the detector in Keys, Leases, metrics and logs.
+const DetectorName = "inactivity"
+
+// Event and Change reasons.
+const (
+	// ReasonInactive: an alert — the target has not been used for its timeout and will be
+	// paused or deleted after the remaining alerts (Warning Event; the mail or webhook too).
+	ReasonInactive = "InactivityAlert"
+	// ReasonInactivityDue: the alerts were sent and the last one is an interval old: the pause
+	// or deletion is due. In observer mode this Event is all that happens.
+	ReasonInactivityDue = "InactivityDue"
+	// ReasonProbeFailed: an exam target's endpoint stopped answering: it is terminated.
+	ReasonProbeFailed = "ProbeFailed"
+	// ReasonActivityUnknown: a source is not collecting or Prometheus cannot be asked: no target
+	// is declared inactive until it is (fail safe).
+	ReasonActivityUnknown = "ActivityUnknown"
+	// ReasonInvalidInactivity: metadata Kustos cannot use; the target is left alone.
+	ReasonInvalidInactivity = "InvalidInactivityMetadata"
+	// Pipeline vocabulary for the Changes (a pause or a deletion).
+	ReasonProposed = "InactivityChangeProposed"
+	ReasonMerged   = "InactivityChangeMerged"
+	ReasonDeclined = "InactivityChangeDeclined"
+	ReasonApplied  = "InactivityChangeApplied"
+)
+
+// Next is what happens next to a target, as `kustos inactivity plan` prints it.
+type Next string
+
+const (
+	NextAlert   Next = "alert"   // an alert goes out at At
+	NextPause   Next = "pause"   // the target is paused at At
+	NextDelete  Next = "delete"  // the target is deleted at At
+	NextNone    Next = "none"    // nothing scheduled: never times out, opted out, paused, or decided
+	NextUnknown Next = "unknown" // a source is not collecting: nothing is declared inactive
+)
+
+// State is what the target's Lease remembers (its bag).
+type State struct {
+	// LastActivity is the latest activity seen (a source, or a restart after a pause).
+	LastActivity time.Time
+	// AlertsFor is the start of the idle period the alerts are about (the baseline); a new
+	// baseline (activity) starts the count again.
+	AlertsFor   time.Time
+	AlertsSent  int
+	LastAlertAt time.Time
+	// ActedFor is the baseline whose pause or deletion was decided.
+	ActedFor time.Time
+	// Paused: the target was last seen not running (scaled to zero, or the pause field set).
+	// Seen running again, it was restarted: that counts as activity.
+	Paused bool
+	// ProbeFailures counts consecutive failed probes of an exam endpoint.
+	ProbeFailures int
+}
+
+const (
+	bagLastActivity  = "last-activity"
+	bagAlertsFor     = "alerts-for"
+	bagAlertsSent    = "alerts-sent"
+	bagLastAlertAt   = "last-alert-at"
+	bagActedFor      = "acted-for"
+	bagPaused        = "paused"
+	bagProbeFailures = "probe-failures"
+)
+
+// ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
+// extra alert, never a pause or deletion without them.
+func ParseState(bag map[string]string) (State, []string) {
+	var s State
+	var bad []string
+	ts := func(k string) time.Time {
+		v, ok := bag[k]
+		if !ok || v == "" {
+			return time.Time{}
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
+			return time.Time{}
+		}
+		return t.UTC()
+	}
+	n := func(k string) int {
+		v, ok := bag[k]
+		if !ok {
+			return 0
+		}
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i > 1000 {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
+			return 0
+		}
+		return i
+	}
+	s.LastActivity = ts(bagLastActivity)
+	s.AlertsFor = ts(bagAlertsFor)
+	s.LastAlertAt = ts(bagLastAlertAt)
+	s.ActedFor = ts(bagActedFor)
+	s.AlertsSent = n(bagAlertsSent)
+	s.ProbeFailures = n(bagProbeFailures)
+	s.Paused = bag[bagPaused] == "true"
+	return s, bad
+}
+
+// Bag writes the state back; zero fields are left out.
+func (s State) Bag() map[string]string {
+	b := map[string]string{}
+	put := func(k string, t time.Time) {
+		if !t.IsZero() {
+			b[k] = t.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	put(bagLastActivity, s.LastActivity)
+	put(bagAlertsFor, s.AlertsFor)
+	put(bagLastAlertAt, s.LastAlertAt)
+	put(bagActedFor, s.ActedFor)
+	if s.AlertsSent > 0 {
+		b[bagAlertsSent] = strconv.Itoa(s.AlertsSent)
+	}
+	if s.ProbeFailures > 0 {
+		b[bagProbeFailures] = strconv.Itoa(s.ProbeFailures)
+	}
+	if s.Paused {
+		b[bagPaused] = "true"
+	}
+	return b
+}
+
+// Probe is the result of probing an exam endpoint at this look (nil: no probe).
+type Probe struct {
+	OK bool
+	// Detail says how it failed (status code, timeout), without credentials.
+	Detail string
+}
+
+func (p *Probe) detail() string {
+	if p == nil || p.Detail == "" {
+		return "no detail"
+	}
+	return p.Detail
+}
+
+// Snapshot is what the controller gathered for one target. It holds no client.
+type Snapshot struct {
+	Now    time.Time
+	Target lifecycle.Target
+	UID    string
+	// Created is the target's creation: an environment never used is idle since then.
+	Created time.Time
+	// Running: the target runs (replicas > 0, or the pause field not at its pause value).
+	Running  bool
+	Policy   Policy
+	Activity activity.Activity
+	Probe    *Probe
+	State    State
+	// LastDecision, ProposalOpen, Declined: the pipeline's memory of the Key.
+	LastDecision           time.Time
+	ProposalOpen, Declined bool
+	Settings               Settings
+}
+
+// Decision is what Decide concluded for one target.
+type Decision struct {
+	Next Next
+	// At is when Next happens (zero for none and unknown).
+	At time.Time
+	// LastActivity is the latest known activity (zero: none known); IdleSince the baseline the
+	// timeout counts from (latest of activity, creation, restart and the sources' coverage).
+	LastActivity, IdleSince time.Time
+	// Alert: send alert number State.AlertsSent now. Unknown: say which source is missing.
+	Alert, Unknown bool
+	// Change is the pause or deletion, when due now.
+	Change *lifecycle.Change
+	State  State
+	// RequeueAfter is when to look again.
+	RequeueAfter time.Duration
+}
+
+// margin is the seed's minute after a timeout: look again once it has surely passed.
+const margin = time.Minute
+
+// Decide is the inactivity schedule of one target, the CrownLabs rule: idle for its timeout →
+// an alert every notification interval up to max alerts → one interval after the last, pause
+// (persistent) or delete. Activity, or a restart after a pause, starts over. When a source is
+// not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures
+// times in a row is terminated at once.
+func Decide(s Snapshot) Decision {
+	d := Decision{State: s.State, Next: NextNone}
+	st := &d.State
+	p := s.Policy
+	if p.Ignored {
+		return d
+	}
+	// A restart after a pause is activity, and starts the count again.
+	if !s.Running {
+		st.Paused = true
+	} else if st.Paused {
+		st.Paused = false
+		st.LastActivity = s.Now
+		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ActedFor, st.ProbeFailures = 0, time.Time{}, time.Time{}, time.Time{}, 0
+	}
+	if a := s.Activity.Last; a.After(st.LastActivity) {
+		st.LastActivity = a
+	}
+	d.LastActivity = st.LastActivity
+	check := s.Settings.CheckInterval
+	if check <= 0 {
+		check = 5 * time.Minute
+	}
+
+	if p.ProbeURL != "" && s.Running {
+		if s.Probe != nil {
+			if s.Probe.OK {
+				st.ProbeFailures = 0
+			} else {
+				st.ProbeFailures++
+			}
+		}
+		if st.ProbeFailures >= max(1, s.Settings.ProbeFailures) {
+			// The exam is over: terminated at once, no alerts. Once decided, the pipeline
+			// follows it (a pull request) or it was carried out; a restart starts over.
+			if st.ActedFor.IsZero() {
+				st.ActedFor = s.Now
+				d.Next, d.At = next(p.Action), s.Now
+				d.Change = change(s, ReasonProbeFailed, fmt.Sprintf("its endpoint %s failed %d checks in a row (last: %s)",
+					p.ProbeURL, st.ProbeFailures, s.Probe.detail()), s.Now)
+			}
+			return d
+		}
+	}
+
+	if p.Timeout <= 0 || !s.Running {
+		// Never times out, or paused already: nothing to count. The probe still runs.
+		if p.ProbeURL != "" {
+			d.RequeueAfter = check
+		}
+		return d
+	}
+	if !s.Activity.Known() {
+		// Fail safe: a source that is not collecting could be hiding activity.
+		d.Next, d.Unknown = NextUnknown, true
+		d.RequeueAfter = check
+		return d
+	}
+	base := latest(st.LastActivity, s.Created, s.Activity.CoveredSince)
+	d.IdleSince = base
+	idleAt := base.Add(p.Timeout)
+	if s.Now.Before(idleAt) {
+		if !st.AlertsFor.IsZero() && !st.AlertsFor.Equal(base) {
+			// Used again since the alerts: they are void.
+			st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ActedFor = 0, time.Time{}, time.Time{}, time.Time{}
+		}
+		d.Next, d.At = NextAlert, idleAt
+		if p.MaxAlerts == 0 {
+			d.Next = next(p.Action)
+		}
+		d.RequeueAfter = min(idleAt.Add(margin).Sub(s.Now), check)
+		return d
+	}
+
+	// Idle for the timeout.
+	if !st.AlertsFor.Equal(base) {
+		st.AlertsFor, st.AlertsSent, st.LastAlertAt, st.ActedFor = base, 0, time.Time{}, time.Time{}
+	}
+	if !st.ActedFor.IsZero() {
+		// Decided already: proposed (the pipeline follows the pull request), declined (a human
+		// said no: the target stays until it is used again), or carried out.
+		return d
+	}
+	interval := s.Settings.NotificationInterval
+	if st.AlertsSent < p.MaxAlerts {
+		at := s.Now
+		if st.AlertsSent > 0 {
+			at = st.LastAlertAt.Add(interval)
+		}
+		d.Next, d.At = NextAlert, at
+		if s.Now.Before(at) {
+			d.RequeueAfter = min(at.Sub(s.Now), check)
+			return d
+		}
+		st.AlertsSent++
+		st.LastAlertAt = s.Now
+		d.Alert = true
+		d.Next, d.At = NextAlert, s.Now.Add(interval)
+		if st.AlertsSent >= p.MaxAlerts {
+			d.Next = next(p.Action)
+		}
+		d.RequeueAfter = min(interval, check)
+		return d
+	}
+	at := s.Now
+	if st.AlertsSent > 0 {
+		at = st.LastAlertAt.Add(interval)
+	}
+	d.Next, d.At = next(p.Action), at
+	if s.Now.Before(at) {
+		d.RequeueAfter = min(at.Sub(s.Now), check)
+		return d
+	}
+	st.ActedFor = base
+	d.Change = change(s, ReasonInactivityDue, fmt.Sprintf("not used since %s (%s), %d alert(s) sent, the last at %s",
+		base.UTC().Format(time.RFC3339), p.From, st.AlertsSent, orNone(st.LastAlertAt)), base)
+	return d
+}
+
+func next(a Action) Next {
+	if a == ActionDelete {
+		return NextDelete
+	}
+	return NextPause
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out.UTC()
+}
+
+func orNone(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// change is the pause or deletion of s.Target; why completes the sentence; idleSince names the
+// idle period in the evidence (Supersedes compares it).
+func change(s Snapshot, reason, why string, idleSince time.Time) *lifecycle.Change {
+	c := &lifecycle.Change{
+		Key:      lifecycle.KeyFor(DetectorName, s.Target),
+		Detector: DetectorName,
+		Target:   s.Target,
+		Reason:   reason,
+	}
+	ev := map[string]string{"owner": s.Policy.Owner, "idleSince": idleSince.UTC().Format(time.RFC3339), "from": s.Policy.From}
+	if !s.State.LastActivity.IsZero() {
+		ev["lastActivity"] = s.State.LastActivity.UTC().Format(time.RFC3339)
+	}
+	if s.Policy.Action == ActionDelete {
+		c.Edit = lifecycle.Edit{Op: lifecycle.EditDelete}
+		if s.UID != "" {
+			c.Edit.Preconditions = &lifecycle.Preconditions{UID: s.UID}
+		}
+		c.Summary = fmt.Sprintf("%s is deleted: %s", s.Target, why)
+	} else {
+		c.Edit = PauseEdit(s.Settings.Pause)
+		c.Summary = fmt.Sprintf("%s is paused (%s): %s", s.Target, describePause(s.Settings.Pause), why)
+	}
+	ev["message"] = c.Summary
+	c.Evidence = []map[string]string{ev}
+	return c
+}
+
+// PauseEdit is the Edit that pauses a target.
+func PauseEdit(p Pause) lifecycle.Edit {
+	if len(p.Field) == 0 {
+		return lifecycle.Edit{Op: lifecycle.EditScaleToZero}
+	}
+	return lifecycle.Edit{Op: lifecycle.EditSetFields, Fields: []lifecycle.FieldChange{{Path: p.Field, To: p.Value}}}
+}
+
+func describePause(p Pause) string {
+	if len(p.Field) == 0 {
+		return "scaled to zero"
+	}
+	return lifecycle.PathString(p.Field) + ": " + p.Value
+}
+
+// Supersedes: a pause or deletion for a later idle period replaces a declined or open one; the
+// same period again does not.
+func Supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	dn, do := idleOf(newer), idleOf(old)
+	if dn == "" || newer.Edit.Op != old.Edit.Op {
+		return newer, true
+	}
+	return newer, dn > do
+}
+
+func idleOf(c lifecycle.Change) string {
+	if len(c.Evidence) == 0 {
+		return ""
+	}
+	return c.Evidence[0]["idleSince"]
+}
+
+// UnknownMessage says why nothing can be declared inactive: which sources, and why.
+func UnknownMessage(a activity.Activity) string {
+	if a.CheckedAt.IsZero() {
+		return "no activity check has completed yet; nothing is declared inactive until one does"
+	}
+	var parts []string
+	for _, s := range a.Sources {
+		if s.Status != activity.StatusOK {
+			parts = append(parts, fmt.Sprintf("%s: %s (%s)", s.Name, s.Status, s.Detail))
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		parts = append(parts, "a source has not yet covered this target's idle time")
+	}
+	return "activity unknown, nothing is declared inactive: " + strings.Join(parts, "; ")
+}
+
+// AlertMessage is an alert's text.
+func AlertMessage(t lifecycle.Target, p Policy, d Decision) string {
+	what := "paused"
+	if p.Action == ActionDelete {
+		what = "deleted"
+	}
+	left := p.MaxAlerts - d.State.AlertsSent
+	return fmt.Sprintf("%s has not been used since %s (timeout %s); alert %d of %d: it will be %s at %s unless it is used before then. Owner %s.",
+		t, d.IdleSince.UTC().Format(time.RFC3339), p.From, d.State.AlertsSent, p.MaxAlerts,
+		what, d.At.UTC().Format(time.RFC3339), orDash(p.Owner)) + remaining(left)
+}
+
+func remaining(left int) string {
+	if left <= 0 {
+		return " This was the last alert."
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,312 @@
+package inactivity
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+var (
+	t0     = time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	target = lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "lab", Name: "vm-1"}
+)
+
+func known(last time.Time, covered time.Time, at time.Time) activity.Activity {
+	return activity.Activity{CheckedAt: at, Last: last, CoveredSince: covered,
+		Sources: []activity.SourceStatus{{Name: "nginx", Status: activity.StatusOK}, {Name: "bastion", Status: activity.StatusOK}}}
+}
+
+func settings() Settings {
+	s := DefaultSettings()
+	s.Acts = true
+	return s
+}
+
+func policy() Policy {
+	return Policy{Timeout: 7 * 24 * time.Hour, MaxAlerts: 3, Action: ActionPause, From: `kustos.io/inactivity-timeout="7d" on Namespace/lab`, Owner: "ana@example.org"}
+}
+
+// base is a target created four weeks ago, last used at t0, sources covering since t0−2w.
+func base(now time.Time) Snapshot {
+	return Snapshot{Now: now, Target: target, UID: "u1", Created: t0.Add(-28 * 24 * time.Hour), Running: true,
+		Policy: policy(), Activity: known(t0, t0.Add(-14*24*time.Hour), now), Settings: settings()}
+}
+
+func TestDecide(t *testing.T) {
+	day := 24 * time.Hour
+	idle := t0.Add(7 * day) // t0 + timeout
+	cases := []struct {
+		name string
+		snap func() Snapshot
+		// want
+		next        Next
+		at          time.Time
+		alert       bool
+		change      lifecycle.EditOp
+		alertsSent  int
+		requeue     time.Duration
+		lastAct     time.Time
+		actedFor    time.Time
+		paused      bool
+		probeFailed int
+	}{
+		{name: "opted out: nothing", snap: func() Snapshot { s := base(idle); s.Policy = Policy{Ignored: true}; return s }, next: NextNone},
+		{name: "timeout never: nothing, no requeue", snap: func() Snapshot { s := base(idle); s.Policy.Timeout = 0; return s }, next: NextNone, lastAct: t0},
+		{name: "a source unavailable: unknown, never inactive", snap: func() Snapshot {
+			s := base(idle.Add(30 * day))
+			s.Activity.Sources[1] = activity.SourceStatus{Name: "bastion", Status: activity.StatusUnavailable, Detail: "no samples"}
+			return s
+		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "Prometheus unreachable: unknown", snap: func() Snapshot {
+			s := base(idle.Add(30 * day))
+			s.Activity.Sources[0].Status = activity.StatusError
+			return s
+		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "no check yet: unknown", snap: func() Snapshot {
+			s := base(idle)
+			s.Activity = activity.Activity{}
+			return s
+		}, next: NextUnknown, requeue: 5 * time.Minute},
+		{name: "active recently: first alert at last activity + timeout, look again at the check interval", snap: func() Snapshot { return base(t0.Add(time.Hour)) },
+			next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "just before the timeout: look again one minute after it", snap: func() Snapshot { return base(idle.Add(-2 * time.Minute)) },
+			next: NextAlert, at: idle, requeue: 3 * time.Minute, lastAct: t0},
+		{name: "activity from the Lease counts when Prometheus no longer has it", snap: func() Snapshot {
+			s := base(idle.Add(time.Hour))
+			s.Activity.Last = time.Time{}
+			s.State.LastActivity = t0.Add(2 * day)
+			return s
+		}, next: NextAlert, at: idle.Add(2 * day), requeue: 5 * time.Minute, lastAct: t0.Add(2 * day)},
+		{name: "never used, created recently: idle since creation", snap: func() Snapshot {
+			s := base(idle)
+			s.Activity.Last = time.Time{}
+			s.Created = t0.Add(3 * day)
+			return s
+		}, next: NextAlert, at: t0.Add(10 * day), requeue: 5 * time.Minute},
+		{name: "never used, sources cover only since yesterday: idle since then", snap: func() Snapshot {
+			s := base(idle)
+			s.Activity.Last = time.Time{}
+			s.Activity.CoveredSince = idle.Add(-day)
+			return s
+		}, next: NextAlert, at: idle.Add(6 * day), requeue: 5 * time.Minute},
+		{name: "idle for the timeout: first alert now", snap: func() Snapshot { return base(idle) },
+			next: NextAlert, at: idle.Add(day), alert: true, alertsSent: 1, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "second alert not due yet", snap: func() Snapshot {
+			s := base(idle.Add(12 * time.Hour))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 1, LastAlertAt: idle}
+			return s
+		}, next: NextAlert, at: idle.Add(day), alertsSent: 1, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "second alert due", snap: func() Snapshot {
+			s := base(idle.Add(day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 1, LastAlertAt: idle}
+			return s
+		}, next: NextAlert, at: idle.Add(2 * day), alert: true, alertsSent: 2, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "last alert: the pause follows one interval later", snap: func() Snapshot {
+			s := base(idle.Add(2 * day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(day)}
+			return s
+		}, next: NextPause, at: idle.Add(3 * day), alert: true, alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "all alerts sent, waiting out the last interval", snap: func() Snapshot {
+			s := base(idle.Add(2*day + time.Hour))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
+			return s
+		}, next: NextPause, at: idle.Add(3 * day), alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "pause due: scale to zero", snap: func() Snapshot {
+			s := base(idle.Add(3 * day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
+			return s
+		}, next: NextPause, at: idle.Add(3 * day), change: lifecycle.EditScaleToZero, alertsSent: 3, lastAct: t0, actedFor: t0},
+		{name: "delete due when not persistent", snap: func() Snapshot {
+			s := base(idle.Add(3 * day))
+			s.Policy.Action = ActionDelete
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
+			return s
+		}, next: NextDelete, at: idle.Add(3 * day), change: lifecycle.EditDelete, alertsSent: 3, lastAct: t0, actedFor: t0},
+		{name: "max alerts 0: acts as soon as idle", snap: func() Snapshot {
+			s := base(idle)
+			s.Policy.MaxAlerts = 0
+			return s
+		}, next: NextPause, at: idle, change: lifecycle.EditScaleToZero, lastAct: t0, actedFor: t0},
+		{name: "decided (pull request open or declined): nothing more for this idle period", snap: func() Snapshot {
+			s := base(idle.Add(10 * day))
+			s.ProposalOpen = true
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day), ActedFor: t0}
+			return s
+		}, next: NextNone, alertsSent: 3, lastAct: t0, actedFor: t0},
+		{name: "used after two alerts: alerts reset, new timeout", snap: func() Snapshot {
+			s := base(idle.Add(day + time.Hour))
+			s.Activity.Last = idle.Add(day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(day)}
+			return s
+		}, next: NextAlert, at: idle.Add(8 * day), requeue: 5 * time.Minute, lastAct: idle.Add(day)},
+		{name: "paused: nothing to count", snap: func() Snapshot {
+			s := base(idle.Add(20 * day))
+			s.Running = false
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, ActedFor: t0}
+			return s
+		}, next: NextNone, alertsSent: 3, lastAct: t0, actedFor: t0, paused: true},
+		{name: "restarted after the pause: alerts reset, the restart is activity", snap: func() Snapshot {
+			s := base(idle.Add(20 * day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, ActedFor: t0, Paused: true}
+			return s
+		}, next: NextAlert, at: idle.Add(27 * day), requeue: 5 * time.Minute, lastAct: idle.Add(20 * day)},
+		{name: "probe failed once of three: counted", snap: func() Snapshot {
+			s := base(t0.Add(time.Hour))
+			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
+			s.Probe = &Probe{Detail: "connection refused"}
+			return s
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 1},
+		{name: "probe failed the third time: terminated at once", snap: func() Snapshot {
+			s := base(t0.Add(time.Hour))
+			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
+			s.Probe = &Probe{Detail: "timeout after 5s"}
+			s.State.ProbeFailures = 2
+			return s
+		}, next: NextPause, at: t0.Add(time.Hour), change: lifecycle.EditScaleToZero, lastAct: t0, actedFor: t0.Add(time.Hour), probeFailed: 3},
+		{name: "probe answering again: count reset", snap: func() Snapshot {
+			s := base(t0.Add(time.Hour))
+			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
+			s.Probe = &Probe{OK: true}
+			s.State.ProbeFailures = 2
+			return s
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "probe target already terminated: nothing more", snap: func() Snapshot {
+			s := base(t0.Add(2 * time.Hour))
+			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
+			s.Probe = &Probe{Detail: "refused"}
+			s.State = State{LastActivity: t0, ProbeFailures: 3, ActedFor: t0.Add(time.Hour)}
+			return s
+		}, next: NextNone, lastAct: t0, actedFor: t0.Add(time.Hour), probeFailed: 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.snap()
+			d := Decide(s)
+			if d.Next != tc.next || !d.At.Equal(tc.at) {
+				t.Errorf("next = %s at %s, want %s at %s", d.Next, d.At, tc.next, tc.at)
+			}
+			if d.Alert != tc.alert {
+				t.Errorf("alert = %v, want %v", d.Alert, tc.alert)
+			}
+			if d.Unknown != (tc.next == NextUnknown) {
+				t.Errorf("unknown = %v", d.Unknown)
+			}
+			switch {
+			case tc.change == "" && d.Change != nil:
+				t.Errorf("change = %+v, want none", d.Change.Edit)
+			case tc.change != "" && d.Change == nil:
+				t.Errorf("no change, want %s", tc.change)
+			case tc.change != "" && d.Change.Edit.Op != tc.change:
+				t.Errorf("change = %s, want %s", d.Change.Edit.Op, tc.change)
+			}
+			if d.State.AlertsSent != tc.alertsSent || !d.State.LastActivity.Equal(tc.lastAct) || !d.State.ActedFor.Equal(tc.actedFor) ||
+				d.State.Paused != tc.paused || d.State.ProbeFailures != tc.probeFailed {
+				t.Errorf("state = %+v, want alerts %d, last activity %s, acted for %s, paused %v, probe failures %d",
+					d.State, tc.alertsSent, tc.lastAct, tc.actedFor, tc.paused, tc.probeFailed)
+			}
+			if d.RequeueAfter != tc.requeue {
+				t.Errorf("requeue = %s, want %s", d.RequeueAfter, tc.requeue)
+			}
+			if d.Change != nil && d.Change.Key != lifecycle.KeyFor(DetectorName, target) {
+				t.Errorf("key = %s", d.Change.Key)
+			}
+		})
+	}
+}
+
+// TestScheduleOverWeeks runs the schedule as the controller does, on a simulated clock over four
+// weeks, with the state carried from one look to the next as the Lease carries it: the alerts go
+// out one day apart after seven idle days, the pause one day after the last, exactly once; a
+// look repeated after a crash (the state not yet written) repeats an alert with the same number,
+// never a new one.
+func TestScheduleOverWeeks(t *testing.T) {
+	var st State
+	var alerts []time.Time
+	var changes []time.Time
+	decided := time.Time{}
+	now := t0.Add(time.Hour)
+	end := t0.Add(28 * 24 * time.Hour)
+	crashed := false
+	for now.Before(end) {
+		s := base(now)
+		s.State = st
+		s.LastDecision = decided
+		d := Decide(s)
+		if d.Alert && !crashed && len(alerts) == 1 {
+			// A crash after the alert went out, before the Lease recorded it: the next look
+			// decides the same alert again (same number, so the same Event id and mail id).
+			crashed = true
+			again := Decide(s)
+			if !again.Alert || again.State.AlertsSent != d.State.AlertsSent {
+				t.Fatalf("after a crash: alert %v #%d, want the same alert #%d", again.Alert, again.State.AlertsSent, d.State.AlertsSent)
+			}
+		}
+		if d.Alert {
+			alerts = append(alerts, now)
+		}
+		if d.Change != nil {
+			changes = append(changes, now)
+			decided = now
+		}
+		st = d.State
+		if d.RequeueAfter <= 0 {
+			now = now.Add(time.Hour) // the check cycle looks again anyway
+		} else {
+			now = now.Add(d.RequeueAfter)
+		}
+	}
+	day := 24 * time.Hour
+	idle := t0.Add(7 * day)
+	want := []time.Time{idle, idle.Add(day), idle.Add(2 * day)}
+	if len(alerts) != 3 {
+		t.Fatalf("alerts at %v, want %v", alerts, want)
+	}
+	for i := range want {
+		// Looked at every check interval (5m): each alert within one interval of its time.
+		if d := alerts[i].Sub(want[i]); d < 0 || d > 5*time.Minute {
+			t.Errorf("alert %d at %s, want %s (+≤5m)", i+1, alerts[i], want[i])
+		}
+	}
+	if len(changes) != 1 {
+		t.Fatalf("pause decided at %v, want exactly once", changes)
+	}
+	if d := changes[0].Sub(alerts[2].Add(day)); d < 0 || d > 5*time.Minute {
+		t.Errorf("paused at %s, want one day after the last alert (%s)", changes[0], alerts[2])
+	}
+}
+
+func TestSupersedes(t *testing.T) {
+	mk := func(idle string, op lifecycle.EditOp) lifecycle.Change {
+		return lifecycle.Change{Edit: lifecycle.Edit{Op: op}, Evidence: []map[string]string{{"idleSince": idle}}}
+	}
+	cases := []struct {
+		name       string
+		newer, old lifecycle.Change
+		want       bool
+	}{
+		{"a later idle period replaces a declined pause", mk("2026-12-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
+		{"the same idle period does not", mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), false},
+		{"a different edit does", mk("2026-11-01T00:00:00Z", lifecycle.EditDelete), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, got := Supersedes(tc.newer, tc.old); got != tc.want {
+				t.Errorf("Supersedes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	s := State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ActedFor: t0, Paused: true, ProbeFailures: 1}
+	got, bad := ParseState(s.Bag())
+	if len(bad) > 0 || got != s {
+		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)
+	}
+	got, bad = ParseState(map[string]string{bagAlertsSent: "many", bagLastActivity: "yesterday", bagLastAlertAt: t0.Format(time.RFC3339)})
+	if len(bad) != 2 || got.AlertsSent != 0 || !got.LastActivity.IsZero() || !got.LastAlertAt.Equal(t0) {
+		t.Fatalf("bad bag = %+v, %v: want the two unreadable entries dropped and named", got, bad)
+	}
+}
