@@ -30,6 +30,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cleanereval"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/expiryplan"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -138,7 +139,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	o.Expiry.Settings = expiry.DefaultSettings()
 	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.DefaultTTL}, "default-ttl", "expiry: lifetime of objects whose object and namespace name none (90m, 1d, 1w2d); empty: they never expire")
 	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.WarningBefore}, "expiry-warning-before", "expiry: the owner is warned this long before the deadline")
-	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.NotificationInterval}, "notification-interval", "expiry: never act less than this long after the warning was sent")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Settings.NotificationInterval}, "notification-interval", "expiry: never act less than this long after the warning was sent; inactivity: the time between two alerts, and between the last alert and the pause or deletion")
 	ownersFile := fs.String("expiry-owners", "", "expiry: a YAML file mapping owner names to email addresses (kustos.io/owner may name either)")
 	fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "expiry: address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
 	fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "expiry: public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
@@ -161,6 +162,24 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.IntVar(&o.Expiry.BatchMax, "notify-mail-batch-max", 50, "expiry: most notices in one email")
 	fs.StringVar(&o.Expiry.AdminEmail, "admin-email", "", "expiry: address that gets the digest of orphans (objects without owner or lifetime) by mail; empty: none")
 	fs.DurationVar(&o.Expiry.DigestInterval, "orphan-digest-interval", 24*time.Hour, "expiry: how often the orphan digest is sent to --admin-email")
+	o.Inactivity = app.DefaultInactivityOptions()
+	fs.BoolVar(&o.Inactivity.Enabled, "enable-inactivity", false, "run the inactivity detector: targets of --inactivity-kinds idle (by Prometheus) for their kustos.io/inactivity-timeout are alerted, then paused or deleted")
+	inactivityKinds := fs.String("inactivity-kinds", expiry.DefaultLifecycleKinds, "inactivity: comma-separated group/version/Kind of the targets (read as whole objects: replicas, pause field, template reference)")
+	inactivityConfig := fs.String("inactivity-config", "", "inactivity: YAML file listing the activity sources (name, available, data, ...); empty: ingress-nginx requests and the bastion's bastion_ssh_connections")
+	fs.StringVar(&o.Inactivity.PrometheusURL, "prometheus-url", "", "inactivity: URL of the Prometheus server the activity sources are queried from")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Inactivity.Settings.Timeout}, "inactivity-timeout", "inactivity: timeout of targets whose object, template and namespace name none (90m, 7d, 2w); empty: they never time out")
+	fs.IntVar(&o.Inactivity.Settings.MaxAlerts, "max-alerts", o.Inactivity.Settings.MaxAlerts, "inactivity: alerts before an idle target is paused or deleted (kustos.io/max-alerts overrides); 0 acts at once")
+	fs.DurationVar(&o.Inactivity.Settings.CheckInterval, "inactivity-check-interval", o.Inactivity.Settings.CheckInterval, "inactivity: how often Prometheus is asked (one query per source for all targets)")
+	fs.Var(lifecycle.LifetimeFlag{D: &o.Inactivity.Lookback}, "activity-lookback", "inactivity: how far back the first check looks (set it to Prometheus's retention); idle time before that is never counted")
+	fs.DurationVar(&o.Inactivity.MinStep, "activity-min-step", o.Inactivity.MinStep, "inactivity: finest query step; coarser when the window needs it (step >= window/11000)")
+	fs.DurationVar(&o.Inactivity.QueryTimeout, "activity-query-timeout", o.Inactivity.QueryTimeout, "inactivity: timeout of one Prometheus query")
+	fs.BoolVar(&o.Inactivity.Settings.PersistentDefault, "inactivity-persistent-default", true, "inactivity: targets without kustos.io/persistent are paused (true) or deleted (false)")
+	pauseField := fs.String("inactivity-pause-field", "", "inactivity: how targets are paused: empty scales spec.replicas to zero; path=value sets a field (spec.running=false)")
+	templateRef := fs.String("template-ref-field", "", "inactivity: field of a target naming its template object, whose kustos.io/ annotations apply (spec.template)")
+	templateKind := fs.String("template-kind", "", "inactivity: group/version/Kind of the objects --template-ref-field names")
+	fs.IntVar(&o.Inactivity.Settings.ProbeFailures, "probe-failures", o.Inactivity.Settings.ProbeFailures, "inactivity: consecutive failed probes of kustos.io/probe-url that end an exam target")
+	fs.DurationVar(&o.Inactivity.ProbeInterval, "probe-interval", o.Inactivity.ProbeInterval, "inactivity: how often exam endpoints are probed")
+	fs.DurationVar(&o.Inactivity.ProbeTimeout, "probe-timeout", o.Inactivity.ProbeTimeout, "inactivity: timeout of one probe")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
@@ -192,6 +211,28 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		if o.Expiry.Settings.Owners, err = expiry.LoadOwners(data); err != nil {
 			return o, "", "", fmt.Errorf("--expiry-owners=%s: %w", *ownersFile, err)
 		}
+	}
+	if o.Inactivity.Enabled {
+		if o.Inactivity.Kinds, err = expiry.ParseKinds(*inactivityKinds); err != nil {
+			return o, "", "", fmt.Errorf("--inactivity-kinds: %w", err)
+		}
+		if o.Inactivity.Sources, err = app.LoadInactivitySources(*inactivityConfig); err != nil {
+			return o, "", "", err
+		}
+		if o.Inactivity.Settings.Pause, err = inactivity.ParsePause(*pauseField); err != nil {
+			return o, "", "", fmt.Errorf("--inactivity-pause-field: %w", err)
+		}
+		if o.Inactivity.TemplateRef, err = inactivity.ParseRef(*templateRef); err != nil {
+			return o, "", "", fmt.Errorf("--template-ref-field: %w", err)
+		}
+		if *templateKind != "" {
+			kinds, err := expiry.ParseKinds(*templateKind)
+			if err != nil || len(kinds) != 1 {
+				return o, "", "", fmt.Errorf("--template-kind=%q: want one group/version/Kind", *templateKind)
+			}
+			o.Inactivity.TemplateKind = kinds[0]
+		}
+		o.Inactivity.Settings.NotificationInterval = o.Expiry.Settings.NotificationInterval
 	}
 	o.Instance = os.Getenv("POD_NAME")
 	if o.Instance == "" {

@@ -105,8 +105,11 @@ type Options struct {
 	InProcessReplica bool
 	// Cleaners configure the Cleaner detector (CRD kustos.io/v1alpha1 Cleaner).
 	Cleaners CleanerOptions
-	// Expiry configures the expiry detector (owners and lifetimes).
+	// Expiry configures the expiry detector (owners and lifetimes); its notification options
+	// (webhook, mail) serve the inactivity detector too.
 	Expiry ExpiryOptions
+	// Inactivity configures the inactivity detector (activity from Prometheus).
+	Inactivity InactivityOptions
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
 	Webhook WebhookOptions
 	Log     logr.Logger
@@ -136,7 +139,10 @@ func (o Options) Validate() error {
 	case o.Cleaners.NotReadyRecheck < 0:
 		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", o.Cleaners.NotReadyRecheck)
 	}
-	return o.Expiry.validate()
+	if err := o.Expiry.validate(); err != nil {
+		return err
+	}
+	return o.Inactivity.validate()
 }
 
 func (p PROptions) validate() error {
@@ -302,7 +308,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, append(expiryWatches(o), quota.Watches())...),
+		Cache:                         cacheOptions(o.StateNamespace, append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches())...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		LeaderElection:                o.LeaderElection,
@@ -394,8 +400,19 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	var nt notifiers
+	if o.Expiry.Enabled || o.Inactivity.Enabled {
+		if nt, err = buildNotifiers(mgr, o); err != nil {
+			return nil, err
+		}
+	}
 	if o.Expiry.Enabled {
-		if err := setupExpiry(mgr, o, pl, live); err != nil {
+		if err := setupExpiry(mgr, o, pl, live, nt); err != nil {
+			return nil, err
+		}
+	}
+	if o.Inactivity.Enabled {
+		if err := setupInactivity(mgr, o, pl, live, nt); err != nil {
 			return nil, err
 		}
 	}

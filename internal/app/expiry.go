@@ -112,7 +112,7 @@ func expiryWatches(o Options) []lifecycle.Watches {
 // Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
 // actuators of the quota detector's. In PR mode a target no manifest defines is removed
 // directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client) error {
+func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers) error {
 	pl := *base
 	pl.Detector = expiry.DetectorName
 	pl.Vocab = expiry.Vocabulary()
@@ -135,52 +135,16 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	settings := o.Expiry.Settings
 	settings.Acts = o.Mode != ModeObserve
-	var notifiers notify.Multi
-	if o.Expiry.Webhook.URL != "" {
-		token := ""
-		if f := o.Expiry.Webhook.TokenFile; f != "" {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return fmt.Errorf("--notify-webhook-token-file: %w", err)
-			}
-			token = strings.TrimSpace(string(b))
-		}
-		w, err := notify.NewWebhook(o.Expiry.Webhook.URL, token)
-		if err != nil {
-			return fmt.Errorf("--notify-webhook-url: %w", err)
-		}
-		notifiers = append(notifiers, w)
-	}
-	if o.Expiry.Mail.Host != "" {
-		m, err := notify.NewMail(o.Expiry.Mail)
-		if err != nil {
-			return fmt.Errorf("--notify-mail-*: %w", err)
-		}
+	if nt.mail != nil {
 		settings.Mail = true // owners need an address now
-		var n pipeline.Notifier = m
-		if o.Expiry.BatchWindow > 0 {
-			b := notify.NewBatcher(m, notify.BatchOptions{Window: o.Expiry.BatchWindow, Max: o.Expiry.BatchMax})
-			if err := mgr.Add(batcherCloser{b}); err != nil {
-				return err
-			}
-			n = b
-		}
-		// Last: a batched mail blocks for its window; the webhook need not wait for it.
-		notifiers = append(notifiers, n)
 		if o.Expiry.AdminEmail != "" {
-			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: m,
+			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: nt.mail,
 				to: o.Expiry.AdminEmail, interval: o.Expiry.DigestInterval, now: o.Now, log: o.Log.WithName("orphan-digest")}); err != nil {
 				return err
 			}
 		}
 	}
-	switch len(notifiers) {
-	case 0:
-	case 1:
-		pl.Notifier = notifiers[0]
-	default:
-		pl.Notifier = notifiers
-	}
+	pl.Notifier = nt.notifier
 	links, err := setupExtension(mgr, o)
 	if err != nil {
 		return err
@@ -215,6 +179,62 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	return nil
+}
+
+// notifiers are the owners' channels, shared by the expiry and inactivity detectors: the
+// webhook and mail (batched) flags, built once so that one owner's notices of both detectors
+// share a batch.
+type notifiers struct {
+	// notifier sends to all of them (nil: none configured).
+	notifier pipeline.Notifier
+	// mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
+	// then need an address.
+	mail *notify.Mail
+}
+
+func buildNotifiers(mgr ctrl.Manager, o Options) (notifiers, error) {
+	var out notifiers
+	var all notify.Multi
+	if o.Expiry.Webhook.URL != "" {
+		token := ""
+		if f := o.Expiry.Webhook.TokenFile; f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return out, fmt.Errorf("--notify-webhook-token-file: %w", err)
+			}
+			token = strings.TrimSpace(string(b))
+		}
+		w, err := notify.NewWebhook(o.Expiry.Webhook.URL, token)
+		if err != nil {
+			return out, fmt.Errorf("--notify-webhook-url: %w", err)
+		}
+		all = append(all, w)
+	}
+	if o.Expiry.Mail.Host != "" {
+		m, err := notify.NewMail(o.Expiry.Mail)
+		if err != nil {
+			return out, fmt.Errorf("--notify-mail-*: %w", err)
+		}
+		out.mail = m
+		var n pipeline.Notifier = m
+		if o.Expiry.BatchWindow > 0 {
+			b := notify.NewBatcher(m, notify.BatchOptions{Window: o.Expiry.BatchWindow, Max: o.Expiry.BatchMax})
+			if err := mgr.Add(batcherCloser{b}); err != nil {
+				return out, err
+			}
+			n = b
+		}
+		// Last: a batched mail blocks for its window; the webhook need not wait for it.
+		all = append(all, n)
+	}
+	switch len(all) {
+	case 0:
+	case 1:
+		out.notifier = all[0]
+	default:
+		out.notifier = all
+	}
+	return out, nil
 }
 
 // batcherCloser sends the mails still gathering when the manager stops (within its graceful

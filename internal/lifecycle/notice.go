@@ -1,6 +1,11 @@
 package lifecycle
 
-import "time"
+import (
+	"fmt"
+	"net/mail"
+	"strings"
+	"time"
+)
 
 // Notice is a message to a person about a Key: an owner warned that an environment expires, or
 // told that it was removed. A detector attaches it to a Finding; the pipeline writes the
@@ -31,4 +36,21 @@ type Notice struct {
 type NoticeLink struct {
 	Label string `json:"label"`
 	URL   string `json:"url"`
+}
+
+// ResolveOwner is the email address of an owner (kustos.io/owner, for the expiry and
+// inactivity detectors' notices): itself when it is an address, its entry in
+// owners otherwise.
+func ResolveOwner(owner string, owners map[string]string) (string, error) {
+	if strings.Contains(owner, "@") {
+		a, err := mail.ParseAddress(owner)
+		if err != nil {
+			return "", fmt.Errorf("not an email address: %w", err)
+		}
+		return a.Address, nil
+	}
+	if addr, ok := owners[owner]; ok {
+		return addr, nil
+	}
+	return "", fmt.Errorf("no email address for owner %q in the owners file", owner)
 }

@@ -56,8 +56,27 @@ var (
 		Name: "kustos_expiry_orphans",
 		Help: "Objects of a lifecycle kind without an owner or a lifetime (never removed by Kustos), by kind.",
 	}, []string{"kind"})
+	// ActivitySourceUp is 1 while an activity source answers ok, 0 while it is unavailable or
+	// Prometheus cannot be asked (then no target is declared inactive).
+	ActivitySourceUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_activity_source_up",
+		Help: "1 when the activity source answered ok at the last check, 0 otherwise (nothing is declared inactive then).",
+	}, []string{"source"})
+	// ActivityQueries counts the Prometheus queries of the activity checks: one per source per
+	// check, whatever the number of targets.
+	ActivityQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_activity_queries_total",
+		Help: "Prometheus queries made by the inactivity detector's checks, by source and status (ok, unavailable, error).",
+	}, []string{"source", "status"})
+	// ActivityCheckDuration measures one check cycle (every source's query).
+	ActivityCheckDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kustos_activity_check_duration_seconds",
+		Help:    "Duration of one activity check (one Prometheus query per source).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans)
+	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
+		ActivitySourceUp, ActivityQueries, ActivityCheckDuration)
 }

@@ -150,7 +150,7 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 	owner, ownerKey, ownerOn := lookup(sources, AnnotationOwner, HelmValueOwner)
 	if owner != "" {
 		p.Owner = owner
-		addr, err := ResolveOwner(owner, s.Owners)
+		addr, err := lifecycle.ResolveOwner(owner, s.Owners)
 		if err != nil && s.Mail {
 			// Only mail needs an address; Events and webhooks name the owner as written.
 			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error() + "; the owner cannot be warned by mail, so the object is left alone"})
@@ -252,22 +252,6 @@ func lookup(sources []Source, annotation, helmValue string) (value, key, on stri
 		}
 	}
 	return "", "", ""
-}
-
-// ResolveOwner is the email address of an owner: itself when it is an address, its entry in
-// owners otherwise.
-func ResolveOwner(owner string, owners map[string]string) (string, error) {
-	if strings.Contains(owner, "@") {
-		a, err := mail.ParseAddress(owner)
-		if err != nil {
-			return "", fmt.Errorf("not an email address: %w", err)
-		}
-		return a.Address, nil
-	}
-	if addr, ok := owners[owner]; ok {
-		return addr, nil
-	}
-	return "", fmt.Errorf("no email address for owner %q in the owners file", owner)
 }
 
 func isTrue(v string) bool  { return strings.EqualFold(strings.TrimSpace(v), "true") }

@@ -249,9 +249,11 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 	if !s.Activity.Known() {
-		// Fail safe: a source that is not collecting could be hiding activity.
-		d.Next, d.Unknown = NextUnknown, true
-		d.RequeueAfter = check
+		// Fail safe: a source that is not collecting could be hiding activity. Said (Unknown)
+		// only for a target that would be idle by what is known, not for every target.
+		d.Next, d.RequeueAfter = NextUnknown, check
+		d.IdleSince = latest(st.LastActivity, s.Created)
+		d.Unknown = !s.Now.Before(d.IdleSince.Add(p.Timeout))
 		return d
 	}
 	base := latest(st.LastActivity, s.Created, s.Activity.CoveredSince)

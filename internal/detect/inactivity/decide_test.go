@@ -51,6 +51,7 @@ func TestDecide(t *testing.T) {
 		actedFor    time.Time
 		paused      bool
 		probeFailed int
+		unknown     bool
 	}{
 		{name: "opted out: nothing", snap: func() Snapshot { s := base(idle); s.Policy = Policy{Ignored: true}; return s }, next: NextNone},
 		{name: "timeout never: nothing, no requeue", snap: func() Snapshot { s := base(idle); s.Policy.Timeout = 0; return s }, next: NextNone, lastAct: t0},
@@ -58,17 +59,22 @@ func TestDecide(t *testing.T) {
 			s := base(idle.Add(30 * day))
 			s.Activity.Sources[1] = activity.SourceStatus{Name: "bastion", Status: activity.StatusUnavailable, Detail: "no samples"}
 			return s
-		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
+		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0, unknown: true},
 		{name: "Prometheus unreachable: unknown", snap: func() Snapshot {
 			s := base(idle.Add(30 * day))
 			s.Activity.Sources[0].Status = activity.StatusError
 			return s
-		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
+		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0, unknown: true},
 		{name: "no check yet: unknown", snap: func() Snapshot {
 			s := base(idle)
 			s.Activity = activity.Activity{}
 			return s
-		}, next: NextUnknown, requeue: 5 * time.Minute},
+		}, next: NextUnknown, requeue: 5 * time.Minute, unknown: true},
+		{name: "a source unavailable, target used recently: unknown, nothing reported", snap: func() Snapshot {
+			s := base(t0.Add(time.Hour))
+			s.Activity.Sources[0].Status = activity.StatusUnavailable
+			return s
+		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "active recently: first alert at last activity + timeout, look again at the check interval", snap: func() Snapshot { return base(t0.Add(time.Hour)) },
 			next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "just before the timeout: look again one minute after it", snap: func() Snapshot { return base(idle.Add(-2 * time.Minute)) },
@@ -190,8 +196,8 @@ func TestDecide(t *testing.T) {
 			if d.Alert != tc.alert {
 				t.Errorf("alert = %v, want %v", d.Alert, tc.alert)
 			}
-			if d.Unknown != (tc.next == NextUnknown) {
-				t.Errorf("unknown = %v", d.Unknown)
+			if d.Unknown != tc.unknown {
+				t.Errorf("unknown reported = %v, want %v", d.Unknown, tc.unknown)
 			}
 			switch {
 			case tc.change == "" && d.Change != nil:

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -34,7 +33,7 @@ const (
 	AnnotationProbeURL = "kustos.io/probe-url"
 	// AnnotationOwner is who is notified (an email address or a name in the owners file), as
 	// for expiry.
-	AnnotationOwner = expiry.AnnotationOwner
+	AnnotationOwner = "kustos.io/owner"
 )
 
 // Action is what happens to an inactive target.
@@ -194,7 +193,7 @@ func ParsePolicy(sources []Source, s Settings) (Policy, []Problem) {
 
 	if v, key, on := lookup(sources, AnnotationOwner); v != "" {
 		p.Owner = v
-		addr, err := expiry.ResolveOwner(v, s.Owners)
+		addr, err := lifecycle.ResolveOwner(v, s.Owners)
 		if err != nil && s.Mail {
 			problems = append(problems, Problem{On: on, Key: key, Value: v, Err: err.Error() + "; the owner cannot be alerted by mail, so the target is left alone"})
 			return Policy{Owner: v}, problems

@@ -1,0 +1,180 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline"
+)
+
+// InactivityOptions configure the inactivity detector (activity from Prometheus, alerts, then a
+// pause or a deletion).
+type InactivityOptions struct {
+	// Enabled is --enable-inactivity.
+	Enabled bool
+	// Kinds are --inactivity-kinds: the kinds of the targets (read as whole objects).
+	Kinds []schema.GroupVersionKind
+	// Settings: --inactivity-timeout, --max-alerts, --notification-interval,
+	// --inactivity-check-interval, --inactivity-persistent-default, --inactivity-pause-field,
+	// --probe-failures and the owners file. Acts and Mail are derived.
+	Settings inactivity.Settings
+	// Sources are the activity sources (--inactivity-config, or the defaults).
+	Sources []activity.Compiled
+	// PrometheusURL is --prometheus-url; API, when set, is asked instead (tests count queries).
+	PrometheusURL string
+	API           activity.Querier
+	// Lookback is --activity-lookback (how far the first check looks back: Prometheus's
+	// retention); MinStep --activity-min-step; QueryTimeout --activity-query-timeout.
+	Lookback, MinStep, QueryTimeout time.Duration
+	// TemplateRef is --template-ref-field; TemplateKind --template-kind.
+	TemplateRef  []string
+	TemplateKind schema.GroupVersionKind
+	// ProbeInterval and ProbeTimeout are --probe-interval and --probe-timeout.
+	ProbeInterval, ProbeTimeout time.Duration
+}
+
+// DefaultInactivityOptions are the flags' defaults.
+func DefaultInactivityOptions() InactivityOptions {
+	return InactivityOptions{Settings: inactivity.DefaultSettings(), Lookback: 14 * 24 * time.Hour, MinStep: time.Minute,
+		QueryTimeout: 30 * time.Second, ProbeInterval: time.Minute, ProbeTimeout: 5 * time.Second}
+}
+
+func (i InactivityOptions) validate() error {
+	if !i.Enabled {
+		return nil
+	}
+	s := i.Settings
+	switch {
+	case i.PrometheusURL == "" && i.API == nil:
+		return fmt.Errorf("--enable-inactivity needs --prometheus-url: activity comes from Prometheus")
+	case len(i.Sources) == 0:
+		return fmt.Errorf("--inactivity-config: no activity sources")
+	case len(i.Kinds) == 0:
+		return fmt.Errorf("--inactivity-kinds: no kinds")
+	case s.Timeout < 0:
+		return fmt.Errorf("--inactivity-timeout=%s: must not be negative", s.Timeout)
+	case s.MaxAlerts < 0 || s.MaxAlerts > 100:
+		return fmt.Errorf("--max-alerts=%d: want 0 to 100", s.MaxAlerts)
+	case s.NotificationInterval <= 0:
+		return fmt.Errorf("--notification-interval=%s: must be positive (the time between two alerts)", s.NotificationInterval)
+	case s.CheckInterval < 10*time.Second:
+		return fmt.Errorf("--inactivity-check-interval=%s: at least 10s (every check queries Prometheus once per source)", s.CheckInterval)
+	case i.Lookback < s.CheckInterval:
+		return fmt.Errorf("--activity-lookback=%s: at least --inactivity-check-interval (%s)", i.Lookback, s.CheckInterval)
+	case i.MinStep < time.Second:
+		return fmt.Errorf("--activity-min-step=%s: at least 1s", i.MinStep)
+	case s.ProbeFailures < 1:
+		return fmt.Errorf("--probe-failures=%d: at least 1", s.ProbeFailures)
+	case i.ProbeInterval < time.Second || i.ProbeTimeout <= 0:
+		return fmt.Errorf("--probe-interval=%s, --probe-timeout=%s: the interval at least 1s, the timeout positive", i.ProbeInterval, i.ProbeTimeout)
+	case len(i.TemplateRef) > 0 && i.TemplateKind.Kind == "":
+		return fmt.Errorf("--template-ref-field=%s needs --template-kind, the kind of the object it names", lifecycle.PathString(i.TemplateRef))
+	}
+	return nil
+}
+
+// inactivityWatches is what the inactivity detector adds to the metadata caches.
+func inactivityWatches(o Options) []lifecycle.Watches {
+	if !o.Inactivity.Enabled {
+		return nil
+	}
+	return []lifecycle.Watches{inactivity.Watches()}
+}
+
+// setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
+// per check, on the leader) and one controller per target kind, on their own pipeline (Keys
+// inactivity/…) sharing the store, reporter and actuators. In PR mode a target no manifest
+// defines is paused or deleted directly.
+func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers) error {
+	in := o.Inactivity
+	pl := *base
+	pl.Detector = inactivity.DetectorName
+	pl.Vocab = inactivity.Vocabulary()
+	pl.Log = o.Log.WithName("pipeline").WithValues("detector", inactivity.DetectorName)
+	if o.Mode == ModePR {
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+	}
+	pl.Notifier = nt.notifier
+	rep, ok := base.Reporter.(inactivity.Reporter)
+	if !ok {
+		return fmt.Errorf("the pipeline's reporter cannot write Events about inactive targets")
+	}
+	settings := in.Settings
+	settings.Acts = o.Mode != ModeObserve
+	settings.Mail = nt.mail != nil
+	if settings.Owners == nil {
+		settings.Owners = o.Expiry.Settings.Owners // one owners file for both detectors
+	}
+
+	api := in.API
+	if api == nil {
+		c, err := promapi.NewClient(promapi.Config{Address: in.PrometheusURL})
+		if err != nil {
+			return fmt.Errorf("--prometheus-url: %w", err)
+		}
+		api = promv1.NewAPI(c)
+	}
+	tracker := &activity.Tracker{Lookback: in.Lookback}
+	loop := &inactivity.CheckLoop{
+		Checker:  &activity.Checker{API: api, Sources: in.Sources, MinStep: in.MinStep, Timeout: in.QueryTimeout},
+		Tracker:  tracker,
+		Interval: settings.CheckInterval,
+		Now:      o.Now,
+		Log:      o.Log.WithName("activity"),
+	}
+	// Targets as whole objects (their replicas or pause field, their template reference),
+	// cached; the informers trim managed fields and last-applied copies.
+	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
+	if err != nil {
+		return fmt.Errorf("creating the inactivity detector's client: %w", err)
+	}
+	prober := inactivity.HTTPProber{Client: &http.Client{Timeout: in.ProbeTimeout,
+		// An exam endpoint answers itself: a redirect elsewhere is not followed (nor its
+		// credentials sent anywhere).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	for _, k := range in.Kinds {
+		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
+			return fmt.Errorf("--inactivity-kinds: %s is not served by the API server: %w", k, err)
+		}
+		ch := make(chan inactivity.Checked, 1)
+		loop.Notify = append(loop.Notify, ch)
+		r := &inactivity.Reconciler{
+			Objects: objects, Meta: mgr.GetClient(), Pipeline: &pl, Reporter: rep, Kind: k, Settings: settings,
+			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
+			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
+			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
+		}
+		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+			return fmt.Errorf("setting up the inactivity detector for %s: %w", k, err)
+		}
+	}
+	return mgr.Add(loop)
+}
+
+// LoadInactivitySources reads --inactivity-config ("" : the defaults).
+func LoadInactivitySources(file string) ([]activity.Compiled, error) {
+	if file == "" {
+		return activity.Compile(activity.DefaultSources())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--inactivity-config: %w", err)
+	}
+	srcs, err := activity.LoadConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("--inactivity-config=%s: %w", file, err)
+	}
+	return srcs, nil
+}

@@ -1,0 +1,498 @@
+package inactivity
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
+)
+
+// Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
+type Pipeline interface {
+	Run(ctx context.Context, req lifecycle.Request) (lifecycle.Result, error)
+}
+
+// Reporter writes Warning Events about metadata the detector cannot use, once per id.
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// Prober asks an exam endpoint whether it still answers.
+type Prober interface {
+	Probe(ctx context.Context, url string) Probe
+}
+
+// Watches is what the detector reads through the metadata caches: its annotations and the
+// opt-out label on Namespaces and template objects.
+func Watches() lifecycle.Watches {
+	return lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{AnnotationIgnore}}
+}
+
+// Vocabulary names the Events the pipeline writes about inactivity Changes.
+func Vocabulary() lifecycle.Vocabulary {
+	return lifecycle.Vocabulary{
+		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
+		MergedNote:   "the target is paused or deleted when the GitOps tool syncs the merge",
+		DeclinedNote: "the target stays as it is; Kustos proposes nothing more until it is used and idle again",
+	}
+}
+
+var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
+
+// Checked is the signal the check loop sends after each check: every target is looked at again.
+type Checked = event.TypedGenericEvent[struct{}]
+
+// Reconciler decides about the targets of one kind, read as whole objects (their replicas or
+// pause field, their template reference) from the cache.
+type Reconciler struct {
+	// Objects reads targets as unstructured objects; Meta reads Namespaces and template objects
+	// as metadata. Both are caches.
+	Objects, Meta client.Reader
+	Pipeline      Pipeline
+	Reporter      Reporter
+	Kind          schema.GroupVersionKind
+	Settings      Settings
+	Sources       []activity.Compiled
+	Tracker       *activity.Tracker
+	// TemplateRef is the path of the field naming a target's template object (nil: none), of
+	// kind TemplateKind.
+	TemplateRef  []string
+	TemplateKind schema.GroupVersionKind
+	// Prober and ProbeInterval: exam endpoints are probed at most this often.
+	Prober        Prober
+	ProbeInterval time.Duration
+	AutoMerge     bool
+	// Checked receives a signal after every activity check.
+	Checked <-chan Checked
+	Now     func() time.Time
+	Log     logr.Logger
+
+	mu        sync.Mutex
+	lastProbe map[types.NamespacedName]time.Time
+}
+
+// Reconcile decides about one target.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	log := r.Log.WithValues("kind", r.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
+
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(r.Kind)
+	if err := r.Objects.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetProbe(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, nil
+	}
+	now := r.Now()
+	target := lifecycle.Target{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	objRef := corev1.ObjectReference{APIVersion: r.Kind.GroupVersion().String(), Kind: r.Kind.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()}
+
+	sources := []Source{{Name: target.String(), Meta: Meta{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}}}
+	var problems []Problem
+	var refs []corev1.ObjectReference
+	if len(r.TemplateRef) > 0 {
+		tpl, ref, problem, err := r.template(ctx, obj)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if problem != nil {
+			problems = append(problems, *problem)
+		}
+		if tpl != nil {
+			sources = append(sources, *tpl)
+			refs = append(refs, ref)
+		}
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		nsObj := &metav1.PartialObjectMetadata{}
+		nsObj.SetGroupVersionKind(namespaceGVK)
+		if err := r.Meta.Get(ctx, types.NamespacedName{Name: ns}, nsObj); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		if nsObj.DeletionTimestamp != nil {
+			return reconcile.Result{}, nil
+		}
+		sources = append(sources, Source{Name: "Namespace/" + ns, Meta: Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}})
+		refs = append(refs, corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns, UID: nsObj.UID})
+	}
+	policy, more := ParsePolicy(sources, r.Settings)
+	problems = append(problems, more...)
+	if err := r.report(ctx, log, objRef, refs, problems, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	if policy.Ignored || (policy.Timeout <= 0 && policy.ProbeURL == "") {
+		// Opted out, never times out, or metadata that cannot be used: no Lease, no look.
+		return reconcile.Result{}, nil
+	}
+	running, err := Running(obj, r.Settings.Pause)
+	if err != nil {
+		if err := r.report(ctx, log, objRef, nil, []Problem{{On: target.String(), Key: "pause state", Value: err.Error(),
+			Err: "cannot tell whether the target runs; it is left alone"}}, now); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, nil
+	}
+	act, err := r.activity(obj, target)
+	if err != nil {
+		// A target template that cannot be rendered for this target: its activity is unknown.
+		log.Info("cannot name the target in a source's results; its activity is unknown", "error", err.Error())
+		act = activity.Activity{}
+	}
+	var probe *Probe
+	requeue := time.Duration(0)
+	if policy.ProbeURL != "" && r.Prober != nil && running {
+		if r.probeDue(req.NamespacedName, now) {
+			p := r.Prober.Probe(ctx, policy.ProbeURL)
+			probe = &p
+		}
+		requeue = r.ProbeInterval
+	}
+
+	key := lifecycle.KeyFor(DetectorName, target)
+	uid := string(obj.GetUID())
+	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
+		Key: key, Target: target, UID: uid, Now: now, AutoMerge: r.AutoMerge,
+		Decide: func(v lifecycle.View) lifecycle.Decision {
+			st, bad := ParseState(v.Bag)
+			for _, b := range bad {
+				metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
+				log.Info("unreadable inactivity state dropped", "entry", b)
+			}
+			d := Decide(Snapshot{Now: now, Target: target, UID: uid, Created: obj.GetCreationTimestamp().Time, Running: running,
+				Policy: policy, Activity: act, Probe: probe, State: st,
+				LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined, Settings: r.Settings})
+			log.V(1).Info("inactivity decided", "next", d.Next, "at", d.At, "lastActivity", d.LastActivity, "idleSince", d.IdleSince)
+			out := Findings(key, target, policy, act, d, now)
+			if d.State == st && len(bad) == 0 {
+				out.Bag = nil // unchanged: no write
+			}
+			return out
+		},
+		Supersedes: Supersedes,
+	})
+	if res.Committed != nil {
+		metrics.Decisions.WithLabelValues(DetectorName, string(res.Committed.Edit.Op)).Inc()
+	}
+	if requeue > 0 && (res.RequeueAfter <= 0 || requeue < res.RequeueAfter) {
+		res.RequeueAfter = requeue
+	}
+	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// Findings is the pipeline's decision for d: the Change, the state to keep (always; the caller
+// drops it when unchanged), the alert (an Event
+// and a Notice to the owner) and the ActivityUnknown Event. The controller and the offline plan
+// share it.
+func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity.Activity, d Decision, now time.Time) lifecycle.Decision {
+	out := lifecycle.Decision{Change: d.Change, RequeueAfter: d.RequeueAfter}
+	out.Bag = d.State.Bag()
+	if d.Alert {
+		idle := d.IdleSince.UTC().Format(time.RFC3339)
+		id := "inactivity-alert|" + string(key) + "|" + idle + "|" + strconv.Itoa(d.State.AlertsSent)
+		msg := AlertMessage(target, p, d)
+		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonInactive, Message: msg, ID: id,
+			Notice: &lifecycle.Notice{ID: id, Kind: NoticeAlert, To: p.OwnerAddress, Owner: p.Owner,
+				Subject: fmt.Sprintf("%s %s has been idle since %s (alert %d of %d)", target.Kind, target.Name, idle, d.State.AlertsSent, p.MaxAlerts),
+				Text:    msg, Target: target, Deadline: d.At, At: now}})
+	}
+	if d.Unknown {
+		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonActivityUnknown, Message: UnknownMessage(act),
+			ID: "inactivity-unknown|" + string(key) + "|" + d.IdleSince.UTC().Format(time.RFC3339)})
+	}
+	return out
+}
+
+// NoticeAlert is the kind of an alert's Notice.
+const NoticeAlert = "inactivity.alert"
+
+// activity is what the sources know of target.
+func (r *Reconciler) activity(obj *unstructured.Unstructured, t lifecycle.Target) (activity.Activity, error) {
+	vars := activity.TargetVars{Namespace: t.Namespace, Name: t.Name, Kind: t.Kind, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
+	if vars.Labels == nil {
+		vars.Labels = map[string]string{}
+	}
+	if vars.Annotations == nil {
+		vars.Annotations = map[string]string{}
+	}
+	refs := make(map[string]activity.Ref, len(r.Sources))
+	for i := range r.Sources {
+		ref, err := r.Sources[i].RefOf(vars)
+		if err != nil {
+			return activity.Activity{}, err
+		}
+		refs[r.Sources[i].Name] = ref
+	}
+	return r.Tracker.Lookup(refs), nil
+}
+
+// Running says whether a target runs: its pause field is not at the pause value, or (scale to
+// zero) spec.replicas is absent or more than zero.
+func Running(obj *unstructured.Unstructured, p Pause) (bool, error) {
+	if len(p.Field) > 0 {
+		v, found, err := unstructured.NestedFieldNoCopy(obj.Object, p.Field...)
+		if err != nil {
+			return false, err
+		}
+		return !found || fmt.Sprint(v) != p.Value, nil
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return true, err
+	}
+	switch n := v.(type) {
+	case int64:
+		return n > 0, nil
+	case float64:
+		return n > 0, nil
+	}
+	return false, fmt.Errorf("spec.replicas is a %T", v)
+}
+
+// template reads the target's template object (its metadata) named by the TemplateRef field: a
+// name (same namespace) or a {name, namespace} map. A reference that cannot be followed is a
+// Problem; the target then goes by its own and its namespace's metadata.
+func (r *Reconciler) template(ctx context.Context, obj *unstructured.Unstructured) (*Source, corev1.ObjectReference, *Problem, error) {
+	field := lifecycle.PathString(r.TemplateRef)
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, r.TemplateRef...)
+	if err != nil || !found {
+		return nil, corev1.ObjectReference{}, nil, nil
+	}
+	name, ns := "", obj.GetNamespace()
+	switch ref := v.(type) {
+	case string:
+		name = ref
+	case map[string]any:
+		name, _ = ref["name"].(string)
+		if n, ok := ref["namespace"].(string); ok && n != "" {
+			ns = n
+		}
+	}
+	if name == "" {
+		return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
+			Value: fmt.Sprint(v), Err: "want a template name or {name, namespace}; the template's metadata is not read"}, nil
+	}
+	tpl := &metav1.PartialObjectMetadata{}
+	tpl.SetGroupVersionKind(r.TemplateKind)
+	if err := r.Meta.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
+				Value: ns + "/" + name, Err: fmt.Sprintf("no %s of that name; the template's metadata is not read", r.TemplateKind.Kind)}, nil
+		}
+		return nil, corev1.ObjectReference{}, nil, err
+	}
+	src := &Source{Name: r.TemplateKind.Kind + "/" + ns + "/" + name, Meta: Meta{Labels: tpl.Labels, Annotations: tpl.Annotations}}
+	ref := corev1.ObjectReference{APIVersion: r.TemplateKind.GroupVersion().String(), Kind: r.TemplateKind.Kind, Namespace: ns, Name: name, UID: tpl.UID}
+	return src, ref, nil, nil
+}
+
+// report writes one Warning Event per unusable value on the object that carries it (the target,
+// or one of others: its template, its Namespace), with a log line and a metric.
+func (r *Reconciler) report(ctx context.Context, log logr.Logger, target corev1.ObjectReference, others []corev1.ObjectReference, problems []Problem, now time.Time) error {
+	for _, p := range problems {
+		ref := target
+		for _, o := range others {
+			if p.On == o.Kind+"/"+o.Name || p.On == o.Kind+"/"+o.Namespace+"/"+o.Name {
+				ref = o
+			}
+		}
+		metrics.InvalidInput.WithLabelValues(DetectorName, p.Key).Inc()
+		log.Info("inactivity metadata cannot be used", "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
+		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidInactivity, p.String(),
+			"inactivity-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) probeDue(n types.NamespacedName, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastProbe == nil {
+		r.lastProbe = map[types.NamespacedName]time.Time{}
+	}
+	if last, ok := r.lastProbe[n]; ok && now.Sub(last) < r.ProbeInterval {
+		return false
+	}
+	r.lastProbe[n] = now
+	return true
+}
+
+func (r *Reconciler) forgetProbe(n types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastProbe, n)
+}
+
+// SetupWithManager registers the controller for Kind (whole objects, unstructured); a
+// Namespace's metadata change maps to every target in it, and every activity check to every
+// target.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(r.Kind)
+	nsMeta := &metav1.PartialObjectMetadata{}
+	nsMeta.SetGroupVersionKind(namespaceGVK)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("inactivity-"+strings.ToLower(r.Kind.Kind)+"-"+strings.ReplaceAll(r.Kind.Group, ".", "-")).
+		Watches(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(
+			// A spec change (a restart, a new pause field) or new metadata: what Decide reads.
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(
+			predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.Checked != nil {
+		b = b.WatchesRawSource(source.TypedChannel(r.Checked, handler.TypedFuncs[struct{}, reconcile.Request]{
+			GenericFunc: func(ctx context.Context, _ event.TypedGenericEvent[struct{}], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				for _, req := range r.all(ctx, "") {
+					q.Add(req)
+				}
+			}}))
+	}
+	return b.Complete(r)
+}
+
+func (r *Reconciler) inNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.all(ctx, ns.GetName())
+}
+
+// all lists the targets of Kind (in namespace, or everywhere) from the cache.
+func (r *Reconciler) all(ctx context.Context, namespace string) []reconcile.Request {
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(r.Kind.GroupVersion().WithKind(r.Kind.Kind + "List"))
+	var opts []client.ListOption
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := r.Objects.List(ctx, u, opts...); err != nil {
+		r.Log.Error(err, "listing targets", "kind", r.Kind.Kind, "namespace", namespace)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(u.Items))
+	for i := range u.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: u.Items[i].GetNamespace(), Name: u.Items[i].GetName()}})
+	}
+	sort.Slice(reqs, func(i, j int) bool { return reqs[i].String() < reqs[j].String() })
+	return reqs
+}
+
+// CheckLoop runs the activity checks (on the leader): one query per source every Interval,
+// then every target is looked at again.
+type CheckLoop struct {
+	Checker  *activity.Checker
+	Tracker  *activity.Tracker
+	Interval time.Duration
+	// Notify are the reconcilers' Checked channels.
+	Notify []chan Checked
+	Now    func() time.Time
+	Log    logr.Logger
+}
+
+// NeedLeaderElection: only the leader decides, so only the leader asks Prometheus.
+func (l *CheckLoop) NeedLeaderElection() bool { return true }
+
+// Start checks at once, then every Interval, until ctx ends.
+func (l *CheckLoop) Start(ctx context.Context) error {
+	t := time.NewTicker(l.Interval)
+	defer t.Stop()
+	for {
+		l.CheckOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// CheckOnce runs one check and tells the reconcilers.
+func (l *CheckLoop) CheckOnce(ctx context.Context) activity.Result {
+	now := l.Now()
+	start := time.Now()
+	minStep := l.Checker.MinStep
+	if minStep <= 0 {
+		minStep = time.Minute
+	}
+	window := l.Tracker.Window(now, l.Interval+2*minStep, activity.Names(l.Checker.Sources))
+	res := l.Checker.Check(ctx, now, window)
+	l.Tracker.Observe(res)
+	metrics.ActivityCheckDuration.Observe(time.Since(start).Seconds())
+	for _, s := range res.Sources {
+		metrics.ActivityQueries.WithLabelValues(s.Name, string(s.Status)).Inc()
+		up := 0.0
+		if s.Status == activity.StatusOK {
+			up = 1
+		} else {
+			l.Log.Info("activity source not usable; nothing is declared inactive until it is", "source", s.Name, "status", s.Status, "detail", s.Detail)
+		}
+		metrics.ActivitySourceUp.WithLabelValues(s.Name).Set(up)
+		if s.Invalid > 0 {
+			metrics.InvalidInput.WithLabelValues(DetectorName, "activity_series").Add(float64(s.Invalid))
+			l.Log.Info("activity series skipped: no target labels or no time as value", "source", s.Name, "count", s.Invalid)
+		}
+	}
+	l.Log.V(1).Info("activity checked", "window", res.Window, "step", res.Step, "queries", res.Queries, "took", time.Since(start))
+	for _, ch := range l.Notify {
+		select {
+		case ch <- Checked{}:
+		default: // a signal is pending already: one look at every target is enough
+		}
+	}
+	return res
+}
+
+// HTTPProber probes exam endpoints with GET: any answer below 500 is alive; an error, a
+// timeout or a 5xx is a failure.
+type HTTPProber struct {
+	Client *http.Client
+}
+
+var _ Prober = HTTPProber{}
+
+// Probe asks url once.
+func (p HTTPProber) Probe(ctx context.Context, url string) Probe {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Probe{Detail: err.Error()}
+	}
+	req.Header.Set("User-Agent", "kustos-probe")
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		return Probe{Detail: lifecycle.Clip(err.Error(), 200)}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode >= 500 {
+		return Probe{Detail: "HTTP " + resp.Status}
+	}
+	return Probe{OK: true}
+}
