@@ -109,6 +109,9 @@ type Compiled struct {
 // ErrConfig marks a sources file Kustos cannot use.
 var ErrConfig = errors.New("invalid inactivity sources")
 
+// labelName is a classic Prometheus label name: the labels are used in `by (…)` clauses.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
 var sourceName = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$`)
 
 // maxSources bounds the file: every source is one query per check.
@@ -161,7 +164,7 @@ func Compile(sources []Source) ([]Compiled, error) {
 			c.Labels.Name = "name"
 		}
 		for field, v := range map[string]string{"labels.namespace": c.Labels.Namespace, "labels.name": c.Labels.Name} {
-			if !model.LabelName(v).IsValid() {
+			if !labelName.MatchString(v) {
 				bad(field, "%q is not a Prometheus label name", lifecycle.Clip(v, 40))
 			}
 		}

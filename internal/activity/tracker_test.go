@@ -1,0 +1,80 @@
+package activity
+
+import (
+	"testing"
+	"time"
+)
+
+// TestTracker walks the tracker through the life of two sources: the first check covers the
+// lookback; later windows reach back to the last ok answer; an unavailable source makes every
+// target unknown and restarts its coverage when it answers again (its data may have a hole);
+// an unreachable Prometheus does not (the next window covers the time in between).
+func TestTracker(t *testing.T) {
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	lookback := 14 * 24 * time.Hour
+	vm1 := Ref{Namespace: "lab", Name: "vm-1"}
+	refs := map[string]Ref{"nginx": vm1, "bastion": vm1}
+	names := []string{"nginx", "bastion"}
+	ok := func(name string, last map[Ref]time.Time) SourceResult {
+		return SourceResult{Name: name, Status: StatusOK, Last: last}
+	}
+	tr := &Tracker{Lookback: lookback}
+
+	type step struct {
+		name    string
+		at      time.Time
+		sources []SourceResult
+		// want, after Observe
+		window  time.Duration // Window at `at` + 5m, margin 6m
+		known   bool
+		last    time.Time
+		covered time.Time
+	}
+	steps := []step{
+		{name: "before any check: the next window is the lookback, nothing known", at: t0, window: lookback},
+		{name: "first check: covered since t0 − lookback", at: t0,
+			sources: []SourceResult{ok("nginx", map[Ref]time.Time{vm1: t0.Add(-3 * 24 * time.Hour)}), ok("bastion", nil)},
+			window:  11 * time.Minute, known: true, last: t0.Add(-3 * 24 * time.Hour), covered: t0.Add(-lookback)},
+		{name: "ssh activity later: the latest of both", at: t0.Add(5 * time.Minute),
+			sources: []SourceResult{ok("nginx", nil), ok("bastion", map[Ref]time.Time{vm1: t0.Add(4 * time.Minute)})},
+			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(-lookback)},
+		{name: "Prometheus unreachable for nginx: unknown, the next window reaches back to its last answer", at: t0.Add(10 * time.Minute),
+			sources: []SourceResult{{Name: "nginx", Status: StatusError, Detail: "connection refused"}, ok("bastion", nil)},
+			window:  16 * time.Minute, known: false, last: t0.Add(4 * time.Minute), covered: t0.Add(-lookback)},
+		{name: "reachable again: coverage unchanged", at: t0.Add(15 * time.Minute),
+			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
+			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(-lookback)},
+		{name: "bastion not collecting: unknown", at: t0.Add(20 * time.Minute),
+			sources: []SourceResult{ok("nginx", nil), {Name: "bastion", Status: StatusUnavailable, Detail: "no samples"}},
+			window:  16 * time.Minute, known: false, last: t0.Add(4 * time.Minute), covered: t0.Add(-lookback)},
+		{name: "bastion collecting again: its silence counts only from now", at: t0.Add(25 * time.Minute),
+			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
+			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(25 * time.Minute)},
+		{name: "weeks later: activity older than the lookback is forgotten (the Lease keeps it)", at: t0.Add(lookback + time.Hour),
+			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
+			window:  11 * time.Minute, known: true, covered: t0.Add(25 * time.Minute)},
+	}
+	for _, s := range steps {
+		if s.sources != nil {
+			tr.Observe(Result{At: s.at, Window: lookback, Sources: s.sources})
+		}
+		if w := tr.Window(s.at.Add(5*time.Minute), 6*time.Minute, names); w != s.window {
+			t.Errorf("%s: window = %s, want %s", s.name, w, s.window)
+		}
+		a := tr.Lookup(refs)
+		if a.Known() != s.known || !a.Last.Equal(s.last) || (s.known && !a.CoveredSince.Equal(s.covered)) {
+			t.Errorf("%s: activity = known %v, last %s, covered since %s; want %v, %s, %s", s.name, a.Known(), a.Last, a.CoveredSince, s.known, s.last, s.covered)
+		}
+	}
+	// A target a source cannot name (no Ref for it) is never known.
+	if a := tr.Lookup(map[string]Ref{"nginx": vm1}); a.Known() {
+		t.Errorf("a target without a bastion ref is known: %+v", a)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	got := redact(`Post "https://kustos:s3cret@prometheus.example:9090/api/v1/query": dial tcp: refused`)
+	if got != `Post "https://***@prometheus.example:9090/api/v1/query": dial tcp: refused` {
+		t.Errorf("redact = %s", got)
+	}
+}
