@@ -115,6 +115,19 @@ skipped). Each failure names the value and what to do about it.
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "\n\nreplicaCount > 1 requires leaderElection.enabled=true, or every replica would emit the same recommendations." }}
 {{- end }}
+{{- with .Values.inactivity }}
+{{- if .enabled }}
+{{- if not .prometheusURL }}
+{{- fail "\n\ninactivity.enabled needs inactivity.prometheusURL: activity comes from Prometheus." }}
+{{- end }}
+{{- if and .templateRefField (not .templateKind) }}
+{{- fail (printf "\n\ninactivity.templateRefField=%s needs inactivity.templateKind, the group/version/Kind of the object it names." .templateRefField) }}
+{{- end }}
+{{- if and .templateKind (not .templateResource) }}
+{{- fail (printf "\n\ninactivity.templateKind=%s needs inactivity.templateResource, its plural resource name (e.g. templates), for the chart's RBAC." .templateKind) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -125,10 +138,18 @@ The expiry detector's extension server runs: "true" or "".
 {{- end }}
 
 {{/*
+A detector that notifies owners runs (expiry or inactivity; they share expiry.notify and
+expiry.notificationInterval): "true" or "".
+*/}}
+{{- define "kustos.notifyEnabled" -}}
+{{- if or .Values.expiry.enabled .Values.inactivity.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
 The notify webhook has a token Secret: "true" or "".
 */}}
 {{- define "kustos.notifyTokenEnabled" -}}
-{{- if and .Values.expiry.enabled .Values.expiry.notify.webhookURL .Values.expiry.notify.webhookTokenSecret }}true{{ end }}
+{{- if and (include "kustos.notifyEnabled" .) .Values.expiry.notify.webhookURL .Values.expiry.notify.webhookTokenSecret }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -139,19 +160,37 @@ The Secret holding the extension links' signing key.
 {{- end }}
 
 {{/*
-The pod mounts Secrets: "true" or "".
+The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled }}true{{ end }}
 {{- end }}
 
 {{/*
 Owner mail with a password Secret / a templates ConfigMap: "true" or "".
 */}}
 {{- define "kustos.mailPasswordEnabled" -}}
-{{- if and .Values.expiry.enabled .Values.expiry.notify.mail.host .Values.expiry.notify.mail.passwordSecret }}true{{ end }}
+{{- if and (include "kustos.notifyEnabled" .) .Values.expiry.notify.mail.host .Values.expiry.notify.mail.passwordSecret }}true{{ end }}
 {{- end }}
 
 {{- define "kustos.mailTemplatesEnabled" -}}
-{{- if and .Values.expiry.enabled .Values.expiry.notify.mail.host .Values.expiry.notify.mail.templatesConfigMap }}true{{ end }}
+{{- if and (include "kustos.notifyEnabled" .) .Values.expiry.notify.mail.host .Values.expiry.notify.mail.templatesConfigMap }}true{{ end }}
+{{- end }}
+
+{{/*
+The inactivity detector's sources file (--inactivity-config): inactivity.sources as a YAML list,
+the format activity.LoadConfig reads. The queries' {{.Window}}, {{.Step}} and {{.Range}} are
+plain strings in the values, which Helm does not evaluate: they reach the file as written.
+*/}}
+{{- define "kustos.inactivitySources" -}}
+{{- toYaml .Values.inactivity.sources }}
+{{- end }}
+
+{{/*
+The inactivity detector's template kind as an RBAC rule's API group: "" for the core group
+(version/Kind), else the group of group/version/Kind.
+*/}}
+{{- define "kustos.inactivityTemplateGroup" -}}
+{{- $parts := splitList "/" .Values.inactivity.templateKind }}
+{{- if eq (len $parts) 3 }}{{ index $parts 0 }}{{ end }}
 {{- end }}
