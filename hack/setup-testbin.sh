@@ -8,18 +8,24 @@
 #                                            (a module of its own, so that its dependencies
 #                                            never change the Kubernetes binaries'); the SMTP
 #                                            server the mail notifier's tests send to
+#   prometheus, promtool                     github.com/prometheus/prometheus, pinned in
+#                                            hack/tools/prometheus/go.mod (a module of its own,
+#                                            like mailpit); the activity source the inactivity
+#                                            tests query, and the backfill of its history
+#                                            (internal/activity/promtest)
 #
 # Everything is built from source through the Go module proxy, because setup-envtest and release
 # downloads are not reachable from our build machines. Nothing else is installed.
 #
 # Output goes to bin/ at the repository root, or to $TESTBIN_DIR if set. A binary is rebuilt
 # unless it exists AND its stamp file (<bin>/.stamps/<name>) records the module version it was
-# built from, so bumping a version in hack/tools/go.mod, hack/tools/mailpit/go.mod or HELM_VERSION
-# rebuilds it.
+# built from, so bumping a version in hack/tools/go.mod, hack/tools/mailpit/go.mod,
+# hack/tools/prometheus/go.mod or HELM_VERSION rebuilds it.
 #
 # A cold build (empty module and build cache) of the control plane takes a long time — about
-# 10-20 minutes on 2 CPUs (mailpit alone: about a minute); reruns with everything up to date take
-# a second or two.
+# 10-20 minutes on 2 CPUs (mailpit alone: about a minute; prometheus and promtool: about 7
+# minutes, nearly all of it for prometheus, whose packages promtool then reuses); reruns with
+# everything up to date take a second or two.
 set -euo pipefail
 
 HELM_VERSION=v3.22.0
@@ -27,6 +33,7 @@ HELM_VERSION=v3.22.0
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_dir="${repo_root}/hack/tools"
 mailpit_dir="${tools_dir}/mailpit"
+prometheus_dir="${tools_dir}/prometheus"
 bin_dir="${TESTBIN_DIR:-${repo_root}/bin}"
 mkdir -p "${bin_dir}/.stamps"
 bin_dir="$(cd "${bin_dir}" && pwd)"
@@ -67,6 +74,7 @@ build() {
 kube_version="$(module_version k8s.io/kubernetes)"
 etcd_version="$(module_version go.etcd.io/etcd/server/v3)"
 mailpit_version="$(module_version github.com/axllent/mailpit "${mailpit_dir}")"
+prometheus_version="$(module_version github.com/prometheus/prometheus "${prometheus_dir}")"
 
 # Plain `go build` leaves the Kubernetes version at "v0.0.0-master"; stamp the real release
 # version the way the Kubernetes release build does (hack/lib/version.sh), so /version reports it
@@ -94,6 +102,20 @@ build_mailpit() {
 		-ldflags "-X github.com/axllent/mailpit/config.Version=${mailpit_version}" \
 		-o "${bin_dir}/mailpit.tmp" github.com/axllent/mailpit)
 }
+build_prometheus() { # build_prometheus NAME (prometheus or promtool)
+	# As Prometheus's release build does (.promu.yml): no cgo (netgo) and the version stamped in,
+	# so `--version` says which release this is. The module is tagged v0.3MM.P for Prometheus
+	# 3.MM.P; its VERSION file has the release's own number. The proxy knows no git commit, so the
+	# revision is the module version; release builds report branch HEAD. The web UI's assets are
+	# not in the module (pnpm builds them, tag builtinassets embeds them); the HTTP API the tests
+	# use is.
+	local pkg=github.com/prometheus/common/version src
+	src="$(cd "${prometheus_dir}" && go mod download github.com/prometheus/prometheus &&
+		go list -m -f '{{.Dir}}' github.com/prometheus/prometheus)"
+	(cd "${prometheus_dir}" && CGO_ENABLED=0 go build \
+		-ldflags "-X ${pkg}.Version=$(cat "${src}/VERSION") -X ${pkg}.Revision=${prometheus_version} -X ${pkg}.Branch=HEAD" \
+		-o "${bin_dir}/$1.tmp" "github.com/prometheus/prometheus/cmd/$1")
+}
 build_helm() {
 	# `go install pkg@version` builds helm with its own go.mod (it has no replace directives).
 	# GOBIN is a scratch dir so that a failed build never leaves a half-written bin/helm.
@@ -111,5 +133,7 @@ build kube-controller-manager "k8s.io/kubernetes@${kube_version}" build_kube kub
 build etcd "go.etcd.io/etcd/server/v3@${etcd_version}" build_etcd
 build helm "helm.sh/helm/v3@${HELM_VERSION}" build_helm
 build mailpit "github.com/axllent/mailpit@${mailpit_version}" build_mailpit
+build prometheus "github.com/prometheus/prometheus@${prometheus_version}" build_prometheus prometheus
+build promtool "github.com/prometheus/prometheus@${prometheus_version}" build_prometheus promtool
 
 log "done: ${bin_dir}"
