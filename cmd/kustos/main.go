@@ -33,6 +33,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/expiryplan"
+	"github.com/kustos-dev/kustos/internal/inactivityplan"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/recommend"
@@ -64,6 +65,12 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return expiryplan.Run(args[2:], stdin, stdout, stderr)
+	case "inactivity":
+		if len(args) < 2 || args[1] != "plan" {
+			fmt.Fprintln(stderr, "Usage: kustos inactivity plan -f FILE [-f FILE]... --prometheus-url URL [--now RFC3339] [flags]")
+			return 2
+		}
+		return inactivityplan.Run(args[2:], stdin, stdout, stderr)
 	case "cleaner":
 		if len(args) < 2 || args[1] != "eval" {
 			fmt.Fprintln(stderr, "Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]")
@@ -90,6 +97,7 @@ Commands:
   recommend   decide offline from Kubernetes objects in YAML or JSON files
   cleaner eval  evaluate Cleaners offline against objects in YAML or JSON files
   expiry plan   what the expiry detector does next to each object, offline
+  inactivity plan  what the inactivity detector does next to each target (activity from Prometheus)
   status      one row per Key Kustos tracks (state Leases and Cleaners)
   version     print the version
 
