@@ -21,7 +21,7 @@ build: ## Build bin/kustos.
 	$(GO) build -trimpath -o $(BIN)/kustos ./cmd/kustos
 
 .PHONY: testbin
-testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm and mailpit (the SMTP server of the mail tests) into bin/ (cached).
+testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm, mailpit (the SMTP server of the mail tests), prometheus and promtool (the activity source of the inactivity tests) into bin/ (cached).
 	hack/setup-testbin.sh
 	hack/setup-openapi.sh
 
@@ -40,11 +40,11 @@ vet: ## go vet and a gofmt check.
 
 .PHONY: unit
 unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, helm uninstall, the webhook and the mail notifier (against mailpit) are tested by `make e2e`).
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission -e /internal/notify)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission -e /internal/notify -e /internal/activity/promtest)
 
 .PHONY: e2e
 e2e: testbin ## End-to-end tests on the real control plane.
-	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/helmrelease/... ./internal/admission/... ./internal/notify/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/helmrelease/... ./internal/admission/... ./internal/notify/... ./internal/activity/promtest/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart

@@ -68,8 +68,8 @@ func (i InactivityOptions) validate() error {
 		return fmt.Errorf("--max-alerts=%d: want 0 to 100", s.MaxAlerts)
 	case s.NotificationInterval <= 0:
 		return fmt.Errorf("--notification-interval=%s: must be positive (the time between two alerts)", s.NotificationInterval)
-	case s.CheckInterval < 10*time.Second:
-		return fmt.Errorf("--inactivity-check-interval=%s: at least 10s (every check queries Prometheus once per source)", s.CheckInterval)
+	case s.CheckInterval < time.Second:
+		return fmt.Errorf("--inactivity-check-interval=%s: at least 1s (every check queries Prometheus once per source)", s.CheckInterval)
 	case i.Lookback < s.CheckInterval:
 		return fmt.Errorf("--activity-lookback=%s: at least --inactivity-check-interval (%s)", i.Lookback, s.CheckInterval)
 	case i.MinStep < time.Second:

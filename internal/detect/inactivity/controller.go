@@ -174,6 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if policy.ProbeURL != "" && r.Prober != nil && running {
 		if r.probeDue(req.NamespacedName, now) {
 			p := r.Prober.Probe(ctx, policy.ProbeURL)
+			p.At = now
 			probe = &p
 		}
 		requeue = r.ProbeInterval
@@ -192,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			d := Decide(Snapshot{Now: now, Target: target, UID: uid, Created: obj.GetCreationTimestamp().Time, Running: running,
 				Policy: policy, Activity: act, Probe: probe, State: st,
 				LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined, Settings: r.Settings})
-			log.V(1).Info("inactivity decided", "next", d.Next, "at", d.At, "lastActivity", d.LastActivity, "idleSince", d.IdleSince)
+			log.V(1).Info("inactivity decided", "next", d.Next, "at", d.At, "lastActivity", d.LastActivity, "idleSince", d.IdleSince, "running", running, "resourceVersion", obj.GetResourceVersion())
 			out := Findings(key, target, policy, act, d, now)
 			if d.State == st && len(bad) == 0 {
 				out.Bag = nil // unchanged: no write

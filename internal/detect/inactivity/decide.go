@@ -56,13 +56,16 @@ type State struct {
 	AlertsFor   time.Time
 	AlertsSent  int
 	LastAlertAt time.Time
-	// ActedFor is the baseline whose pause or deletion was decided.
-	ActedFor time.Time
+	// ProbeFailedAt is when an exam endpoint's failures reached --probe-failures: the
+	// termination is due from then on (decided once the pipeline's last decision is later).
+	ProbeFailedAt time.Time
 	// Paused: the target was last seen not running (scaled to zero, or the pause field set).
 	// Seen running again, it was restarted: that counts as activity.
 	Paused bool
-	// ProbeFailures counts consecutive failed probes of an exam endpoint.
+	// ProbeFailures counts consecutive failed probes of an exam endpoint; LastProbeAt is when
+	// the last counted probe ran.
 	ProbeFailures int
+	LastProbeAt   time.Time
 }
 
 const (
@@ -70,9 +73,10 @@ const (
 	bagAlertsFor     = "alerts-for"
 	bagAlertsSent    = "alerts-sent"
 	bagLastAlertAt   = "last-alert-at"
-	bagActedFor      = "acted-for"
+	bagProbeFailedAt = "probe-failed-at"
 	bagPaused        = "paused"
 	bagProbeFailures = "probe-failures"
+	bagLastProbeAt   = "last-probe-at"
 )
 
 // ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
@@ -107,7 +111,8 @@ func ParseState(bag map[string]string) (State, []string) {
 	s.LastActivity = ts(bagLastActivity)
 	s.AlertsFor = ts(bagAlertsFor)
 	s.LastAlertAt = ts(bagLastAlertAt)
-	s.ActedFor = ts(bagActedFor)
+	s.ProbeFailedAt = ts(bagProbeFailedAt)
+	s.LastProbeAt = ts(bagLastProbeAt)
 	s.AlertsSent = n(bagAlertsSent)
 	s.ProbeFailures = n(bagProbeFailures)
 	s.Paused = bag[bagPaused] == "true"
@@ -125,7 +130,8 @@ func (s State) Bag() map[string]string {
 	put(bagLastActivity, s.LastActivity)
 	put(bagAlertsFor, s.AlertsFor)
 	put(bagLastAlertAt, s.LastAlertAt)
-	put(bagActedFor, s.ActedFor)
+	put(bagProbeFailedAt, s.ProbeFailedAt)
+	put(bagLastProbeAt, s.LastProbeAt)
 	if s.AlertsSent > 0 {
 		b[bagAlertsSent] = strconv.Itoa(s.AlertsSent)
 	}
@@ -140,6 +146,8 @@ func (s State) Bag() map[string]string {
 
 // Probe is the result of probing an exam endpoint at this look (nil: no probe).
 type Probe struct {
+	// At is when the probe ran.
+	At time.Time
 	OK bool
 	// Detail says how it failed (status code, timeout), without credentials.
 	Detail string
@@ -209,7 +217,7 @@ func Decide(s Snapshot) Decision {
 	} else if st.Paused {
 		st.Paused = false
 		st.LastActivity = s.Now
-		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ActedFor, st.ProbeFailures = 0, time.Time{}, time.Time{}, time.Time{}, 0
+		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt = 0, time.Time{}, time.Time{}, 0, time.Time{}
 	}
 	if a := s.Activity.Last; a.After(st.LastActivity) {
 		st.LastActivity = a
@@ -221,21 +229,28 @@ func Decide(s Snapshot) Decision {
 	}
 
 	if p.ProbeURL != "" && s.Running {
-		if s.Probe != nil {
+		if s.Probe != nil && s.Probe.At.After(st.LastProbeAt) {
+			// Counted once: the pipeline decides again over the state it just wrote.
+			st.LastProbeAt = s.Probe.At
 			if s.Probe.OK {
 				st.ProbeFailures = 0
 			} else {
 				st.ProbeFailures++
 			}
 		}
-		if st.ProbeFailures >= max(1, s.Settings.ProbeFailures) {
-			// The exam is over: terminated at once, no alerts. Once decided, the pipeline
-			// follows it (a pull request) or it was carried out; a restart starts over.
-			if st.ActedFor.IsZero() {
-				st.ActedFor = s.Now
-				d.Next, d.At = next(p.Action), s.Now
+		if st.ProbeFailures < max(1, s.Settings.ProbeFailures) {
+			st.ProbeFailedAt = time.Time{}
+		} else {
+			// The exam is over: terminated at once, no alerts. Decided once the pipeline's
+			// last decision is later than when it became due; a restart starts over.
+			if st.ProbeFailedAt.IsZero() {
+				st.ProbeFailedAt = s.Now
+			}
+			d.Next, d.At = NextNone, time.Time{}
+			if s.LastDecision.Before(st.ProbeFailedAt) {
+				d.Next, d.At = next(p.Action), st.ProbeFailedAt
 				d.Change = change(s, ReasonProbeFailed, fmt.Sprintf("its endpoint %s failed %d checks in a row (last: %s)",
-					p.ProbeURL, st.ProbeFailures, s.Probe.detail()), s.Now)
+					p.ProbeURL, st.ProbeFailures, s.Probe.detail()), st.ProbeFailedAt)
 			}
 			return d
 		}
@@ -257,12 +272,18 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 	base := latest(st.LastActivity, s.Created, s.Activity.CoveredSince)
+	if !st.AlertsFor.IsZero() && base.After(st.AlertsFor) && !st.LastActivity.After(st.AlertsFor) {
+		// The sources' coverage moved (Kustos restarted, its first check reaches back only
+		// the lookback) but nobody used the target: the idle period the alerts are about
+		// goes on, and so do they.
+		base = st.AlertsFor
+	}
 	d.IdleSince = base
 	idleAt := base.Add(p.Timeout)
 	if s.Now.Before(idleAt) {
 		if !st.AlertsFor.IsZero() && !st.AlertsFor.Equal(base) {
 			// Used again since the alerts: they are void.
-			st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ActedFor = 0, time.Time{}, time.Time{}, time.Time{}
+			st.AlertsSent, st.AlertsFor, st.LastAlertAt = 0, time.Time{}, time.Time{}
 		}
 		d.Next, d.At = NextAlert, idleAt
 		if p.MaxAlerts == 0 {
@@ -274,12 +295,7 @@ func Decide(s Snapshot) Decision {
 
 	// Idle for the timeout.
 	if !st.AlertsFor.Equal(base) {
-		st.AlertsFor, st.AlertsSent, st.LastAlertAt, st.ActedFor = base, 0, time.Time{}, time.Time{}
-	}
-	if !st.ActedFor.IsZero() {
-		// Decided already: proposed (the pipeline follows the pull request), declined (a human
-		// said no: the target stays until it is used again), or carried out.
-		return d
+		st.AlertsFor, st.AlertsSent, st.LastAlertAt = base, 0, time.Time{}
 	}
 	interval := s.Settings.NotificationInterval
 	if st.AlertsSent < p.MaxAlerts {
@@ -302,7 +318,9 @@ func Decide(s Snapshot) Decision {
 		d.RequeueAfter = min(interval, check)
 		return d
 	}
-	at := s.Now
+	// All alerts sent: the pause or deletion one interval after the last (at once when no
+	// alert is wanted).
+	at := idleAt
 	if st.AlertsSent > 0 {
 		at = st.LastAlertAt.Add(interval)
 	}
@@ -311,7 +329,13 @@ func Decide(s Snapshot) Decision {
 		d.RequeueAfter = min(at.Sub(s.Now), check)
 		return d
 	}
-	st.ActedFor = base
+	if !s.LastDecision.Before(at) {
+		// Decided already: proposed (the pipeline follows the pull request), declined (a human
+		// said no: the target stays until it is used and idle again), reported (observer
+		// mode) or carried out.
+		d.Next, d.At = NextNone, time.Time{}
+		return d
+	}
 	d.Change = change(s, ReasonInactivityDue, fmt.Sprintf("not used since %s (%s), %d alert(s) sent, the last at %s",
 		base.UTC().Format(time.RFC3339), p.From, st.AlertsSent, orNone(st.LastAlertAt)), base)
 	return d

@@ -48,7 +48,6 @@ func TestDecide(t *testing.T) {
 		alertsSent  int
 		requeue     time.Duration
 		lastAct     time.Time
-		actedFor    time.Time
 		paused      bool
 		probeFailed int
 		unknown     bool
@@ -123,24 +122,32 @@ func TestDecide(t *testing.T) {
 			s := base(idle.Add(3 * day))
 			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
 			return s
-		}, next: NextPause, at: idle.Add(3 * day), change: lifecycle.EditScaleToZero, alertsSent: 3, lastAct: t0, actedFor: t0},
+		}, next: NextPause, at: idle.Add(3 * day), change: lifecycle.EditScaleToZero, alertsSent: 3, lastAct: t0},
 		{name: "delete due when not persistent", snap: func() Snapshot {
 			s := base(idle.Add(3 * day))
 			s.Policy.Action = ActionDelete
 			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
 			return s
-		}, next: NextDelete, at: idle.Add(3 * day), change: lifecycle.EditDelete, alertsSent: 3, lastAct: t0, actedFor: t0},
+		}, next: NextDelete, at: idle.Add(3 * day), change: lifecycle.EditDelete, alertsSent: 3, lastAct: t0},
 		{name: "max alerts 0: acts as soon as idle", snap: func() Snapshot {
 			s := base(idle)
 			s.Policy.MaxAlerts = 0
 			return s
-		}, next: NextPause, at: idle, change: lifecycle.EditScaleToZero, lastAct: t0, actedFor: t0},
+		}, next: NextPause, at: idle, change: lifecycle.EditScaleToZero, lastAct: t0},
 		{name: "decided (pull request open or declined): nothing more for this idle period", snap: func() Snapshot {
 			s := base(idle.Add(10 * day))
 			s.ProposalOpen = true
-			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day), ActedFor: t0}
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
 			return s
-		}, next: NextNone, alertsSent: 3, lastAct: t0, actedFor: t0},
+		}, next: NextNone, alertsSent: 3, lastAct: t0},
+		{name: "Kustos restarted while alerting (coverage moved, nobody used it): the alerts go on", snap: func() Snapshot {
+			s := base(idle.Add(day))
+			s.Activity.Last = time.Time{}
+			s.Activity.CoveredSince = idle.Add(-time.Hour)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 1, LastAlertAt: idle}
+			return s
+		}, next: NextAlert, at: idle.Add(2 * day), alert: true, alertsSent: 2, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "used after two alerts: alerts reset, new timeout", snap: func() Snapshot {
 			s := base(idle.Add(day + time.Hour))
 			s.Activity.Last = idle.Add(day)
@@ -150,41 +157,44 @@ func TestDecide(t *testing.T) {
 		{name: "paused: nothing to count", snap: func() Snapshot {
 			s := base(idle.Add(20 * day))
 			s.Running = false
-			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, ActedFor: t0}
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3}
 			return s
-		}, next: NextNone, alertsSent: 3, lastAct: t0, actedFor: t0, paused: true},
+		}, next: NextNone, alertsSent: 3, lastAct: t0, paused: true},
 		{name: "restarted after the pause: alerts reset, the restart is activity", snap: func() Snapshot {
 			s := base(idle.Add(20 * day))
-			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, ActedFor: t0, Paused: true}
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, Paused: true}
 			return s
 		}, next: NextAlert, at: idle.Add(27 * day), requeue: 5 * time.Minute, lastAct: idle.Add(20 * day)},
 		{name: "probe failed once of three: counted", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
-			s.Probe = &Probe{Detail: "connection refused"}
+			s.Probe = &Probe{At: s.Now, Detail: "connection refused"}
 			return s
 		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 1},
 		{name: "probe failed the third time: terminated at once", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
-			s.Probe = &Probe{Detail: "timeout after 5s"}
+			s.Probe = &Probe{At: s.Now, Detail: "timeout after 5s"}
 			s.State.ProbeFailures = 2
 			return s
-		}, next: NextPause, at: t0.Add(time.Hour), change: lifecycle.EditScaleToZero, lastAct: t0, actedFor: t0.Add(time.Hour), probeFailed: 3},
+		}, next: NextPause, at: t0.Add(time.Hour), change: lifecycle.EditScaleToZero, lastAct: t0, probeFailed: 3},
 		{name: "probe answering again: count reset", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
-			s.Probe = &Probe{OK: true}
+			s.Probe = &Probe{At: s.Now, OK: true}
 			s.State.ProbeFailures = 2
 			return s
 		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "probe target already terminated: nothing more", snap: func() Snapshot {
 			s := base(t0.Add(2 * time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
-			s.Probe = &Probe{Detail: "refused"}
-			s.State = State{LastActivity: t0, ProbeFailures: 3, ActedFor: t0.Add(time.Hour)}
+			s.Probe = &Probe{At: s.Now, Detail: "refused"}
+			s.LastDecision = t0.Add(time.Hour)
+			s.State = State{LastActivity: t0, ProbeFailures: 3, ProbeFailedAt: t0.Add(time.Hour), LastProbeAt: t0.Add(time.Hour)}
 			return s
-		}, next: NextNone, lastAct: t0, actedFor: t0.Add(time.Hour), probeFailed: 4},
+		}, next: NextNone, lastAct: t0, probeFailed: 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,13 +217,20 @@ func TestDecide(t *testing.T) {
 			case tc.change != "" && d.Change.Edit.Op != tc.change:
 				t.Errorf("change = %s, want %s", d.Change.Edit.Op, tc.change)
 			}
-			if d.State.AlertsSent != tc.alertsSent || !d.State.LastActivity.Equal(tc.lastAct) || !d.State.ActedFor.Equal(tc.actedFor) ||
+			if d.State.AlertsSent != tc.alertsSent || !d.State.LastActivity.Equal(tc.lastAct) ||
 				d.State.Paused != tc.paused || d.State.ProbeFailures != tc.probeFailed {
-				t.Errorf("state = %+v, want alerts %d, last activity %s, acted for %s, paused %v, probe failures %d",
-					d.State, tc.alertsSent, tc.lastAct, tc.actedFor, tc.paused, tc.probeFailed)
+				t.Errorf("state = %+v, want alerts %d, last activity %s, paused %v, probe failures %d",
+					d.State, tc.alertsSent, tc.lastAct, tc.paused, tc.probeFailed)
 			}
 			if d.RequeueAfter != tc.requeue {
 				t.Errorf("requeue = %s, want %s", d.RequeueAfter, tc.requeue)
+			}
+			// The pipeline decides again over the state it just wrote until nothing changes:
+			// a second look at the same moment must keep the state and send nothing more.
+			again := s
+			again.State = d.State
+			if again2 := Decide(again); again2.State != d.State || again2.Alert || (again2.Change == nil) != (d.Change == nil) {
+				t.Errorf("not stable: a second look gives state %+v, alert %v, change %v", again2.State, again2.Alert, again2.Change != nil)
 			}
 			if d.Change != nil && d.Change.Key != lifecycle.KeyFor(DetectorName, target) {
 				t.Errorf("key = %s", d.Change.Key)
@@ -306,7 +323,7 @@ func TestSupersedes(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	s := State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ActedFor: t0, Paused: true, ProbeFailures: 1}
+	s := State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1}
 	got, bad := ParseState(s.Bag())
 	if len(bad) > 0 || got != s {
 		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)
