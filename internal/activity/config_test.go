@@ -42,11 +42,11 @@ func TestLoadConfig(t *testing.T) {
 - name: ok
   available: up
   data: up
-  target: {name: "{{.Nmae}}"}
+  target: {name: "{{.Nam}}"}
 `, wantErr: []string{
 			`sources[0].name: "Nginx!"`, `sources[0].mode: "sometimes"`, `sources[0].labels.namespace: "1bad"`,
 			`sources[0].minRange: "soon"`, `sources[0].available: empty`, `sources[0].data:`, `Windw`,
-			`sources[1].data: not a template`, `sources[2].name: "ok" is used twice`, `sources[2].target.name:`, `Nmae`,
+			`sources[1].data: not a template`, `sources[2].name: "ok" is used twice`, `sources[2].target.name:`, `Nam`,
 		}},
 	}
 	for _, tc := range cases {
@@ -132,8 +132,11 @@ func FuzzLoadConfig(f *testing.F) {
 		// What loads renders: no template error at the first check.
 		for i := range srcs {
 			s := &srcs[i]
-			for _, tpl := range [](func() error){
-				func() error { _, err := s.render(s.available, QueryVars{Window: "2w", Step: "2m", Range: "5m"}); return err },
+			for _, tpl := range []func() error{
+				func() error {
+					_, err := s.render(s.available, QueryVars{Window: "2w", Step: "2m", Range: "5m"})
+					return err
+				},
 				func() error { _, err := s.render(s.data, QueryVars{Window: "2w", Step: "2m", Range: "5m"}); return err },
 				func() error {
 					_, err := s.RefOf(TargetVars{Namespace: "n", Name: "m", Labels: map[string]string{}, Annotations: map[string]string{}})

@@ -286,7 +286,13 @@ func Running(obj *unstructured.Unstructured, p Pause) (bool, error) {
 func (r *Reconciler) template(ctx context.Context, obj *unstructured.Unstructured) (*Source, corev1.ObjectReference, *Problem, error) {
 	field := lifecycle.PathString(r.TemplateRef)
 	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, r.TemplateRef...)
-	if err != nil || !found {
+	if err != nil {
+		// A field of the wrong shape is the manifest's problem: an Event, not a retry.
+		p := &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
+			Value: err.Error(), Err: "cannot read the template reference; the template's metadata is not read"}
+		return nil, corev1.ObjectReference{}, p, nil //nolint:nilerr // reported as a Problem
+	}
+	if !found {
 		return nil, corev1.ObjectReference{}, nil, nil
 	}
 	name, ns := "", obj.GetNamespace()
@@ -482,7 +488,7 @@ var _ Prober = HTTPProber{}
 
 // Probe asks url once.
 func (p HTTPProber) Probe(ctx context.Context, url string) Probe {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return Probe{Detail: err.Error()}
 	}

@@ -13,7 +13,7 @@ var (
 	target = lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "lab", Name: "vm-1"}
 )
 
-func known(last time.Time, covered time.Time, at time.Time) activity.Activity {
+func known(last, covered, at time.Time) activity.Activity {
 	return activity.Activity{CheckedAt: at, Last: last, CoveredSince: covered,
 		Sources: []activity.SourceStatus{{Name: "nginx", Status: activity.StatusOK}, {Name: "bastion", Status: activity.StatusOK}}}
 }

@@ -7,8 +7,12 @@ import (
 )
 
 func TestParsePolicy(t *testing.T) {
-	obj := func(a map[string]string) Source { return Source{Name: "Deployment.apps/lab/vm-1", Meta: Meta{Annotations: a}} }
-	tpl := func(a map[string]string) Source { return Source{Name: "Template/lab/ubuntu", Meta: Meta{Annotations: a}} }
+	obj := func(a map[string]string) Source {
+		return Source{Name: "Deployment.apps/lab/vm-1", Meta: Meta{Annotations: a}}
+	}
+	tpl := func(a map[string]string) Source {
+		return Source{Name: "Template/lab/ubuntu", Meta: Meta{Annotations: a}}
+	}
 	ns := func(a map[string]string) Source { return Source{Name: "Namespace/lab", Meta: Meta{Annotations: a}} }
 	day := 24 * time.Hour
 	cases := []struct {
@@ -82,7 +86,7 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestParsePause(t *testing.T) {
-	for in, want := range map[string]string{"": "", "spec.running=false": "spec.running=false", " spec.paused = true ": "spec.paused=true"} {
+	for in, want := range map[string]string{"": "", "spec.running=false": "spec.running=false", "\tspec.paused = true": "spec.paused=true"} {
 		p, err := ParsePause(in)
 		got := ""
 		if len(p.Field) > 0 {
