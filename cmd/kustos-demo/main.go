@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -51,17 +52,57 @@ import (
 
 const stateNamespace = "kustos-system"
 
+// The acts, in the order they run.
+const (
+	actObserver   = "observer"
+	actPR         = "pr"
+	actCleaner    = "cleaner"
+	actExpiry     = "expiry"
+	actInactivity = "inactivity"
+)
+
+var allActs = []string{actObserver, actPR, actCleaner, actExpiry, actInactivity}
+
+// parseActs reads -acts: a comma-separated subset of allActs.
+func parseActs(list string) (map[string]bool, error) {
+	acts := map[string]bool{}
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !slices.Contains(allActs, a) {
+			return nil, fmt.Errorf("unknown act %q; the acts are %s", a, strings.Join(allActs, ", "))
+		}
+		acts[a] = true
+	}
+	switch {
+	case len(acts) == 0:
+		return nil, errors.New("no act")
+	case acts[actCleaner] && !acts[actPR]:
+		return nil, fmt.Errorf("%s needs %s: the Cleaner act runs with the Kustos the PR act started", actCleaner, actPR)
+	}
+	return acts, nil
+}
+
 func main() {
 	kustosBin := flag.String("kustos", "bin/kustos", "path of the kustos binary to run")
 	timeout := flag.Duration("timeout", 4*time.Minute, "give up after this long")
+	actList := flag.String("acts", strings.Join(allActs, ","), "comma-separated acts to run (always in this order): "+
+		strings.Join(allActs, ", ")+"; "+actCleaner+" runs with the Kustos of "+actPR)
 	flag.Parse()
-	if err := demo(*kustosBin, *timeout, os.Stdout); err != nil {
+	acts, err := parseActs(*actList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kustos-demo: -acts:", err)
+		os.Exit(2)
+	}
+	if err := demo(*kustosBin, *timeout, acts, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
 }
 
-func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
+func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	start := time.Now()
@@ -98,23 +139,80 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 		return err
 	}
 
+	took := map[string]time.Duration{}
+	timed := func(name string, f func() error) error {
+		t0 := time.Now()
+		defer func() { took[name] = time.Since(t0) }()
+		return f()
+	}
+	if acts[actObserver] {
+		if err := timed(actObserver, func() error { return observerAct(ctx, kustosBin, env.Kubeconfig, c, out) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
+	if acts[actPR] || acts[actExpiry] || acts[actInactivity] {
+		var quota func(s *githubtest.Server, tb *demoTB, tokenFile string) error
+		if acts[actPR] {
+			quota = func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
+				return timed(actPR, func() error {
+					return quotaAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out, func() error {
+						if !acts[actCleaner] {
+							return nil
+						}
+						fmt.Fprintln(out)
+						return timed(actCleaner, func() error { return cleanerAct(ctx, c, out) })
+					})
+				})
+			}
+		}
+		if err := prAct(out, quota, func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
+			if acts[actExpiry] {
+				fmt.Fprintln(out)
+				if err := timed(actExpiry, func() error { return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out) }); err != nil {
+					return err
+				}
+			}
+			if acts[actInactivity] {
+				fmt.Fprintln(out)
+				if err := timed(actInactivity, func() error { return inactivityAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out) }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("PR mode: %w", err)
+		}
+	}
+	took[actPR] -= took[actCleaner] // the Cleaner act runs inside the PR act, with its Kustos
+	var acted []string
+	for _, a := range allActs {
+		if acts[a] {
+			acted = append(acted, fmt.Sprintf("%s %s", a, took[a].Round(time.Second)))
+		}
+	}
+	fmt.Fprintf(out, "Demo done in %s (%s).\n", time.Since(start).Round(time.Second), strings.Join(acted, ", "))
+	return nil
+}
+
+// observerAct is the demo's first act: Kustos in observer mode, the Events and log lines it
+// writes about four tenants. It stops its Kustos before returning: one Kustos per cluster from
+// here on, or the observer would report (CleanupDue) the Cleaner that the PR-mode Kustos acts on,
+// and both would write its status.
+func observerAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer) (err error) {
+	start := time.Now()
 	step(out, "starting kustos run (observer mode, the default)")
 	var logs bytes.Buffer
-	cmd := exec.Command(kustosBin, "run", "--kubeconfig="+env.Kubeconfig, "--state-namespace="+stateNamespace,
+	cmd := exec.Command(kustosBin, "run", "--kubeconfig="+kubeconfig, "--state-namespace="+stateNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
 	cmd.Stderr = &syncWriter{w: &logs}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s (run `make build`): %w", kustosBin, err)
 	}
-	observerStopped := false
-	stopObserver := func() {
-		if !observerStopped {
-			observerStopped = true
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		}
-	}
-	defer stopObserver()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
 
 	step(out, "creating tenants:")
 	tenants := []tenant{
@@ -155,7 +253,7 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no recommendation for every tenant within %s; kustos logged:\n%s", timeout, logs.String())
+			return fmt.Errorf("no recommendation for every tenant: %w; kustos logged:\n%s", ctx.Err(), logs.String())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -193,29 +291,6 @@ func demo(kustosBin string, timeout time.Duration, out io.Writer) (err error) {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "Summary: %d recommendation(s), %d event(s); team-c (opted out) untouched; nothing in the cluster was changed. (%s)\n",
 		recs, len(events), time.Since(start).Round(time.Second))
-
-	// One Kustos per cluster from here on: the observer would report (CleanupDue) the Cleaner
-	// that the PR-mode Kustos acts on, and both would write its status.
-	stopObserver()
-
-	fmt.Fprintln(out)
-	actStart := time.Now()
-	var cleanerTook, expiryTook time.Duration
-	if err := prAct(ctx, kustosBin, env.Kubeconfig, c, out, func() error {
-		fmt.Fprintln(out)
-		t0 := time.Now()
-		defer func() { cleanerTook = time.Since(t0) }()
-		return cleanerAct(ctx, c, out)
-	}, func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
-		fmt.Fprintln(out)
-		t0 := time.Now()
-		defer func() { expiryTook = time.Since(t0) }()
-		return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out)
-	}); err != nil {
-		return fmt.Errorf("PR mode: %w", err)
-	}
-	fmt.Fprintf(out, "Demo done in %s (PR mode %s, of which Cleaners %s and expiry %s).\n", time.Since(start).Round(time.Second),
-		time.Since(actStart).Round(time.Second), cleanerTook.Round(time.Second), expiryTook.Round(time.Second))
 	return nil
 }
 

@@ -47,11 +47,10 @@ spec:
     pods: "50"
 `
 
-// prAct is the demo's second act: Kustos in PR mode against a local GitHub-compatible server.
-// Once the PR is merged, it runs next (the Cleaner act) with the same Kustos; then, with that
-// Kustos stopped, lastAct (the expiry act) with the same GitHub-compatible server.
-func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer, next func() error,
-	lastAct func(s *githubtest.Server, tb *demoTB, tokenFile string) error) (err error) {
+// prAct starts the local GitHub-compatible server of the PR-mode acts, with the GitOps repository,
+// and runs quota (the quota PR act, and the Cleaner act with its Kustos; nil: skipped), then
+// lastActs (the expiry and inactivity acts, each with a Kustos of its own) against it.
+func prAct(out io.Writer, quota, lastActs func(s *githubtest.Server, tb *demoTB, tokenFile string) error) (err error) {
 	tb := &demoTB{}
 	defer func() {
 		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
@@ -85,7 +84,19 @@ func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, o
 	if err := os.WriteFile(tokenFile, []byte(s.Token()+"\n"), 0o600); err != nil {
 		return err
 	}
+	if quota != nil {
+		if err := quota(s, tb, tokenFile); err != nil {
+			return err
+		}
+	}
+	return lastActs(s, tb, tokenFile)
+}
 
+// quotaAct is the demo's second act: Kustos in PR mode against the local GitHub-compatible
+// server. Once the PR is merged, it runs next (the Cleaner act) with the same Kustos, and stops
+// that Kustos before returning.
+func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tb *demoTB, tokenFile string,
+	out io.Writer, next func() error) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
 		return err
 	}
@@ -241,7 +252,7 @@ func prAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, o
 	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
 		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
 	}
-	return lastAct(s, tb, tokenFile)
+	return nil
 }
 
 // poll calls cond every 250ms until it is true, fails, or ctx ends.

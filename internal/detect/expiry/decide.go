@@ -2,7 +2,7 @@ package expiry
 
 import (
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 
@@ -85,57 +85,32 @@ const (
 // ParseState reads the bag. Unreadable entries are dropped (and said so): the worst outcome is
 // a second warning, never a removal without one.
 func ParseState(bag map[string]string) (State, []string) {
-	var s State
-	var bad []string
-	ts := func(k string) time.Time {
-		v, ok := bag[k]
-		if !ok || v == "" {
-			return time.Time{}
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
-			return time.Time{}
-		}
-		return t.UTC()
-	}
-	s.WarningFor = ts(bagWarningFor)
-	s.WarningAttemptAt = ts(bagWarningAttemptAt)
-	s.WarnedAt = ts(bagWarnedAt)
-	s.ExtendedUntil = ts(bagExtendedUntil)
-	s.ExtendedAt = ts(bagExtendedAt)
-	s.NotifiedFor = ts(bagNotifiedFor)
-	if v, ok := bag[bagWarningAttempts]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bad = append(bad, fmt.Sprintf("%s=%q", bagWarningAttempts, lifecycle.Clip(v, 40)))
-		} else {
-			s.WarningAttempts = n
-		}
+	r := lifecycle.BagReader{Bag: bag}
+	s := State{
+		WarningFor:       r.Time(bagWarningFor),
+		WarningAttemptAt: r.Time(bagWarningAttemptAt),
+		WarnedAt:         r.Time(bagWarnedAt),
+		ExtendedUntil:    r.Time(bagExtendedUntil),
+		ExtendedAt:       r.Time(bagExtendedAt),
+		NotifiedFor:      r.Time(bagNotifiedFor),
+		WarningAttempts:  r.Count(bagWarningAttempts, math.MaxInt32),
 	}
 	if v := bag[bagUsedTokens]; v != "" {
 		s.UsedTokens = splitTokens(v)
 	}
-	return s, bad
+	return s, r.Bad
 }
 
 // Bag writes the state back; zero fields are left out.
 func (s State) Bag() map[string]string {
-	b := map[string]string{}
-	put := func(k string, t time.Time) {
-		if !t.IsZero() {
-			b[k] = t.UTC().Format(time.RFC3339Nano)
-		}
-	}
-	put(bagWarningFor, s.WarningFor)
-	put(bagWarningAttemptAt, s.WarningAttemptAt)
-	put(bagWarnedAt, s.WarnedAt)
-	put(bagExtendedUntil, s.ExtendedUntil)
-	put(bagExtendedAt, s.ExtendedAt)
-	put(bagNotifiedFor, s.NotifiedFor)
-	if s.WarningAttempts > 0 {
-		b[bagWarningAttempts] = strconv.Itoa(s.WarningAttempts)
-	}
+	b := lifecycle.BagWriter{}
+	b.Time(bagWarningFor, s.WarningFor)
+	b.Time(bagWarningAttemptAt, s.WarningAttemptAt)
+	b.Time(bagWarnedAt, s.WarnedAt)
+	b.Time(bagExtendedUntil, s.ExtendedUntil)
+	b.Time(bagExtendedAt, s.ExtendedAt)
+	b.Time(bagNotifiedFor, s.NotifiedFor)
+	b.Count(bagWarningAttempts, s.WarningAttempts)
 	if len(s.UsedTokens) > 0 {
 		b[bagUsedTokens] = joinTokens(s.UsedTokens)
 	}

@@ -3,7 +3,6 @@ package inactivity
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,62 +81,30 @@ const (
 // ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
 // extra alert, never a pause or deletion without them.
 func ParseState(bag map[string]string) (State, []string) {
-	var s State
-	var bad []string
-	ts := func(k string) time.Time {
-		v, ok := bag[k]
-		if !ok || v == "" {
-			return time.Time{}
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
-			return time.Time{}
-		}
-		return t.UTC()
+	r := lifecycle.BagReader{Bag: bag}
+	s := State{
+		LastActivity:  r.Time(bagLastActivity),
+		AlertsFor:     r.Time(bagAlertsFor),
+		LastAlertAt:   r.Time(bagLastAlertAt),
+		ProbeFailedAt: r.Time(bagProbeFailedAt),
+		LastProbeAt:   r.Time(bagLastProbeAt),
+		AlertsSent:    r.Count(bagAlertsSent, 1000),
+		ProbeFailures: r.Count(bagProbeFailures, 1000),
+		Paused:        bag[bagPaused] == "true",
 	}
-	n := func(k string) int {
-		v, ok := bag[k]
-		if !ok {
-			return 0
-		}
-		i, err := strconv.Atoi(v)
-		if err != nil || i < 0 || i > 1000 {
-			bad = append(bad, fmt.Sprintf("%s=%q", k, lifecycle.Clip(v, 40)))
-			return 0
-		}
-		return i
-	}
-	s.LastActivity = ts(bagLastActivity)
-	s.AlertsFor = ts(bagAlertsFor)
-	s.LastAlertAt = ts(bagLastAlertAt)
-	s.ProbeFailedAt = ts(bagProbeFailedAt)
-	s.LastProbeAt = ts(bagLastProbeAt)
-	s.AlertsSent = n(bagAlertsSent)
-	s.ProbeFailures = n(bagProbeFailures)
-	s.Paused = bag[bagPaused] == "true"
-	return s, bad
+	return s, r.Bad
 }
 
 // Bag writes the state back; zero fields are left out.
 func (s State) Bag() map[string]string {
-	b := map[string]string{}
-	put := func(k string, t time.Time) {
-		if !t.IsZero() {
-			b[k] = t.UTC().Format(time.RFC3339Nano)
-		}
-	}
-	put(bagLastActivity, s.LastActivity)
-	put(bagAlertsFor, s.AlertsFor)
-	put(bagLastAlertAt, s.LastAlertAt)
-	put(bagProbeFailedAt, s.ProbeFailedAt)
-	put(bagLastProbeAt, s.LastProbeAt)
-	if s.AlertsSent > 0 {
-		b[bagAlertsSent] = strconv.Itoa(s.AlertsSent)
-	}
-	if s.ProbeFailures > 0 {
-		b[bagProbeFailures] = strconv.Itoa(s.ProbeFailures)
-	}
+	b := lifecycle.BagWriter{}
+	b.Time(bagLastActivity, s.LastActivity)
+	b.Time(bagAlertsFor, s.AlertsFor)
+	b.Time(bagLastAlertAt, s.LastAlertAt)
+	b.Time(bagProbeFailedAt, s.ProbeFailedAt)
+	b.Time(bagLastProbeAt, s.LastProbeAt)
+	b.Count(bagAlertsSent, s.AlertsSent)
+	b.Count(bagProbeFailures, s.ProbeFailures)
 	if s.Paused {
 		b[bagPaused] = "true"
 	}
