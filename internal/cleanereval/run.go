@@ -3,8 +3,6 @@ package cleanereval
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -20,9 +18,9 @@ import (
 
 // Exit codes of Run.
 const (
-	ExitOK    = 0
-	ExitError = 1 // the output could not be written
-	ExitUsage = 2 // bad flags, unreadable input, an invalid Cleaner
+	ExitOK    = manifest.ExitOK
+	ExitError = manifest.ExitError
+	ExitUsage = manifest.ExitUsage
 )
 
 const usageText = `Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]
@@ -72,38 +70,17 @@ type Condition struct {
 
 // Run executes `kustos cleaner eval` with args (after "eval"). It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cleaner eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files manifest.Files
-	fs.Var(&files, "f", "input file, or - for stdin")
-	fs.Var(&files, "filename", "input file, or - for stdin")
-	nowFlag := fs.String("now", "", "time of the evaluation, RFC 3339")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	cmd := manifest.NewCommand("kustos cleaner eval", usageText, stderr)
+	now, code, ok := cmd.Parse(args)
+	if !ok {
+		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "kustos cleaner eval: "+format+"\n", args...)
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (give input files with -f)", fs.Arg(0))
-	}
-	now := time.Now() // the only clock this command reads
-	if *nowFlag != "" {
-		var err error
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return fail("invalid --now %q: not an RFC 3339 time like 2026-05-01T12:00:00Z", *nowFlag)
-		}
-	}
-	if len(files) == 0 {
-		files = manifest.Files{"-"}
+	fail := cmd.Fail
+	if len(cmd.Files) == 0 {
+		cmd.Files = manifest.Files{"-"}
 	}
 	var objs []manifest.Object
-	for _, arg := range files {
+	for _, arg := range cmd.Files {
 		name, data, err := manifest.ReadInput(arg, stdin)
 		if err == nil {
 			var more []manifest.Object

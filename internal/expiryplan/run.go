@@ -2,11 +2,8 @@ package expiryplan
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -15,9 +12,9 @@ import (
 
 // Exit codes of Run.
 const (
-	ExitOK    = 0
-	ExitError = 1 // the output could not be written
-	ExitUsage = 2 // bad flags, unreadable input
+	ExitOK    = manifest.ExitOK
+	ExitError = manifest.ExitError
+	ExitUsage = manifest.ExitUsage
 )
 
 // The values of --mode, as `kustos run` takes them.
@@ -78,19 +75,14 @@ Flags:
 Exit status: 0 on success, also when expiry metadata cannot be used (a warning on stderr
 names FILE:LINE, the key and the value, and the target is printed as the controller treats
 it); 1 when the output cannot be written; 2 for bad flags or unusable input: unreadable
-files, an object given twice, a target without metadata.creationTimestamp, a state Lease whose
+cmd.Files, an object given twice, a target without metadata.creationTimestamp, a state Lease whose
 times do not parse (FILE:LINE says what is wrong).
 `
 
 // Run executes `kustos expiry plan` with args (after "plan"). It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("expiry plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files manifest.Files
-	fs.Var(&files, "f", "input file, or - for stdin")
-	fs.Var(&files, "filename", "input file, or - for stdin")
-	nowFlag := fs.String("now", "", "time of the decision, RFC 3339")
+	cmd := manifest.NewCommand("kustos expiry plan", usageText, stderr)
+	fs := cmd.Flags
 	mode := fs.String("mode", modeObserve, "observe, pr or direct")
 	kindsFlag := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the workloads that may expire")
 	settings := expiry.DefaultSettings()
@@ -98,26 +90,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(lifecycle.LifetimeFlag{D: &settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
 	fs.Var(lifecycle.LifetimeFlag{D: &settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
 	ownersFile := fs.String("expiry-owners", "", "YAML map of owner names to email addresses")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	now, code, ok := cmd.Parse(args)
+	if !ok {
+		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "kustos expiry plan: "+format+"\n", args...)
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (give input files with -f)", fs.Arg(0))
-	}
-	now := time.Now() // the only clock this command reads
-	if *nowFlag != "" {
-		var err error
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return fail("invalid --now %q: not an RFC 3339 time like 2026-05-01T12:00:00Z", *nowFlag)
-		}
-	}
+	fail := cmd.Fail
 	switch *mode {
 	case modeObserve, modePR, modeDirect:
 	default:
@@ -137,12 +114,12 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail("--expiry-owners: %s: %v", name, err)
 		}
 	}
-	if len(files) == 0 {
-		files = manifest.Files{"-"}
+	if len(cmd.Files) == 0 {
+		cmd.Files = manifest.Files{"-"}
 	}
 	var objs []manifest.Object
 	decode := Decoder(kinds)
-	for _, arg := range files {
+	for _, arg := range cmd.Files {
 		name, data, err := manifest.ReadInput(arg, stdin)
 		if err == nil {
 			var more []manifest.Object

@@ -3,8 +3,6 @@ package inactivityplan
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -23,9 +21,9 @@ import (
 
 // Exit codes of Run.
 const (
-	ExitOK    = 0
-	ExitError = 1 // the output could not be written
-	ExitUsage = 2 // bad flags, unreadable input
+	ExitOK    = manifest.ExitOK
+	ExitError = manifest.ExitError
+	ExitUsage = manifest.ExitUsage
 )
 
 // The values of --mode, as `kustos run` takes them.
@@ -109,21 +107,16 @@ Exit status: 0 on success, also when metadata cannot be used (a warning on stder
 FILE:LINE, the key and the value, and the target is printed as the controller treats it) and
 when a source is unavailable or Prometheus cannot be asked (a warning on stderr names the
 source; its targets are unknown); 1 when the output cannot be written; 2 for bad flags, an
-unusable sources file or unusable input: unreadable files, an object given twice, a target
+unusable sources file or unusable input: unreadable cmd.Files, an object given twice, a target
 without metadata.creationTimestamp, a state Lease whose times do not parse (FILE:LINE says what
 is wrong).
 `
 
 // Run executes `kustos inactivity plan` with args (after "plan"). It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("inactivity plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files manifest.Files
-	fs.Var(&files, "f", "input file, or - for stdin")
-	fs.Var(&files, "filename", "input file, or - for stdin")
+	cmd := manifest.NewCommand("kustos inactivity plan", usageText, stderr)
+	fs := cmd.Flags
 	promURL := fs.String("prometheus-url", "", "URL of the Prometheus server")
-	nowFlag := fs.String("now", "", "time of the decision, RFC 3339")
 	mode := fs.String("mode", modePR, "observe, pr or direct")
 	kindsFlag := fs.String("inactivity-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the targets")
 	configFile := fs.String("inactivity-config", "", "YAML list of activity sources")
@@ -141,26 +134,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(lifecycle.LifetimeFlag{D: &lookback}, "activity-lookback", "how far back Prometheus is asked")
 	fs.DurationVar(&defaults.MinStep, "activity-min-step", defaults.MinStep, "finest query step")
 	fs.DurationVar(&defaults.QueryTimeout, "activity-query-timeout", defaults.QueryTimeout, "timeout of one Prometheus query")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	now, code, ok := cmd.Parse(args)
+	if !ok {
+		return code
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "kustos inactivity plan: "+format+"\n", args...)
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (give input files with -f)", fs.Arg(0))
-	}
-	now := time.Now() // the only clock this command reads
-	if *nowFlag != "" {
-		var err error
-		if now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-			return fail("invalid --now %q: not an RFC 3339 time like 2026-05-01T12:00:00Z", *nowFlag)
-		}
-	}
+	fail := cmd.Fail
 	switch *mode {
 	case modeObserve, modePR, modeDirect:
 	default:
@@ -216,12 +194,12 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.Sources, err = app.LoadInactivitySources(*configFile); err != nil {
 		return fail("%v", err)
 	}
-	if len(files) == 0 {
-		files = manifest.Files{"-"}
+	if len(cmd.Files) == 0 {
+		cmd.Files = manifest.Files{"-"}
 	}
 	var objs []manifest.Object
 	decode := Decoder(kinds, o.TemplateKind)
-	for _, arg := range files {
+	for _, arg := range cmd.Files {
 		name, data, err := manifest.ReadInput(arg, stdin)
 		if err == nil {
 			var more []manifest.Object
