@@ -293,7 +293,7 @@ func (in *Input) Plan(o Options) (lines []Line, warnings []string) {
 		}
 		line.AlertsSent = st.AlertsSent
 
-		act, actErr := activityOf(obj.u, obj.target, o.Sources, o.Tracker)
+		act, actErr := inactivity.ActivityOf(obj.u, obj.target, o.Sources, o.Tracker)
 		line.LastActivity = nonZero(latest(st.LastActivity, act.Last))
 		if policy.Ignored || (policy.Timeout <= 0 && policy.ProbeURL == "") {
 			// Opted out, never times out, or metadata that cannot be used: the controller
@@ -345,52 +345,18 @@ type tpl struct {
 // Problem (with the controller's words); the target then goes by its own and its namespace's
 // metadata.
 func templateOf(obj *unstructured.Unstructured, ref []string, kind schema.GroupVersionKind, templates map[string]*object) (*tpl, *inactivity.Problem) {
-	field := lifecycle.PathString(ref)
-	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, ref...)
-	if err != nil || !found {
-		return nil, nil
-	}
-	name, ns := "", obj.GetNamespace()
-	switch r := v.(type) {
-	case string:
-		name = r
-	case map[string]any:
-		name, _ = r["name"].(string)
-		if n, ok := r["namespace"].(string); ok && n != "" {
-			ns = n
-		}
+	ns, name, found, problem := inactivity.TemplateRefOf(obj, ref)
+	if !found {
+		return nil, problem
 	}
 	on := obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName()
-	if name == "" {
-		return nil, &inactivity.Problem{On: on, Key: field, Value: fmt.Sprint(v), Err: "want a template name or {name, namespace}; the template's metadata is not read"}
-	}
 	t := templates[ns+"/"+name]
 	if t == nil {
-		return nil, &inactivity.Problem{On: on, Key: field, Value: ns + "/" + name,
+		return nil, &inactivity.Problem{On: on, Key: lifecycle.PathString(ref), Value: ns + "/" + name,
 			Err: fmt.Sprintf("no %s of that name in the input; the template's metadata is not read", kind.Kind)}
 	}
 	return &tpl{obj: t, source: inactivity.Source{Name: kind.Kind + "/" + ns + "/" + name,
 		Meta: inactivity.Meta{Labels: t.u.GetLabels(), Annotations: t.u.GetAnnotations()}}}, nil
-}
-
-// activityOf is what the sources know of target, looked up as the controller does.
-func activityOf(obj *unstructured.Unstructured, t lifecycle.Target, sources []activity.Compiled, tracker *activity.Tracker) (activity.Activity, error) {
-	vars := activity.TargetVars{Namespace: t.Namespace, Name: t.Name, Kind: t.Kind, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
-	if vars.Labels == nil {
-		vars.Labels = map[string]string{}
-	}
-	if vars.Annotations == nil {
-		vars.Annotations = map[string]string{}
-	}
-	refs := make(map[string]activity.Ref, len(sources))
-	for i := range sources {
-		ref, err := sources[i].RefOf(vars)
-		if err != nil {
-			return activity.Activity{}, err
-		}
-		refs[sources[i].Name] = ref
-	}
-	return tracker.Lookup(refs), nil
 }
 
 func latest(ts ...time.Time) time.Time {

@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	act, err := r.activity(obj, target)
+	act, err := ActivityOf(obj, target, r.Sources, r.Tracker)
 	if err != nil {
 		// A target template that cannot be rendered for this target: its activity is unknown.
 		log.Info("cannot name the target in a source's results; its activity is unknown", "error", err.Error())
@@ -237,26 +237,6 @@ func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity
 // NoticeAlert is the kind of an alert's Notice.
 const NoticeAlert = "inactivity.alert"
 
-// activity is what the sources know of target.
-func (r *Reconciler) activity(obj *unstructured.Unstructured, t lifecycle.Target) (activity.Activity, error) {
-	vars := activity.TargetVars{Namespace: t.Namespace, Name: t.Name, Kind: t.Kind, Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()}
-	if vars.Labels == nil {
-		vars.Labels = map[string]string{}
-	}
-	if vars.Annotations == nil {
-		vars.Annotations = map[string]string{}
-	}
-	refs := make(map[string]activity.Ref, len(r.Sources))
-	for i := range r.Sources {
-		ref, err := r.Sources[i].RefOf(vars)
-		if err != nil {
-			return activity.Activity{}, err
-		}
-		refs[r.Sources[i].Name] = ref
-	}
-	return r.Tracker.Lookup(refs), nil
-}
-
 // Running says whether a target runs: its pause field is not at the pause value, or (scale to
 // zero) spec.replicas is absent or more than zero.
 func Running(obj *unstructured.Unstructured, p Pause) (bool, error) {
@@ -284,37 +264,16 @@ func Running(obj *unstructured.Unstructured, p Pause) (bool, error) {
 // name (same namespace) or a {name, namespace} map. A reference that cannot be followed is a
 // Problem; the target then goes by its own and its namespace's metadata.
 func (r *Reconciler) template(ctx context.Context, obj *unstructured.Unstructured) (*Source, corev1.ObjectReference, *Problem, error) {
-	field := lifecycle.PathString(r.TemplateRef)
-	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, r.TemplateRef...)
-	if err != nil {
-		// A field of the wrong shape is the manifest's problem: an Event, not a retry.
-		p := &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
-			Value: err.Error(), Err: "cannot read the template reference; the template's metadata is not read"}
-		return nil, corev1.ObjectReference{}, p, nil //nolint:nilerr // reported as a Problem
-	}
+	ns, name, found, problem := TemplateRefOf(obj, r.TemplateRef)
 	if !found {
-		return nil, corev1.ObjectReference{}, nil, nil
-	}
-	name, ns := "", obj.GetNamespace()
-	switch ref := v.(type) {
-	case string:
-		name = ref
-	case map[string]any:
-		name, _ = ref["name"].(string)
-		if n, ok := ref["namespace"].(string); ok && n != "" {
-			ns = n
-		}
-	}
-	if name == "" {
-		return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
-			Value: fmt.Sprint(v), Err: "want a template name or {name, namespace}; the template's metadata is not read"}, nil
+		return nil, corev1.ObjectReference{}, problem, nil
 	}
 	tpl := &metav1.PartialObjectMetadata{}
 	tpl.SetGroupVersionKind(r.TemplateKind)
 	if err := r.Meta.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tpl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(), Key: field,
-				Value: ns + "/" + name, Err: fmt.Sprintf("no %s of that name; the template's metadata is not read", r.TemplateKind.Kind)}, nil
+			return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(),
+				Key: lifecycle.PathString(r.TemplateRef), Value: ns + "/" + name, Err: fmt.Sprintf("no %s of that name; the template's metadata is not read", r.TemplateKind.Kind)}, nil
 		}
 		return nil, corev1.ObjectReference{}, nil, err
 	}
