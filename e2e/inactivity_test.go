@@ -22,6 +22,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -216,25 +217,31 @@ func startLiveActivity(t *testing.T, withBastion bool) *liveActivity {
 	return l
 }
 
-// inactivityOptions: 1 s checks and steps, 6 s timeouts, 2 alerts 2 s apart, direct mode.
+// inactivityOptions: 1 s checks and steps, 2 alerts 2 s apart, direct mode.
 func inactivityOptions(t *testing.T, promURL string, sources []activity.Compiled) func(*app.Options) {
 	return func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		in := app.DefaultInactivityOptions()
-		in.Enabled = true
-		in.Kinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}
-		in.PrometheusURL = promURL
-		in.Sources = sources
-		in.MinStep = time.Second
-		in.Lookback = time.Hour
-		in.Settings.CheckInterval = time.Second
-		in.Settings.MaxAlerts = 2
-		in.Settings.NotificationInterval = 2 * time.Second
-		in.ProbeInterval = time.Second
-		in.ProbeTimeout = time.Second
-		in.Settings.ProbeFailures = 2
-		o.Inactivity = in
+		inactivityDetector(o, promURL, sources)
 	}
+}
+
+// inactivityDetector turns the inactivity detector on with 1 s checks and steps and 2 alerts 2 s
+// apart, leaving the mode alone.
+func inactivityDetector(o *app.Options, promURL string, sources []activity.Compiled) {
+	in := app.DefaultInactivityOptions()
+	in.Enabled = true
+	in.Kinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}
+	in.PrometheusURL = promURL
+	in.Sources = sources
+	in.MinStep = time.Second
+	in.Lookback = time.Hour
+	in.Settings.CheckInterval = time.Second
+	in.Settings.MaxAlerts = 2
+	in.Settings.NotificationInterval = 2 * time.Second
+	in.ProbeInterval = time.Second
+	in.ProbeTimeout = time.Second
+	in.Settings.ProbeFailures = 2
+	o.Inactivity = in
 }
 
 func replicas(t *testing.T, ns, name string) int32 {
@@ -408,4 +415,60 @@ func TestInactivityExamProbe(t *testing.T) {
 	if evs := kustosEvents(t, ns, inactivity.ReasonInactive); len(evs) > 0 {
 		t.Errorf("exam targets got alerts: %v", messages(evs))
 	}
+}
+
+// TestInactivityPRMode: a lab environment defined in Git, idle, gets two alerts — Events and
+// notices to its owner through the webhook — then one pull request pausing it (spec.replicas: 0,
+// its comment kept), which Kustos does not merge without auto-merge and does not carry out
+// itself. A human closes the pull request: the environment stays, and no other pull request
+// comes for the same idle period.
+func TestInactivityPRMode(t *testing.T) {
+	live := startLiveActivity(t, true)
+	ns := newNamespace(t, "inactivity-pr", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the lab VM", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - vm.yaml\n",
+		dir + "vm.yaml": "# ana's VM for the networking lab\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n" +
+			"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1 # one VM\n",
+	})
+	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
+	sink := startNoticeSink(t)
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+	}))
+	dumpOnFailure(t, k)
+
+	p := g.waitPR(t, "the pause PR", func(githubtest.PullRequest) bool { return true })
+	if !strings.Contains(p.Head, "inactivity") || !strings.Contains(p.Body, "ana@example.com") {
+		t.Errorf("PR head %q, body:\n%s", p.Head, p.Body)
+	}
+	vm, ok := g.s.FileAt(ghOwner, ghRepo, p.Head, dir+"vm.yaml")
+	if !ok || !strings.Contains(vm, "replicas: 0") || !strings.Contains(vm, "# ana's VM for the networking lab") {
+		t.Errorf("vm.yaml on the PR branch:\n%s", vm)
+	}
+	alerts := waitEvents(t, ns, inactivity.ReasonInactive, 2)
+	waitEvents(t, ns, inactivity.ReasonProposed, 1)
+	notices := sink.notices(inactivity.NoticeAlert)
+	if len(notices) != 2 {
+		t.Fatalf("notices: %+v, want the two alerts", notices)
+	}
+	for i, n := range notices {
+		if n.Owner != "ana@example.com" || n.Target.Name != "vm" || !strings.Contains(n.Subject, "idle since") || n.ID == notices[(i+1)%2].ID {
+			t.Errorf("notice %d: %+v", i+1, n)
+		}
+	}
+	if !strings.Contains(alerts[0].Message, "paused") {
+		t.Errorf("alert: %s", alerts[0].Message)
+	}
+	if got := replicas(t, ns, "vm"); got != 1 {
+		t.Errorf("PR mode paused the Git-managed VM itself (%d replicas)", got)
+	}
+
+	// A human says no.
+	g.s.ClosePR(ghOwner, ghRepo, p.Number)
+	waitEvents(t, ns, inactivity.ReasonDeclined, 1)
+	g.onePR(t, 4*time.Second)
+	never(t, ns, inactivity.ReasonInactive, 2, 0)
 }
