@@ -8,10 +8,13 @@
 // PR-mode Kustos then runs the Cleaner act: a Knative-shaped preview environment that is not in
 // Git, the seed's Cleaner over it, the value of its condition, the exact second the monotonic
 // search scheduled, the deletion at that second and the CloudEvent a local sdk-go sink received.
-// Last, the expiry act: preview environments in Git with a lifetime, the owner's warning with
+// Then the expiry act: preview environments in Git with a lifetime, the owner's warning with
 // one-time extension links at a webhook, a link clicked and written back to Git by a pull
-// request, the other preview removed by a pull request at its deadline. It shuts everything
-// down at the end.
+// request, the other preview removed by a pull request at its deadline. Last, the inactivity
+// act: a real Prometheus scraping ingress-nginx's and the bastion's metrics (an exporter plays
+// them), two lab environments in Git, one used and one idle, the idle one's alerts (Events, and
+// notices at a webhook) and its pause (spec.replicas: 0) by a pull request. It shuts everything
+// down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
 //
 // It is a separate binary, not a `kustos demo` subcommand, so that the controller image does not
 // carry the test control plane's code.

@@ -380,6 +380,13 @@ func (t *demoTB) Cleanup(f func()) {
 	t.cleanups = append(t.cleanups, f)
 }
 
+// failed says whether an error was recorded.
+func (t *demoTB) failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.errs) > 0
+}
+
 // finish runs the cleanups, last registered first, and returns the recorded errors.
 func (t *demoTB) finish() error {
 	t.mu.Lock()
