@@ -117,13 +117,30 @@ func TestActivityOverBackfilledWeeks(t *testing.T) {
 			}
 		}
 	}
-	// The step and the range make the last activity up to one step + range late (never early:
-	// a later activity keeps an environment, an earlier one could remove it too soon).
+	// The step and the range make the last activity up to one step + range late, never early
+	// (a later activity keeps an environment, an earlier one could remove it too soon) —
+	// whatever the step's alignment to the samples: other windows give other steps.
 	slack := res.Step + 11*time.Minute + 5*time.Minute
-	for name, want := range map[string]time.Time{"vm-a": activeUntil["vm-a"], "vm-b": activeUntil["vm-b"], "vm-c": end.Add(-30 * day).Truncate(5 * time.Minute)} {
-		if got := last[name]; got.Before(want) || got.Sub(want) > slack {
-			t.Errorf("%s last active %s, want %s (+≤%s)", name, got, want, slack)
+	wantLast := map[string]time.Time{"vm-a": activeUntil["vm-a"], "vm-b": activeUntil["vm-b"], "vm-c": end.Add(-30 * day).Truncate(5 * time.Minute)}
+	check := func(window time.Duration, last map[string]time.Time) {
+		for name, want := range wantLast {
+			if got := last[name]; got.Before(want) || got.Sub(want) > slack {
+				t.Errorf("window %s: %s last active %s, want %s (+≤%s)", window, name, got, want, slack)
+			}
 		}
+	}
+	check(window, last)
+	for _, w := range []time.Duration{53 * day, 50 * day, 47 * day, 44 * day, 41 * day} {
+		r := checker.Check(context.Background(), end, w)
+		got := map[string]time.Time{}
+		for _, s := range r.Sources {
+			for ref, at := range s.Last {
+				if at.After(got[ref.Name]) {
+					got[ref.Name] = at
+				}
+			}
+		}
+		check(w, got)
 	}
 
 	// Range mode (CrownLabs' queries): Prometheus accepts the window at the rule's step and
@@ -441,7 +458,8 @@ func TestInactivityPRMode(t *testing.T) {
 	dumpOnFailure(t, k)
 
 	p := g.waitPR(t, "the pause PR", func(githubtest.PullRequest) bool { return true })
-	if !strings.Contains(p.Head, "inactivity") || !strings.Contains(p.Body, "ana@example.com") {
+	if !strings.Contains(p.Head, "inactivity") || !strings.Contains(p.Body, "ana@example.com") ||
+		!strings.Contains(p.Body, "kustos.io/inactivity-ignore=true") || strings.Contains(p.Body, "resizer.io") {
 		t.Errorf("PR head %q, body:\n%s", p.Head, p.Body)
 	}
 	vm, ok := g.s.FileAt(ghOwner, ghRepo, p.Head, dir+"vm.yaml")

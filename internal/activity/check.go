@@ -94,10 +94,11 @@ func (c *Checker) Check(ctx context.Context, now time.Time, window time.Duration
 
 func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, window, step time.Duration) SourceResult {
 	out := SourceResult{Name: s.Name}
-	rng := s.minRange
-	if rng < step {
-		rng = step
-	}
+	// An increase between two scrapes s1 < s2 is seen by a step t with t−Range < s1 and t ≥ s2:
+	// with Range = minRange (≥ two scrapes) + step, every such pair has a step that sees it, so
+	// no activity falls between two steps. The time reported is then at most Range late, never
+	// early: a target looks used a little longer, never idle sooner.
+	rng := s.minRange + step
 	vars := QueryVars{Window: promDuration(window), Step: promDuration(step), Range: promDuration(rng)}
 	avail, err := s.render(s.available, vars)
 	if err == nil {

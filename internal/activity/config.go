@@ -39,9 +39,9 @@ type Source struct {
 	// name, kind, labels and annotations whose values must equal the result labels (defaults
 	// {{.Namespace}} and {{.Name}}). E.g. {{index .Labels "app.kubernetes.io/instance"}}.
 	Target TargetTemplates `json:"target,omitempty"`
-	// MinRange is the shortest {{.Range}} (the range of rate/increase inside the query;
-	// default 5m): at least two scrapes, and never shorter than the step, so that no activity
-	// between two steps is missed.
+	// MinRange is {{.Range}} less the step (the range of rate/increase inside the query is
+	// minRange + step; default 5m): at least two scrapes, so that with the step added no
+	// activity between two steps is missed.
 	MinRange string `json:"minRange,omitempty"`
 }
 

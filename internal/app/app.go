@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/lru"
+
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -362,6 +364,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return state.Alive(ctx, mgr.GetClient(), o.StateNamespace, id, o.Now())
 		},
 		Log: o.Log.WithName("pipeline").WithValues("detector", quota.DetectorName),
+		// Shared by the detectors' copies of the pipeline: notice IDs name their detector.
+		SentNotices: lru.New(sentNoticesRemembered),
 	}
 	var release func(context.Context, state.Record) error
 	switch o.Mode {
@@ -425,6 +429,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	return mgr, nil
 }
+
+// sentNoticesRemembered bounds the IDs of sent notices a process remembers (about 100 bytes each).
+const sentNoticesRemembered = 10000
 
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.

@@ -84,6 +84,9 @@ type Change struct {
 	Summary string `json:"summary"`
 	// Evidence holds structured facts (one entry per field) for logs and PR bodies.
 	Evidence []map[string]string `json:"evidence,omitempty"`
+	// OptOut tells a reviewer what closing the proposal means and how to stop the detector for
+	// the whole namespace; nil: the quota detector's (cooldown, resizer.io/enabled).
+	OptOut *OptOut `json:"optOut,omitempty"`
 }
 
 // PathString renders a field path as a dotted path; segments with dots or brackets are bracketed
@@ -101,4 +104,13 @@ func PathString(p []string) string {
 		b.WriteString(k)
 	}
 	return b.String()
+}
+
+// OptOut is a detector's "Opting out" section of a proposal.
+type OptOut struct {
+	// Declined says what Kustos does when the proposal is closed unmerged.
+	Declined string `json:"declined"`
+	// Annotation and Value opt a namespace out: kustos.io/inactivity-ignore, "true".
+	Annotation string `json:"annotation"`
+	Value      string `json:"value"`
 }

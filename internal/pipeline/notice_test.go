@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/lru"
+
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -77,5 +79,30 @@ func TestDeclinedMessage(t *testing.T) {
 		if got := declinedMessage(7, tc.note); got != tc.want {
 			t.Errorf("declinedMessage(7, %q) = %q, want %q", tc.note, got, tc.want)
 		}
+	}
+}
+
+// TestNoticeSentOnce: a Notice decided again with the same ID — its state write lost to a
+// conflict, say, so the next look decides the same alert — is not sent a second time by this
+// process.
+func TestNoticeSentOnce(t *testing.T) {
+	w := newWorld(t, "observe")
+	n := &notifier{}
+	p := w.replica("a")
+	p.Notifier = n
+	p.SentNotices = lru.New(16)
+	notice := &lifecycle.Notice{ID: "alert-1", Kind: "inactivity.alert", Target: lifecycle.Target{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "x"}}
+	for i := 0; i < 3; i++ {
+		_, err := p.Run(context.Background(), Request{Key: testKey, Now: w.now, Supersedes: supersedes,
+			Decide: func(View) Decision {
+				// Decides the alert whatever the state says, as after a lost write.
+				return Decision{Findings: []lifecycle.Finding{{Reason: "InactivityAlert", Message: "idle", ID: "alert-1", Notice: notice}}}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(n.sent) != 1 {
+		t.Errorf("sent %d times, want once", len(n.sent))
 	}
 }

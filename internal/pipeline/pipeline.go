@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/lru"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,6 +102,10 @@ type Pipeline struct {
 	Reporter Reporter
 	// Notifier sends the Notices of Findings (nil: Events only).
 	Notifier Notifier
+	// SentNotices, when set, remembers the IDs of Notices sent by this process: a Notice whose
+	// state write failed (a conflict with another writer of the Lease) and is decided again is
+	// not sent twice. A crash still may re-send one, with the same ID.
+	SentNotices *lru.Cache
 	// Alive tells whether another replica is still running (its liveness Lease); nil: never.
 	Alive func(ctx context.Context, identity string) (bool, error)
 	// Identity is this replica's (the Store's) identity.
@@ -542,9 +548,17 @@ func (r *run) reportFindings(ctx context.Context, fs []lifecycle.Finding) error 
 			return err
 		}
 		if f.Notice != nil && r.p.Notifier != nil {
+			if r.p.SentNotices != nil {
+				if _, sent := r.p.SentNotices.Get(f.Notice.ID); sent {
+					continue
+				}
+			}
 			if err := r.p.Notifier.Send(ctx, *f.Notice); err != nil {
 				// The detector's state is not written: the next look sends it again.
 				return fmt.Errorf("sending %s about %s: %w", f.Notice.Kind, f.Notice.Target, err)
+			}
+			if r.p.SentNotices != nil {
+				r.p.SentNotices.Add(f.Notice.ID, struct{}{})
 			}
 		}
 	}

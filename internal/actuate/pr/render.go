@@ -201,9 +201,15 @@ func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster s
 	writeEvidence(&b, c.Evidence)
 
 	b.WriteString("### Opting out\n\n")
-	fmt.Fprintf(&b, "Close this pull request and Kustos leaves this %s alone until its cooldown has passed and the evidence has grown. ", md(c.Target.Kind))
+	opt := lifecycle.OptOut{Declined: fmt.Sprintf("Kustos leaves this %s alone until its cooldown has passed and the evidence has grown.", md(c.Target.Kind)),
+		Annotation: "resizer.io/enabled", Value: "false"}
+	if c.OptOut != nil {
+		opt = *c.OptOut
+	}
+	fmt.Fprintf(&b, "Close this pull request and %s ", md(opt.Declined))
 	if c.Target.Namespace != "" {
-		fmt.Fprintf(&b, "To stop Kustos for the whole namespace, annotate it:\n\n```sh\nkubectl annotate namespace %s 'resizer.io/enabled=false'\n```\n\n(`metadata.annotations` → `%s`.)\n", c.Target.Namespace, OptOutAnnotation)
+		fmt.Fprintf(&b, "To stop Kustos for the whole namespace, annotate it:\n\n```sh\nkubectl annotate namespace %s '%s=%s'\n```\n\n(`metadata.annotations` → `%s: %q`.)\n",
+			c.Target.Namespace, code(opt.Annotation), code(opt.Value), code(opt.Annotation), opt.Value)
 	} else {
 		b.WriteString("\n")
 	}

@@ -51,9 +51,12 @@ func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
 		MergedNote:   "the change takes effect when the GitOps tool syncs the merge",
-		DeclinedNote: "the environment stays; Kustos proposes nothing more for this deadline (a new deadline starts a new cycle)",
+		DeclinedNote: declinedNote,
 	}
 }
+
+// declinedNote is what a closed proposal means, in its Declined Event and its "Opting out".
+const declinedNote = "the environment stays; Kustos proposes nothing more for this deadline (a new deadline starts a new cycle)"
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 

@@ -309,6 +309,7 @@ func writeBack(s Snapshot, until time.Time) *lifecycle.Change {
 		Key:      lifecycle.KeyFor(DetectorName, s.Target),
 		Detector: DetectorName,
 		Target:   s.Target,
+		OptOut:   optOut(),
 		Reason:   ReasonExpiryExtended,
 		Edit:     lifecycle.Edit{Op: lifecycle.EditSetAnnotations, Annotations: map[string]string{AnnotationExpiresAt: at}},
 		Summary: fmt.Sprintf("%s was extended until %s through Kustos (at %s, by its owner's link); recording %s: %q",
@@ -324,6 +325,7 @@ func change(s Snapshot, d Decision) *lifecycle.Change {
 		Key:      lifecycle.KeyFor(DetectorName, s.Target),
 		Detector: DetectorName,
 		Target:   s.Target,
+		OptOut:   optOut(),
 		Reason:   ReasonExpiryDue,
 	}
 	ev := map[string]string{
@@ -351,4 +353,9 @@ func change(s Snapshot, d Decision) *lifecycle.Change {
 	ev["message"] = c.Summary
 	c.Evidence = []map[string]string{ev}
 	return c
+}
+
+// optOut is the "Opting out" of an expiry proposal.
+func optOut() *lifecycle.OptOut {
+	return &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: LabelIgnore, Value: "true"}
 }

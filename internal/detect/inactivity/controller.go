@@ -59,9 +59,12 @@ func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
 		MergedNote:   "the target is paused or deleted when the GitOps tool syncs the merge",
-		DeclinedNote: "the target stays as it is; Kustos proposes nothing more until it is used and idle again",
+		DeclinedNote: declinedNote,
 	}
 }
+
+// declinedNote is what a closed proposal means, in its Declined Event and its "Opting out".
+const declinedNote = "the target stays as it is; Kustos proposes nothing more until it is used and idle again"
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 

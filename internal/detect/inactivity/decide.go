@@ -340,6 +340,7 @@ func change(s Snapshot, reason, why string, idleSince time.Time) *lifecycle.Chan
 		Detector: DetectorName,
 		Target:   s.Target,
 		Reason:   reason,
+		OptOut:   &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: AnnotationIgnore, Value: "true"},
 	}
 	ev := map[string]string{"owner": s.Policy.Owner, "idleSince": idleSince.UTC().Format(time.RFC3339), "from": s.Policy.From}
 	if !s.State.LastActivity.IsZero() {
