@@ -7,10 +7,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/objects"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -59,7 +62,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		}
 	}()
 	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
-	cs, err := setupClient(env.Config)
+	cs, err := objects.SetupClient(env.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -75,11 +78,11 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 
 	// Setup: the namespaces, then the idle Deployments, spread round-robin over them.
 	t0 = time.Now()
-	names := []string{stateNamespace, scheduledNamespace}
+	nss := []*corev1.Namespace{objects.Namespace(stateNamespace, nil), objects.Namespace(scheduledNamespace, nil)}
 	for i := 0; i < o.namespaces; i++ {
-		names = append(names, namespaceName(i))
+		nss = append(nss, objects.Namespace(namespaceName(i), nil))
 	}
-	if err := createNamespaces(ctx, cs, names, o.workers); err != nil {
+	if err := objects.CreateNamespaces(ctx, cs, nss, o.workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -88,7 +91,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	for i := range idle {
 		idle[i] = deployment(namespaceName(i%o.namespaces), idleName(i), fmt.Sprintf("team-%02d@example.com", i%o.namespaces), expires)
 	}
-	if err := createDeployments(ctx, cs, idle, o.workers); err != nil {
+	if err := objects.CreateDeployments(ctx, cs, idle, o.workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -105,12 +108,12 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 			r.err = err
 		}
 	}()
-	addr, err := freeAddr()
+	addr, err := kmetrics.FreeAddr(ctx)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	sc := newScraper(addr)
+	sc := kmetrics.NewScraper(addr)
 
 	// Phase 1: Kustos starts and looks at every Deployment once.
 	r.kustosStart = time.Now()
@@ -136,12 +139,12 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = err
 		return r
 	}
-	r.pass, r.passReconciles = done.Sub(r.kustosStart), q.reconciles
+	r.pass, r.passReconciles = done.Sub(r.kustosStart), q.Reconciles
 	logf("initial pass done by %s after start (%.0f reconciles of Deployments); CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; idle for %s",
-		r.pass.Round(time.Millisecond), q.reconciles, r.atPass.CPU.Seconds(), r.atPass.RSSMiB(), r.atPass.HWMMiB(), o.idle)
+		r.pass.Round(time.Millisecond), q.Reconciles, r.atPass.CPU.Seconds(), r.atPass.RSSMiB(), r.atPass.HWMMiB(), o.idle)
 
 	// Phase 2: nothing is due for 30 days.
-	m0, err := sc.scrape(ctx)
+	m0, err := sc.Scrape(ctx)
 	if err != nil {
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
@@ -157,14 +160,14 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = err
 		return r
 	}
-	m1, err := sc.scrape(ctx)
+	m1, err := sc.Scrape(ctx)
 	if err != nil {
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
 	}
 	r.idleEvents = w.count() - events0
-	r.idleReconciles = delta(m0, m1, metricReconciles)
-	r.idleRequests = delta(m0, m1, metricRequests)
+	r.idleReconciles = kmetrics.Delta(m0, m1, metricReconciles)
+	r.idleRequests = kmetrics.Delta(m0, m1, metricRequests)
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB; while idle %.0f reconciles, %.0f API requests, %d Events",
 		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.afterIdle.RSSMiB(), peakMiB(r.atPass, r.afterIdle),
 		r.idleReconciles, r.idleRequests, r.idleEvents)
@@ -177,8 +180,8 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = err
 		return r
 	}
-	if m2, err := sc.scrape(ctx); err == nil {
-		r.errors, _ = m2.sum(metricErrors, controllerHasPrefix(expiryPrefix))
+	if m2, err := sc.Scrape(ctx); err == nil {
+		r.errors, _ = m2.Sum(metricErrors, kmetrics.ControllerHasPrefix(expiryPrefix))
 	}
 	r.unexpected, r.examples, r.otherEvents = w.tally(func(key, reason string) bool {
 		return strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
@@ -209,11 +212,11 @@ func startKustos(o options, kubeconfig, addr, logPath string) (*kustosproc.Proce
 
 // waitPass reads Kustos's metrics every -poll until passDone, and returns the time of the first
 // of the two reads that showed it.
-func waitPass(ctx context.Context, k *kustosproc.Process, sc scraper, o options, start time.Time, logf func(string, ...any)) (time.Time, queueState, error) {
+func waitPass(ctx context.Context, k *kustosproc.Process, sc kmetrics.Scraper, o options, start time.Time, logf func(string, ...any)) (time.Time, kmetrics.Queue, error) {
 	deadline := start.Add(o.passTimeout)
 	t := time.NewTicker(o.poll)
 	defer t.Stop()
-	var prev queueState
+	var prev kmetrics.Queue
 	var prevAt, progress time.Time
 	var lastErr error
 	for {
@@ -221,8 +224,8 @@ func waitPass(ctx context.Context, k *kustosproc.Process, sc scraper, o options,
 			return time.Time{}, prev, err
 		}
 		at := time.Now()
-		m, err := sc.scrape(ctx)
-		var cur queueState
+		m, err := sc.Scrape(ctx)
+		var cur kmetrics.Queue
 		if err == nil {
 			cur, err = expiryQueue(m)
 		}
@@ -236,13 +239,13 @@ func waitPass(ctx context.Context, k *kustosproc.Process, sc scraper, o options,
 		}
 		if time.Since(progress) >= 10*time.Second {
 			if !progress.IsZero() {
-				logf("  %.0f reconciles of Deployments, %.0f queued, %.0f in progress", cur.reconciles, cur.ready, cur.active)
+				logf("  %.0f reconciles of Deployments, %.0f queued, %.0f in progress", cur.Reconciles, cur.Ready, cur.Active)
 			}
 			progress = time.Now()
 		}
 		if time.Now().After(deadline) {
 			err := fmt.Errorf("the initial pass was not over within %s (%.0f reconciles of %d Deployments, %.0f queued, %.0f in progress)",
-				o.passTimeout, prev.reconciles, o.n, prev.ready, prev.active)
+				o.passTimeout, prev.Reconciles, o.n, prev.Ready, prev.Active)
 			if lastErr != nil {
 				err = fmt.Errorf("%w; the last read of its metrics failed: %w", err, lastErr)
 			}
@@ -256,12 +259,6 @@ func waitPass(ctx context.Context, k *kustosproc.Process, sc scraper, o options,
 	}
 }
 
-func delta(before, after metrics, name string) float64 {
-	a, _ := after.sum(name, nil)
-	b, _ := before.sum(name, nil)
-	return a - b
-}
-
 // schedule creates the group of Deployments whose deadlines fall during the run, waits for
 // their ExpiryDue Events and analyses them into r.
 func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *eventWatcher, logf func(string, ...any)) error {
@@ -272,7 +269,7 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 		ds[i] = deployment(scheduledNamespace, scheduledName(i), fmt.Sprintf("team-%02d@example.com", i%10), dl[i])
 	}
 	t0 := time.Now()
-	if err := createDeployments(ctx, cs, ds, o.workers); err != nil {
+	if err := objects.CreateDeployments(ctx, cs, ds, o.workers); err != nil {
 		return fmt.Errorf("creating the scheduled Deployments: %w", err)
 	}
 	r.schedSetup = time.Since(t0)

@@ -1,8 +1,8 @@
 // Package kustosproc is what the control-plane benchmarks (bench/controlplane, bench/cleaners,
-// bench/expiry) share about the process they measure: starting `kustos run` as a separate
-// process with Go's runtime defaults, reading its memory and CPU time from /proc while it runs,
-// stopping it with a grace period (its CPU time over its whole life, shutdown included, from
-// getrusage), and the nearest-rank percentile their tables report.
+// bench/expiry, bench/inactivity) share about the process they measure: starting `kustos run` as
+// a separate process with Go's runtime defaults, reading its memory and CPU time from /proc while
+// it runs, stopping it with a grace period (its CPU time over its whole life, shutdown included,
+// from getrusage), and the nearest-rank percentile their tables report.
 package kustosproc
 
 import (
