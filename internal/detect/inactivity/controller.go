@@ -359,7 +359,8 @@ func (r *Reconciler) inNamespace(ctx context.Context, ns client.Object) []reconc
 func (r *Reconciler) all(ctx context.Context, namespace string) []reconcile.Request {
 	u := &unstructured.UnstructuredList{}
 	u.SetGroupVersionKind(r.Kind.GroupVersion().WithKind(r.Kind.Kind + "List"))
-	var opts []client.ListOption
+	// Only the names are read: no copy of every cached object at every check.
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}

@@ -186,10 +186,16 @@ func Decide(s Snapshot) Decision {
 		st.LastActivity = s.Now
 		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt = 0, time.Time{}, time.Time{}, 0, time.Time{}
 	}
-	if a := s.Activity.Last; a.After(st.LastActivity) {
-		st.LastActivity = a
+	last := st.LastActivity
+	if a := s.Activity.Last; a.After(last) {
+		last = a
+		// Written to the Lease only when it moved enough to matter: the sources answer every
+		// check, and a Lease write per used target per check is what a busy lab would pay.
+		if st.LastActivity.IsZero() || a.Sub(st.LastActivity) >= persistEvery(p.Timeout) {
+			st.LastActivity = a
+		}
 	}
-	d.LastActivity = st.LastActivity
+	d.LastActivity = last
 	check := s.Settings.CheckInterval
 	if check <= 0 {
 		check = 5 * time.Minute
@@ -234,12 +240,12 @@ func Decide(s Snapshot) Decision {
 		// Fail safe: a source that is not collecting could be hiding activity. Said (Unknown)
 		// only for a target that would be idle by what is known, not for every target.
 		d.Next, d.RequeueAfter = NextUnknown, check
-		d.IdleSince = latest(st.LastActivity, s.Created)
+		d.IdleSince = latest(last, s.Created)
 		d.Unknown = !s.Now.Before(d.IdleSince.Add(p.Timeout))
 		return d
 	}
-	base := latest(st.LastActivity, s.Created, s.Activity.CoveredSince)
-	if !st.AlertsFor.IsZero() && base.After(st.AlertsFor) && !st.LastActivity.After(st.AlertsFor) {
+	base := latest(last, s.Created, s.Activity.CoveredSince)
+	if !st.AlertsFor.IsZero() && base.After(st.AlertsFor) && !last.After(st.AlertsFor) {
 		// The sources' coverage moved (Kustos restarted, its first check reaches back only
 		// the lookback) but nobody used the target: the idle period the alerts are about
 		// goes on, and so do they.
@@ -306,6 +312,14 @@ func Decide(s Snapshot) Decision {
 	d.Change = change(s, ReasonInactivityDue, fmt.Sprintf("not used since %s (%s), %d alert(s) sent, the last at %s",
 		base.UTC().Format(time.RFC3339), p.From, st.AlertsSent, orNone(st.LastAlertAt)), base)
 	return d
+}
+
+// persistEvery is how far the last activity must move before the Lease records it again: 5% of
+// the timeout, at most an hour. The Lease's value only matters after a restart of Kustos, for
+// activity older than --activity-lookback; being behind by this much makes a target idle at
+// most that much sooner, after its alerts.
+func persistEvery(timeout time.Duration) time.Duration {
+	return min(timeout/20, time.Hour)
 }
 
 func next(a Action) Next {

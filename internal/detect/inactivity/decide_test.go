@@ -84,6 +84,18 @@ func TestDecide(t *testing.T) {
 			s.State.LastActivity = t0.Add(2 * day)
 			return s
 		}, next: NextAlert, at: idle.Add(2 * day), requeue: 5 * time.Minute, lastAct: t0.Add(2 * day)},
+		{name: "used again a minute later: counted, but not worth a Lease write (less than 5% of the timeout)", snap: func() Snapshot {
+			s := base(t0.Add(2 * time.Hour))
+			s.Activity.Last = t0.Add(time.Minute)
+			s.State.LastActivity = t0
+			return s
+		}, next: NextAlert, at: idle.Add(time.Minute), requeue: 5 * time.Minute, lastAct: t0},
+		{name: "used again two hours later: recorded in the Lease", snap: func() Snapshot {
+			s := base(t0.Add(3 * time.Hour))
+			s.Activity.Last = t0.Add(2 * time.Hour)
+			s.State.LastActivity = t0
+			return s
+		}, next: NextAlert, at: idle.Add(2 * time.Hour), requeue: 5 * time.Minute, lastAct: t0.Add(2 * time.Hour)},
 		{name: "never used, created recently: idle since creation", snap: func() Snapshot {
 			s := base(idle)
 			s.Activity.Last = time.Time{}
