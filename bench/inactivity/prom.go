@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,13 +13,9 @@ import (
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
 )
 
-// benchTB lets internal/activity/promtest, written for tests, run in this command: Fatalf
-// records the failure and unwinds to guard, Cleanup collects what finish runs. promtest calls
-// only the methods defined here; the embedded testing.TB (nil) exists for the interface's
-// unexported method, and any other method would panic, which guard reports too.
+// benchTB is internal/activity/promtest's TB for this command: Fatalf records the failure and
+// unwinds to guard, Cleanup collects what finish runs.
 type benchTB struct {
-	testing.TB
-
 	dir  string // temporary directories live here
 	logf func(string, ...any)
 

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"testing"
 	"text/tabwriter"
 	"time"
 
@@ -79,9 +78,8 @@ spec:
 // merged once the check is green. The used one gets nothing.
 func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tb *demoTB, tokenFile string, out io.Writer) error {
 	dir := tb.TempDir()
-	ptb := promTB{d: tb}
 	step(out, "Inactivity: a real Prometheus (bin/prometheus) scraping, every second, an exporter that plays ingress-nginx and the bastion tracker")
-	exp := promtest.NewExporter(ptb)
+	exp := promtest.NewExporter(tb)
 	reload := prometheus.NewGauge(prometheus.GaugeOpts{Name: "nginx_ingress_controller_config_last_reload_successful"})
 	reload.Set(1)
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nginx_ingress_controller_requests"}, []string{"namespace", "service", "status"})
@@ -93,8 +91,8 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	}
 	requests.WithLabelValues(labNamespace, labUsed, "200")
 	exp.Registry.MustRegister(reload, requests, ssh)
-	prom := promtest.Start(ptb, promtest.Options{Scrape: []string{exp.Addr}, ScrapeInterval: time.Second}) //nolint:contextcheck // test tooling: it bounds its own start and stops with tb's cleanups
-	prom.WaitFor(ptb, "nginx_ingress_controller_config_last_reload_successful", 30*time.Second)            //nolint:contextcheck // test tooling: each query has its own deadline
+	prom := promtest.Start(tb, promtest.Options{Scrape: []string{exp.Addr}, ScrapeInterval: time.Second}) //nolint:contextcheck // test tooling: it bounds its own start and stops with tb's cleanups
+	prom.WaitFor(tb, "nginx_ingress_controller_config_last_reload_successful", 30*time.Second)            //nolint:contextcheck // test tooling: each query has its own deadline
 	fmt.Fprintf(out, "     %s scrapes %s:\n", prom.URL, exp.Addr)
 	fmt.Fprintln(out, "       nginx_ingress_controller_config_last_reload_successful 1")
 	fmt.Fprintf(out, "       nginx_ingress_controller_requests{namespace=%q,service=%q,status=\"200\"}   +1 every second\n", labNamespace, labUsed)
@@ -357,18 +355,3 @@ func (h *hook) unique(kind string) ([]lifecycle.Notice, map[string]int) {
 	}
 	return out, times
 }
-
-// promTB lets promtest, whose helpers take a testing.TB, run in the demo. Every method promtest
-// calls (Helper, Fatalf, Logf, TempDir, Cleanup, Failed) is demoTB's; the embedded testing.TB is
-// nil and only supplies the interface's unexported method: any other method would panic.
-type promTB struct {
-	testing.TB
-	d *demoTB
-}
-
-func (p promTB) Helper()                           {}
-func (p promTB) Fatalf(format string, args ...any) { p.d.Fatalf(format, args...) }
-func (p promTB) Logf(format string, args ...any)   { p.d.Logf(format, args...) }
-func (p promTB) TempDir() string                   { return p.d.TempDir() }
-func (p promTB) Cleanup(f func())                  { p.d.Cleanup(f) }
-func (p promTB) Failed() bool                      { return p.d.failed() }

@@ -381,7 +381,7 @@ func (t *demoTB) Cleanup(f func()) {
 }
 
 // failed says whether an error was recorded.
-func (t *demoTB) failed() bool {
+func (t *demoTB) Failed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.errs) > 0

@@ -2,7 +2,6 @@ package promtest
 
 import (
 	"net/http/httptest"
-	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,7 +19,7 @@ type Exporter struct {
 }
 
 // NewExporter starts an Exporter; it is closed when the test ends.
-func NewExporter(t testing.TB) *Exporter {
+func NewExporter(t TB) *Exporter {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -47,6 +47,19 @@ const (
 	queryTimeout    = 10 * time.Second
 )
 
+// TB is what the helpers need of a test: *testing.T and *testing.B are one, and so are the
+// benchmark's and the demo's stand-ins, which run Prometheus outside `go test`.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+	Failed() bool
+}
+
+var _ TB = testing.TB(nil)
+
 // Options configures Start. The zero value is usable: a Prometheus with no data and no targets.
 type Options struct {
 	// History is written into the data directory before Prometheus starts (nil: none). Every
@@ -73,7 +86,7 @@ type Server struct {
 // Binary returns the path of the test binary name (prometheus or promtool): in $KUSTOS_TESTBIN,
 // else <repo root>/bin, as internal/testenv finds the control plane. A missing binary fails the
 // test, never skips it: it is a broken install step.
-func Binary(t testing.TB, name string) string {
+func Binary(t TB, name string) string {
 	t.Helper()
 	dir := os.Getenv(testenv.EnvTestBin)
 	if dir == "" {
@@ -99,7 +112,7 @@ func Binary(t testing.TB, name string) string {
 // block's end (the newest history sample + 1ms), for every series: a history sample an hour in
 // the future would make it drop every scrape for that hour. Older history, even from a minute
 // ago, is fine; promtool itself does not look at the clock.
-func Start(t testing.TB, o Options) *Server {
+func Start(t TB, o Options) *Server {
 	t.Helper()
 	prometheus := Binary(t, "prometheus")
 	if o.ScrapeInterval <= 0 {
@@ -173,7 +186,7 @@ func Start(t testing.TB, o Options) *Server {
 }
 
 // backfill writes h into the data directory with promtool, as blocks Prometheus loads at start.
-func backfill(t testing.TB, h *History, dir, data string, log io.Writer) {
+func backfill(t TB, h *History, dir, data string, log io.Writer) {
 	t.Helper()
 	newest, ok := h.newest()
 	if !ok {
@@ -200,7 +213,7 @@ func backfill(t testing.TB, h *History, dir, data string, log io.Writer) {
 
 // writeConfig writes prometheus.yml. It is JSON, which is YAML too, so that encoding/json
 // quotes the targets.
-func writeConfig(t testing.TB, path string, o Options) {
+func writeConfig(t TB, path string, o Options) {
 	t.Helper()
 	// Prometheus's durations take no fractions ("1.5s"); milliseconds take any interval.
 	interval := strconv.FormatInt(o.ScrapeInterval.Milliseconds(), 10) + "ms"
@@ -264,7 +277,7 @@ func (s *Server) API() v1.API { return s.api }
 
 // Query runs the instant query at time at. An error, or a result that is not an instant
 // vector, fails the test.
-func (s *Server) Query(t testing.TB, query string, at time.Time) model.Vector {
+func (s *Server) Query(t TB, query string, at time.Time) model.Vector {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
@@ -284,7 +297,7 @@ func (s *Server) Query(t testing.TB, query string, at time.Time) model.Vector {
 
 // WaitFor waits until the instant query (evaluated now) returns a non-empty result, e.g. until
 // the first scrape of a target arrived; it fails the test after timeout.
-func (s *Server) WaitFor(t testing.TB, query string, timeout time.Duration) {
+func (s *Server) WaitFor(t TB, query string, timeout time.Duration) {
 	t.Helper()
 	var last error
 	for deadline := time.Now().Add(timeout); ; {
@@ -326,7 +339,7 @@ func empty(v model.Value) bool {
 
 // freePort returns a loopback port nobody listens on at the moment. Another process could take
 // it before Prometheus binds it; Prometheus then exits at its start, which Start reports.
-func freePort(t testing.TB) int {
+func freePort(t TB) int {
 	t.Helper()
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
