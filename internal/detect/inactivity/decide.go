@@ -241,7 +241,9 @@ func Decide(s Snapshot) Decision {
 		// only for a target that would be idle by what is known, not for every target.
 		d.Next, d.RequeueAfter = NextUnknown, check
 		d.IdleSince = latest(last, s.Created)
-		d.Unknown = !s.Now.Before(d.IdleSince.Add(p.Timeout))
+		// Before the first check (Kustos just started) there is nothing to say yet: the check
+		// looks at every target again when it is done.
+		d.Unknown = !s.Activity.CheckedAt.IsZero() && !s.Now.Before(d.IdleSince.Add(p.Timeout))
 		return d
 	}
 	base := latest(last, s.Created, s.Activity.CoveredSince)

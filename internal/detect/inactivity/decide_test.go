@@ -64,11 +64,11 @@ func TestDecide(t *testing.T) {
 			s.Activity.Sources[0].Status = activity.StatusError
 			return s
 		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0, unknown: true},
-		{name: "no check yet: unknown", snap: func() Snapshot {
+		{name: "no check yet (Kustos just started): unknown, nothing reported yet", snap: func() Snapshot {
 			s := base(idle)
 			s.Activity = activity.Activity{}
 			return s
-		}, next: NextUnknown, requeue: 5 * time.Minute, unknown: true},
+		}, next: NextUnknown, requeue: 5 * time.Minute},
 		{name: "a source unavailable, target used recently: unknown, nothing reported", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Activity.Sources[0].Status = activity.StatusUnavailable
