@@ -168,9 +168,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	act, err := ActivityOf(obj, target, r.Sources, r.Tracker)
 	if err != nil {
-		// A target template that cannot be rendered for this target: its activity is unknown.
-		log.Info("cannot name the target in a source's results; its activity is unknown", "error", err.Error())
-		act = activity.Activity{}
+		// A source's target template cannot name this target (a label it indexes is missing):
+		// its activity is unknown, so it is left alone, and said so on it.
+		return reconcile.Result{}, r.report(ctx, log, objRef, nil, []Problem{{On: target.String(), Key: "--inactivity-config target",
+			Value: err.Error(), Err: "a source cannot name this target in its results; its activity is unknown and it is left alone"}}, now)
 	}
 	var probe *Probe
 	requeue := time.Duration(0)
