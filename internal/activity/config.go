@@ -106,6 +106,10 @@ type Compiled struct {
 	targetNS, targetName *template.Template
 }
 
+// ErrNoRef: a source's target templates give an empty namespace or name for a target (a label
+// they read is missing on it).
+var ErrNoRef = errors.New("the target templates give no namespace or no name for this target")
+
 // ErrConfig marks a sources file Kustos cannot use.
 var ErrConfig = errors.New("invalid inactivity sources")
 
@@ -232,7 +236,13 @@ func (c *Compiled) RefOf(t TargetVars) (Ref, error) {
 	if err := c.targetName.Execute(&name, t); err != nil {
 		return Ref{}, fmt.Errorf("source %s: target.name: %w", c.Name, err)
 	}
-	return Ref{Namespace: ns.String(), Name: name.String()}, nil
+	ref := Ref{Namespace: ns.String(), Name: name.String()}
+	if ref.Namespace == "" || ref.Name == "" {
+		// A label the template reads is missing on this target: it could never be seen active,
+		// and must not be taken for idle.
+		return Ref{}, fmt.Errorf("source %s: %w: namespace %q, name %q", c.Name, ErrNoRef, ref.Namespace, ref.Name)
+	}
+	return ref, nil
 }
 
 // maxPoints is Prometheus's limit of points per series in a range query

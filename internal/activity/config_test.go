@@ -88,6 +88,16 @@ func TestDefaultSourcesCompile(t *testing.T) {
 	if err != nil || ref != (Ref{Namespace: "lab", Name: "vm-1"}) {
 		t.Fatalf("RefOf = %v, %v", ref, err)
 	}
+	custom, err := Compile([]Source{{Name: "x", Available: "up", Data: "up", Target: TargetTemplates{Name: `{{index .Labels "instance"}}`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := custom[0].RefOf(TargetVars{Namespace: "lab", Name: "vm-1", Labels: map[string]string{}}); err == nil {
+		t.Error("a target without the label its template reads was given a Ref: it would look idle for ever")
+	}
+	if ref, err := custom[0].RefOf(TargetVars{Namespace: "lab", Name: "vm-1", Labels: map[string]string{"instance": "i-7"}}); err != nil || ref.Name != "i-7" {
+		t.Errorf("RefOf = %v, %v", ref, err)
+	}
 	q, err := srcs[0].render(srcs[0].data, QueryVars{Window: "8w", Step: "8m", Range: "8m"})
 	if err != nil || !strings.Contains(q, "[8w:8m]") || !strings.Contains(q, "[8m]") {
 		t.Fatalf("rendered %q, %v", q, err)
@@ -143,7 +153,7 @@ func FuzzLoadConfig(f *testing.F) {
 					return err
 				},
 			} {
-				if err := tpl(); err != nil {
+				if err := tpl(); err != nil && !errors.Is(err, ErrNoRef) {
 					t.Fatalf("source %q loaded but does not render: %v", s.Name, err)
 				}
 			}
