@@ -9,11 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,22 +24,24 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 	"github.com/kustos-dev/kustos/bench/internal/workers"
-	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
 const stopGrace = 30 * time.Second
 
 type options struct {
-	kustos, binDir, out, logLevel string
-	n, namespaces, samples, late  int
-	workers                       int
-	idle, interval, timeout       time.Duration
-	evalTimeout, latePeriod       time.Duration
-	lateFrom, lateTo              time.Duration
-	seed                          uint64
-	strict, keepLogs, verbose     bool
+	harness.Flags
+
+	logLevel                     string
+	n, namespaces, samples, late int
+	idle, interval, timeout      time.Duration
+	evalTimeout, latePeriod      time.Duration
+	lateFrom, lateTo             time.Duration
+	seed                         uint64
+	verbose                      bool
 }
 
 func main() {
@@ -53,65 +52,37 @@ func main() {
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	if code, ok := harness.FlagExit("cleaners", err, stderr); !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "cleaners:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := harness.SignalContext()
 	defer stop()
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
-	}
-	logDir, err := os.MkdirTemp("", "kustos-bench-cleaners-")
+	logf := harness.NewLogf(stderr)
+	logDir, logPath, err := harness.TempLog("cleaners")
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	logPath := filepath.Join(logDir, "kustos.log")
-	logf("kustos %s; %d CPUs; Kustos output in %s", o.kustos, runtime.NumCPU(), logPath)
+	logf("kustos %s; %d CPUs; Kustos output in %s", o.Kustos, runtime.NumCPU(), logPath)
 
 	r := run(ctx, o, logPath, logf)
 	if r.err != nil {
 		logf("FAILED: %v", r.err)
 		kustosproc.Tail(stderr, logPath, 20)
 	}
-	table := render(r, o)
-	fmt.Fprint(stdout, table)
-	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
-			logf("writing %s: %v", o.out, err)
-			r.err = errors.Join(r.err, err)
-		}
+	if err := harness.Emit(stdout, logf, render(r, o), o.Out); err != nil {
+		r.err = errors.Join(r.err, err)
 	}
-	failed, missed := r.err != nil, false
-	for _, row := range r.rows() {
-		failed = failed || row.broken
-		missed = missed || row.verdict == verdictFail
-	}
-	if o.keepLogs || failed || missed {
-		logf("Kustos output kept in %s", logDir)
-	} else {
-		_ = os.RemoveAll(logDir)
-	}
-	switch {
-	case failed:
-		return 1
-	case missed && o.strict:
-		logf("a target was missed (-strict)")
-		return 1
-	}
-	return 0
+	table := r.table()
+	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
+		Strict: o.Strict, KeepLogs: o.KeepLogs})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("cleaners", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.kustos, "kustos", "", "path of the kustos binary to measure (required)")
-	fs.StringVar(&o.binDir, "bin", "", "directory holding etcd and kube-apiserver (default: $KUSTOS_TESTBIN, else <repo>/bin)")
+	o.Register(fs, harness.BinHelp, harness.KeepLogsHelp)
 	fs.IntVar(&o.n, "n", 10000, "idle Cleaners, each with three ConfigMap targets")
 	fs.IntVar(&o.namespaces, "namespaces", 100, "namespaces the idle Cleaners are spread over")
 	fs.DurationVar(&o.evalTimeout, "eval-timeout", 10*time.Minute, "how long Kustos may take to evaluate every idle Cleaner once")
@@ -124,30 +95,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.lateTo, "late-to", 30*time.Second, "latest such time; the group's due times are spread evenly in between, on whole seconds")
 	fs.DurationVar(&o.latePeriod, "late-period", 20*time.Second, "retry.period of the periodic lateness group")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the RNG that picks the sampled Cleaners")
-	fs.IntVar(&o.workers, "workers", 32, "parallel requests during setup")
-	fs.BoolVar(&o.strict, "strict", true, "exit non-zero when a target is missed")
-	fs.StringVar(&o.logLevel, "kustos-log-level", "error", "Kustos's --log-level (debug, info or error); its output is kept in a temporary directory")
-	fs.StringVar(&o.out, "out", "", "also write the result table to this file")
+	harness.LogLevelFlag(fs, &o.logLevel)
 	fs.BoolVar(&o.verbose, "v", false, "print every sample's latency and every lateness")
-	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep Kustos's output even when everything passed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	if o.kustos == "" {
-		return o, errors.New("-kustos is required (make build puts it in bin/kustos)")
-	}
-	var err error
-	if o.kustos, err = filepath.Abs(o.kustos); err != nil {
+	if err := o.Check(fs); err != nil {
 		return o, err
 	}
-	if fi, err := os.Stat(o.kustos); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return o, fmt.Errorf("-kustos=%s: not an executable file", o.kustos)
-	}
 	switch {
-	case o.n < 1 || o.namespaces < 1 || o.workers < 1 || o.late < 1:
+	case o.n < 1 || o.namespaces < 1 || o.Workers < 1 || o.late < 1:
 		return o, errors.New("-n, -namespaces, -workers and -late must be at least 1")
 	case o.samples < 1 || o.samples > o.n:
 		return o, fmt.Errorf("-samples=%d: must be between 1 and -n", o.samples)
@@ -193,24 +150,12 @@ type lateness struct {
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
-	root, err := testenv.RepoRoot()
+	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	t0 := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir,
-		CRDDirectoryPaths: []string{filepath.Join(root, "charts", "kustos", "crds")}})
-	if err != nil {
-		r.err = fmt.Errorf("starting the control plane: %w", err)
-		return r
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
+	defer stopEnv()
 
 	setupC, watchC, err := clients(env.Config)
 	if err != nil {
@@ -219,18 +164,18 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	}
 
 	// Setup: namespaces, then per Cleaner its three ConfigMaps and itself.
-	t0 = time.Now()
+	t0 := time.Now()
 	nsNames := []string{stateNamespace, lateNamespace}
 	for i := 0; i < o.namespaces; i++ {
 		nsNames = append(nsNames, namespaceName(i))
 	}
-	if err := workers.Parallel(ctx, len(nsNames), o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, len(nsNames), o.Workers, func(ctx context.Context, i int) error {
 		return createNamespace(ctx, setupC, nsNames[i])
 	}); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
-	if err := workers.Parallel(ctx, o.n, o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, o.n, o.Workers, func(ctx context.Context, i int) error {
 		return createCleaner(ctx, setupC, idleCleaner(i, o.namespaces))
 	}); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -254,7 +199,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 
 	// Phase 1: Kustos starts, evaluates every Cleaner once, then idles.
 	r.kustosStart = time.Now()
-	k, err := startKustos(o.kustos, env.Kubeconfig, logPath, o.logLevel)
+	k, err := startKustos(o.Kustos, env.Kubeconfig, logPath, o.logLevel)
 	if err != nil {
 		r.err = err
 		return r
@@ -348,7 +293,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	if r.probe, r.err = probeWrites(ctx, setupC, o.samples/5+1, o.interval); r.err != nil {
 		return r
 	}
-	logf("status write round trip of an inert Cleaner: p50 %s ms, max %s ms", ms(kustosproc.Percentile(r.probe, 50)), ms(kustosproc.Percentile(r.probe, 100)))
+	logf("status write round trip of an inert Cleaner: p50 %s ms, max %s ms", report.MS(kustosproc.Percentile(r.probe, 50)), report.MS(kustosproc.Percentile(r.probe, 100)))
 	// Phase 2: the target "a" of sampled Cleaners gets data.done "yes".
 	if r.err = reevaluate(ctx, o, &r, setupC, w, idleKeys, logf); r.err != nil {
 		return r
@@ -411,7 +356,7 @@ func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *w
 	for i, idx := range sampled {
 		if s := w.get(idleKeys[idx]); !s.due.IsZero() {
 			r.latencies = append(r.latencies, s.due.Sub(sent[i]))
-			fmt.Fprintf(&b, " %s", ms(s.due.Sub(sent[i])))
+			fmt.Fprintf(&b, " %s", report.MS(s.due.Sub(sent[i])))
 		} else {
 			b.WriteString(" missing")
 		}
@@ -424,8 +369,8 @@ func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *w
 	if o.verbose {
 		logf("latencies in ms, in update order:%s", b.String())
 	}
-	logf("due %d/%d: p50 %s ms, p99 %s ms, max %s ms; %d unexpected", len(r.latencies), len(sampled),
-		ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100)), r.unexpected)
+	logf("due %d/%d: %s; %d unexpected", len(r.latencies), len(sampled),
+		report.Latency(r.latencies), r.unexpected)
 	return nil
 }
 
@@ -464,7 +409,7 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 			lateCleaner(fmt.Sprintf("monotonic-%02d", i), due[i], v1alpha1.Retry{Monotonic: true, Period: "1h"}),
 			lateCleaner(fmt.Sprintf("periodic-%02d", i), due[i], v1alpha1.Retry{Period: o.latePeriod.String()}))
 	}
-	if err := workers.Parallel(ctx, len(cleaners), o.workers, func(ctx context.Context, i int) error {
+	if err := workers.Parallel(ctx, len(cleaners), o.Workers, func(ctx context.Context, i int) error {
 		return createCleaner(ctx, c, cleaners[i])
 	}); err != nil {
 		return fmt.Errorf("creating the lateness Cleaners: %w", err)
@@ -502,11 +447,11 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 		g.wall = append(g.wall, s.due.Sub(at))
 		g.evalAt = append(g.evalAt, s.dueEval.Sub(at))
 		if o.verbose {
-			logf("  %s: due at %s, seen due %s later (lastEvaluation.time %s)", cl.Name, at.Format("15:04:05"), ms(s.due.Sub(at))+" ms", s.dueEval.Format("15:04:05"))
+			logf("  %s: due at %s, seen due %s later (lastEvaluation.time %s)", cl.Name, at.Format("15:04:05"), report.MS(s.due.Sub(at))+" ms", s.dueEval.Format("15:04:05"))
 		}
 	}
 	logf("monotonic: seen due p50 %s ms, max %s ms after T; periodic: p50 %s ms, max %s ms",
-		ms(kustosproc.Percentile(r.mono.wall, 50)), ms(kustosproc.Percentile(r.mono.wall, 100)), ms(kustosproc.Percentile(r.periodic.wall, 50)), ms(kustosproc.Percentile(r.periodic.wall, 100)))
+		report.MS(kustosproc.Percentile(r.mono.wall, 50)), report.MS(kustosproc.Percentile(r.mono.wall, 100)), report.MS(kustosproc.Percentile(r.periodic.wall, 50)), report.MS(kustosproc.Percentile(r.periodic.wall, 100)))
 	return nil
 }
 

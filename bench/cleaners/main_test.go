@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -42,8 +43,8 @@ func TestVerdicts(t *testing.T) {
 		latencies: []time.Duration{10 * time.Millisecond, 40 * time.Millisecond},
 		mono:      lateness{wall: []time.Duration{30 * time.Millisecond}},
 		periodic:  lateness{wall: []time.Duration{15 * time.Second}}}
-	want := []verdict{verdictNone, verdictNone, verdictPass, verdictPass, verdictNone}
-	check := func(name string, r result, want []verdict, broken int) {
+	want := []report.Verdict{report.None, report.None, report.Pass, report.Pass, report.None}
+	check := func(name string, r result, want []report.Verdict, broken int) {
 		t.Helper()
 		rows := r.rows()
 		if len(rows) != len(want) {
@@ -51,10 +52,10 @@ func TestVerdicts(t *testing.T) {
 		}
 		n := 0
 		for i, row := range rows {
-			if row.verdict != want[i] {
-				t.Errorf("%s: row %q: %s, want %s", name, row.scenario, row.verdict, want[i])
+			if row.Verdict != want[i] {
+				t.Errorf("%s: row %q: %s, want %s", name, row.Name, row.Verdict, want[i])
 			}
-			if row.broken {
+			if row.Broken {
 				n++
 			}
 		}
@@ -67,7 +68,7 @@ func TestVerdicts(t *testing.T) {
 	slow := r
 	slow.latencies = []time.Duration{10 * time.Millisecond, 51 * time.Millisecond}
 	slow.mono.wall = []time.Duration{1100 * time.Millisecond}
-	check("slow", slow, []verdict{verdictNone, verdictNone, verdictFail, verdictFail, verdictNone}, 0)
+	check("slow", slow, []report.Verdict{report.None, report.None, report.Fail, report.Fail, report.None}, 0)
 
 	bad := r
 	bad.sampled, bad.periodic.early = 3, 1

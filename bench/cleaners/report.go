@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 // Targets.
@@ -14,62 +15,32 @@ const (
 	monotonicMax = time.Second           // a monotonic Cleaner is seen due at most this late
 )
 
-type verdict int
+func (r result) table() report.Table { return report.Table{Heading: "scenario", Rows: r.rows()} }
 
-const (
-	verdictNone verdict = iota // reported only
-	verdictPass
-	verdictFail
-)
-
-func (v verdict) String() string {
-	switch v {
-	case verdictPass:
-		return "PASS"
-	case verdictFail:
-		return "FAIL"
-	}
-	return "n/a"
-}
-
-func judge(ok bool) verdict {
-	if ok {
-		return verdictPass
-	}
-	return verdictFail
-}
-
-// row is one line of the table. broken: the measurement itself went wrong (a Cleaner missing,
-// due too early, deleted...), which fails the run whatever -strict says.
-type row struct {
-	scenario, measured, target string
-	verdict                    verdict
-	broken                     bool
-	why                        string
-}
-
-func (r result) rows() []row {
-	var rows []row
+// rows are the lines of the table; a row is broken when the measurement itself went wrong (a
+// Cleaner missing, due too early, deleted...).
+func (r result) rows() []report.Row {
+	var rows []report.Row
 	// Idle cost: reported; broken if not every Cleaner was evaluated, or one was due or deleted.
-	idle := row{scenario: "idle cost", target: "– (reported)"}
+	idle := report.Row{Name: "idle cost", Target: "– (reported)"}
 	if r.atEval.HWMKiB > 0 {
-		idle.measured = fmt.Sprintf("%d evaluated: first %.1f s, all %.1f s after start, CPU %.2f s then",
+		idle.Measured = fmt.Sprintf("%d evaluated: first %.1f s, all %.1f s after start, CPU %.2f s then",
 			r.evaluated, r.firstEval.Seconds(), r.allEval.Seconds(), r.atEval.CPU.Seconds())
 	}
 	if r.afterIdle.HWMKiB > 0 {
-		idle.measured += fmt.Sprintf("; after idle: CPU %.2f s (+%.2f s idle), RSS %.1f MiB, peak RSS %.1f MiB; %d status writes while idle",
+		idle.Measured += fmt.Sprintf("; after idle: CPU %.2f s (+%.2f s idle), RSS %.1f MiB, peak RSS %.1f MiB; %d status writes while idle",
 			r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atEval.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(), r.idleWrites)
 		if r.idleWrites > 0 {
-			idle.measured += fmt.Sprintf(", the last %.1f s into it", r.idleLastWrite.Seconds())
+			idle.Measured += fmt.Sprintf(", the last %.1f s into it", r.idleLastWrite.Seconds())
 		}
 	}
 	switch {
 	case r.afterIdle.HWMKiB == 0:
-		idle.broken, idle.why = true, "not measured"
+		idle.Broken, idle.Why = true, "not measured"
 	case r.dueEarly > 0:
-		idle.broken, idle.why = true, fmt.Sprintf("%d due before any change", r.dueEarly)
+		idle.Broken, idle.Why = true, fmt.Sprintf("%d due before any change", r.dueEarly)
 	case r.deleted > 0:
-		idle.broken, idle.why = true, fmt.Sprintf("%d deleted in observer mode", r.deleted)
+		idle.Broken, idle.Why = true, fmt.Sprintf("%d deleted in observer mode", r.deleted)
 	}
 	rows = append(rows, idle)
 	if r.afterIdle.HWMKiB == 0 {
@@ -77,14 +48,14 @@ func (r result) rows() []row {
 	}
 
 	if len(r.probe) > 0 {
-		rows = append(rows, row{scenario: "(reference) API server: one Cleaner status write", target: "– (reported)",
-			measured: fmt.Sprintf("%d round trips: p50 %s ms, max %s ms", len(r.probe), ms(kustosproc.Percentile(r.probe, 50)), ms(kustosproc.Percentile(r.probe, 100)))})
+		rows = append(rows, report.Row{Name: "(reference) API server: one Cleaner status write", Target: "– (reported)",
+			Measured: fmt.Sprintf("%d round trips: p50 %s ms, max %s ms", len(r.probe), report.MS(kustosproc.Percentile(r.probe, 50)), report.MS(kustosproc.Percentile(r.probe, 100)))})
 	}
-	re := row{scenario: "re-evaluation on a target change", target: fmt.Sprintf("p99 ≤ %s ms", ms(reevalP99))}
+	re := report.Row{Name: "re-evaluation on a target change", Target: fmt.Sprintf("p99 ≤ %s ms", report.MS(reevalP99))}
 	expected := len(r.latencies) + r.missingSamples()
-	re.measured = fmt.Sprintf("%d/%d due: p50 %s ms, p99 %s ms, max %s ms", len(r.latencies), expected,
-		ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100)))
-	re.verdict = judge(len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) <= reevalP99)
+	re.Measured = fmt.Sprintf("%d/%d due: %s", len(r.latencies), expected,
+		report.Latency(r.latencies))
+	re.Verdict = report.Judge(len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) <= reevalP99)
 	var bad []string
 	if m := r.missingSamples(); m > 0 {
 		bad = append(bad, fmt.Sprintf("%d never due", m))
@@ -95,7 +66,7 @@ func (r result) rows() []row {
 	if r.patchErrors > 0 {
 		bad = append(bad, fmt.Sprintf("%d update errors", r.patchErrors))
 	}
-	re.broken, re.why = len(bad) > 0, strings.Join(bad, ", ")
+	re.Broken, re.Why = len(bad) > 0, strings.Join(bad, ", ")
 	rows = append(rows, re)
 
 	for _, g := range []struct {
@@ -107,15 +78,15 @@ func (r result) rows() []row {
 		{"lateness, monotonic (period 1h)", r.mono, fmt.Sprintf("≤ %g s", monotonicMax.Seconds()), monotonicMax},
 		{"lateness, periodic", r.periodic, "up to the period (reported)", 0},
 	} {
-		lr := row{scenario: g.name, target: g.target}
+		lr := report.Row{Name: g.name, Target: g.target}
 		if len(g.l.wall) == 0 && g.l.missing == 0 {
 			continue
 		}
-		lr.measured = fmt.Sprintf("%d/%d seen due after T: p50 %s ms, max %s ms; lastEvaluation.time − T: p50 %.0f s, max %.0f s",
-			len(g.l.wall), len(g.l.wall)+g.l.missing, ms(kustosproc.Percentile(g.l.wall, 50)), ms(kustosproc.Percentile(g.l.wall, 100)),
+		lr.Measured = fmt.Sprintf("%d/%d seen due after T: p50 %s ms, max %s ms; lastEvaluation.time − T: p50 %.0f s, max %.0f s",
+			len(g.l.wall), len(g.l.wall)+g.l.missing, report.MS(kustosproc.Percentile(g.l.wall, 50)), report.MS(kustosproc.Percentile(g.l.wall, 100)),
 			kustosproc.Percentile(g.l.evalAt, 50).Seconds(), kustosproc.Percentile(g.l.evalAt, 100).Seconds())
 		if g.max > 0 {
-			lr.verdict = judge(len(g.l.wall) > 0 && kustosproc.Percentile(g.l.wall, 100) <= g.max)
+			lr.Verdict = report.Judge(len(g.l.wall) > 0 && kustosproc.Percentile(g.l.wall, 100) <= g.max)
 		}
 		var bad []string
 		if g.l.missing > 0 {
@@ -124,7 +95,7 @@ func (r result) rows() []row {
 		if g.l.early > 0 {
 			bad = append(bad, fmt.Sprintf("%d due before T", g.l.early))
 		}
-		lr.broken, lr.why = len(bad) > 0, strings.Join(bad, ", ")
+		lr.Broken, lr.Why = len(bad) > 0, strings.Join(bad, ", ")
 		rows = append(rows, lr)
 	}
 	return rows
@@ -139,16 +110,7 @@ func render(r result, o options) string {
 	fmt.Fprintf(&b, "%d idle Cleaners (3 ConfigMap targets each) in %d namespaces, idle %s; %d samples %s apart, seed %d; "+
 		"%d monotonic and %d periodic (period %s) Cleaners due %s–%s after creation. Observer mode.\n\n",
 		o.n, o.namespaces, o.idle, o.samples, o.interval, o.seed, o.late, o.late, o.latePeriod, o.lateFrom, o.lateTo)
-	b.WriteString("| scenario | measured | target | result |\n|---|---|---|---|\n")
-	for _, row := range r.rows() {
-		res := row.verdict.String()
-		if row.broken {
-			res = "FAIL: " + row.why
-		} else if row.why != "" {
-			res += " (" + row.why + ")"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.scenario, strings.ReplaceAll(row.measured, "|", `\|`), row.target, res)
-	}
+	b.WriteString(r.table().String())
 	if r.err != nil {
 		fmt.Fprintf(&b, "\nRun FAILED: %s\n", r.err)
 	}
@@ -160,5 +122,3 @@ func render(r result, o options) string {
 	}
 	return b.String()
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }

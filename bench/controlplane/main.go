@@ -1,43 +1,37 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 // defaultNoiseEvents is the number of ordinary Events of a "+noise" scenario.
 const defaultNoiseEvents = 50000
 
 type options struct {
-	kustos      string
-	binDir      string
+	harness.Flags
+
 	scenarios   []scenario
 	idle        time.Duration
 	samples     int
 	interval    time.Duration
 	timeout     time.Duration
 	seed        uint64
-	workers     int
 	noiseEvents int
-	strict      bool
-	out         string
-	keepLogs    bool
 	verbose     bool
 }
 
@@ -50,14 +44,10 @@ func main() {
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	if code, ok := harness.FlagExit("controlplane", err, stderr); !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "controlplane:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := harness.SignalContext()
 	defer stop()
 
 	logDir, err := os.MkdirTemp("", "kustos-bench-")
@@ -65,10 +55,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "controlplane:", err)
 		return 1
 	}
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
-	}
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.kustos, kustosproc.Version(o.kustos), runtime.NumCPU(), logDir)
+	logf := harness.NewLogf(stderr)
+	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logDir)
 
 	var results []result
 	failed := false
@@ -92,13 +80,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		failed = true
 	}
 
-	table := renderTable(results, o)
-	fmt.Fprint(stdout, table)
-	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
-			logf("writing %s: %v", o.out, err)
-			failed = true
-		}
+	if err := harness.Emit(stdout, logf, renderTable(results, o), o.Out); err != nil {
+		failed = true
 	}
 
 	missedTarget := false
@@ -106,23 +89,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		if r.missing() > 0 || r.unexpected > 0 || r.updateErrors > 0 {
 			failed = true
 		}
-		if r.verdict() == verdictFail {
+		if r.verdict() == report.Fail {
 			missedTarget = true
 		}
 	}
-	if o.keepLogs || failed || missedTarget {
-		logf("Kustos output kept in %s", logDir)
-	} else {
-		_ = os.RemoveAll(logDir)
-	}
-	switch {
-	case failed:
-		return 1
-	case missedTarget && o.strict:
-		logf("a target was missed (-strict)")
-		return 1
-	}
-	return 0
+	return harness.Finish(logf, logDir, harness.Outcome{Failed: failed, Missed: missedTarget, Strict: o.Strict, KeepLogs: o.KeepLogs})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -131,35 +102,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	scenarios := fs.String("scenarios", "2000,10000,2000+noise", "comma-separated scenarios: N (namespaces) or N+noise (plus -noise-events ordinary Events)")
 	seed := fs.String("seed", "1", "seed of the RNG that picks the sampled quotas")
-	fs.StringVar(&o.kustos, "kustos", "", "path of the kustos binary to measure (required)")
-	fs.StringVar(&o.binDir, "bin", "", "directory holding etcd and kube-apiserver (default: $KUSTOS_TESTBIN, else <repo>/bin)")
+	o.Register(fs, harness.BinHelp, "keep Kustos's output files even when everything passed")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "time between starting Kustos and the first update (includes its start-up and initial sync)")
 	fs.IntVar(&o.samples, "samples", 100, "quotas raised to 95% use, one latency sample each")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between two sampled updates")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the Events after the last update")
-	fs.IntVar(&o.workers, "workers", 32, "parallel requests during setup")
 	fs.IntVar(&o.noiseEvents, "noise-events", defaultNoiseEvents, "ordinary Events of a +noise scenario")
-	fs.BoolVar(&o.strict, "strict", true, "exit non-zero when a target is missed")
-	fs.StringVar(&o.out, "out", "", "also write the result table to this file")
 	fs.BoolVar(&o.verbose, "v", false, "print every sample's latency")
-	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep Kustos's output files even when everything passed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	if o.kustos == "" {
-		return o, errors.New("-kustos is required (make build puts it in bin/kustos)")
-	}
-	abs, err := filepath.Abs(o.kustos)
-	if err != nil {
+	if err := o.Check(fs); err != nil {
 		return o, err
 	}
-	o.kustos = abs
-	if fi, err := os.Stat(o.kustos); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return o, fmt.Errorf("-kustos=%s: not an executable file", o.kustos)
-	}
+	var err error
 	if o.seed, err = strconv.ParseUint(*seed, 10, 64); err != nil {
 		return o, fmt.Errorf("-seed=%q: %w", *seed, err)
 	}
@@ -171,8 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-samples=%d: must be at least 1", o.samples)
 	case o.interval < 0, o.idle < 0, o.timeout <= 0:
 		return o, errors.New("-interval and -idle must not be negative, -timeout must be positive")
-	case o.workers < 1:
-		return o, fmt.Errorf("-workers=%d: must be at least 1", o.workers)
+	case o.Workers < 1:
+		return o, fmt.Errorf("-workers=%d: must be at least 1", o.Workers)
 	case o.noiseEvents < 0:
 		return o, fmt.Errorf("-noise-events=%d: must not be negative", o.noiseEvents)
 	}

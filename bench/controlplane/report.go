@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 // target is what the reference achieved, or what Kustos promises, for one scenario shape.
@@ -35,67 +36,31 @@ func targetFor(sc scenario) (target, bool) {
 	return target{}, false
 }
 
-type verdict int
-
-const (
-	verdictNone verdict = iota // no target for this scenario
-	verdictPass
-	verdictFail
-)
-
-func (v verdict) String() string {
-	switch v {
-	case verdictPass:
-		return "PASS"
-	case verdictFail:
-		return "FAIL"
-	}
-	return "n/a"
-}
-
-func judge(ok bool) verdict {
-	if ok {
-		return verdictPass
-	}
-	return verdictFail
-}
-
 // checks returns the verdicts for p99, peak RSS, CPU and events.
-func (r result) checks() (p99, rss, cpu, events verdict) {
-	events = judge(r.err == nil && r.missing() == 0 && r.unexpected == 0 && r.updateErrors == 0)
+func (r result) checks() (p99, rss, cpu, events report.Verdict) {
+	events = report.Judge(r.err == nil && r.missing() == 0 && r.unexpected == 0 && r.updateErrors == 0)
 	t, ok := targetFor(r.sc)
 	if !ok {
-		return verdictNone, verdictNone, verdictNone, events
+		return report.None, report.None, report.None, events
 	}
 	measured := r.end.HWMKiB > 0
 	if t.refP99 > 0 {
-		p99 = judge(measured && len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) < t.refP99)
+		p99 = report.Judge(measured && len(r.latencies) > 0 && kustosproc.Percentile(r.latencies, 99) < t.refP99)
 	}
 	if t.maxRSSMiB > 0 {
-		rss = judge(measured && r.end.HWMMiB() <= t.maxRSSMiB)
+		rss = report.Judge(measured && r.end.HWMMiB() <= t.maxRSSMiB)
 	}
 	if t.maxCPUSecs > 0 {
-		cpu = judge(measured && r.end.CPU.Seconds() <= t.maxCPUSecs)
+		cpu = report.Judge(measured && r.end.CPU.Seconds() <= t.maxCPUSecs)
 	}
 	return p99, rss, cpu, events
 }
 
 // verdict is FAIL if any check failed, PASS if at least one passed and none failed.
-func (r result) verdict() verdict {
+func (r result) verdict() report.Verdict {
 	p99, rss, cpu, events := r.checks()
-	out := verdictNone
-	for _, v := range []verdict{p99, rss, cpu, events} {
-		if v == verdictFail {
-			return verdictFail
-		}
-		if v == verdictPass {
-			out = verdictPass
-		}
-	}
-	return out
+	return report.Combine(p99, rss, cpu, events)
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 func renderTable(results []result, o options) string {
 	var b strings.Builder
@@ -116,10 +81,10 @@ func renderTable(results []result, o options) string {
 		}
 		p50, p99, maxLat := "–", "–", "–"
 		if len(r.latencies) > 0 {
-			p50, p99, maxLat = ms(kustosproc.Percentile(r.latencies, 50)), ms(kustosproc.Percentile(r.latencies, 99)), ms(kustosproc.Percentile(r.latencies, 100))
+			p50, p99, maxLat = report.MS(kustosproc.Percentile(r.latencies, 50)), report.MS(kustosproc.Percentile(r.latencies, 99)), report.MS(kustosproc.Percentile(r.latencies, 100))
 		}
 		if hasTarget && t.refP99 > 0 {
-			p99 += fmt.Sprintf(" (%s) %s", ms(t.refP99), p99v)
+			p99 += fmt.Sprintf(" (%s) %s", report.MS(t.refP99), p99v)
 		}
 		rss, idleRSS, cpu := "–", "–", "–"
 		if measured {

@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
-	"github.com/kustos-dev/kustos/internal/testenv"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 const (
@@ -57,26 +58,14 @@ func (r result) missing() int { return r.expected - len(r.latencies) }
 func runScenario(ctx context.Context, o options, sc scenario, logDir string, logf func(string, ...any)) (r result) {
 	r = result{sc: sc, expected: o.samples}
 
-	root, err := testenv.RepoRoot()
+	// The CRDs, as the chart installs them: Kustos runs with its default flags, and the Cleaner
+	// detector (on by default) refuses to start without its CRD.
+	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	t0 := time.Now()
-	// The CRDs, as the chart installs them: Kustos runs with its default flags, and the Cleaner
-	// detector (on by default) refuses to start without its CRD.
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir,
-		CRDDirectoryPaths: []string{filepath.Join(root, "charts", "kustos", "crds")}})
-	if err != nil {
-		r.err = fmt.Errorf("starting the control plane: %w", err)
-		return r
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
+	defer stopEnv()
 
 	cs, err := setupClient(env.Config)
 	if err != nil {
@@ -87,8 +76,8 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 		logf("kube-apiserver %s", v.GitVersion)
 	}
 
-	t0 = time.Now()
-	quotas, err := createQuotas(ctx, cs, sc.namespaces, o.workers)
+	t0 := time.Now()
+	quotas, err := createQuotas(ctx, cs, sc.namespaces, o.Workers)
 	r.setup = time.Since(t0)
 	if err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -97,7 +86,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	logf("created %d namespaces with quotas at 20%% in %s", sc.namespaces, r.setup.Round(time.Millisecond))
 	if sc.noise > 0 {
 		t0 = time.Now()
-		err := createNoise(ctx, cs, sc.noise, sc.namespaces, o.workers)
+		err := createNoise(ctx, cs, sc.noise, sc.namespaces, o.Workers)
 		r.noiseSetup = time.Since(t0)
 		if err != nil {
 			r.err = fmt.Errorf("setup: %w", err)
@@ -111,7 +100,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 
 	r.kustosLog = filepath.Join(logDir, sc.name+".log")
-	k, err := startKustos(o.kustos, env.Kubeconfig, stateNamespace, r.kustosLog)
+	k, err := startKustos(o.Kustos, env.Kubeconfig, stateNamespace, r.kustosLog)
 	if err != nil {
 		r.err = err
 		return r
@@ -213,7 +202,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 		var b strings.Builder
 		for i, idx := range sampled {
 			if t, ok := seen[idx]; ok {
-				fmt.Fprintf(&b, " %s", ms(t.Sub(sent[i])))
+				fmt.Fprintf(&b, " %s", report.MS(t.Sub(sent[i])))
 			} else {
 				b.WriteString(" missing")
 			}

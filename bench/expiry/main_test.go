@@ -14,6 +14,7 @@ import (
 
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -26,7 +27,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.n != 10000 || o.namespaces != 100 || o.scheduled != 50 || o.from != 15*time.Second || o.to != 40*time.Second ||
-		o.warningBefore != 10*time.Second || o.interval != 5*time.Second || o.idle != 30*time.Second || o.workers != 32 || !o.strict {
+		o.warningBefore != 10*time.Second || o.interval != 5*time.Second || o.idle != 30*time.Second || o.Workers != 32 || !o.Strict {
 		t.Errorf("defaults: %+v", o)
 	}
 	for _, bad := range [][]string{
@@ -172,7 +173,7 @@ func TestRowsAndVerdicts(t *testing.T) {
 	measured := kustosproc.Sample{HWMKiB: 1 << 20, RSSKiB: 1 << 19}
 	good := result{atPass: measured, afterIdle: measured, end: measured, sched: make([]scheduled, 2),
 		stats: schedStats{warnLate: []time.Duration{time.Millisecond, 2 * time.Millisecond}, dueLate: []time.Duration{10 * time.Millisecond, 900 * time.Millisecond}}}
-	check := func(name string, r result, want []verdict, broken int) {
+	check := func(name string, r result, want []report.Verdict, broken int) {
 		t.Helper()
 		rows := r.rows(o)
 		if len(rows) != len(want) {
@@ -180,10 +181,10 @@ func TestRowsAndVerdicts(t *testing.T) {
 		}
 		n := 0
 		for i, row := range rows {
-			if row.verdict != want[i] {
-				t.Errorf("%s: row %q: %s, want %s", name, row.scenario, row.verdict, want[i])
+			if row.Verdict != want[i] {
+				t.Errorf("%s: row %q: %s, want %s", name, row.Name, row.Verdict, want[i])
 			}
-			if row.broken {
+			if row.Broken {
 				n++
 			}
 		}
@@ -191,7 +192,7 @@ func TestRowsAndVerdicts(t *testing.T) {
 			t.Errorf("%s: %d broken rows, want %d", name, n, broken)
 		}
 	}
-	all := []verdict{verdictNone, verdictNone, verdictNone, verdictPass}
+	all := []report.Verdict{report.None, report.None, report.None, report.Pass}
 	check("good", good, all, 0)
 	if table := render(good, o); !strings.Contains(table, "| ExpiryDue seen − due time (the deadline) | 2/2: p50 10.0 ms, p99 900.0 ms, max 900.0 ms; 0 early | p99 ≤ 1 s, none early | PASS |") ||
 		!strings.Contains(table, "expires-at 30d ahead") {
@@ -200,18 +201,18 @@ func TestRowsAndVerdicts(t *testing.T) {
 
 	slow := good
 	slow.stats.dueLate = []time.Duration{10 * time.Millisecond, 1100 * time.Millisecond}
-	check("slow", slow, []verdict{verdictNone, verdictNone, verdictNone, verdictFail}, 0)
+	check("slow", slow, []report.Verdict{report.None, report.None, report.None, report.Fail}, 0)
 
 	bad := good
 	bad.idleEvents = 1
 	bad.stats.earlyDue, bad.stats.missingWarn = 1, 1
 	bad.unexpected, bad.examples = 1, []string{"ExpiryWarning about Deployment expiry-001/env-00001"}
-	check("broken", bad, []verdict{verdictNone, verdictNone, verdictNone, verdictPass, verdictNone}, 4)
+	check("broken", bad, []report.Verdict{report.None, report.None, report.None, report.Pass, report.None}, 4)
 	if table := render(bad, o); !strings.Contains(table, "FAIL: 1 due early") || !strings.Contains(table, "FAIL: 1 never warned") {
 		t.Errorf("table does not say what broke:\n%s", table)
 	}
 
-	check("not measured", result{}, []verdict{verdictNone}, 1)
+	check("not measured", result{}, []report.Verdict{report.None}, 1)
 }
 
 func TestEventWatcherTally(t *testing.T) {
@@ -252,7 +253,7 @@ func TestPeakIsTheLargestReading(t *testing.T) {
 	}
 	r := result{atPass: atPass, afterIdle: afterIdle}
 	rows := r.rows(options{n: 1, idle: time.Second})
-	if len(rows) != 2 || !strings.Contains(rows[1].measured, "RSS 120.0 MiB, peak RSS 130.0 MiB") {
+	if len(rows) != 2 || !strings.Contains(rows[1].Measured, "RSS 120.0 MiB, peak RSS 130.0 MiB") {
 		t.Errorf("idle row: %+v", rows)
 	}
 }

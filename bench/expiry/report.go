@@ -6,66 +6,39 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
-// dueP99 is the target: ExpiryDue is seen at most this long after it is due (p99, nearest rank:
+// dueP99 is the Target: ExpiryDue is seen at most this long after it is due (p99, nearest rank:
 // with 50 samples, the largest).
 const dueP99 = time.Second
 
-type verdict int
-
-const (
-	verdictNone verdict = iota // reported only
-	verdictPass
-	verdictFail
-)
-
-func (v verdict) String() string {
-	switch v {
-	case verdictPass:
-		return "PASS"
-	case verdictFail:
-		return "FAIL"
-	}
-	return "n/a"
+func (r result) table(o options) report.Table {
+	return report.Table{Heading: "scenario", Rows: r.rows(o)}
 }
 
-func judge(ok bool) verdict {
-	if ok {
-		return verdictPass
-	}
-	return verdictFail
-}
-
-// row is one line of the table. broken: the measurement itself went wrong (an Event missing,
-// early, or not expected at all), which fails the run whatever -strict says.
-type row struct {
-	scenario, measured, target string
-	verdict                    verdict
-	broken                     bool
-	why                        string
-}
-
-func (r result) rows(o options) []row {
-	var rows []row
-	pass := row{scenario: fmt.Sprintf("initial pass over %d idle Deployments", o.n), target: "– (reported)"}
+// rows are the lines of the table; a row is broken when the measurement itself went wrong (an
+// Event missing, early, or not expected at all).
+func (r result) rows(o options) []report.Row {
+	var rows []report.Row
+	pass := report.Row{Name: fmt.Sprintf("initial pass over %d idle Deployments", o.n), Target: "– (reported)"}
 	if r.atPass.HWMKiB == 0 {
-		pass.broken, pass.why = true, "not measured"
+		pass.Broken, pass.Why = true, "not measured"
 		return append(rows, pass)
 	}
-	pass.measured = fmt.Sprintf("done by %.1f s after start (%.0f reconciles); then CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB",
+	pass.Measured = fmt.Sprintf("done by %.1f s after start (%.0f reconciles); then CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB",
 		r.pass.Seconds(), r.passReconciles, r.atPass.CPU.Seconds(), r.atPass.RSSMiB(), r.atPass.HWMMiB())
 	rows = append(rows, pass)
 
-	idle := row{scenario: fmt.Sprintf("idle period (%s, nothing due)", o.idle), target: "– (reported)"}
+	idle := report.Row{Name: fmt.Sprintf("idle period (%s, nothing due)", o.idle), Target: "– (reported)"}
 	if r.afterIdle.HWMKiB == 0 {
-		idle.broken, idle.why = true, "not measured"
+		idle.Broken, idle.Why = true, "not measured"
 		return append(rows, idle)
 	}
-	idle.measured = fmt.Sprintf("CPU +%.2f s; %.0f reconciles, %.0f API requests, %d Events; after it RSS %.1f MiB, peak RSS %.1f MiB",
+	idle.Measured = fmt.Sprintf("CPU +%.2f s; %.0f reconciles, %.0f API requests, %d Events; after it RSS %.1f MiB, peak RSS %.1f MiB",
 		(r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.idleReconciles, r.idleRequests, r.idleEvents, r.afterIdle.RSSMiB(), peakMiB(r.atPass, r.afterIdle))
 	if r.idleEvents > 0 {
-		idle.broken, idle.why = true, fmt.Sprintf("%d Kustos Events while nothing was due", r.idleEvents)
+		idle.Broken, idle.Why = true, fmt.Sprintf("%d Kustos Events while nothing was due", r.idleEvents)
 	}
 	rows = append(rows, idle)
 	if len(r.sched) == 0 {
@@ -73,9 +46,9 @@ func (r result) rows(o options) []row {
 	}
 
 	st, n := r.stats, len(r.sched)
-	warn := row{scenario: "(reported) ExpiryWarning seen − (deadline − warning-before)", target: "– (reported)",
-		measured: fmt.Sprintf("%d/%d: p50 %s ms, p99 %s ms, max %s ms", len(st.warnLate), n,
-			ms(kustosproc.Percentile(st.warnLate, 50)), ms(kustosproc.Percentile(st.warnLate, 99)), ms(kustosproc.Percentile(st.warnLate, 100)))}
+	warn := report.Row{Name: "(reported) ExpiryWarning seen − (deadline − warning-before)", Target: "– (reported)",
+		Measured: fmt.Sprintf("%d/%d: %s", len(st.warnLate), n,
+			report.Latency(st.warnLate))}
 	var bad, notes []string
 	if st.missingWarn > 0 {
 		bad = append(bad, fmt.Sprintf("%d never warned", st.missingWarn))
@@ -86,13 +59,13 @@ func (r result) rows(o options) []row {
 	if st.dupWarn > 0 {
 		notes = append(notes, fmt.Sprintf("%d duplicate warnings", st.dupWarn))
 	}
-	warn.broken, warn.why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
+	warn.Broken, warn.Why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
 	rows = append(rows, warn)
 
-	due := row{scenario: "ExpiryDue seen − due time (the deadline)", target: fmt.Sprintf("p99 ≤ %g s, none early", dueP99.Seconds()),
-		measured: fmt.Sprintf("%d/%d: p50 %s ms, p99 %s ms, max %s ms; %d early", len(st.dueLate), n,
-			ms(kustosproc.Percentile(st.dueLate, 50)), ms(kustosproc.Percentile(st.dueLate, 99)), ms(kustosproc.Percentile(st.dueLate, 100)), st.earlyDue)}
-	due.verdict = judge(len(st.dueLate) > 0 && kustosproc.Percentile(st.dueLate, 99) <= dueP99)
+	due := report.Row{Name: "ExpiryDue seen − due time (the deadline)", Target: fmt.Sprintf("p99 ≤ %g s, none early", dueP99.Seconds()),
+		Measured: fmt.Sprintf("%d/%d: %s; %d early", len(st.dueLate), n,
+			report.Latency(st.dueLate), st.earlyDue)}
+	due.Verdict = report.Judge(len(st.dueLate) > 0 && kustosproc.Percentile(st.dueLate, 99) <= dueP99)
 	bad, notes = nil, nil
 	if st.missingDue > 0 {
 		bad = append(bad, fmt.Sprintf("%d never due", st.missingDue))
@@ -109,13 +82,13 @@ func (r result) rows(o options) []row {
 	if st.dupDue > 0 {
 		notes = append(notes, fmt.Sprintf("%d duplicate ExpiryDue", st.dupDue))
 	}
-	due.broken, due.why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
+	due.Broken, due.Why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
 	rows = append(rows, due)
 
 	if u := r.unexpected + len(r.otherEvents); u > 0 {
-		rows = append(rows, row{scenario: "unexpected Kustos Events", target: "none",
-			measured: fmt.Sprintf("%d: %s", u, strings.Join(append(append([]string(nil), r.examples...), r.otherEvents...), "; ")),
-			broken:   true, why: "Events about idle Deployments, or of other reasons"})
+		rows = append(rows, report.Row{Name: "unexpected Kustos Events", Target: "none",
+			Measured: fmt.Sprintf("%d: %s", u, strings.Join(append(append([]string(nil), r.examples...), r.otherEvents...), "; ")),
+			Broken:   true, Why: "Events about idle Deployments, or of other reasons"})
 	}
 	return rows
 }
@@ -126,16 +99,7 @@ func render(r result, o options) string {
 	fmt.Fprintf(&b, "%d idle Deployments (replicas 0, kustos.io/owner and kustos.io/expires-at %s ahead) in %d namespaces, idle %s; "+
 		"%d Deployments with deadlines %s–%s after creation, --expiry-warning-before=%s --notification-interval=%s. Observer mode, Cleaners off.\n\n",
 		o.n, days(o.farFuture), o.namespaces, o.idle, o.scheduled, o.from, o.to, o.warningBefore, o.interval)
-	b.WriteString("| scenario | measured | target | result |\n|---|---|---|---|\n")
-	for _, row := range r.rows(o) {
-		res := row.verdict.String()
-		if row.broken {
-			res = "FAIL: " + row.why
-		} else if row.why != "" {
-			res += " (" + row.why + ")"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.scenario, strings.ReplaceAll(row.measured, "|", `\|`), row.target, res)
-	}
+	b.WriteString(r.table(o).String())
 	if r.err != nil {
 		fmt.Fprintf(&b, "\nRun FAILED: %s\n", strings.ReplaceAll(r.err.Error(), "\n", " "))
 	}
@@ -149,8 +113,6 @@ func render(r result, o options) string {
 	}
 	return b.String()
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 // days writes whole days as such ("30d"), anything else as a Go duration.
 func days(d time.Duration) string {

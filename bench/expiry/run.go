@@ -11,10 +11,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/objects"
-	"github.com/kustos-dev/kustos/internal/testenv"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 // result is what one run measured; a field is zero when the run failed before measuring it.
@@ -50,18 +51,12 @@ type result struct {
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
-	t0 := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir})
+	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
 	if err != nil {
-		r.err = fmt.Errorf("starting the control plane: %w", err)
+		r.err = err
 		return r
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
+	defer stopEnv()
 	cs, err := objects.SetupClient(env.Config)
 	if err != nil {
 		r.err = err
@@ -77,12 +72,12 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	}
 
 	// Setup: the namespaces, then the idle Deployments, spread round-robin over them.
-	t0 = time.Now()
+	t0 := time.Now()
 	nss := []*corev1.Namespace{objects.Namespace(stateNamespace, nil), objects.Namespace(scheduledNamespace, nil)}
 	for i := 0; i < o.namespaces; i++ {
 		nss = append(nss, objects.Namespace(namespaceName(i), nil))
 	}
-	if err := objects.CreateNamespaces(ctx, cs, nss, o.workers); err != nil {
+	if err := objects.CreateNamespaces(ctx, cs, nss, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -91,7 +86,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	for i := range idle {
 		idle[i] = deployment(namespaceName(i%o.namespaces), idleName(i), fmt.Sprintf("team-%02d@example.com", i%o.namespaces), expires)
 	}
-	if err := objects.CreateDeployments(ctx, cs, idle, o.workers); err != nil {
+	if err := objects.CreateDeployments(ctx, cs, idle, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -194,7 +189,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 // startKustos starts `kustos run` in observer mode with the expiry detector alone (and the
 // quota detector, which always runs and has nothing to do here), its metrics on addr.
 func startKustos(o options, kubeconfig, addr, logPath string) (*kustosproc.Process, error) {
-	return kustosproc.Start(o.kustos, []string{
+	return kustosproc.Start(o.Kustos, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--mode=observe",
 		"--enable-cleaners=false",
@@ -269,7 +264,7 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 		ds[i] = deployment(scheduledNamespace, scheduledName(i), fmt.Sprintf("team-%02d@example.com", i%10), dl[i])
 	}
 	t0 := time.Now()
-	if err := objects.CreateDeployments(ctx, cs, ds, o.workers); err != nil {
+	if err := objects.CreateDeployments(ctx, cs, ds, o.Workers); err != nil {
 		return fmt.Errorf("creating the scheduled Deployments: %w", err)
 	}
 	r.schedSetup = time.Since(t0)
@@ -312,9 +307,9 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 	}
 	r.stats = analyze(r.sched, o.warningBefore, o.interval)
 	st := r.stats
-	logf("ExpiryWarning %d/%d: p50 %s ms, p99 %s ms, max %s ms late; ExpiryDue %d/%d: p50 %s ms, p99 %s ms, max %s ms late; early: %d warnings, %d ExpiryDue",
-		len(st.warnLate), len(ds), ms(kustosproc.Percentile(st.warnLate, 50)), ms(kustosproc.Percentile(st.warnLate, 99)), ms(kustosproc.Percentile(st.warnLate, 100)),
-		len(st.dueLate), len(ds), ms(kustosproc.Percentile(st.dueLate, 50)), ms(kustosproc.Percentile(st.dueLate, 99)), ms(kustosproc.Percentile(st.dueLate, 100)),
+	logf("ExpiryWarning %d/%d: %s late; ExpiryDue %d/%d: %s late; early: %d warnings, %d ExpiryDue",
+		len(st.warnLate), len(ds), report.Latency(st.warnLate),
+		len(st.dueLate), len(ds), report.Latency(st.dueLate),
 		st.earlyWarn, st.earlyDue)
 	return nil
 }
@@ -323,7 +318,7 @@ func lateString(s seenEvent, at time.Time) string {
 	if s.count == 0 {
 		return "never"
 	}
-	return ms(s.seen.Sub(at)) + " ms"
+	return report.MS(s.seen.Sub(at)) + " ms"
 }
 
 // scheduled is one Deployment of the scheduled group and what the watch saw of it.

@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
@@ -26,13 +21,15 @@ const (
 )
 
 type options struct {
-	kustos, binDir, out, logLevel string
-	n, namespaces, active         int
-	workers, cycles               int
-	interval, timeout             time.Duration
-	minStep, lookback, scrape     time.Duration
-	poll, passTimeout             time.Duration
-	strict, keepLogs, verbose     bool
+	harness.Flags
+
+	logLevel                  string
+	n, namespaces, active     int
+	cycles                    int
+	interval, timeout         time.Duration
+	minStep, lookback, scrape time.Duration
+	poll, passTimeout         time.Duration
+	verbose                   bool
 }
 
 func main() {
@@ -43,68 +40,42 @@ func main() {
 
 func realMain(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	if code, ok := harness.FlagExit("inactivity", err, stderr); !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "inactivity:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := harness.SignalContext()
 	defer stop()
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(stderr, "%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
-	}
-	logDir, err := os.MkdirTemp("", "kustos-bench-inactivity-")
+	logf := harness.NewLogf(stderr)
+	logDir, logPath, err := harness.TempLog("inactivity")
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	logPath := filepath.Join(logDir, "kustos.log")
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.kustos, kustosproc.Version(o.kustos), runtime.NumCPU(), logPath)
+	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logPath)
 
 	r := run(ctx, o, logDir, logPath, logf)
 	if r.err != nil {
 		logf("FAILED: %v", r.err)
 		kustosproc.Tail(stderr, logPath, 20)
 	}
-	table := render(r, o)
-	fmt.Fprint(stdout, table)
-	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(table), 0o644); err != nil {
-			logf("writing %s: %v", o.out, err)
-			r.err = errors.Join(r.err, err)
+	if err := harness.Emit(stdout, logf, render(r, o), o.Out); err != nil {
+		r.err = errors.Join(r.err, err)
+	}
+	table := r.table(o)
+	for _, row := range table.Rows {
+		if row.Broken {
+			logf("FAILED: %s: %s", row.Name, row.Why)
 		}
 	}
-	failed, missed := r.err != nil, false
-	for _, row := range r.rows(o) {
-		if row.broken {
-			failed = true
-			logf("FAILED: %s: %s", row.measure, row.why)
-		}
-		missed = missed || row.verdict == verdictFail
-	}
-	if o.keepLogs || failed || missed {
-		logf("Kustos output kept in %s", logDir)
-	} else {
-		_ = os.RemoveAll(logDir)
-	}
-	switch {
-	case failed:
-		return 1
-	case missed && o.strict:
-		logf("a target was missed (-strict)")
-		return 1
-	}
-	return 0
+	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
+		Strict: o.Strict, KeepLogs: o.KeepLogs})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("inactivity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.kustos, "kustos", "", "path of the kustos binary to measure (required)")
-	fs.StringVar(&o.binDir, "bin", "", "directory holding etcd, kube-apiserver and prometheus (default: $KUSTOS_TESTBIN, else <repo>/bin)")
+	o.Register(fs, "directory holding etcd, kube-apiserver and prometheus (default: $KUSTOS_TESTBIN, else <repo>/bin)", harness.KeepLogsHelp)
 	fs.IntVar(&o.n, "n", 10000, "target Deployments (replicas 1; no controller-manager runs them)")
 	fs.IntVar(&o.namespaces, "namespaces", 100, "namespaces the targets are spread over")
 	fs.IntVar(&o.active, "active", 100, "targets in use: every n/active-th, alternately through the ingress (a growing request counter) and the bastion (an open SSH session)")
@@ -116,30 +87,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.scrape, "scrape", 5*time.Second, "Prometheus's scrape interval")
 	fs.DurationVar(&o.poll, "poll", 200*time.Millisecond, "how often Kustos's /metrics and /proc are read")
 	fs.DurationVar(&o.passTimeout, "pass-timeout", 10*time.Minute, "how long Kustos may take to look at every target once after its start")
-	fs.IntVar(&o.workers, "workers", 32, "parallel requests during setup")
-	fs.BoolVar(&o.strict, "strict", true, "exit non-zero when a target is missed")
-	fs.StringVar(&o.logLevel, "kustos-log-level", "error", "Kustos's --log-level (debug, info or error); its output is kept in a temporary directory")
-	fs.StringVar(&o.out, "out", "", "also write the result table to this file")
+	harness.LogLevelFlag(fs, &o.logLevel)
 	fs.BoolVar(&o.verbose, "v", false, "print every cycle's figures as they are analysed")
-	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep Kustos's output even when everything passed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	if o.kustos == "" {
-		return o, errors.New("-kustos is required (make build puts it in bin/kustos)")
-	}
-	var err error
-	if o.kustos, err = filepath.Abs(o.kustos); err != nil {
+	if err := o.Check(fs); err != nil {
 		return o, err
 	}
-	if fi, err := os.Stat(o.kustos); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return o, fmt.Errorf("-kustos=%s: not an executable file", o.kustos)
-	}
 	switch {
-	case o.n < 1 || o.namespaces < 1 || o.workers < 1 || o.cycles < 1:
+	case o.n < 1 || o.namespaces < 1 || o.Workers < 1 || o.cycles < 1:
 		return o, errors.New("-n, -namespaces, -workers and -cycles must be at least 1")
 	case o.active < 0 || o.active > o.n:
 		return o, errors.New("-active must be from 0 to -n")

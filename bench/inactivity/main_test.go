@@ -14,6 +14,7 @@ import (
 
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 	"github.com/kustos-dev/kustos/internal/activity"
 )
 
@@ -27,7 +28,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.n != 10000 || o.namespaces != 100 || o.active != 100 || o.cycles != 4 || o.interval != 15*time.Second ||
-		o.timeout != time.Hour || o.minStep != 15*time.Second || o.lookback != time.Hour || o.poll != 200*time.Millisecond || !o.strict {
+		o.timeout != time.Hour || o.minStep != 15*time.Second || o.lookback != time.Hour || o.poll != 200*time.Millisecond || !o.Strict {
 		t.Errorf("defaults: %+v", o)
 	}
 	for _, bad := range [][]string{
@@ -281,13 +282,13 @@ func TestRowsAndVerdicts(t *testing.T) {
 	// Too slow: a missed target, not a broken measurement.
 	slow := fine(o)
 	slow.measured[1].settled = false
-	var wall row
+	var wall report.Row
 	for _, row := range slow.rows(o) {
-		if strings.HasPrefix(row.measure, "one cycle's wall time") {
+		if strings.HasPrefix(row.Name, "one cycle's wall time") {
 			wall = row
 		}
 	}
-	if wall.verdict != verdictFail || wall.broken || !strings.Contains(wall.why, "1 cycles not decided") {
+	if wall.Verdict != report.Fail || wall.Broken || !strings.Contains(wall.Why, "1 cycles not decided") {
 		t.Errorf("slow: %+v", wall)
 	}
 	// Too few cycles.

@@ -7,66 +7,38 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/report"
 )
-
-type verdict int
-
-const (
-	verdictNone verdict = iota // reported only
-	verdictPass
-	verdictFail
-)
-
-func (v verdict) String() string {
-	switch v {
-	case verdictPass:
-		return "PASS"
-	case verdictFail:
-		return "FAIL"
-	}
-	return "n/a"
-}
-
-func judge(ok bool) verdict {
-	if ok {
-		return verdictPass
-	}
-	return verdictFail
-}
-
-// row is one line of the table. broken: the measurement itself went wrong, or the property the
-// bench exists for (one query per source per cycle) does not hold; that fails the run whatever
-// -strict says.
-type row struct {
-	measure, measured, target string
-	verdict                   verdict
-	broken                    bool
-	why                       string
-}
 
 // broken is the first broken row's explanation ("" none).
 func (r result) broken(o options) string {
 	for _, row := range r.rows(o) {
-		if row.broken {
-			return row.measure + ": " + row.why
+		if row.Broken {
+			return row.Name + ": " + row.Why
 		}
 	}
 	return ""
 }
 
-func (r result) rows(o options) []row {
-	var rows []row
-	pass := row{measure: fmt.Sprintf("initial pass over %s targets after Kustos's start", thousands(o.n)), target: "– (reported)"}
+func (r result) table(o options) report.Table {
+	return report.Table{Heading: "measure", Rows: r.rows(o)}
+}
+
+// rows are the lines of the table; a row is broken when the measurement itself went wrong, or
+// the property the bench exists for (one query per source per cycle) does not hold.
+func (r result) rows(o options) []report.Row {
+	var rows []report.Row
+	pass := report.Row{Name: fmt.Sprintf("initial pass over %s targets after Kustos's start", thousands(o.n)), Target: "– (reported)"}
 	if r.atPass.HWMKiB == 0 {
-		pass.broken, pass.why = true, "not measured"
+		pass.Broken, pass.Why = true, "not measured"
 		return append(rows, pass)
 	}
-	pass.measured = fmt.Sprintf("done by %.1f s (%.0f reconciles); then CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB",
+	pass.Measured = fmt.Sprintf("done by %.1f s (%.0f reconciles); then CPU %.2f s, RSS %.1f MiB, peak RSS %.1f MiB",
 		r.pass.Seconds(), r.passReconciles, r.atPass.CPU.Seconds(), r.atPass.RSSMiB(), r.atPass.HWMMiB())
 	rows = append(rows, pass)
 
 	// Queries per cycle, over every cycle the proxy saw (the first, at start, included).
-	q := row{measure: "Prometheus queries per check cycle (counted by the proxy)", target: fmt.Sprintf("= sources (%d)", r.sources)}
+	q := report.Row{Name: "Prometheus queries per check cycle (counted by the proxy)", Target: fmt.Sprintf("= sources (%d)", r.sources)}
 	counts := map[int]int{}
 	var bad []string
 	proxied, other, ranges := 0, 0, 0
@@ -94,36 +66,36 @@ func (r result) rows(o options) []row {
 			bad = append(bad, fmt.Sprintf("cycle %d: %.0f sources answered ok, want %d", c.index, c.okQueries, r.sources))
 		}
 	}
-	q.measured = fmt.Sprintf("%s over %d cycles (%s instant, %d range queries; %d requests to other paths); "+
+	q.Measured = fmt.Sprintf("%s over %d cycles (%s instant, %d range queries; %d requests to other paths); "+
 		"in the %d measured cycles Kustos's kustos_activity_queries_total rose by %.0f",
 		countsString(counts), len(r.cycles), thousands(proxied-ranges), ranges, other, len(r.measured), kustosQueries)
 	switch {
 	case len(r.cycles) == 0:
-		q.broken, q.why = true, "no cycle seen"
+		q.Broken, q.Why = true, "no cycle seen"
 	case len(bad) > 0:
-		q.broken, q.why = true, strings.Join(bad, ", ")
+		q.Broken, q.Why = true, strings.Join(bad, ", ")
 	default:
-		q.verdict = verdictPass
+		q.Verdict = report.Pass
 	}
 	rows = append(rows, q)
 
-	rows = append(rows, row{measure: "(arithmetic, not measured) a per-target approach",
-		measured: fmt.Sprintf("%s targets × %d sources = %s queries per cycle, %s a second at a %s interval (measured: %d per cycle, %.2f a second)",
+	rows = append(rows, report.Row{Name: "(arithmetic, not measured) a per-target approach",
+		Measured: fmt.Sprintf("%s targets × %d sources = %s queries per cycle, %s a second at a %s interval (measured: %d per cycle, %.2f a second)",
 			thousands(o.n), r.sources, thousands(o.n*r.sources), thousands(int(float64(o.n*r.sources)/o.interval.Seconds())), o.interval,
 			r.sources, float64(r.sources)/o.interval.Seconds()),
-		target: "–"})
+		Target: "–"})
 
 	if len(r.cycles) > 0 {
 		first := r.cycles[0]
-		f := row{measure: fmt.Sprintf("first check, at start (window = --activity-lookback %s)", o.lookback), target: "– (reported)"}
-		f.measured = fmt.Sprintf("%s; Prometheus answered in %s ms (both queries, at the proxy)", checkString(first), ms(first.promTime))
+		f := report.Row{Name: fmt.Sprintf("first check, at start (window = --activity-lookback %s)", o.lookback), Target: "– (reported)"}
+		f.Measured = fmt.Sprintf("%s; Prometheus answered in %s ms (both queries, at the proxy)", checkString(first), report.MS(first.promTime))
 		rows = append(rows, f)
 	}
 
-	m := row{measure: fmt.Sprintf("measured cycles (complete, after the initial pass), interval %s", o.interval), target: fmt.Sprintf("%d", o.cycles),
-		measured: fmt.Sprintf("%d", len(r.measured))}
+	m := report.Row{Name: fmt.Sprintf("measured cycles (complete, after the initial pass), interval %s", o.interval), Target: fmt.Sprintf("%d", o.cycles),
+		Measured: fmt.Sprintf("%d", len(r.measured))}
 	if len(r.measured) < o.cycles {
-		m.broken, m.why = true, "too few cycles measured"
+		m.Broken, m.Why = true, "too few cycles measured"
 	}
 	rows = append(rows, m)
 	if len(r.measured) == 0 {
@@ -157,25 +129,25 @@ func (r result) rows(o options) []row {
 		alloc += c.allocated
 	}
 	k := float64(len(r.measured))
-	ch := row{measure: "one check: kustos_activity_check_duration_seconds (Kustos's own)", target: "– (reported)",
-		measured: fmt.Sprintf("p50 %s ms, max %s ms over %d cycles; of it, Prometheus's answers at the proxy: p50 %s ms, max %s ms",
-			ms(kustosproc.Percentile(checks, 50)), ms(kustosproc.Percentile(checks, 100)), len(checks),
-			ms(kustosproc.Percentile(prom, 50)), ms(kustosproc.Percentile(prom, 100)))}
+	ch := report.Row{Name: "one check: kustos_activity_check_duration_seconds (Kustos's own)", Target: "– (reported)",
+		Measured: fmt.Sprintf("p50 %s ms, max %s ms over %d cycles; of it, Prometheus's answers at the proxy: p50 %s ms, max %s ms",
+			report.MS(kustosproc.Percentile(checks, 50)), report.MS(kustosproc.Percentile(checks, 100)), len(checks),
+			report.MS(kustosproc.Percentile(prom, 50)), report.MS(kustosproc.Percentile(prom, 100)))}
 	if len(checks) < len(r.measured) {
-		ch.why = fmt.Sprintf("%d cycles without exactly one check between two reads", len(r.measured)-len(checks))
+		ch.Why = fmt.Sprintf("%d cycles without exactly one check between two reads", len(r.measured)-len(checks))
 	}
 	rows = append(rows, ch)
 
-	w := row{measure: fmt.Sprintf("one cycle's wall time: first query → all %s targets decided", thousands(o.n)), target: fmt.Sprintf("< interval (%s)", o.interval)}
+	w := report.Row{Name: fmt.Sprintf("one cycle's wall time: first query → all %s targets decided", thousands(o.n)), Target: fmt.Sprintf("< interval (%s)", o.interval)}
 	if len(walls) > 0 {
-		w.measured = fmt.Sprintf("p50 %s s, max %s s (after the last answer: p50 %s s, max %s s); %.0f reconciles per cycle, mean %s µs each",
+		w.Measured = fmt.Sprintf("p50 %s s, max %s s (after the last answer: p50 %s s, max %s s); %.0f reconciles per cycle, mean %s µs each",
 			sec(kustosproc.Percentile(walls, 50)), sec(kustosproc.Percentile(walls, 100)),
 			sec(kustosproc.Percentile(after, 50)), sec(kustosproc.Percentile(after, 100)),
 			recs/float64(len(walls)), us(kustosproc.Percentile(meanRec, 50)))
 	}
-	w.verdict = judge(unsettled == 0 && len(walls) > 0 && kustosproc.Percentile(walls, 100) < o.interval)
+	w.Verdict = report.Judge(unsettled == 0 && len(walls) > 0 && kustosproc.Percentile(walls, 100) < o.interval)
 	if unsettled > 0 {
-		w.why = fmt.Sprintf("%d cycles not decided before the next one", unsettled)
+		w.Why = fmt.Sprintf("%d cycles not decided before the next one", unsettled)
 	}
 	rows = append(rows, w)
 
@@ -186,27 +158,27 @@ func (r result) rows(o options) []row {
 	for _, c := range cpuDecide {
 		decideSum += c
 	}
-	cpuRow := row{measure: "Kustos CPU per cycle", target: "– (reported)",
-		measured: fmt.Sprintf("%.2f s per %.1f s cycle (%.0f%% of one core), of it %.2f s until all were decided",
+	cpuRow := report.Row{Name: "Kustos CPU per cycle", Target: "– (reported)",
+		Measured: fmt.Sprintf("%.2f s per %.1f s cycle (%.0f%% of one core), of it %.2f s until all were decided",
 			cpuSum.Seconds()/k, periods.Seconds()/k, 100*cpuSum.Seconds()/periods.Seconds(), decideSum.Seconds()/max(1, float64(len(cpuDecide))))}
 	rows = append(rows, cpuRow)
 
-	mem := row{measure: "Kustos memory", target: "– (reported)",
-		measured: fmt.Sprintf("RSS %.1f MiB at the end, peak RSS %.1f MiB (largest VmHWM read; largest RSS read %.1f MiB); Go heap %.1f MiB at the end; %.1f MiB allocated per cycle",
+	mem := report.Row{Name: "Kustos memory", Target: "– (reported)",
+		Measured: fmt.Sprintf("RSS %.1f MiB at the end, peak RSS %.1f MiB (largest VmHWM read; largest RSS read %.1f MiB); Go heap %.1f MiB at the end; %.1f MiB allocated per cycle",
 			r.end.RSSMiB(), r.peak.HWMMiB(), r.peak.RSSMiB(), r.endHeap/(1<<20), alloc/k/(1<<20))}
 	rows = append(rows, mem)
 
-	apiRow := row{measure: "Kustos API requests and Events per cycle", target: "– (reported)",
-		measured: fmt.Sprintf("%.1f API requests, %.1f Events, %.0f reconcile errors per cycle", api/k, events/k, errs/k)}
+	apiRow := report.Row{Name: "Kustos API requests and Events per cycle", Target: "– (reported)",
+		Measured: fmt.Sprintf("%.1f API requests, %.1f Events, %.0f reconcile errors per cycle", api/k, events/k, errs/k)}
 	if errs > 0 {
-		apiRow.broken, apiRow.why = true, "reconcile errors"
+		apiRow.Broken, apiRow.Why = true, "reconcile errors"
 	}
 	rows = append(rows, apiRow)
 
-	act := row{measure: "activity seen: state Leases holding a last activity", target: "the targets in use, only them"}
+	act := report.Row{Name: "activity seen: state Leases holding a last activity", Target: "the targets in use, only them"}
 	a := r.activity
 	active := min(o.active, o.n)
-	act.measured = fmt.Sprintf("%d/%d targets in use, %d idle ones (%d inactivity Leases)", a.seen, active, a.idleSeen, a.leases)
+	act.Measured = fmt.Sprintf("%d/%d targets in use, %d idle ones (%d inactivity Leases)", a.seen, active, a.idleSeen, a.leases)
 	var wrong []string
 	if a.seen < active {
 		wrong = append(wrong, fmt.Sprintf("%d in use without one: %s", active-a.seen, strings.Join(a.missing, ", ")))
@@ -215,9 +187,9 @@ func (r result) rows(o options) []row {
 		wrong = append(wrong, fmt.Sprintf("%d idle with one: %s", a.idleSeen, strings.Join(a.idleExamples, ", ")))
 	}
 	if len(wrong) > 0 {
-		act.broken, act.why = true, strings.Join(wrong, "; ")
+		act.Broken, act.Why = true, strings.Join(wrong, "; ")
 	} else {
-		act.verdict = verdictPass
+		act.Verdict = report.Pass
 	}
 	rows = append(rows, act)
 	return rows
@@ -232,16 +204,7 @@ func render(r result, o options) string {
 		"(nginx, bastion), --inactivity-check-interval=%s --activity-min-step=%s --activity-lookback=%s. Observer mode, Cleaners and expiry off.\n\n",
 		thousands(o.n), o.namespaces, o.timeout, min(o.active, o.n), (min(o.active, o.n)+1)/2, min(o.active, o.n)/2,
 		thousands(o.n), thousands(o.n), o.scrape, o.interval, o.minStep, o.lookback)
-	b.WriteString("| measure | measured | target | result |\n|---|---|---|---|\n")
-	for _, row := range r.rows(o) {
-		res := row.verdict.String()
-		if row.broken {
-			res = "FAIL: " + row.why
-		} else if row.why != "" {
-			res += " (" + row.why + ")"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.measure, strings.ReplaceAll(row.measured, "|", `\|`), row.target, res)
-	}
+	b.WriteString(r.table(o).String())
 	if r.err != nil {
 		fmt.Fprintf(&b, "\nRun FAILED: %s\n", strings.ReplaceAll(r.err.Error(), "\n", " "))
 	}
@@ -262,7 +225,7 @@ func checkString(c cycle) string {
 	if !c.checkKnown {
 		return "check duration not known"
 	}
-	return "check " + ms(c.check) + " ms"
+	return "check " + report.MS(c.check) + " ms"
 }
 
 // cycleString says when a cycle's targets were all decided and what the cycle cost.
@@ -297,7 +260,6 @@ func countsString(counts map[int]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func ms(d time.Duration) string  { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 func us(d time.Duration) string  { return fmt.Sprintf("%.0f", float64(d)/float64(time.Microsecond)) }
 func sec(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 

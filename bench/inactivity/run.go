@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/objects"
-	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
 // result is what one run measured; a field is zero when the run failed before measuring it.
@@ -45,18 +45,12 @@ type result struct {
 
 func run(ctx context.Context, o options, logDir, logPath string, logf func(string, ...any)) (r result) {
 	r.sources = len(sourceMarkers)
-	t0 := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.binDir})
+	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
 	if err != nil {
-		r.err = fmt.Errorf("starting the control plane: %w", err)
+		r.err = err
 		return r
 	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
+	defer stopEnv()
 	cs, err := objects.SetupClient(env.Config)
 	if err != nil {
 		r.err = err
@@ -64,12 +58,12 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	}
 
 	// Setup: the namespaces (each with an owner), then the targets, spread round-robin.
-	t0 = time.Now()
+	t0 := time.Now()
 	nss := []*corev1.Namespace{objects.Namespace(stateNamespace, nil)}
 	for i := 0; i < o.namespaces; i++ {
 		nss = append(nss, objects.Namespace(namespaceName(i), map[string]string{annotationOwner: owner(i)}))
 	}
-	if err := objects.CreateNamespaces(ctx, cs, nss, o.workers); err != nil {
+	if err := objects.CreateNamespaces(ctx, cs, nss, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -79,7 +73,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		all[i] = targetAt(i, o.namespaces)
 		ds[i] = objects.Deployment(all[i].namespace, all[i].name, 1, nil)
 	}
-	if err := objects.CreateDeployments(ctx, cs, ds, o.workers); err != nil {
+	if err := objects.CreateDeployments(ctx, cs, ds, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
 		return r
 	}
@@ -179,7 +173,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 // quota detector, which always runs and has nothing to do here), asking Prometheus through the
 // proxy, its metrics on addr.
 func startKustos(o options, kubeconfig, addr, promURL, logPath string) (*kustosproc.Process, error) {
-	return kustosproc.Start(o.kustos, []string{
+	return kustosproc.Start(o.Kustos, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--mode=observe",
 		"--enable-cleaners=false",
