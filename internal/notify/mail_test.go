@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -55,6 +57,17 @@ func done(to, name string) lifecycle.Notice {
 		Subject: "Deployment " + name + " expired and was removed",
 		Text:    expiry.DoneMessage(target, p, deadline, expiry.ActionDelete), Target: target, Deadline: deadline, At: mailNow,
 	}
+}
+
+// inactivityAlert is the first inactivity.alert about Deployment lab/name, worded as the
+// inactivity detector words it.
+func inactivityAlert(to, name string) lifecycle.Notice {
+	target := lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "lab", Name: name}
+	idle, pauseAt := mailNow.Add(-7*24*time.Hour), mailNow.Add(24*time.Hour)
+	p := inactivity.Policy{Timeout: 7 * 24 * time.Hour, MaxAlerts: 3, Action: inactivity.ActionPause, From: `kustos.io/inactivity-timeout="7d"`, Owner: "ana", OwnerAddress: to}
+	d := inactivity.Decision{Alert: true, IdleSince: idle, At: pauseAt, State: inactivity.State{AlertsSent: 1}}
+	f := inactivity.Findings(lifecycle.KeyFor(inactivity.DetectorName, target), target, p, activity.Activity{}, d, mailNow)
+	return *f.Findings[0].Notice
 }
 
 func newTestMail(t *testing.T, cfg MailConfig) *Mail {
@@ -145,6 +158,13 @@ func TestMailRender(t *testing.T) {
 			text: []string{"**Environment preview-42, type: Namespace, is stale"}},
 		{name: "a warning without links does not offer any", ns: []lifecycle.Notice{func() lifecycle.Notice { n := warning("a@example.com", "w"); n.Links = nil; return n }()},
 			notText: []string{"Use one of the following links"}, htmlNoLinks: true},
+		{name: "an inactivity alert", ns: []lifecycle.Notice{inactivityAlert("ana@example.com", "vm-1")},
+			subject: "Deployment vm-1 has been idle since 2026-11-17T09:00:00Z (alert 1 of 3)",
+			text: []string{"**Environment vm-1 (namespace: lab), type: Deployment, has not been used for a while and will be stopped on 2026-11-25 09:00 UTC unless it is used before then**",
+				"alert 1 of 3: it will be paused at 2026-11-25T09:00:00Z unless it is used before then"},
+			html:        []string{"<strong>Environment vm-1 (namespace: lab), type: Deployment, has not been used for a while and will be stopped on 2026-11-25 09:00 UTC"},
+			notText:     []string{"deleted"},
+			htmlNoLinks: true},
 		{name: "another kind: the generic template", ns: []lifecycle.Notice{other}, subject: "Quota of team-a is nearly used up",
 			text: []string{"**Quota of team-a is nearly used up**\n\nteam-a uses 95% of its CPU quota.", "- [Raise it](https://kustos.example/q?token=Q)"},
 			html: []string{"<strong>Quota of team-a is nearly used up</strong>"}, linksOf: []lifecycle.Notice{other}},
