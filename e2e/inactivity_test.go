@@ -248,7 +248,7 @@ func inactivityDetector(o *app.Options, promURL string, sources []activity.Compi
 	in := app.DefaultInactivityOptions()
 	in.Enabled = true
 	in.Kinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}
-	in.PrometheusURL = promURL
+	in.Prometheus.URL = promURL
 	in.Sources = sources
 	in.MinStep = time.Second
 	in.Lookback = time.Hour

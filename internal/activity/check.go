@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -204,6 +205,14 @@ func unixTime(v model.SampleValue, now time.Time) (time.Time, bool) {
 func describe(err error) string {
 	var perr *v1.Error
 	if errors.As(err, &perr) {
+		// The client reports a status without a Prometheus error body (a proxy's) as
+		// "client error: 401".
+		switch {
+		case perr.Type == v1.ErrClient && strings.HasSuffix(perr.Msg, ": 401"):
+			return "Prometheus refused the credentials (401 Unauthorized): check --prometheus-bearer-token-file or the user in --prometheus-url"
+		case perr.Type == v1.ErrClient && strings.HasSuffix(perr.Msg, ": 403"):
+			return "Prometheus denied the query (403 Forbidden): the token's identity lacks a permission the server or its proxy checks"
+		}
 		return fmt.Sprintf("Prometheus answered %s: %s", perr.Type, lifecycle.Clip(perr.Msg, 300))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

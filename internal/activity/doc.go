@@ -2,7 +2,7 @@
 // detector (internal/detect/inactivity), as CrownLabs does with ingress-nginx's request counter
 // and its SSH bastion tracker (seed 000).
 //
-// It owns three things:
+// It owns four things:
 //
 //   - the sources file (--inactivity-config): per source, an availability query (is the source
 //     collecting at all?) and a data query (when was each target last active?), as Go templates
@@ -11,6 +11,8 @@
 //   - Checker, one check cycle: ONE Prometheus query per source for every target at once
 //     (grouped by namespace and name), never one per target, with the step rule that keeps a
 //     range query under Prometheus's 11,000 points per series;
+//   - Access, how Prometheus is reached (URL, bearer token file, CA file), with Prometheus's own
+//     HTTP client configuration underneath;
 //   - Tracker, what the cycles have seen: the last activity per (namespace, name) and since when
 //     each source's silence is evidence (coverage), so that missing data never counts as
 //     inactivity.

@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,9 +29,10 @@ type InactivityOptions struct {
 	Settings inactivity.Settings
 	// Sources are the activity sources (--inactivity-config, or the defaults).
 	Sources []activity.Compiled
-	// PrometheusURL is --prometheus-url; API, when set, is asked instead (tests count queries).
-	PrometheusURL string
-	API           activity.Querier
+	// Prometheus is --prometheus-url, --prometheus-bearer-token-file and --prometheus-ca-file;
+	// API, when set, is asked instead (tests count queries).
+	Prometheus activity.Access
+	API        activity.Querier
 	// Lookback is --activity-lookback (how far the first check looks back: Prometheus's
 	// retention); MinStep --activity-min-step; QueryTimeout --activity-query-timeout.
 	Lookback, MinStep, QueryTimeout time.Duration
@@ -56,8 +55,10 @@ func (i InactivityOptions) validate() error {
 	}
 	s := i.Settings
 	switch {
-	case i.PrometheusURL == "" && i.API == nil:
+	case i.Prometheus.URL == "" && i.API == nil:
 		return fmt.Errorf("--enable-inactivity needs --prometheus-url: activity comes from Prometheus")
+	case i.API == nil && i.Prometheus.Validate() != nil:
+		return i.Prometheus.Validate()
 	case len(i.Sources) == 0:
 		return fmt.Errorf("--inactivity-config: no activity sources")
 	case len(i.Kinds) == 0:
@@ -119,11 +120,10 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 
 	api := in.API
 	if api == nil {
-		c, err := promapi.NewClient(promapi.Config{Address: in.PrometheusURL})
-		if err != nil {
-			return fmt.Errorf("--prometheus-url: %w", err)
+		var err error
+		if api, err = activity.NewAPI(in.Prometheus); err != nil {
+			return err
 		}
-		api = promv1.NewAPI(c)
 	}
 	tracker := &activity.Tracker{Lookback: in.Lookback}
 	loop := &inactivity.CheckLoop{

@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"time"
-
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/app"
@@ -78,7 +74,10 @@ Exam endpoints (kustos.io/probe-url) are not probed.
 
 Flags:
   -f, --filename FILE               read FILE, or - for stdin; repeatable (default -)
-  --prometheus-url URL              the Prometheus server the sources are asked (required)
+  --prometheus-url URL              the Prometheus server the sources are asked (required;
+                                    basic auth: https://user:password@host)
+  --prometheus-bearer-token-file F  a file whose content goes as a bearer token with each query
+  --prometheus-ca-file F            PEM file of the CA that signs an https Prometheus's certificate
   --now T                           decide, and ask Prometheus, as of this RFC 3339 time
                                     (default: now)
   --mode MODE                       observe, pr or direct, as kustos run (default pr); the
@@ -116,7 +115,10 @@ is wrong).
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := manifest.NewCommand("kustos inactivity plan", usageText, stderr)
 	fs := cmd.Flags
-	promURL := fs.String("prometheus-url", "", "URL of the Prometheus server")
+	var access activity.Access
+	fs.StringVar(&access.URL, "prometheus-url", "", "URL of the Prometheus server")
+	fs.StringVar(&access.BearerTokenFile, "prometheus-bearer-token-file", "", "file holding a bearer token for Prometheus")
+	fs.StringVar(&access.CAFile, "prometheus-ca-file", "", "PEM file of the CA of an https Prometheus")
 	mode := fs.String("mode", modePR, "observe, pr or direct")
 	kindsFlag := fs.String("inactivity-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the targets")
 	configFile := fs.String("inactivity-config", "", "YAML list of activity sources")
@@ -145,11 +147,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail("--mode=%q: want %q, %q or %q", *mode, modeObserve, modePR, modeDirect)
 	}
 	settings.Acts = *mode != modeObserve
-	if *promURL == "" {
-		return fail("--prometheus-url is required: activity comes from Prometheus")
-	}
-	if u, err := url.Parse(*promURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fail("--prometheus-url=%q: want an http or https URL", lifecycle.Clip(*promURL, 80))
+	if err := access.Validate(); err != nil {
+		return fail("%v", err)
 	}
 	// The bounds kustos run puts on the same flags.
 	switch {
@@ -218,11 +217,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	// One check, as the controller's first: one query per source for every target, over the
 	// lookback.
-	c, err := promapi.NewClient(promapi.Config{Address: *promURL})
+	api, err := activity.NewAPI(access)
 	if err != nil {
-		return fail("--prometheus-url: %v", err)
+		return fail("%v", err)
 	}
-	checker := &activity.Checker{API: promv1.NewAPI(c), Sources: o.Sources, MinStep: defaults.MinStep, Timeout: defaults.QueryTimeout}
+	checker := &activity.Checker{API: api, Sources: o.Sources, MinStep: defaults.MinStep, Timeout: defaults.QueryTimeout}
 	o.Tracker = &activity.Tracker{Lookback: lookback}
 	o.Check = checker.Check(context.Background(), now, lookback)
 	o.Tracker.Observe(o.Check)

@@ -473,6 +473,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "no --prometheus-url", file: write("i.yaml", timed), args: []string{}, want: "--prometheus-url is required"},
 		{name: "bad --prometheus-url", file: write("i.yaml", timed), args: []string{"--prometheus-url", "prometheus:9090"}, want: `--prometheus-url="prometheus:9090": want an http or https URL`},
+		{name: "a missing token file", file: write("i.yaml", timed), args: []string{"--prometheus-bearer-token-file", filepath.Join(dir, "no-token")},
+			want: "--prometheus-bearer-token-file: open " + filepath.Join(dir, "no-token") + ": no such file"},
+		{name: "a CA for http", file: write("i.yaml", timed), args: []string{"--prometheus-ca-file", filepath.Join(dir, "ca.crt")}, want: "--prometheus-url is not https"},
 		{name: "YAML syntax", file: write("a.yaml", "a: [\n"), want: "a.yaml:"},
 		{name: "Lease with a time that does not parse",
 			file: write("c.yaml", timed+"---\n"+stateLease+"    "+state.AnnotationKey+": inactivity/Deployment.apps/n/x\n    "+state.AnnotationLastModified+": yesterday\n"),

@@ -70,14 +70,19 @@ type Options struct {
 	Scrape []string
 	// ScrapeInterval is the global scrape interval (and timeout). Default: DefaultScrapeInterval.
 	ScrapeInterval time.Duration
+	// Web, when set, serves TLS or wants a password (--web.config.file).
+	Web *Web
 }
 
 // Server is a running Prometheus.
 type Server struct {
-	// URL is its HTTP API's base, http://127.0.0.1:<port>.
+	// URL is its HTTP API's base, http://127.0.0.1:<port> (https with Options.Web.TLS).
 	URL string
+	// CAFile is the PEM file of the certificate a client must trust (Options.Web.TLS only).
+	CAFile string
 
 	api      v1.API
+	http     *http.Client // the helpers' own requests: readiness, api
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when the process has exited
 	stopOnce sync.Once
@@ -146,27 +151,38 @@ func Start(t TB, o Options) *Server {
 
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	// Stopped by Stop (SIGTERM, so that it shuts down cleanly), not by a context.
-	cmd := exec.CommandContext(context.Background(), prometheus,
-		"--config.file="+config,
-		"--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time="+retention,
-		"--web.listen-address="+addr,
+	args := []string{
+		"--config.file=" + config,
+		"--storage.tsdb.path=" + data,
+		"--storage.tsdb.retention.time=" + retention,
+		"--web.listen-address=" + addr,
 		// How often the scrape manager takes new targets from discovery, the first time
 		// included: at its default, 5s, the first scrape came 5-6s after ready. A hidden flag,
 		// but the binary is pinned (hack/tools/prometheus).
 		"--scrape.discovery-reload-interval=100ms",
-	)
+	}
+	s := &Server{URL: "http://" + addr, http: http.DefaultClient, done: make(chan struct{})}
+	if o.Web != nil {
+		var web string
+		web, s.CAFile = writeWebConfig(t, dir, o.Web)
+		args = append(args, "--web.config.file="+web)
+		if o.Web.TLS {
+			s.URL = "https://" + addr
+		}
+		s.http = webClient(t, o.Web, s.CAFile)
+	}
+	cmd := exec.CommandContext(context.Background(), prometheus, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("promtest: starting %s: %v", prometheus, err)
 	}
-	s := &Server{URL: "http://" + addr, cmd: cmd, done: make(chan struct{})}
+	s.cmd = cmd
 	go func() {
 		_ = cmd.Wait()
 		close(s.done)
 	}()
 	t.Cleanup(s.Stop)
-	client, err := api.NewClient(api.Config{Address: s.URL})
+	client, err := api.NewClient(api.Config{Address: s.URL, Client: s.http})
 	if err != nil {
 		t.Fatalf("promtest: %v", err)
 	}
@@ -250,7 +266,7 @@ func (s *Server) ready() bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return false
 	}
