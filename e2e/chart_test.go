@@ -132,7 +132,8 @@ func TestChartRBACIsEnough(t *testing.T) {
 // TestChartLintsStrict: `helm lint --strict` finds nothing, with the defaults, with Cleaner
 // target kinds in direct mode, with the webhook's certificate from cert-manager, without
 // Cleaners (and so without the webhook), with the expiry extension server, its Ingress and a
-// notify webhook, and without expiry.
+// notify webhook, without expiry, and with the inactivity detector reaching Prometheus with a
+// token and a CA.
 func TestChartLintsStrict(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
@@ -146,6 +147,8 @@ func TestChartLintsStrict(t *testing.T) {
 			"--set", "expiry.notify.mail.username=kustos", "--set", "expiry.notify.mail.passwordSecret=smtp",
 			"--set", "expiry.notify.mail.templatesConfigMap=kustos-mail"},
 		{"--set", "expiry.enabled=false"},
+		{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=https://prometheus.example:9090",
+			"--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token", "--set", "inactivity.prometheusAuth.caConfigMap=prom-ca"},
 		{"--set", "mode=direct", "--set", "expiry.helmReleases.enabled=true", "--set-json", `expiry.helmReleases.resourceKinds=[{"apiGroup":"","resources":["configmaps"]}]`},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
@@ -720,5 +723,71 @@ func TestChartSchemaRefusesBadWebhookValues(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("helm template %v: want an error naming %q, got: %v", tc.args, tc.want, err)
 		}
+	}
+}
+
+// TestChartPrometheusAuth renders the inactivity detector with each way of reaching a secured
+// Prometheus and checks that every file flag points into what is mounted: the token Secret,
+// the CA ConfigMap, or the pod's own service account token; and that asking for two tokens
+// is refused.
+func TestChartPrometheusAuth(t *testing.T) {
+	base := []string{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=https://thanos-querier.openshift-monitoring:9091"}
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		token, ca string // the flags' values; "" when the flag must be absent
+		volumes   map[string]string
+	}{
+		{name: "none"},
+		{name: "the service account token", args: []string{"--set", "inactivity.prometheusAuth.serviceAccountToken=true"},
+			token: "/var/run/secrets/kubernetes.io/serviceaccount/token"},
+		{name: "a token Secret and a CA ConfigMap",
+			args: []string{"--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token", "--set", "inactivity.prometheusAuth.caConfigMap=service-ca",
+				"--set", "inactivity.prometheusAuth.caKey=service-ca.crt"},
+			token: "/var/run/secrets/kustos/prometheus-token/token", ca: "/etc/kustos/prometheus-ca/service-ca.crt",
+			volumes: map[string]string{"prom-token": "/var/run/secrets/kustos/prometheus-token", "service-ca": "/etc/kustos/prometheus-ca"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := renderWebhook(t, "kustos", "kustos-system", append(slices.Clone(base), tc.args...)...).deployment
+			c := d.Spec.Template.Spec.Containers[0]
+			flag := func(name string) string {
+				for _, a := range c.Args {
+					if v, ok := strings.CutPrefix(a, name+"="); ok {
+						return v
+					}
+				}
+				return ""
+			}
+			if got := flag("--prometheus-bearer-token-file"); got != tc.token {
+				t.Errorf("--prometheus-bearer-token-file=%q, want %q", got, tc.token)
+			}
+			if got := flag("--prometheus-ca-file"); got != tc.ca {
+				t.Errorf("--prometheus-ca-file=%q, want %q", got, tc.ca)
+			}
+			// Mounts for Prometheus: Secret or ConfigMap name → path.
+			mounted := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				for _, v := range d.Spec.Template.Spec.Volumes {
+					switch {
+					case v.Name != m.Name || !strings.Contains(m.MountPath, "prometheus"):
+					case v.Secret != nil:
+						mounted[v.Secret.SecretName] = m.MountPath
+					case v.ConfigMap != nil:
+						mounted[v.ConfigMap.Name] = m.MountPath
+					}
+				}
+			}
+			if tc.volumes == nil {
+				tc.volumes = map[string]string{}
+			}
+			if !maps.Equal(mounted, tc.volumes) {
+				t.Errorf("mounted %v, want %v", mounted, tc.volumes)
+			}
+		})
+	}
+	if out, err := helm(append([]string{"template", "kustos", chartDir(t)}, append(slices.Clone(base),
+		"--set", "inactivity.prometheusAuth.serviceAccountToken=true", "--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token")...)...); err == nil ||
+		!strings.Contains(string(out)+err.Error(), "set serviceAccountToken or bearerTokenSecret, not both") {
+		t.Errorf("two tokens: err %v, output %s", err, out)
 	}
 }
