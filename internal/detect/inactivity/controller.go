@@ -229,7 +229,7 @@ func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity
 		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonInactive, Message: msg, ID: id,
 			Notice: &lifecycle.Notice{ID: id, Kind: NoticeAlert, To: p.OwnerAddress, Owner: p.Owner,
 				Subject: fmt.Sprintf("%s %s has been idle since %s (alert %d of %d)", target.Kind, target.Name, idle, d.State.AlertsSent, p.MaxAlerts),
-				Text:    msg, Target: target, Deadline: d.At, At: now}})
+				Text:    msg, Target: target, Deadline: d.ActAt, At: now}})
 	}
 	if d.Unknown {
 		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonActivityUnknown, Message: UnknownMessage(act),

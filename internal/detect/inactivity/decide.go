@@ -48,6 +48,9 @@ const (
 
 // State is what the target's Lease remembers (its bag).
 type State struct {
+	// UID is the target object's: a target deleted and created again under the same name is a
+	// new environment, and starts with a fresh state.
+	UID string
 	// LastActivity is the latest activity seen (a source, or a restart after a pause).
 	LastActivity time.Time
 	// AlertsFor is the start of the idle period the alerts are about (the baseline); a new
@@ -62,12 +65,17 @@ type State struct {
 	// Seen running again, it was restarted: that counts as activity.
 	Paused bool
 	// ProbeFailures counts consecutive failed probes of an exam endpoint; LastProbeAt is when
-	// the last counted probe ran.
+	// the last counted probe ran. ProbeArmed: the endpoint answered once since the target
+	// (re)started; failures count only from then, so an exam VM that is still booting is not
+	// taken for one whose exam is over.
 	ProbeFailures int
 	LastProbeAt   time.Time
+	ProbeArmed    bool
 }
 
 const (
+	bagUID           = "uid"
+	bagProbeArmed    = "probe-armed"
 	bagLastActivity  = "last-activity"
 	bagAlertsFor     = "alerts-for"
 	bagAlertsSent    = "alerts-sent"
@@ -83,6 +91,7 @@ const (
 func ParseState(bag map[string]string) (State, []string) {
 	r := lifecycle.BagReader{Bag: bag}
 	s := State{
+		UID:           bag[bagUID],
 		LastActivity:  r.Time(bagLastActivity),
 		AlertsFor:     r.Time(bagAlertsFor),
 		LastAlertAt:   r.Time(bagLastAlertAt),
@@ -91,6 +100,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		AlertsSent:    r.Count(bagAlertsSent, 1000),
 		ProbeFailures: r.Count(bagProbeFailures, 1000),
 		Paused:        bag[bagPaused] == "true",
+		ProbeArmed:    bag[bagProbeArmed] == "true",
 	}
 	return s, r.Bad
 }
@@ -107,6 +117,12 @@ func (s State) Bag() map[string]string {
 	b.Count(bagProbeFailures, s.ProbeFailures)
 	if s.Paused {
 		b[bagPaused] = "true"
+	}
+	if s.ProbeArmed {
+		b[bagProbeArmed] = "true"
+	}
+	if s.UID != "" {
+		b[bagUID] = s.UID
 	}
 	return b
 }
@@ -156,6 +172,9 @@ type Decision struct {
 	LastActivity, IdleSince time.Time
 	// Alert: send alert number State.AlertsSent now. Unknown: say which source is missing.
 	Alert, Unknown bool
+	// ActAt is, with an alert, when the pause or deletion comes if nothing changes: one
+	// interval after the last alert.
+	ActAt time.Time
 	// Change is the pause or deletion, when due now.
 	Change *lifecycle.Change
 	State  State
@@ -174,6 +193,14 @@ const margin = time.Minute
 func Decide(s Snapshot) Decision {
 	d := Decision{State: s.State, Next: NextNone}
 	st := &d.State
+	if s.UID != "" && st.UID != s.UID {
+		if st.UID != "" {
+			// Deleted and created again under the same name: nothing of the old one's idle
+			// period, alerts or probes applies to it.
+			*st = State{}
+		}
+		st.UID = s.UID
+	}
 	p := s.Policy
 	if p.Ignored {
 		return d
@@ -184,7 +211,7 @@ func Decide(s Snapshot) Decision {
 	} else if st.Paused {
 		st.Paused = false
 		st.LastActivity = s.Now
-		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt = 0, time.Time{}, time.Time{}, 0, time.Time{}
+		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt, st.ProbeArmed = 0, time.Time{}, time.Time{}, 0, time.Time{}, false
 	}
 	last := st.LastActivity
 	if a := s.Activity.Last; a.After(last) {
@@ -205,9 +232,10 @@ func Decide(s Snapshot) Decision {
 		if s.Probe != nil && s.Probe.At.After(st.LastProbeAt) {
 			// Counted once: the pipeline decides again over the state it just wrote.
 			st.LastProbeAt = s.Probe.At
-			if s.Probe.OK {
-				st.ProbeFailures = 0
-			} else {
+			switch {
+			case s.Probe.OK:
+				st.ProbeFailures, st.ProbeArmed = 0, true
+			case st.ProbeArmed:
 				st.ProbeFailures++
 			}
 		}
@@ -247,10 +275,11 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 	base := latest(last, s.Created, s.Activity.CoveredSince)
-	if !st.AlertsFor.IsZero() && base.After(st.AlertsFor) && !last.After(st.AlertsFor) {
-		// The sources' coverage moved (Kustos restarted, its first check reaches back only
-		// the lookback) but nobody used the target: the idle period the alerts are about
-		// goes on, and so do they.
+	if !st.AlertsFor.IsZero() && !last.After(st.AlertsFor) {
+		// Nobody used the target since the idle period the alerts are about began: it goes
+		// on, and so do they, though the baseline moved — forward when the sources' coverage
+		// did (Kustos restarted; its first check reaches back only the lookback), back when
+		// the activity it began with fell out of the lookback before the Lease recorded it.
 		base = st.AlertsFor
 	}
 	d.IdleSince = base
@@ -283,10 +312,17 @@ func Decide(s Snapshot) Decision {
 			d.RequeueAfter = min(at.Sub(s.Now), check)
 			return d
 		}
+		if st.AlertsSent == 0 {
+			at = idleAt
+		}
+		if waitForCheck(s, at, &d, check) {
+			return d
+		}
 		st.AlertsSent++
 		st.LastAlertAt = s.Now
 		d.Alert = true
 		d.Next, d.At = NextAlert, s.Now.Add(interval)
+		d.ActAt = s.Now.Add(time.Duration(p.MaxAlerts-st.AlertsSent+1) * interval)
 		if st.AlertsSent >= p.MaxAlerts {
 			d.Next = next(p.Action)
 		}
@@ -304,6 +340,9 @@ func Decide(s Snapshot) Decision {
 		d.RequeueAfter = min(at.Sub(s.Now), check)
 		return d
 	}
+	if waitForCheck(s, at, &d, check) {
+		return d
+	}
 	if !s.LastDecision.Before(at) {
 		// Decided already: proposed (the pipeline follows the pull request), declined (a human
 		// said no: the target stays until it is used and idle again), reported (observer
@@ -314,6 +353,18 @@ func Decide(s Snapshot) Decision {
 	d.Change = change(s, ReasonInactivityDue, fmt.Sprintf("not used since %s (%s), %d alert(s) sent, the last at %s",
 		base.UTC().Format(time.RFC3339), p.From, st.AlertsSent, orNone(st.LastAlertAt)), base)
 	return d
+}
+
+// waitForCheck holds an alert or an act due at due until a check at or after due has
+// answered: the last one may predate activity that voids it (a login a minute before the
+// pause). The check loop looks at every target again after each check; RequeueAfter is the
+// fallback.
+func waitForCheck(s Snapshot, due time.Time, d *Decision, check time.Duration) bool {
+	if !s.Activity.CheckedAt.Before(due) {
+		return false
+	}
+	d.RequeueAfter = check
+	return true
 }
 
 // persistEvery is how far the last activity must move before the Lease records it again: 5% of
@@ -436,7 +487,7 @@ func AlertMessage(t lifecycle.Target, p Policy, d Decision) string {
 	left := p.MaxAlerts - d.State.AlertsSent
 	return fmt.Sprintf("%s has not been used since %s (timeout %s); alert %d of %d: it will be %s at %s unless it is used before then. Owner %s.",
 		t, d.IdleSince.UTC().Format(time.RFC3339), p.From, d.State.AlertsSent, p.MaxAlerts,
-		what, d.At.UTC().Format(time.RFC3339), orDash(p.Owner)) + remaining(left)
+		what, d.ActAt.UTC().Format(time.RFC3339), orDash(p.Owner)) + remaining(left)
 }
 
 func remaining(left int) string {

@@ -183,13 +183,21 @@ func TestDecide(t *testing.T) {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
 			s.Probe = &Probe{At: s.Now, Detail: "connection refused"}
+			s.State.ProbeArmed = true
 			return s
 		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 1},
+		{name: "probe failing before the endpoint ever answered (still booting): not counted", snap: func() Snapshot {
+			s := base(t0.Add(time.Hour))
+			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
+			s.Probe = &Probe{At: s.Now, Detail: "connection refused"}
+			s.State.ProbeFailures = 2 // a Lease written before probes were armed
+			return s
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 2},
 		{name: "probe failed the third time: terminated at once", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
 			s.Probe = &Probe{At: s.Now, Detail: "timeout after 5s"}
-			s.State.ProbeFailures = 2
+			s.State.ProbeFailures, s.State.ProbeArmed = 2, true
 			return s
 		}, next: NextPause, at: t0.Add(time.Hour), change: lifecycle.EditScaleToZero, lastAct: t0, probeFailed: 3},
 		{name: "probe answering again: count reset", snap: func() Snapshot {
@@ -204,9 +212,34 @@ func TestDecide(t *testing.T) {
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
 			s.Probe = &Probe{At: s.Now, Detail: "refused"}
 			s.LastDecision = t0.Add(time.Hour)
-			s.State = State{LastActivity: t0, ProbeFailures: 3, ProbeFailedAt: t0.Add(time.Hour), LastProbeAt: t0.Add(time.Hour)}
+			s.State = State{LastActivity: t0, ProbeFailures: 3, ProbeFailedAt: t0.Add(time.Hour), LastProbeAt: t0.Add(time.Hour), ProbeArmed: true}
 			return s
 		}, next: NextNone, lastAct: t0, probeFailed: 4},
+		{name: "deleted and created again under the same name: the old one's alerts do not apply", snap: func() Snapshot {
+			s := base(idle.Add(3 * day))
+			s.Created = idle
+			s.Activity.Last = time.Time{}
+			s.LastDecision = idle.Add(-time.Hour) // the old one's, say its deletion
+			s.State = State{UID: "u0", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(2 * day)}
+			return s
+		}, next: NextAlert, at: idle.Add(7 * day), requeue: 5 * time.Minute},
+		{name: "first alert due, but the last check predates the timeout: wait for the next check", snap: func() Snapshot {
+			s := base(idle.Add(time.Minute))
+			s.Activity.CheckedAt = idle.Add(-time.Minute)
+			return s
+		}, next: NextAlert, at: idle.Add(time.Minute), requeue: 5 * time.Minute, lastAct: t0},
+		{name: "pause due, but the last check predates it: wait for the next check", snap: func() Snapshot {
+			s := base(idle.Add(3*day + time.Minute))
+			s.Activity.CheckedAt = idle.Add(3*day - 2*time.Minute)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day)}
+			return s
+		}, next: NextPause, at: idle.Add(3 * day), alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "the activity the alerts began with fell out of the lookback before the Lease had it: the alerts go on", snap: func() Snapshot {
+			s := base(idle.Add(30*time.Minute + day))
+			s.Activity.Last = time.Time{} // forgotten by the tracker; the Lease is 30 min behind
+			s.State = State{LastActivity: t0, AlertsFor: t0.Add(30 * time.Minute), AlertsSent: 1, LastAlertAt: idle.Add(30 * time.Minute)}
+			return s
+		}, next: NextAlert, at: idle.Add(30*time.Minute + 2*day), alert: true, alertsSent: 2, requeue: 5 * time.Minute, lastAct: t0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,14 +291,16 @@ func TestDecide(t *testing.T) {
 // never a new one.
 func TestScheduleOverWeeks(t *testing.T) {
 	var st State
-	var alerts []time.Time
+	var alerts, actAt []time.Time // when each alert went out, and when it said the pause comes
 	var changes []time.Time
 	decided := time.Time{}
 	now := t0.Add(time.Hour)
 	end := t0.Add(28 * 24 * time.Hour)
 	crashed := false
+	const every = 5 * time.Minute // the check loop; it looks at every target after each check
 	for now.Before(end) {
 		s := base(now)
+		s.Activity.CheckedAt = now.Truncate(every)
 		s.State = st
 		s.LastDecision = decided
 		d := Decide(s)
@@ -280,17 +315,18 @@ func TestScheduleOverWeeks(t *testing.T) {
 		}
 		if d.Alert {
 			alerts = append(alerts, now)
+			actAt = append(actAt, d.ActAt)
 		}
 		if d.Change != nil {
 			changes = append(changes, now)
 			decided = now
 		}
 		st = d.State
-		if d.RequeueAfter <= 0 {
-			now = now.Add(time.Hour) // the check cycle looks again anyway
-		} else {
-			now = now.Add(d.RequeueAfter)
+		next := s.Activity.CheckedAt.Add(every)
+		if d.RequeueAfter > 0 && now.Add(d.RequeueAfter).Before(next) {
+			next = now.Add(d.RequeueAfter)
 		}
+		now = next
 	}
 	day := 24 * time.Hour
 	idle := t0.Add(7 * day)
@@ -309,6 +345,13 @@ func TestScheduleOverWeeks(t *testing.T) {
 	}
 	if d := changes[0].Sub(alerts[2].Add(day)); d < 0 || d > 5*time.Minute {
 		t.Errorf("paused at %s, want one day after the last alert (%s)", changes[0], alerts[2])
+	}
+	for i, at := range actAt {
+		// Every alert, not only the last, names when the pause comes (late by at most the
+		// check intervals the later alerts waited for).
+		if d := changes[0].Sub(at); d < 0 || d > 2*every {
+			t.Errorf("alert %d said the pause comes at %s; it came at %s", i+1, at, changes[0])
+		}
 	}
 }
 
@@ -335,7 +378,7 @@ func TestSupersedes(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	s := State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1}
+	s := State{UID: "u1", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1, ProbeArmed: true}
 	got, bad := ParseState(s.Bag())
 	if len(bad) > 0 || got != s {
 		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)
