@@ -131,9 +131,13 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	}
 	out.Last = map[Ref]time.Time{}
 	available := false
-	keep := func(m model.Metric, at time.Time) {
+	refOf := func(m model.Metric) (Ref, bool) {
 		ref := Ref{Namespace: string(m[model.LabelName(s.Labels.Namespace)]), Name: string(m[model.LabelName(s.Labels.Name)])}
-		if ref.Namespace == "" || ref.Name == "" {
+		return ref, ref.Namespace != "" && ref.Name != ""
+	}
+	keep := func(m model.Metric, at time.Time) {
+		ref, ok := refOf(m)
+		if !ok {
 			out.Invalid++
 			return
 		}
@@ -141,6 +145,12 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 			out.Last[ref] = at
 		}
 	}
+	// A value that names a target but is no time within what the query covers (a count, a
+	// time in the future) means the query is not what instant mode wants: that target's
+	// activity is unknown, and so is the source's (fail safe), said with an example.
+	earliest := now.Add(-window - rng - step)
+	var notTimes int
+	var example string
 	switch v := val.(type) {
 	case model.Vector:
 		for _, smp := range v {
@@ -149,7 +159,16 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 				continue
 			}
 			at, ok := unixTime(smp.Value, now)
-			if !ok {
+			if ok && at.Before(earliest) {
+				ok = false
+			}
+			if ref, named := refOf(smp.Metric); !ok && named {
+				notTimes++
+				if example == "" {
+					example = fmt.Sprintf("%s/%s: %s", ref.Namespace, ref.Name, smp.Value)
+				}
+				continue
+			} else if !ok {
 				out.Invalid++
 				continue
 			}
@@ -173,6 +192,12 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 		}
 	default:
 		out.Status, out.Detail = StatusError, fmt.Sprintf("the query returned a %s, not an instant vector (mode %s)", val.Type(), s.Mode)
+		return out
+	}
+	if notTimes > 0 {
+		out.Status, out.Last = StatusError, nil
+		out.Detail = fmt.Sprintf("its data query returned %d value(s) that are no Unix time between %s and now (e.g. %s): in instant mode it must return each target's last activity, e.g. with timestamp()",
+			notTimes, earliest.UTC().Format(time.RFC3339), lifecycle.Clip(example, 120))
 		return out
 	}
 	if !available {
