@@ -24,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -489,4 +490,47 @@ func TestInactivityPRMode(t *testing.T) {
 	waitEvents(t, ns, inactivity.ReasonDeclined, 1)
 	g.onePR(t, 4*time.Second)
 	never(t, ns, inactivity.ReasonInactive, 2, 0)
+}
+
+// TestInactivityPRWithdrawn: the pause PR of an idle VM is open (no auto-merge, people have not
+// looked yet) when its student logs in again. Kustos closes the PR itself, with a comment saying
+// why, rather than leaving a pause of a VM in use for someone to merge; it is not taken for a
+// human's decline, and the VM keeps running.
+func TestInactivityPRWithdrawn(t *testing.T) {
+	live := startLiveActivity(t, false)
+	ns := newNamespace(t, "inactivity-withdrawn", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the lab VM", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - vm.yaml\n",
+		dir + "vm.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n" +
+			"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n",
+	})
+	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+		o.Inactivity.Sources = o.Inactivity.Sources[:1] // nginx only
+	}))
+	dumpOnFailure(t, k)
+	p := g.waitPR(t, "the pause PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+
+	// Ana is back: requests through the ingress, every half second until the test ends.
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		for ctx.Err() == nil {
+			live.requests.WithLabelValues(ns, "vm", "200").Inc()
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	closed := g.waitPR(t, "the pause PR closed by Kustos", func(q githubtest.PullRequest) bool { return q.Number == p.Number && q.State == "closed" })
+	if closed.Merged || len(closed.Comments) != 1 || !strings.HasPrefix(closed.Comments[0], "Kustos closes this pull request because Deployment.apps/"+ns+"/vm is not idle before") {
+		t.Errorf("merged %v, comments %q", closed.Merged, closed.Comments)
+	}
+	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
+	g.onePR(t, 3*time.Second) // and while she works, no new one
+	never(t, ns, inactivity.ReasonDeclined, 0, time.Second)
+	if got := replicas(t, ns, "vm"); got != 1 {
+		t.Errorf("the VM has %d replicas, want 1", got)
+	}
 }

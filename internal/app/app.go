@@ -213,7 +213,7 @@ func newPRMode(o Options) (*prMode, error) {
 	// client's retries, rate limits and metrics).
 	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose}, gh: gc}, nil
+	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose, closePR: gc.ClosePR}, gh: gc}, nil
 }
 
 // prActuator adapts *pr.Writer to the pipeline: Apply proposes a Change, Status, ClosedSince
@@ -224,6 +224,8 @@ type prActuator struct {
 	// pipeline sees the result; its error is Propose's (the run stops before the Lease names
 	// the PR).
 	afterPropose func(key lifecycle.Key, res pr.Result) error
+	// closePR is the GitHub client's ClosePR (comment, then close; a closed PR is left alone).
+	closePR func(ctx context.Context, number int, comment string) error
 }
 
 var (
@@ -253,6 +255,10 @@ func (w prActuator) Status(ctx context.Context, key lifecycle.Key, number int) (
 
 func (w prActuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
 	return w.MergeIfReady(ctx, key, st, true)
+}
+
+func (w prActuator) Withdraw(ctx context.Context, _ lifecycle.Key, number int, comment string) error {
+	return w.closePR(ctx, number, comment)
 }
 
 // baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or

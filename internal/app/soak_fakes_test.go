@@ -244,6 +244,16 @@ func (f *soakForge) Merge(_ context.Context, key lifecycle.Key, st lifecycle.Pro
 	return true, 0, nil
 }
 
+// Withdraw closes an open PR (the quota detector of the soak never withdraws one).
+func (f *soakForge) Withdraw(_ context.Context, key lifecycle.Key, number int, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.prs[key]; p != nil && p.number == number && p.state == lifecycle.ProposalOpen {
+		p.state = lifecycle.ProposalClosedByHuman
+	}
+	return nil
+}
+
 // mergedFields is what the Key's latest PR wrote to Git, once it is merged.
 func (f *soakForge) mergedFields(key lifecycle.Key) ([]lifecycle.FieldChange, bool) {
 	f.mu.Lock()

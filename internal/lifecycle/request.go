@@ -47,6 +47,11 @@ type Decision struct {
 	RequeueAfter time.Duration
 	// Bag, when not nil, replaces the detector's state in the Lease.
 	Bag map[string]string
+	// Withdraw, when not empty and Change is nil, says why the open proposal is no longer
+	// wanted (the idle environment was used again): Kustos closes it with this as its
+	// comment instead of following it to a merge. It completes "Kustos closes this pull
+	// request because …".
+	Withdraw string
 }
 
 // Result is what Run did, for the controller (requeue, metrics).

@@ -40,10 +40,11 @@ var (
 		Help: "Kubernetes Events written, by reason.",
 	}, []string{"reason"})
 
-	// PRs counts pull requests by what happened to them (opened, updated, merged, declined).
+	// PRs counts pull requests by what happened to them (opened, updated, merged, declined,
+	// withdrawn).
 	PRs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_prs_total",
-		Help: "Pull requests opened, updated, merged (by Kustos or a human) and declined (closed by a human).",
+		Help: "Pull requests opened, updated, merged (by Kustos or a human), declined (closed by a human) and withdrawn (closed by Kustos: the change lost its reason).",
 	}, []string{"action"})
 	// LeasesSwept counts state Leases deleted because their namespace was gone.
 	LeasesSwept = prometheus.NewCounter(prometheus.CounterOpts{

@@ -6,7 +6,8 @@
 // acting (the commit point), replaying a pending decision after a crash — only once the replica
 // that wrote it is gone —, the lock while a proposal is open, following that proposal (update it
 // when the detector's newer Change supersedes it, rebuild it on a moved base, merge only the
-// head commit Kustos itself wrote, remember a human's decline), requeueing on rate limits, and
+// head commit Kustos itself wrote, remember a human's decline, close one the detector withdraws
+// because the change lost its reason), requeueing on rate limits, and
 // starting the cooldown clock (the Lease's last-modified time, which detectors read).
 //
 // A detector hands Run a Request: the Key, the target, a pure Decide function of what the

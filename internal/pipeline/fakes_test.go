@@ -29,6 +29,11 @@ type forge struct {
 	afterApply func()
 	merges     int
 	inBase     bool
+	// withdrawn are the comments Kustos closed its PRs with.
+	withdrawn []string
+	// failWithdraw fails the next Withdraw after the PR was closed (a crash before the
+	// answer came back).
+	failWithdraw error
 }
 
 type fakePR struct {
@@ -111,6 +116,22 @@ func (f *forge) Merge(_ context.Context, key lifecycle.Key, st lifecycle.Proposa
 	p.state = lifecycle.ProposalMerged
 	f.merges++
 	return true, 0, nil
+}
+
+func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comment string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.prs[key]
+	if p == nil || p.number != number || p.state != lifecycle.ProposalOpen {
+		return nil // closed or merged already: left alone, like the GitHub client's ClosePR
+	}
+	p.state = lifecycle.ProposalClosedByHuman // what GitHub then reports: closed, not merged
+	f.withdrawn = append(f.withdrawn, comment)
+	if err := f.failWithdraw; err != nil {
+		f.failWithdraw = nil
+		return err
+	}
+	return nil
 }
 
 // human acts on the key's PR.

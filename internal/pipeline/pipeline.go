@@ -55,6 +55,9 @@ type Proposals interface {
 	// merged (now or before), retryAfter when to ask again, and errors matching
 	// lifecycle.ErrProposalDirty, ErrProposalClosed or ErrNoProposal.
 	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
+	// Withdraw closes the open proposal number, leaving comment; a proposal already closed
+	// or merged is left alone (so that a retry after a crash does nothing).
+	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string) error
 }
 
 // Notifier sends a Finding's Notice to the people it names (mail, webhook). An error leaves
@@ -85,6 +88,9 @@ const (
 	// ReasonInvalidState: the state Lease holds something Kustos cannot use (a hand edit, a
 	// legacy Lease that fits several targets).
 	ReasonInvalidState = "InvalidState"
+	// ReasonWithdrawn: Kustos closed its own proposal because the detector no longer wants
+	// the change (Decision.Withdraw).
+	ReasonWithdrawn = "ProposalWithdrawn"
 )
 
 // Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
@@ -237,6 +243,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			}
 			return false, nil
 		}
+		s.withdraw = r.decision.Change == nil && r.decision.Withdraw != ""
 		if c := r.decision.Change; c != nil {
 			s.change = true
 			switch {
@@ -301,6 +308,8 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return r.commit(ctx, r.proposed, rec.LastModified)
 	case stepMerge:
 		return r.merge(ctx)
+	case stepWithdraw:
+		return r.withdraw(ctx)
 	case stepPoll:
 		r.out.RequeueAfter = minPositive(p.pollInterval(), r.decision.RequeueAfter)
 		return true, nil
@@ -463,6 +472,31 @@ func declinedMessage(number int, note string) string {
 		msg += "; " + note
 	}
 	return msg
+}
+
+// withdraw closes the holder's proposal, which the detector no longer wants, with a comment
+// saying why, then unlocks without remembering it as declined (nobody declined it: the change
+// lost its reason). Closing first: a crash before the unlock finds the proposal closed, which
+// plan sends here again while the detector still withdraws (closing again does nothing), so
+// the Event and the unlock happen once and no human is said to have declined it.
+func (r *run) withdraw(ctx context.Context) (bool, error) {
+	p, rec := r.p, r.rec
+	n, _ := parseHolder(rec.Holder)
+	why := r.decision.Withdraw
+	if err := p.Proposals.Withdraw(ctx, rec.Key, n, "Kustos closes this pull request because "+why); err != nil {
+		return r.forgeError("closing the proposal", err)
+	}
+	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn,
+		fmt.Sprintf("Pull request #%d was closed by Kustos: %s", n, why), fmt.Sprintf("withdrawn|%s|%d", rec.Key, n)); err != nil {
+		return true, err
+	}
+	var err error
+	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, ""); err != nil {
+		return r.conflictOr(err)
+	}
+	metrics.PRs.WithLabelValues("withdrawn").Inc()
+	r.log.Info("pull request withdrawn", "number", n, "why", why)
+	return false, nil
 }
 
 // foreignHead reports, once per head, that someone else pushed to the proposal's branch. Kustos

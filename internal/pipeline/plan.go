@@ -61,6 +61,8 @@ type situation struct {
 	supersedes bool
 	declined   bool
 	autoMerge  bool
+	// withdraw: the detector asks for no change and withdraws the holder's proposal.
+	withdraw bool
 }
 
 // step is what Run does next.
@@ -81,10 +83,11 @@ const (
 	stepPoll                     // nothing to do now: look again at the poll interval
 	stepCommit                   // record the detector's Change as pending, then carry it out
 	stepIdle                     // nothing to do: look again when the detector asks
+	stepWithdraw                 // close the proposal the detector no longer wants, then unlock
 )
 
 var stepNames = [...]string{"Wait", "DropPending", "TakePending", "Replay", "Merged", "Declined", "ForgetHolder",
-	"ForeignHead", "Update", "Rebuild", "Merge", "Poll", "Commit", "Idle"}
+	"ForeignHead", "Update", "Rebuild", "Merge", "Poll", "Commit", "Idle", "Withdraw"}
 
 func (s step) String() string { return stepNames[s] }
 
@@ -117,6 +120,11 @@ func plan(s situation) step {
 	}
 
 	if s.proposing && s.holder {
+		if s.withdraw && (s.proposal == proposalOpen || s.proposal == proposalClosed) && !s.foreignHead {
+			// Open: closed by Kustos, never merged. Closed: by Kustos before a crash (or by a
+			// human who agrees): not a decline of what is still wanted.
+			return stepWithdraw
+		}
 		if st, decided := fate(s); decided {
 			return st
 		}

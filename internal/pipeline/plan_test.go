@@ -42,6 +42,14 @@ func TestPlan(t *testing.T) {
 		{"behind is updated with auto-merge", held(situation{proposal: proposalOpen, mergeable: mergeBehind, autoMerge: true}), stepRebuild},
 		{"behind without auto-merge is left to people", held(situation{proposal: proposalOpen, mergeable: mergeBehind}), stepPoll},
 		{"checks pending", held(situation{proposal: proposalOpen, mergeable: mergeWaiting, autoMerge: true}), stepPoll},
+		{"withdrawn: closed by Kustos", held(situation{proposal: proposalOpen, withdraw: true}), stepWithdraw},
+		{"withdrawn: never merged, even clean with auto-merge", held(situation{proposal: proposalOpen, withdraw: true, mergeable: mergeClean, autoMerge: true}), stepWithdraw},
+		{"withdrawn, found closed (Kustos closed it, then crashed): unlocked as withdrawn, not declined", held(situation{proposal: proposalClosed, withdraw: true}), stepWithdraw},
+		{"withdrawn, but merged meanwhile: merged", held(situation{proposal: proposalMerged, withdraw: true}), stepMerged},
+		{"withdrawn, but the holder's PR is gone", held(situation{proposal: proposalGone, withdraw: true}), stepForgetHolder},
+		{"withdrawn, but someone else pushed to it: left to people", held(situation{proposal: proposalOpen, withdraw: true, foreignHead: true}), stepForeignHead},
+		{"withdrawn without a proposal: nothing", pr(situation{withdraw: true}), stepIdle},
+		{"withdrawn while our pending decision is replayed first", held(situation{pending: pendingOurs, proposal: proposalOpen, withdraw: true}), stepReplay},
 
 		// Deciding without a proposal.
 		{"observe: no change", situation{}, stepIdle},

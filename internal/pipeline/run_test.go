@@ -27,8 +27,10 @@ type world struct {
 	now    time.Time
 	alive  map[string]bool
 	wants  *lifecycle.Change
-	mode   string // observe or pr
-	auto   bool
+	// withdraw is what the detector says when it wants no change (Decision.Withdraw).
+	withdraw string
+	mode     string // observe or pr
+	auto     bool
 	// cooldown is the detector's: no new Change this long after the last one (none while a
 	// proposal is open, like the quota detector).
 	cooldown time.Duration
@@ -73,7 +75,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 		Decide: func(v View) Decision {
 			w.views = append(w.views, v)
 			if wants == nil {
-				return Decision{}
+				return Decision{Withdraw: w.withdraw}
 			}
 			if !v.ProposalOpen && !v.LastModified.IsZero() && w.now.Sub(v.LastModified) < w.cooldown {
 				return Decision{RequeueAfter: v.LastModified.Add(w.cooldown).Sub(w.now)}
@@ -99,6 +101,8 @@ func TestRun(t *testing.T) {
 		}
 	}
 	want := func(v int) step { return func(w *world) { w.wants = cpu(testKey, v) } }
+	// withdraw: the detector wants no change any more, and says why.
+	withdraw := func(w *world) { w.wants, w.withdraw = nil, "the environment was used again" }
 	human := func(act string) step { return func(w *world) { w.forge.human(testKey, act, w.now) } }
 	crashBefore := func(op string) step { return func(w *world) { w.store.FailNext(op, errCrash) } }
 	die := func(id string) step { return func(w *world) { w.alive[id] = false } }
@@ -246,6 +250,62 @@ func TestRun(t *testing.T) {
 				r := w.rec()
 				if w.forge.next != 2 || r.Holder != "pr-2" || cpuOfJSON(r.ClosedValues) != 12 {
 					t.Errorf("PRs created %d, record %+v", w.forge.next, r)
+				}
+			}},
+		{"pr: a withdrawn change closes its PR with a comment, once, and is not remembered as declined", "pr", false,
+			[]step{want(12), run("a"), withdraw, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.openPRs() != 0 || len(w.forge.withdrawn) != 1 || r.Holder != "" || r.ClosedValues != "" ||
+					w.events.count(ReasonWithdrawn) != 1 || w.events.count("Declined") != 0 {
+					t.Errorf("open %d, comments %q, record %+v, events %s", w.forge.openPRs(), w.forge.withdrawn, r, w.events)
+				}
+				if len(w.forge.withdrawn) == 1 && w.forge.withdrawn[0] != "Kustos closes this pull request because the environment was used again" {
+					t.Errorf("comment %q", w.forge.withdrawn[0])
+				}
+			}},
+		{"pr: a withdrawn change is never merged, even clean with auto-merge", "pr", true,
+			[]step{want(12), func(w *world) { w.auto = false }, run("a"), func(w *world) { w.auto = true }, withdraw, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.merges != 0 || len(w.forge.withdrawn) != 1 {
+					t.Errorf("merges %d, withdrawn %q", w.forge.merges, w.forge.withdrawn)
+				}
+			}},
+		{"pr: crash after closing, before the unlock: unlocked once, not taken for a human's decline", "pr", false,
+			[]step{want(12), run("a"), withdraw, func(w *world) { w.forge.failWithdraw = errCrash }, run("a"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if r.Holder != "" || r.ClosedValues != "" || len(w.forge.withdrawn) != 1 ||
+					w.events.count(ReasonWithdrawn) != 1 || w.events.count("Declined") != 0 {
+					t.Errorf("record %+v, comments %q, events %s", r, w.forge.withdrawn, w.events)
+				}
+			}},
+		{"pr: crash before the unlock's Lease write: one comment, one Event", "pr", false,
+			[]step{want(12), run("a"), withdraw, crashBefore("Unlock"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || len(w.forge.withdrawn) != 1 || w.events.count(ReasonWithdrawn) != 1 {
+					t.Errorf("record %+v, comments %q, events %s", r, w.forge.withdrawn, w.events)
+				}
+			}},
+		{"pr: another replica looking right after the withdrawal: one comment, one Event", "pr", false,
+			[]step{want(12), run("a"), withdraw, run("a"), run("b")},
+			func(t *testing.T, w *world) {
+				if len(w.forge.withdrawn) != 1 || w.events.count(ReasonWithdrawn) != 1 {
+					t.Errorf("comments %q, events %s", w.forge.withdrawn, w.events)
+				}
+			}},
+		{"pr: merged before the withdrawal: merged, nothing to close", "pr", false,
+			[]step{want(12), run("a"), human("merge"), withdraw, run("a")},
+			func(t *testing.T, w *world) {
+				if len(w.forge.withdrawn) != 0 || w.events.count("Merged") != 1 || w.rec().Holder != "" {
+					t.Errorf("comments %q, events %s, record %+v", w.forge.withdrawn, w.events, w.rec())
+				}
+			}},
+		{"observe and no holder: a withdrawal does nothing", "pr", false,
+			[]step{withdraw, run("a")},
+			func(t *testing.T, w *world) {
+				if len(w.forge.withdrawn) != 0 || w.events.count(ReasonWithdrawn) != 0 {
+					t.Errorf("comments %q, events %s", w.forge.withdrawn, w.events)
 				}
 			}},
 		{"pr: a larger recommendation updates the open PR", "pr", false,

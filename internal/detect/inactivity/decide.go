@@ -175,6 +175,10 @@ type Decision struct {
 	// ActAt is, with an alert, when the pause or deletion comes if nothing changes: one
 	// interval after the last alert.
 	ActAt time.Time
+	// Withdraw says why a pause or deletion proposed earlier is no longer wanted (the target
+	// was used or restarted, opted out, or no longer times out); the pipeline closes such a
+	// pull request instead of following it to a merge.
+	Withdraw string
 	// Change is the pause or deletion, when due now.
 	Change *lifecycle.Change
 	State  State
@@ -203,6 +207,7 @@ func Decide(s Snapshot) Decision {
 	}
 	p := s.Policy
 	if p.Ignored {
+		d.Withdraw = fmt.Sprintf("%s is opted out of the inactivity detector (%s)", s.Target, AnnotationIgnore)
 		return d
 	}
 	// A restart after a pause is activity, and starts the count again.
@@ -257,6 +262,9 @@ func Decide(s Snapshot) Decision {
 		}
 	}
 
+	if p.Timeout <= 0 && s.Running && st.ProbeFailedAt.IsZero() {
+		d.Withdraw = fmt.Sprintf("%s no longer times out (%s)", s.Target, p.From)
+	}
 	if p.Timeout <= 0 || !s.Running {
 		// Never times out, or paused already: nothing to count. The probe still runs.
 		if p.ProbeURL != "" {
@@ -285,6 +293,7 @@ func Decide(s Snapshot) Decision {
 	d.IdleSince = base
 	idleAt := base.Add(p.Timeout)
 	if s.Now.Before(idleAt) {
+		d.Withdraw = fmt.Sprintf("%s is not idle before %s (last activity: %s)", s.Target, idleAt.UTC().Format(time.RFC3339), orNone(last))
 		if !st.AlertsFor.IsZero() && !st.AlertsFor.Equal(base) {
 			// Used again since the alerts: they are void.
 			st.AlertsSent, st.AlertsFor, st.LastAlertAt = 0, time.Time{}, time.Time{}

@@ -51,9 +51,11 @@ func TestDecide(t *testing.T) {
 		paused      bool
 		probeFailed int
 		unknown     bool
+		// withdraw: a pause or deletion proposed earlier is withdrawn (if one is open).
+		withdraw bool
 	}{
-		{name: "opted out: nothing", snap: func() Snapshot { s := base(idle); s.Policy = Policy{Ignored: true}; return s }, next: NextNone},
-		{name: "timeout never: nothing, no requeue", snap: func() Snapshot { s := base(idle); s.Policy.Timeout = 0; return s }, next: NextNone, lastAct: t0},
+		{name: "opted out: nothing", snap: func() Snapshot { s := base(idle); s.Policy = Policy{Ignored: true}; return s }, next: NextNone, withdraw: true},
+		{name: "timeout never: nothing, no requeue", snap: func() Snapshot { s := base(idle); s.Policy.Timeout = 0; return s }, next: NextNone, lastAct: t0, withdraw: true},
 		{name: "a source unavailable: unknown, never inactive", snap: func() Snapshot {
 			s := base(idle.Add(30 * day))
 			s.Activity.Sources[1] = activity.SourceStatus{Name: "bastion", Status: activity.StatusUnavailable, Detail: "no samples"}
@@ -75,39 +77,39 @@ func TestDecide(t *testing.T) {
 			return s
 		}, next: NextUnknown, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "active recently: first alert at last activity + timeout, look again at the check interval", snap: func() Snapshot { return base(t0.Add(time.Hour)) },
-			next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
+			next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
 		{name: "just before the timeout: look again one minute after it", snap: func() Snapshot { return base(idle.Add(-2 * time.Minute)) },
-			next: NextAlert, at: idle, requeue: 3 * time.Minute, lastAct: t0},
+			next: NextAlert, at: idle, requeue: 3 * time.Minute, lastAct: t0, withdraw: true},
 		{name: "activity from the Lease counts when Prometheus no longer has it", snap: func() Snapshot {
 			s := base(idle.Add(time.Hour))
 			s.Activity.Last = time.Time{}
 			s.State.LastActivity = t0.Add(2 * day)
 			return s
-		}, next: NextAlert, at: idle.Add(2 * day), requeue: 5 * time.Minute, lastAct: t0.Add(2 * day)},
+		}, next: NextAlert, at: idle.Add(2 * day), requeue: 5 * time.Minute, lastAct: t0.Add(2 * day), withdraw: true},
 		{name: "used again a minute later: counted, but not worth a Lease write (less than 5% of the timeout)", snap: func() Snapshot {
 			s := base(t0.Add(2 * time.Hour))
 			s.Activity.Last = t0.Add(time.Minute)
 			s.State.LastActivity = t0
 			return s
-		}, next: NextAlert, at: idle.Add(time.Minute), requeue: 5 * time.Minute, lastAct: t0},
+		}, next: NextAlert, at: idle.Add(time.Minute), requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
 		{name: "used again two hours later: recorded in the Lease", snap: func() Snapshot {
 			s := base(t0.Add(3 * time.Hour))
 			s.Activity.Last = t0.Add(2 * time.Hour)
 			s.State.LastActivity = t0
 			return s
-		}, next: NextAlert, at: idle.Add(2 * time.Hour), requeue: 5 * time.Minute, lastAct: t0.Add(2 * time.Hour)},
+		}, next: NextAlert, at: idle.Add(2 * time.Hour), requeue: 5 * time.Minute, lastAct: t0.Add(2 * time.Hour), withdraw: true},
 		{name: "never used, created recently: idle since creation", snap: func() Snapshot {
 			s := base(idle)
 			s.Activity.Last = time.Time{}
 			s.Created = t0.Add(3 * day)
 			return s
-		}, next: NextAlert, at: t0.Add(10 * day), requeue: 5 * time.Minute},
+		}, next: NextAlert, at: t0.Add(10 * day), requeue: 5 * time.Minute, withdraw: true},
 		{name: "never used, sources cover only since yesterday: idle since then", snap: func() Snapshot {
 			s := base(idle)
 			s.Activity.Last = time.Time{}
 			s.Activity.CoveredSince = idle.Add(-day)
 			return s
-		}, next: NextAlert, at: idle.Add(6 * day), requeue: 5 * time.Minute},
+		}, next: NextAlert, at: idle.Add(6 * day), requeue: 5 * time.Minute, withdraw: true},
 		{name: "idle for the timeout: first alert now", snap: func() Snapshot { return base(idle) },
 			next: NextAlert, at: idle.Add(day), alert: true, alertsSent: 1, requeue: 5 * time.Minute, lastAct: t0},
 		{name: "second alert not due yet", snap: func() Snapshot {
@@ -165,7 +167,7 @@ func TestDecide(t *testing.T) {
 			s.Activity.Last = idle.Add(day)
 			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(day)}
 			return s
-		}, next: NextAlert, at: idle.Add(8 * day), requeue: 5 * time.Minute, lastAct: idle.Add(day)},
+		}, next: NextAlert, at: idle.Add(8 * day), requeue: 5 * time.Minute, lastAct: idle.Add(day), withdraw: true},
 		{name: "paused: nothing to count", snap: func() Snapshot {
 			s := base(idle.Add(20 * day))
 			s.Running = false
@@ -178,21 +180,21 @@ func TestDecide(t *testing.T) {
 			s.LastDecision = idle.Add(3 * day)
 			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, Paused: true}
 			return s
-		}, next: NextAlert, at: idle.Add(27 * day), requeue: 5 * time.Minute, lastAct: idle.Add(20 * day)},
+		}, next: NextAlert, at: idle.Add(27 * day), requeue: 5 * time.Minute, lastAct: idle.Add(20 * day), withdraw: true},
 		{name: "probe failed once of three: counted", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
 			s.Probe = &Probe{At: s.Now, Detail: "connection refused"}
 			s.State.ProbeArmed = true
 			return s
-		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 1},
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 1, withdraw: true},
 		{name: "probe failing before the endpoint ever answered (still booting): not counted", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
 			s.Probe = &Probe{At: s.Now, Detail: "connection refused"}
 			s.State.ProbeFailures = 2 // a Lease written before probes were armed
 			return s
-		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 2},
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, probeFailed: 2, withdraw: true},
 		{name: "probe failed the third time: terminated at once", snap: func() Snapshot {
 			s := base(t0.Add(time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
@@ -206,7 +208,7 @@ func TestDecide(t *testing.T) {
 			s.Probe = &Probe{At: s.Now, OK: true}
 			s.State.ProbeFailures = 2
 			return s
-		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0},
+		}, next: NextAlert, at: idle, requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
 		{name: "probe target already terminated: nothing more", snap: func() Snapshot {
 			s := base(t0.Add(2 * time.Hour))
 			s.Policy.ProbeURL = "http://exam.lab:8080/healthz"
@@ -222,7 +224,7 @@ func TestDecide(t *testing.T) {
 			s.LastDecision = idle.Add(-time.Hour) // the old one's, say its deletion
 			s.State = State{UID: "u0", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(2 * day)}
 			return s
-		}, next: NextAlert, at: idle.Add(7 * day), requeue: 5 * time.Minute},
+		}, next: NextAlert, at: idle.Add(7 * day), requeue: 5 * time.Minute, withdraw: true},
 		{name: "first alert due, but the last check predates the timeout: wait for the next check", snap: func() Snapshot {
 			s := base(idle.Add(time.Minute))
 			s.Activity.CheckedAt = idle.Add(-time.Minute)
@@ -269,6 +271,9 @@ func TestDecide(t *testing.T) {
 			}
 			if d.RequeueAfter != tc.requeue {
 				t.Errorf("requeue = %s, want %s", d.RequeueAfter, tc.requeue)
+			}
+			if (d.Withdraw != "") != tc.withdraw || (d.Withdraw != "" && d.Change != nil) {
+				t.Errorf("withdraw = %q with change %v, want withdrawn %v", d.Withdraw, d.Change != nil, tc.withdraw)
 			}
 			// The pipeline decides again over the state it just wrote until nothing changes:
 			// a second look at the same moment must keep the state and send nothing more.
