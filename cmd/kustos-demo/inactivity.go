@@ -319,7 +319,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	fmt.Fprintf(out, "     %s (used, %d requests so far): no alert, no notice, no pull request; spec.replicas %d\n",
 		labUsed, sent.Load(), ptr.Deref(d.Spec.Replicas, 1))
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Summary (inactivity): Prometheus was asked once per source every %s for both desktops; %s, idle for its %s timeout, was alerted %d times %s apart (Events, and notices at the owner's webhook), then its pause — spec.replicas: 0 — was proposed by pull request #%d, comments kept, and merged once %s passed; %s, used every second, got nothing. Nothing was changed in the cluster by Kustos: the GitOps tool syncs the merge.\n",
+	fmt.Fprintf(out, "Summary (inactivity): Prometheus was asked once per source every %s for both desktops; %s, idle for its %s timeout, was alerted %d times, %s apart (each waits for an activity check at or after its time) (Events, and notices at the owner's webhook), then its pause — spec.replicas: 0 — was proposed by pull request #%d, comments kept, and merged once %s passed; %s, used every second, got nothing. Nothing was changed in the cluster by Kustos: the GitOps tool syncs the merge.\n",
 		labCheck, labIdle, labTimeout, labMaxAlerts, labInterval, p.Number, requiredCheck, labUsed)
 	return nil
 }
