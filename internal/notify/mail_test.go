@@ -60,12 +60,12 @@ func done(to, name string) lifecycle.Notice {
 }
 
 // inactivityAlert is the first inactivity.alert about Deployment lab/name, worded as the
-// inactivity detector words it.
+// inactivity detector words it: alerts 8 hours apart, the next at +8h, the pause at +24h.
 func inactivityAlert(to, name string) lifecycle.Notice {
 	target := lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "lab", Name: name}
 	idle, pauseAt := mailNow.Add(-7*24*time.Hour), mailNow.Add(24*time.Hour)
 	p := inactivity.Policy{Timeout: 7 * 24 * time.Hour, MaxAlerts: 3, Action: inactivity.ActionPause, From: `kustos.io/inactivity-timeout="7d"`, Owner: "ana", OwnerAddress: to}
-	d := inactivity.Decision{Alert: true, IdleSince: idle, At: pauseAt, State: inactivity.State{AlertsSent: 1}}
+	d := inactivity.Decision{Alert: true, IdleSince: idle, At: mailNow.Add(8 * time.Hour), ActAt: pauseAt, State: inactivity.State{AlertsSent: 1}}
 	f := inactivity.Findings(lifecycle.KeyFor(inactivity.DetectorName, target), target, p, activity.Activity{}, d, mailNow)
 	return *f.Findings[0].Notice
 }
