@@ -54,3 +54,57 @@ func TestActivityAnswersThatAreNoTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestActivitySourceBreaks: a source's silence is evidence only from when it has been collecting
+// without a break, and Prometheus's history says when that was, also at the first check after
+// Kustos starts (which reaches back the whole lookback). Backfilled into a real Prometheus:
+// the ingress controller's reload gauge stopped for two days a week ago (instant mode: the
+// availability is asked over the window in the same request); the bastion's tracker was
+// installed two days ago (range mode: its availability series' own points); a third source
+// has always collected.
+func TestActivitySourceBreaks(t *testing.T) {
+	day := 24 * time.Hour
+	end := time.Now().Add(-time.Hour).Truncate(5 * time.Minute) // history must end before Prometheus starts
+	lookback := 14 * day
+	h := &promtest.History{}
+	for at := end.Add(-lookback); !at.After(end); at = at.Add(5 * time.Minute) {
+		if at.Before(end.Add(-8*day)) || !at.Before(end.Add(-6*day)) {
+			h.Add("nginx_ingress_controller_config_last_reload_successful", "gauge", nil, promtest.Sample{At: at, Value: 1})
+		}
+		if !at.Before(end.Add(-2 * day)) {
+			h.Add("bastion_ssh_connections", "gauge", map[string]string{"namespace": "lab", "name": "vm-1"}, promtest.Sample{At: at, Value: 0})
+		}
+		h.Add("webssh_up", "gauge", nil, promtest.Sample{At: at, Value: 1})
+	}
+	prom := promtest.Start(t, promtest.Options{History: h})
+	srcs, err := activity.Compile([]activity.Source{
+		activity.DefaultSources()[0], // nginx, instant mode
+		{Name: "bastion", Mode: activity.ModeRange, Available: "count(bastion_ssh_connections)",
+			Data: "max by (namespace, name) (bastion_ssh_connections)"},
+		{Name: "webssh", Available: "max(webssh_up)", Data: `max by (namespace, name) (timestamp(webssh_sessions > 0))`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &activity.Checker{API: prom.API(), Sources: srcs, MinStep: time.Minute, Timeout: 10 * time.Second}
+	res := checker.Check(context.Background(), end, lookback)
+	want := map[string]time.Time{"nginx": end.Add(-6 * day), "bastion": end.Add(-2 * day), "webssh": {}}
+	for _, s := range res.Sources {
+		if s.Status != activity.StatusOK {
+			t.Fatalf("source %s: %s (%s)", s.Name, s.Status, s.Detail)
+		}
+		w := want[s.Name]
+		t.Logf("%s: collecting since %s (want %s), step %s", s.Name, s.CollectingSince, w, res.Step)
+		// Collecting from the first step at or after the break's end (+ Prometheus's 5-minute
+		// lookback of an instant vector, for the steps just after the last sample before it).
+		if got := s.CollectingSince; (w.IsZero() && !got.IsZero()) || (!w.IsZero() && (got.Before(w) || got.After(w.Add(res.Step)))) {
+			t.Errorf("%s: collecting since %s, want %s (+≤ one step, %s)", s.Name, got, w, res.Step)
+		}
+	}
+	tr := &activity.Tracker{Lookback: lookback}
+	tr.Observe(res)
+	a := tr.Lookup(map[string]activity.Ref{"nginx": {Namespace: "lab", Name: "vm-1"}, "bastion": {Namespace: "lab", Name: "vm-1"}, "webssh": {Namespace: "lab", Name: "vm-1"}})
+	if !a.Known() || a.CoveredSince.Before(end.Add(-2*day)) {
+		t.Errorf("covered since %s, want from the bastion's start, %s: silence before it is no evidence", a.CoveredSince, end.Add(-2*day))
+	}
+}

@@ -51,6 +51,11 @@ type SourceResult struct {
 	Invalid int
 	// Query is the PromQL sent (with the availability part).
 	Query string
+	// CollectingSince is when the source began collecting without a break up to now, when
+	// that is inside the window: its availability query found nothing at an earlier step
+	// (the exporter was installed, or down, or Prometheus itself was). Silence before it is
+	// no evidence. Zero: collecting through the whole window (or not now).
+	CollectingSince time.Time
 }
 
 // Result is one check cycle.
@@ -74,8 +79,12 @@ type Checker struct {
 	Timeout time.Duration
 }
 
-// availableLabel marks the availability query's samples in the combined query's result.
-const availableLabel = "kustos_source_available"
+// availableLabel marks the availability query's samples in the combined query's result;
+// gapLabel the last step of the window at which it found nothing (instant mode).
+const (
+	availableLabel = "kustos_source_available"
+	gapLabel       = "kustos_source_gap"
+)
 
 // Check asks every source, once each, about the window before now. A source that cannot be
 // asked is StatusError; the others are still asked.
@@ -108,6 +117,13 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 		// One request: the data, and the availability marked with a label of its own. `or`
 		// keeps the marked samples because no data series carries that label.
 		out.Query = fmt.Sprintf(`(%s) or label_replace(%s, %q, "1", "", "")`, data, avail, availableLabel)
+		if s.Mode != ModeRange {
+			// The last step of the window at which the availability query found nothing
+			// (empty, or only zeros): silence before it is no evidence. A range query sees
+			// that in the availability series' own points instead.
+			out.Query += fmt.Sprintf(` or label_replace(max_over_time(timestamp(vector(1) unless on() ((%s) != 0))[%s:%s]), %q, "1", "", "")`,
+				avail, vars.Window, vars.Step, gapLabel)
+		}
 	}
 	if err != nil {
 		out.Status, out.Detail = StatusError, fmt.Sprintf("rendering the query: %v", err)
@@ -158,6 +174,12 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 				available = available || usable(smp.Value)
 				continue
 			}
+			if smp.Metric[gapLabel] != "" {
+				if gap, ok := unixTime(smp.Value, now); ok {
+					out.CollectingSince = gap.Add(step)
+				}
+				continue
+			}
 			at, ok := unixTime(smp.Value, now)
 			if ok && at.Before(earliest) {
 				ok = false
@@ -175,11 +197,19 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 			keep(smp.Metric, at)
 		}
 	case model.Matrix:
+		start := now.Add(-window)
+		availableAt := map[int64]bool{} // the steps (0 at start) with a usable availability point
 		for _, ss := range v {
 			if ss.Metric[availableLabel] != "" {
 				// Available now: a usable point at the last step.
 				if n := len(ss.Values); n > 0 && !ss.Values[n-1].Timestamp.Time().Before(now.Add(-step)) && usable(ss.Values[n-1].Value) {
 					available = true
+				}
+				for _, p := range ss.Values {
+					if usable(p.Value) {
+						// By the nearest step: Prometheus keeps milliseconds, now has more.
+						availableAt[int64(math.Round(float64(p.Timestamp.Time().Sub(start))/float64(step)))] = true
+					}
 				}
 				continue
 			}
@@ -190,6 +220,7 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 				}
 			}
 		}
+		out.CollectingSince = collectingSince(availableAt, start, now, step)
 	default:
 		out.Status, out.Detail = StatusError, fmt.Sprintf("the query returned a %s, not an instant vector (mode %s)", val.Type(), s.Mode)
 		return out
@@ -208,6 +239,20 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	}
 	out.Status = StatusOK
 	return out
+}
+
+// collectingSince is the step after the last step k of a range query (start + k·step, up to
+// end) at which the availability series had no usable point; zero when it had one at each.
+func collectingSince(availableAt map[int64]bool, start, end time.Time, step time.Duration) time.Time {
+	if step <= 0 {
+		return time.Time{}
+	}
+	for k := int64(end.Sub(start) / step); k >= 0; k-- {
+		if !availableAt[k] {
+			return start.Add(time.Duration(k+1) * step).UTC()
+		}
+	}
+	return time.Time{}
 }
 
 // usable: a value that is a number.

@@ -83,6 +83,11 @@ func (t *Tracker) Observe(r Result) {
 			case s.coveredSince.IsZero():
 				s.coveredSince = r.At.Add(-r.Window)
 			}
+			// A break inside the window (the exporter is new, or it, or Prometheus, was
+			// down between two checks): its silence counts only from after the break.
+			if sr.CollectingSince.After(s.coveredSince) {
+				s.coveredSince = sr.CollectingSince
+			}
 			s.lastOK = r.At
 			for ref, at := range sr.Last {
 				if at.After(s.last[ref]) {

@@ -8,7 +8,8 @@ import (
 // TestTracker walks the tracker through the life of two sources: the first check covers the
 // lookback; later windows reach back to the last ok answer; an unavailable source makes every
 // target unknown and restarts its coverage when it answers again (its data may have a hole);
-// an unreachable Prometheus does not (the next window covers the time in between).
+// an unreachable Prometheus does not (the next window covers the time in between); a break the
+// availability query found inside a window (CollectingSince) moves the coverage past it.
 func TestTracker(t *testing.T) {
 	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	lookback := 14 * 24 * time.Hour
@@ -50,9 +51,12 @@ func TestTracker(t *testing.T) {
 		{name: "bastion collecting again: its silence counts only from now", at: t0.Add(25 * time.Minute),
 			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
 			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(25 * time.Minute)},
+		{name: "nginx had a break between two checks (its availability found nothing at a step): covered only since", at: t0.Add(30 * time.Minute),
+			sources: []SourceResult{{Name: "nginx", Status: StatusOK, CollectingSince: t0.Add(28 * time.Minute)}, ok("bastion", nil)},
+			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(28 * time.Minute)},
 		{name: "weeks later: activity older than the lookback is forgotten (the Lease keeps it)", at: t0.Add(lookback + time.Hour),
 			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
-			window:  11 * time.Minute, known: true, covered: t0.Add(25 * time.Minute)},
+			window:  11 * time.Minute, known: true, covered: t0.Add(28 * time.Minute)},
 	}
 	for _, s := range steps {
 		if s.sources != nil {
