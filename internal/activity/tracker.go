@@ -217,7 +217,10 @@ func SortedRefs(m map[Ref]time.Time) []Ref {
 	return out
 }
 
-var userinfo = regexp.MustCompile(`://[^/@\s]*@`)
+// userinfo is everything between a scheme and the last @ before the next blank or quote: a
+// password with an unencoded / or @ in it is covered too; an @ later in a path or query makes
+// it hide more than the credentials, never less.
+var userinfo = regexp.MustCompile(`://[^\s"]*@`)
 
 // redact removes credentials from URLs in a message (a Prometheus URL with basic auth).
 func redact(s string) string { return userinfo.ReplaceAllString(s, "://***@") }

@@ -77,8 +77,14 @@ func TestTracker(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	got := redact(`Post "https://kustos:s3cret@prometheus.example:9090/api/v1/query": dial tcp: refused`)
-	if got != `Post "https://***@prometheus.example:9090/api/v1/query": dial tcp: refused` {
-		t.Errorf("redact = %s", got)
+	for in, want := range map[string]string{
+		`Post "https://kustos:s3cret@prometheus.example:9090/api/v1/query": dial tcp: refused`: `Post "https://***@prometheus.example:9090/api/v1/query": dial tcp: refused`,
+		// Unencoded / and @ in the password: not a URL url.Parse reads as one.
+		`--prometheus-url="https://kustos:s3/cr@t@prometheus.example:9090"`: `--prometheus-url="https://***@prometheus.example:9090"`,
+		`no credentials: https://prometheus.example:9090/api`:               `no credentials: https://prometheus.example:9090/api`,
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
