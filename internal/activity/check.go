@@ -84,6 +84,8 @@ type Checker struct {
 const (
 	availableLabel = "kustos_source_available"
 	gapLabel       = "kustos_source_gap"
+	// gapPoints bounds the steps of the availability-over-the-window subquery.
+	gapPoints = 1000
 )
 
 // Check asks every source, once each, about the window before now. A source that cannot be
@@ -104,6 +106,7 @@ func (c *Checker) Check(ctx context.Context, now time.Time, window time.Duration
 
 func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, window, step time.Duration) SourceResult {
 	out := SourceResult{Name: s.Name}
+	gapStep := step
 	// An increase between two scrapes s1 < s2 is seen by a step t with t−Range < s1 and t ≥ s2:
 	// with Range = minRange (≥ two scrapes) + step, every such pair has a step that sees it, so
 	// no activity falls between two steps. The time reported is then at most Range late, never
@@ -119,10 +122,14 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 		out.Query = fmt.Sprintf(`(%s) or label_replace(%s, %q, "1", "", "")`, data, avail, availableLabel)
 		if s.Mode != ModeRange {
 			// The last step of the window at which the availability query found nothing
-			// (empty, or only zeros): silence before it is no evidence. A range query sees
-			// that in the availability series' own points instead.
+			// (empty, or only zeros): silence before it is no evidence. At most
+			// gapPoints steps, so that an availability query over many series (a count of
+			// every environment's gauge) stays far below Prometheus's samples limit over a
+			// two-week lookback; the break is then found a coarser step late, never early.
+			// A range query sees it in the availability series' own points instead.
+			gapStep = GapStep(window, step)
 			out.Query += fmt.Sprintf(` or label_replace(max_over_time(timestamp(vector(1) unless on() ((%s) != 0))[%s:%s]), %q, "1", "", "")`,
-				avail, vars.Window, vars.Step, gapLabel)
+				avail, vars.Window, promDuration(gapStep), gapLabel)
 		}
 	}
 	if err != nil {
@@ -176,7 +183,7 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 			}
 			if smp.Metric[gapLabel] != "" {
 				if gap, ok := unixTime(smp.Value, now); ok {
-					out.CollectingSince = gap.Add(step)
+					out.CollectingSince = gap.Add(gapStep)
 				}
 				continue
 			}
@@ -239,6 +246,13 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	}
 	out.Status = StatusOK
 	return out
+}
+
+// GapStep is the step at which an instant-mode check looks for a break in a source's
+// availability over window: step, or coarser so that there are at most 1,000 points.
+// CollectingSince is then up to one GapStep late (later coverage: never idle sooner).
+func GapStep(window, step time.Duration) time.Duration {
+	return max(step, (window/gapPoints + time.Second).Truncate(time.Second))
 }
 
 // collectingSince is the step after the last step k of a range query (start + k·step, up to
