@@ -33,6 +33,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
+	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
@@ -241,6 +242,47 @@ func TestExpiryPRMode(t *testing.T) {
 	}
 	waitEvents(t, ns, expiry.ReasonExpired, 1)
 	g.onePR(t, 2*time.Second)
+}
+
+// TestExpiryPRWithdrawn: the removal PR of an expired preview is open (no auto-merge yet) when
+// its owner gives it a longer lifetime where it is declared (kustos.io/ttl, synced to the
+// cluster). Kustos closes the removal PR itself, with a comment saying why, instead of leaving a
+// deletion nobody wants any more for someone (or auto-merge) to merge; no decline is recorded.
+func TestExpiryPRWithdrawn(t *testing.T) {
+	ns := newNamespace(t, "expiry-withdrawn", nil)
+	g := newGitOps(t, ns)
+	dir := "clusters/e2e/" + ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - preview.yaml\n",
+		dir + "preview.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
+			"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n",
+	})
+	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"})
+	k := startKustos(t, g.prMode(expiryOptions))
+	dumpOnFailure(t, k)
+	p := g.waitPR(t, "the removal PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+
+	// The owner wants it for a day more: the new TTL reaches the cluster (as the GitOps tool
+	// would sync it).
+	var d appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "preview"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Annotations[expiry.AnnotationTTL] = "1d"
+	if err := k8s.Patch(context.Background(), &d, patch); err != nil {
+		t.Fatal(err)
+	}
+	closed := g.waitPR(t, "the removal PR closed by Kustos", func(q githubtest.PullRequest) bool { return q.Number == p.Number && q.State == "closed" })
+	if closed.Merged || len(closed.Comments) != 1 || !strings.HasPrefix(closed.Comments[0], "Kustos closes this pull request because Deployment.apps/"+ns+"/preview is not due before") {
+		t.Errorf("merged %v, comments %q", closed.Merged, closed.Comments)
+	}
+	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
+	g.onePR(t, 2*time.Second)
+	never(t, ns, expiry.ReasonDeclined, 0, time.Second)
+	if !deploymentExists(t, ns, "preview") {
+		t.Error("the preview is gone")
+	}
 }
 
 // noticeSink is a webhook receiver that keeps the Notices it is sent.

@@ -35,6 +35,9 @@ type View struct {
 	Declined bool
 	// Bag is the detector's own state (counts, timestamps).
 	Bag map[string]string
+	// Proposed is the Change the held proposal carries (PR mode; nil without one), for a
+	// detector that withdraws some kinds of proposal and not others.
+	Proposed *Change
 }
 
 // Decision is a detector's answer for one Key.

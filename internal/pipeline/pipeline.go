@@ -230,7 +230,12 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		s.autoMerge = r.req.AutoMerge
 		open := s.proposing && s.holder && s.proposal == proposalOpen
 		declined := !s.holder && rec.ClosedValues != ""
-		r.decision = r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: open, Declined: declined, Bag: rec.Bag})
+		v := View{LastModified: rec.LastModified, ProposalOpen: open, Declined: declined, Bag: rec.Bag}
+		if s.holder && r.proposed.Key != "" {
+			proposed := r.proposed
+			v.Proposed = &proposed
+		}
+		r.decision = r.req.Decide(v)
 		if err := r.reportFindings(ctx, r.decision.Findings); err != nil {
 			return true, err
 		}

@@ -161,9 +161,9 @@ func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now t
 			}
 			last := Decide(Snapshot{Now: now, Target: target, UID: uid,
 				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
-				Settings: settings})
+				Proposed: v.Proposed, Settings: settings})
 			log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
-			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter}
+			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter, Withdraw: last.Withdraw}
 			if !reflect.DeepEqual(last.State, st) || len(bad) > 0 {
 				out.Bag = last.State.Bag()
 			}

@@ -129,7 +129,9 @@ type Snapshot struct {
 	// ProposalOpen and Declined say what became of it in PR mode.
 	LastDecision           time.Time
 	ProposalOpen, Declined bool
-	Settings               Settings
+	// Proposed is the Change of the proposal the Key holds (PR mode; nil: none).
+	Proposed *lifecycle.Change
+	Settings Settings
 }
 
 // Decision is what Decide concluded for one target.
@@ -149,6 +151,10 @@ type Decision struct {
 	State State
 	// RequeueAfter is when to look again (0: only when something changes).
 	RequeueAfter time.Duration
+	// Withdraw says why a removal proposed earlier is no longer due (a later deadline, the
+	// lifetime or owner removed, opted out): the pipeline closes that pull request instead
+	// of following it to a merge.
+	Withdraw string
 }
 
 // retryBase is the first wait before a warning whose sending was interrupted (a crash, a mail
@@ -160,8 +166,25 @@ const retryBase = time.Minute
 // WarningBefore the owner is warned; the Change happens at the deadline, but never less than
 // NotificationInterval after a warning was actually sent. A warning is recorded in the Lease
 // before it is sent (Decide first returns the record, then, on the next look, Warn), so a crash
-// re-sends it at most once. After the Change, the owner is told once.
+// re-sends it at most once. After the Change, the owner is told once. A removal proposed for a
+// deadline that no longer holds is withdrawn.
 func Decide(s Snapshot) Decision {
+	d := schedule(s)
+	if p := s.Proposed; p != nil && p.Reason == ReasonExpiryDue && d.Change == nil && !(d.Next == NextAct && !s.Now.Before(d.At)) {
+		switch {
+		case s.Policy.Ignored:
+			d.Withdraw = fmt.Sprintf("%s is opted out of expiry (%s)", s.Target, LabelIgnore)
+		case d.Next == NextOrphan:
+			d.Withdraw = fmt.Sprintf("%s no longer has an owner and a lifetime", s.Target)
+		default:
+			d.Withdraw = fmt.Sprintf("%s is not due before %s (its deadline is now %s)", s.Target,
+				d.At.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
+		}
+	}
+	return d
+}
+
+func schedule(s Snapshot) Decision {
 	d := Decision{State: s.State, Action: s.Policy.Action}
 	p := s.Policy
 	if p.Ignored {

@@ -2,6 +2,7 @@ package expiry
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,5 +298,45 @@ func TestDecideWriteBack(t *testing.T) {
 	}
 	if _, ok := Supersedes(*c, *c); ok {
 		t.Error("a write-back supersedes itself")
+	}
+}
+
+// TestDecideWithdraw: a removal proposed for a deadline that no longer holds is withdrawn — the
+// deadline moved later (a new expires-at merged in Git), the namespace opted out, the lifetime
+// removed — and only a removal: the write-back of an extension, or a removal still due, is not.
+func TestDecideWithdraw(t *testing.T) {
+	removal := Decide(snap(deadline, warnedAt(deadline.Add(-72*time.Hour)))).Change
+	if removal == nil {
+		t.Fatal("no removal due at the deadline")
+	}
+	writeBack := Decide(snap(deadline.Add(-time.Hour), extended(7*24*time.Hour, deadline.Add(-2*time.Hour)))).Change
+	later := func(s *Snapshot) { s.Policy.Deadline = deadline.Add(7 * 24 * time.Hour) }
+	for _, tc := range []struct {
+		name     string
+		snap     Snapshot
+		proposed *lifecycle.Change
+		want     string // a part of Withdraw; "" when none
+	}{
+		{"the removal is still due: followed", snap(deadline.Add(time.Minute), warnedAt(deadline.Add(-72*time.Hour)), func(s *Snapshot) {
+			s.ProposalOpen, s.LastDecision = true, deadline
+		}), removal, ""},
+		{"a later expires-at: withdrawn", snap(deadline.Add(time.Minute), warnedAt(deadline.Add(-72*time.Hour)), later, func(s *Snapshot) {
+			s.ProposalOpen, s.LastDecision = true, deadline
+		}), removal, "its deadline is now 2026-11-18T12:00:00Z"},
+		{"opted out: withdrawn", snap(deadline.Add(time.Minute), State{}, func(s *Snapshot) { s.Policy = Policy{Ignored: true} }), removal, "opted out of expiry"},
+		{"lifetime removed: withdrawn", snap(deadline.Add(time.Minute), State{}, func(s *Snapshot) { s.Policy.Deadline = time.Time{} }), removal, "no longer has an owner and a lifetime"},
+		{"an extension's write-back is never withdrawn", snap(deadline.Add(time.Minute), extended(7*24*time.Hour, deadline.Add(-2*time.Hour)), func(s *Snapshot) {
+			s.ProposalOpen, s.LastDecision = true, deadline
+		}), writeBack, ""},
+		{"nothing proposed: nothing to withdraw", snap(deadline.Add(time.Minute), State{}, later), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.snap
+			s.Proposed = tc.proposed
+			d := Decide(s)
+			if (tc.want == "") != (d.Withdraw == "") || !strings.Contains(d.Withdraw, tc.want) || (d.Withdraw != "" && d.Change != nil) {
+				t.Errorf("withdraw %q (change %v), want %q", d.Withdraw, d.Change != nil, tc.want)
+			}
+		})
 	}
 }
