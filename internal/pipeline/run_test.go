@@ -308,6 +308,13 @@ func TestRun(t *testing.T) {
 					t.Errorf("comments %q, events %s", w.forge.withdrawn, w.events)
 				}
 			}},
+		{"pr: the detector is shown the Change its open PR carries, and nothing without one", "pr", false,
+			[]step{want(12), run("a"), func(w *world) { w.views = nil }, run("a"), human("merge"), run("a")},
+			func(t *testing.T, w *world) {
+				if len(w.views) < 2 || w.views[0].Proposed == nil || cpuOf(*w.views[0].Proposed) != 12 || w.views[len(w.views)-1].Proposed != nil {
+					t.Errorf("views %+v: want the proposed cpu 12 while the PR is open, none after the merge", w.views)
+				}
+			}},
 		{"pr: a larger recommendation updates the open PR", "pr", false,
 			[]step{want(12), run("a"), want(14), run("a")},
 			func(t *testing.T, w *world) {
