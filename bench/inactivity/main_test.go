@@ -279,6 +279,12 @@ func TestRowsAndVerdicts(t *testing.T) {
 	if bad := blind.broken(o); !strings.Contains(bad, "2 in use without one") || !strings.Contains(bad, "1 idle with one") {
 		t.Errorf("activity: %q", bad)
 	}
+	// A Lease for every target (each a write at start), though only those in use have state.
+	crowded := fine(o)
+	crowded.activity = activityCheck{leases: 10000, seen: 100}
+	if bad := crowded.broken(o); !strings.Contains(bad, "10000 state Leases for 100 targets in use") {
+		t.Errorf("crowded: %q", bad)
+	}
 	// Too slow: a missed target, not a broken measurement.
 	slow := fine(o)
 	slow.measured[1].settled = false

@@ -186,6 +186,10 @@ func (r result) rows(o options) []report.Row {
 	if a.idleSeen > 0 {
 		wrong = append(wrong, fmt.Sprintf("%d idle with one: %s", a.idleSeen, strings.Join(a.idleExamples, ", ")))
 	}
+	if a.leases > active {
+		// No target here is idle yet: only those in use have anything to remember.
+		wrong = append(wrong, fmt.Sprintf("%d state Leases for %d targets in use: targets with nothing to remember got one", a.leases, active))
+	}
 	if len(wrong) > 0 {
 		act.Broken, act.Why = true, strings.Join(wrong, "; ")
 	} else {

@@ -105,7 +105,7 @@ func ParseState(bag map[string]string) (State, []string) {
 	return s, r.Bad
 }
 
-// Bag writes the state back; zero fields are left out.
+// Bag writes the state back; zero fields are left out, and the UID when nothing else is kept.
 func (s State) Bag() map[string]string {
 	b := lifecycle.BagWriter{}
 	b.Time(bagLastActivity, s.LastActivity)
@@ -121,7 +121,9 @@ func (s State) Bag() map[string]string {
 	if s.ProbeArmed {
 		b[bagProbeArmed] = "true"
 	}
-	if s.UID != "" {
+	if s.UID != "" && len(b) > 0 {
+		// Only with state to guard: a target with nothing to remember gets no Lease for its
+		// UID alone (10,000 idle-free targets would be 10,000 Lease writes at start).
 		b[bagUID] = s.UID
 	}
 	return b

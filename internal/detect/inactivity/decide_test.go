@@ -388,6 +388,9 @@ func TestStateRoundTrip(t *testing.T) {
 	if len(bad) > 0 || got != s {
 		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)
 	}
+	if b := (State{UID: "u1"}).Bag(); len(b) != 0 {
+		t.Errorf("a UID alone is kept: %v; nothing to guard, no Lease", b)
+	}
 	got, bad = ParseState(map[string]string{bagAlertsSent: "many", bagLastActivity: "yesterday", bagLastAlertAt: t0.Format(time.RFC3339)})
 	if len(bad) != 2 || got.AlertsSent != 0 || !got.LastActivity.IsZero() || !got.LastAlertAt.Equal(t0) {
 		t.Fatalf("bad bag = %+v, %v: want the two unreadable entries dropped and named", got, bad)
