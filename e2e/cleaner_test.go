@@ -421,11 +421,7 @@ func TestCleanerRefusals(t *testing.T) {
 func TestCleanerPRMode(t *testing.T) {
 	ns := newNamespace(t, "cleaner-pr", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
-		dir + "preview.yaml":       "# the preview of commit abc\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preview\ndata:\n  commit: abc\n",
-	})
+	dir := g.addManifest("add the preview", "preview.yaml", "# the preview of commit abc\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preview\ndata:\n  commit: abc\n")
 	for _, name := range []string{"preview", "scratch"} {
 		if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
 			t.Fatal(err)

@@ -211,12 +211,8 @@ func TestExpiryDirect(t *testing.T) {
 func TestExpiryPRMode(t *testing.T) {
 	ns := newNamespace(t, "expiry-pr", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
-		dir + "preview.yaml": "# the preview environment of PR 42\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
-			"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n",
-	})
+	dir := g.addManifest("add the preview", "preview.yaml", "# the preview environment of PR 42\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n")
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"})
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		o.PR.AutoMerge = true
@@ -251,12 +247,8 @@ func TestExpiryPRMode(t *testing.T) {
 func TestExpiryPRWithdrawn(t *testing.T) {
 	ns := newNamespace(t, "expiry-withdrawn", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - preview.yaml\n",
-		dir + "preview.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
-			"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n",
-	})
+	g.addManifest("add the preview", "preview.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n")
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"})
 	k := startKustos(t, g.prMode(expiryOptions))
 	dumpOnFailure(t, k)
@@ -618,12 +610,8 @@ func TestExpiryMail(t *testing.T) {
 func TestExpiryPRExtension(t *testing.T) {
 	ns := newNamespace(t, "expiry-pr-ext", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the preview", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - preview.yaml\n",
-		dir + "preview.yaml": "# the preview environment of PR 43\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n" +
-			"    kustos.io/owner: ana@example.com  # the author\n    kustos.io/ttl: 4s\nspec:\n  replicas: 0\n",
-	})
+	dir := g.addManifest("add the preview", "preview.yaml", "# the preview environment of PR 43\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com  # the author\n    kustos.io/ttl: 4s\nspec:\n  replicas: 0\n")
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
 	sink := startNoticeSink(t)
 	ext := extensionServer(t)

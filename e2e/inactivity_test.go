@@ -444,12 +444,8 @@ func TestInactivityPRMode(t *testing.T) {
 	live := startLiveActivity(t, true)
 	ns := newNamespace(t, "inactivity-pr", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the lab VM", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n  - vm.yaml\n",
-		dir + "vm.yaml": "# ana's VM for the networking lab\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n" +
-			"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1 # one VM\n",
-	})
+	dir := g.addManifest("add the lab VM", "vm.yaml", "# ana's VM for the networking lab\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1 # one VM\n")
 	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
 	sink := startNoticeSink(t)
 	k := startKustos(t, g.prMode(func(o *app.Options) {
@@ -500,12 +496,8 @@ func TestInactivityPRWithdrawn(t *testing.T) {
 	live := startLiveActivity(t, false)
 	ns := newNamespace(t, "inactivity-withdrawn", nil)
 	g := newGitOps(t, ns)
-	dir := "clusters/e2e/" + ns + "/"
-	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "add the lab VM", map[string]string{
-		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - vm.yaml\n",
-		dir + "vm.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n" +
-			"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n",
-	})
+	g.addManifest("add the lab VM", "vm.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n")
 	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))

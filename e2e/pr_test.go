@@ -72,6 +72,17 @@ func newGitOps(t *testing.T, ns string) *gitops {
 	return &gitops{s: s, ns: ns, path: dir + "quota.yaml", tokenFile: tok}
 }
 
+// addManifest commits file, holding content, beside quota.yaml in the namespace's directory of
+// the base branch, listed in its kustomization, and returns that directory.
+func (g *gitops) addManifest(msg, file, content string) string {
+	dir := "clusters/e2e/" + g.ns + "/"
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", msg, map[string]string{
+		dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + g.ns + "\nresources:\n  - quota.yaml\n  - " + file + "\n",
+		dir + file:                 content,
+	})
+	return dir
+}
+
 // prMode returns a mutate function for startKustos that runs Kustos in PR mode against g.
 func (g *gitops) prMode(extra func(*app.Options)) func(*app.Options) {
 	return func(o *app.Options) {
