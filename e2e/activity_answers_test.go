@@ -111,3 +111,45 @@ func TestActivitySourceBreaks(t *testing.T) {
 		t.Errorf("covered since %s, want from the bastion's start, %s: silence before it is no evidence", a.CoveredSince, end.Add(-2*day))
 	}
 }
+
+// TestActivityCoarserWhenPrometheusRefuses: a check over a long window (the first after a
+// start, two weeks by default) can ask Prometheus for more samples than its
+// --query.max-samples allows — measured: the default nginx query over 14 days and 10,000
+// environments is refused at 50,000,000. Here a real Prometheus with a small limit refuses the
+// 8-week question at 11,000 steps; the check asks again at a step 4× coarser, gets an answer,
+// and finds the last activity up to that step later, never earlier.
+func TestActivityCoarserWhenPrometheusRefuses(t *testing.T) {
+	day := 24 * time.Hour
+	end := time.Now().Add(-time.Hour).Truncate(5 * time.Minute)
+	usedUntil := end.Add(-20 * day)
+	h := &promtest.History{}
+	n := 0.0
+	for at := end.Add(-56 * day); !at.After(end); at = at.Add(5 * time.Minute) {
+		h.Add("nginx_ingress_controller_config_last_reload_successful", "gauge", nil, promtest.Sample{At: at, Value: 1})
+		if !at.After(usedUntil) {
+			n++
+		}
+		for _, name := range []string{"vm-a", "vm-b", "vm-c"} {
+			h.Add("nginx_ingress_controller_requests", "gauge", map[string]string{"namespace": "lab", "service": name, "status": "200"}, promtest.Sample{At: at, Value: n})
+		}
+	}
+	prom := promtest.Start(t, promtest.Options{History: h, MaxSamples: 20000})
+	srcs, err := activity.Compile(activity.DefaultSources()[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := &activity.Checker{API: prom.API(), Sources: srcs, MinStep: time.Minute, Timeout: 30 * time.Second}
+	res := checker.Check(context.Background(), end, 56*day)
+	s := res.Sources[0]
+	if s.Status != activity.StatusOK || s.Requests != 2 || s.Step != 4*res.Step || res.Queries != 2 {
+		t.Fatalf("status %s (%s), %d requests at step %s (check step %s), %d queries; want ok after one refusal at 4× the step",
+			s.Status, s.Detail, s.Requests, s.Step, res.Step, res.Queries)
+	}
+	slack := s.Step + 5*time.Minute + 5*time.Minute // a step, the minimum range, the scrape spacing
+	for _, name := range []string{"vm-a", "vm-b", "vm-c"} {
+		got := s.Last[activity.Ref{Namespace: "lab", Name: name}]
+		if got.Before(usedUntil) || got.Sub(usedUntil) > slack {
+			t.Errorf("%s last active %s, want %s (+≤%s)", name, got, usedUntil, slack)
+		}
+	}
+}

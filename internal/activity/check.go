@@ -49,8 +49,11 @@ type SourceResult struct {
 	// Invalid counts result series that name no target (a label missing) or whose value is not
 	// a time; they are skipped, and said so.
 	Invalid int
-	// Query is the PromQL sent (with the availability part).
-	Query string
+	// Query is the PromQL sent (with the availability part), at Step: the check's, or coarser
+	// when Prometheus refused the finer one for its samples limit (Requests > 1).
+	Query    string
+	Step     time.Duration
+	Requests int
 	// CollectingSince is when the source began collecting without a break up to now, when
 	// that is inside the window: its availability query found nothing at an earlier step
 	// (the exporter was installed, or down, or Prometheus itself was). Silence before it is
@@ -98,15 +101,64 @@ func (c *Checker) Check(ctx context.Context, now time.Time, window time.Duration
 	step := StepFor(window, minStep)
 	res := Result{At: now, Window: window, Step: step}
 	for i := range c.Sources {
-		res.Sources = append(res.Sources, c.checkSource(ctx, &c.Sources[i], now, window, step))
-		res.Queries++
+		sr := c.checkSource(ctx, &c.Sources[i], now, window, step)
+		res.Sources = append(res.Sources, sr)
+		res.Queries += sr.Requests
 	}
 	return res
 }
 
+// maxCoarsen is how often a check asks again at a coarser step when Prometheus refuses a query
+// for the samples it would hold (4× each time: 11,000 steps down to 172).
+const maxCoarsen = 3
+
 func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, window, step time.Duration) SourceResult {
 	out := SourceResult{Name: s.Name}
-	gapStep := step
+	var a asked
+	for {
+		out.Requests++
+		out.Step = step
+		a = c.ask(ctx, s, now, window, step)
+		out.Query = a.query
+		if !tooManySamples(a.queryErr) || out.Requests > maxCoarsen {
+			break
+		}
+		// Prometheus would hold more samples than its --query.max-samples allows: the steps
+		// of the window times the series the query touches (a two-week first check over
+		// 10,000 environments). The same question at a step 4× coarser: activity is found up
+		// to that step later, never earlier, and only this check (the first after a start)
+		// is that coarse.
+		step = (4 * step).Truncate(time.Second)
+	}
+	if a.renderErr != nil {
+		out.Status, out.Detail = StatusError, fmt.Sprintf("rendering the query: %v", a.renderErr)
+		return out
+	}
+	if a.queryErr != nil {
+		out.Status, out.Detail = StatusError, describe(a.queryErr)
+		return out
+	}
+	return decode(s, out, a, now, window, step)
+}
+
+// tooManySamples: Prometheus refused a query for the samples it would load into memory.
+func tooManySamples(err error) bool {
+	var perr *v1.Error
+	return errors.As(err, &perr) && perr.Type == v1.ErrExec && strings.Contains(perr.Msg, "too many samples")
+}
+
+// asked is one request of a source's check: the combined query and its availability part, the
+// step of its availability-break part, Prometheus's answer, and the render or query error.
+type asked struct {
+	query, avail        string
+	gapStep             time.Duration
+	val                 model.Value
+	renderErr, queryErr error
+}
+
+// ask renders s's query for window and step and sends it.
+func (c *Checker) ask(ctx context.Context, s *Compiled, now time.Time, window, step time.Duration) asked {
+	a := asked{gapStep: step}
 	// An increase between two scrapes s1 < s2 is seen by a step t with t−Range < s1 and t ≥ s2:
 	// with Range = minRange (≥ two scrapes) + step, every such pair has a step that sees it, so
 	// no activity falls between two steps. The time reported is then at most Range late, never
@@ -114,12 +166,13 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	rng := s.minRange + step
 	vars := QueryVars{Window: promDuration(window), Step: promDuration(step), Range: promDuration(rng)}
 	avail, err := s.render(s.available, vars)
+	a.avail = avail
 	if err == nil {
 		var data string
 		data, err = s.render(s.data, vars)
 		// One request: the data, and the availability marked with a label of its own. `or`
 		// keeps the marked samples because no data series carries that label.
-		out.Query = fmt.Sprintf(`(%s) or label_replace(%s, %q, "1", "", "")`, data, avail, availableLabel)
+		a.query = fmt.Sprintf(`(%s) or label_replace(%s, %q, "1", "", "")`, data, avail, availableLabel)
 		if s.Mode != ModeRange {
 			// The last step of the window at which the availability query found nothing
 			// (empty, or only zeros): silence before it is no evidence. At most
@@ -127,14 +180,14 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 			// every environment's gauge) stays far below Prometheus's samples limit over a
 			// two-week lookback; the break is then found a coarser step late, never early.
 			// A range query sees it in the availability series' own points instead.
-			gapStep = GapStep(window, step)
-			out.Query += fmt.Sprintf(` or label_replace(max_over_time(timestamp(vector(1) unless on() ((%s) != 0))[%s:%s]), %q, "1", "", "")`,
-				avail, vars.Window, promDuration(gapStep), gapLabel)
+			a.gapStep = GapStep(window, step)
+			a.query += fmt.Sprintf(` or label_replace(max_over_time(timestamp(vector(1) unless on() ((%s) != 0))[%s:%s]), %q, "1", "", "")`,
+				avail, vars.Window, promDuration(a.gapStep), gapLabel)
 		}
 	}
 	if err != nil {
-		out.Status, out.Detail = StatusError, fmt.Sprintf("rendering the query: %v", err)
-		return out
+		a.renderErr = err
+		return a
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -142,16 +195,18 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	}
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var val model.Value
 	if s.Mode == ModeRange {
-		val, _, err = c.API.QueryRange(qctx, out.Query, v1.Range{Start: now.Add(-window), End: now, Step: step})
+		a.val, _, a.queryErr = c.API.QueryRange(qctx, a.query, v1.Range{Start: now.Add(-window), End: now, Step: step})
 	} else {
-		val, _, err = c.API.Query(qctx, out.Query, now)
+		a.val, _, a.queryErr = c.API.Query(qctx, a.query, now)
 	}
-	if err != nil {
-		out.Status, out.Detail = StatusError, describe(err)
-		return out
-	}
+	return a
+}
+
+// decode reads Prometheus's answer a to s's query at step into out.
+func decode(s *Compiled, out SourceResult, a asked, now time.Time, window, step time.Duration) SourceResult {
+	rng := s.minRange + step
+	avail, gapStep := a.avail, a.gapStep
 	out.Last = map[Ref]time.Time{}
 	available := false
 	refOf := func(m model.Metric) (Ref, bool) {
@@ -174,7 +229,7 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	earliest := now.Add(-window - rng - step)
 	var notTimes int
 	var example string
-	switch v := val.(type) {
+	switch v := a.val.(type) {
 	case model.Vector:
 		for _, smp := range v {
 			if smp.Metric[availableLabel] != "" {
@@ -228,8 +283,11 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 			}
 		}
 		out.CollectingSince = collectingSince(availableAt, start, now, step)
+	case nil:
+		out.Status, out.Detail = StatusError, "Prometheus answered without a result"
+		return out
 	default:
-		out.Status, out.Detail = StatusError, fmt.Sprintf("the query returned a %s, not an instant vector (mode %s)", val.Type(), s.Mode)
+		out.Status, out.Detail = StatusError, fmt.Sprintf("the query returned a %s, not an instant vector (mode %s)", a.val.Type(), s.Mode)
 		return out
 	}
 	if notTimes > 0 {

@@ -72,6 +72,9 @@ type Options struct {
 	ScrapeInterval time.Duration
 	// Web, when set, serves TLS or wants a password (--web.config.file).
 	Web *Web
+	// MaxSamples, when set, is --query.max-samples (default 50,000,000): the most samples one
+	// query may hold in memory.
+	MaxSamples int
 }
 
 // Server is a running Prometheus.
@@ -160,6 +163,9 @@ func Start(t TB, o Options) *Server {
 		// included: at its default, 5s, the first scrape came 5-6s after ready. A hidden flag,
 		// but the binary is pinned (hack/tools/prometheus).
 		"--scrape.discovery-reload-interval=100ms",
+	}
+	if o.MaxSamples > 0 {
+		args = append(args, "--query.max-samples="+strconv.Itoa(o.MaxSamples))
 	}
 	s := &Server{URL: "http://" + addr, http: http.DefaultClient, done: make(chan struct{})}
 	if o.Web != nil {
