@@ -243,20 +243,18 @@ func decode(s *Compiled, out SourceResult, a asked, now time.Time, window, step 
 				continue
 			}
 			at, ok := unixTime(smp.Value, now)
-			if ok && at.Before(earliest) {
-				ok = false
-			}
-			if ref, named := refOf(smp.Metric); !ok && named {
+			ref, named := refOf(smp.Metric)
+			switch {
+			case !named:
+				out.Invalid++
+			case !ok || at.Before(earliest):
 				notTimes++
 				if example == "" {
 					example = fmt.Sprintf("%s/%s: %s", ref.Namespace, ref.Name, smp.Value)
 				}
-				continue
-			} else if !ok {
-				out.Invalid++
-				continue
+			case at.After(out.Last[ref]):
+				out.Last[ref] = at
 			}
-			keep(smp.Metric, at)
 		}
 	case model.Matrix:
 		start := now.Add(-window)

@@ -53,12 +53,16 @@ func (i InactivityOptions) validate() error {
 	if !i.Enabled {
 		return nil
 	}
+	if i.API == nil {
+		if i.Prometheus.URL == "" {
+			return fmt.Errorf("--enable-inactivity needs --prometheus-url: activity comes from Prometheus")
+		}
+		if err := i.Prometheus.Validate(); err != nil {
+			return err
+		}
+	}
 	s := i.Settings
 	switch {
-	case i.Prometheus.URL == "" && i.API == nil:
-		return fmt.Errorf("--enable-inactivity needs --prometheus-url: activity comes from Prometheus")
-	case i.API == nil && i.Prometheus.Validate() != nil:
-		return i.Prometheus.Validate()
 	case len(i.Sources) == 0:
 		return fmt.Errorf("--inactivity-config: no activity sources")
 	case len(i.Kinds) == 0:

@@ -59,7 +59,7 @@ func writeWebConfig(t TB, dir string, w *Web) (path, caFile string) {
 }
 
 // webClient is the HTTP client the helpers' own requests (readiness, Server.API) use: it
-// trusts caFile and gives the first BasicAuth user.
+// trusts caFile and gives one of the BasicAuth users (any will do).
 func webClient(t TB, w *Web, caFile string) *http.Client {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -196,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			d := Decide(Snapshot{Now: now, Target: target, UID: uid, Created: obj.GetCreationTimestamp().Time, Running: running,
 				Policy: policy, Activity: act, Probe: probe, State: st,
-				LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined, Settings: r.Settings})
+				LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined, Proposed: v.Proposed, Settings: r.Settings})
 			log.V(1).Info("inactivity decided", "next", d.Next, "at", d.At, "lastActivity", d.LastActivity, "idleSince", d.IdleSince, "running", running, "resourceVersion", obj.GetResourceVersion())
 			out := Findings(key, target, policy, act, d, now)
 			if d.State == st && len(bad) == 0 {

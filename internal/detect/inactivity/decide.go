@@ -161,7 +161,10 @@ type Snapshot struct {
 	// LastDecision, ProposalOpen, Declined: the pipeline's memory of the Key.
 	LastDecision           time.Time
 	ProposalOpen, Declined bool
-	Settings               Settings
+	// Proposed is the Change of the proposal the Key holds (PR mode; nil: none): only then is
+	// there anything to withdraw.
+	Proposed *lifecycle.Change
+	Settings Settings
 }
 
 // Decision is what Decide concluded for one target.
@@ -177,9 +180,9 @@ type Decision struct {
 	// ActAt is, with an alert, when the pause or deletion comes if nothing changes: one
 	// interval after the last alert.
 	ActAt time.Time
-	// Withdraw says why a pause or deletion proposed earlier is no longer wanted (the target
-	// was used or restarted, opted out, or no longer times out); the pipeline closes such a
-	// pull request instead of following it to a merge.
+	// Withdraw says why the pause or deletion proposed earlier (Snapshot.Proposed) is no
+	// longer wanted (the target was used or restarted, opted out, or no longer times out); the
+	// pipeline closes that pull request instead of following it to a merge.
 	Withdraw string
 	// Change is the pause or deletion, when due now.
 	Change *lifecycle.Change
@@ -209,7 +212,9 @@ func Decide(s Snapshot) Decision {
 	}
 	p := s.Policy
 	if p.Ignored {
-		d.Withdraw = fmt.Sprintf("%s is opted out of the inactivity detector (%s)", s.Target, AnnotationIgnore)
+		if s.Proposed != nil {
+			d.Withdraw = fmt.Sprintf("%s is opted out of the inactivity detector (%s)", s.Target, AnnotationIgnore)
+		}
 		return d
 	}
 	// A restart after a pause is activity, and starts the count again.
@@ -264,7 +269,7 @@ func Decide(s Snapshot) Decision {
 		}
 	}
 
-	if p.Timeout <= 0 && s.Running && st.ProbeFailedAt.IsZero() {
+	if p.Timeout <= 0 && s.Running && st.ProbeFailedAt.IsZero() && s.Proposed != nil {
 		d.Withdraw = fmt.Sprintf("%s no longer times out (%s)", s.Target, p.From)
 	}
 	if p.Timeout <= 0 || !s.Running {
@@ -295,7 +300,9 @@ func Decide(s Snapshot) Decision {
 	d.IdleSince = base
 	idleAt := base.Add(p.Timeout)
 	if s.Now.Before(idleAt) {
-		d.Withdraw = fmt.Sprintf("%s is not idle before %s (last activity: %s)", s.Target, idleAt.UTC().Format(time.RFC3339), orNone(last))
+		if s.Proposed != nil { // formatted only when there is a proposal: every look at a used target passes here
+			d.Withdraw = fmt.Sprintf("%s is not idle before %s (last activity: %s)", s.Target, idleAt.UTC().Format(time.RFC3339), orNone(last))
+		}
 		if !st.AlertsFor.IsZero() && !st.AlertsFor.Equal(base) {
 			// Used again since the alerts: they are void.
 			st.AlertsSent, st.AlertsFor, st.LastAlertAt = 0, time.Time{}, time.Time{}

@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 		paused      bool
 		probeFailed int
 		unknown     bool
-		// withdraw: a pause or deletion proposed earlier is withdrawn (if one is open).
+		// withdraw: the pause proposed earlier is withdrawn.
 		withdraw bool
 	}{
 		{name: "opted out: nothing", snap: func() Snapshot { s := base(idle); s.Policy = Policy{Ignored: true}; return s }, next: NextNone, withdraw: true},
@@ -245,7 +245,13 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Every row is looked at with a pause proposed (so that a withdrawal shows), and
+			// once without: nothing to withdraw then.
+			if bare := Decide(tc.snap()); bare.Withdraw != "" {
+				t.Errorf("withdraw %q without a proposal", bare.Withdraw)
+			}
 			s := tc.snap()
+			s.Proposed = &lifecycle.Change{Reason: ReasonInactivityDue, Edit: lifecycle.Edit{Op: lifecycle.EditScaleToZero}}
 			d := Decide(s)
 			if d.Next != tc.next || !d.At.Equal(tc.at) {
 				t.Errorf("next = %s at %s, want %s at %s", d.Next, d.At, tc.next, tc.at)
