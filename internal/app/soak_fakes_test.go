@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -242,6 +243,11 @@ func (f *soakForge) Merge(_ context.Context, key lifecycle.Key, st lifecycle.Pro
 	p.state = lifecycle.ProposalMerged
 	f.merged++
 	return true, 0, nil
+}
+
+// OwnCommit: every commit in the soak is Kustos's (nobody pushes to its PRs).
+func (f *soakForge) OwnCommit(_ context.Context, _ lifecycle.Key, sha string) (bool, error) {
+	return strings.HasPrefix(sha, "sha-"), nil
 }
 
 // Withdraw closes an open PR (the quota detector of the soak never withdraws one).

@@ -29,6 +29,9 @@ var (
 	ErrProposalClosed = errors.New("proposal closed without merging")
 	// ErrNoProposal: no proposal is known for the key.
 	ErrNoProposal = errors.New("no proposal for the key")
+	// ErrForeignCommit: the proposal's branch holds a commit Kustos did not write (a human
+	// pushed to it); Kustos neither overwrites nor merges it and leaves the proposal to people.
+	ErrForeignCommit = errors.New("proposal holds a commit Kustos did not write")
 )
 
 // NewError returns a new sentinel error that reads msg and that errors.Is also matches against

@@ -5,6 +5,10 @@ type ProposeOptions struct {
 	// GitPath is the namespace's resizer.io/git-path: a file or directory that replaces
 	// discovery under the configured paths.
 	GitPath string
+	// Head is the head commit the Key's Lease records as Kustos's own on its open proposal
+	// (empty: none). A proposal's head that is neither this commit nor one Kustos marked as its
+	// own is a human's, and is never overwritten.
+	Head string
 }
 
 // Proposal says what proposing a Change (in PR mode: a pull request) found and did.

@@ -48,7 +48,7 @@ type fakePR struct {
 
 func newForge() *forge { return &forge{prs: map[lifecycle.Key]*fakePR{}} }
 
-func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, _ lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	f.mu.Lock()
 	if err := f.failApply; err != nil {
 		f.mu.Unlock()
@@ -60,6 +60,11 @@ func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, _ life
 		return lifecycle.Outcome{Proposal: &lifecycle.Proposal{AlreadyInBase: true}}, nil
 	}
 	p := f.prs[c.Key]
+	if p != nil && p.state == lifecycle.ProposalOpen && p.head != opts.Head && !ownSHA(p.head) {
+		// The PR writer's contract: a head Kustos did not write is never force-pushed over.
+		f.mu.Unlock()
+		return lifecycle.Outcome{}, lifecycle.NewError("head "+p.head+" is not Kustos's", lifecycle.ErrForeignCommit)
+	}
 	res := lifecycle.Proposal{}
 	if p == nil || p.state != lifecycle.ProposalOpen {
 		f.next++
@@ -82,6 +87,14 @@ func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, _ life
 	}
 	return lifecycle.Outcome{Proposal: &res}, nil
 }
+
+// OwnCommit knows Kustos's commits by their name (sha-<pr>-<n>; a human's are human-<n>), as
+// the PR writer knows them by their trailers.
+func (f *forge) OwnCommit(_ context.Context, _ lifecycle.Key, sha string) (bool, error) {
+	return ownSHA(sha), nil
+}
+
+func ownSHA(sha string) bool { return strings.HasPrefix(sha, "sha-") }
 
 func (f *forge) Status(_ context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
 	f.mu.Lock()
@@ -170,6 +183,8 @@ type events struct {
 	ids     map[string]bool
 	reasons []string
 	records int
+	// failReason, when set, fails the next Event with that reason (the API server refused it).
+	failReason string
 }
 
 func newEvents() *events { return &events{ids: map[string]bool{}} }
@@ -189,6 +204,10 @@ func (e *events) Record(_ context.Context, c lifecycle.Change, at time.Time) err
 func (e *events) Notify(_ context.Context, _ corev1.ObjectReference, _, reason, _, id string, _ time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.failReason != "" && e.failReason == reason {
+		e.failReason = ""
+		return errCrash
+	}
 	if !e.ids[id] {
 		e.ids[id] = true
 		e.reasons = append(e.reasons, reason)

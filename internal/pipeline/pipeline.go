@@ -58,6 +58,10 @@ type Proposals interface {
 	// Withdraw closes the open proposal number, leaving comment; a proposal already closed
 	// or merged is left alone (so that a retry after a crash does nothing).
 	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string) error
+	// OwnCommit reports whether the commit sha is one Kustos wrote for key. The pipeline asks
+	// when an open proposal's head is not the one its Lease records: after a crash between
+	// pushing a commit and recording it, the head is Kustos's own and must not be disowned.
+	OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error)
 }
 
 // Notifier sends a Finding's Notice to the people it names (mail, webhook). An error leaves
@@ -215,7 +219,15 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			}
 			r.status = st
 			s.proposal = proposalOf(st.State)
-			s.foreignHead = st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head
+			if st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
+				// Not the head the Lease records: a human's commit, or Kustos's own pushed just
+				// before a crash (or a lost Lease write) kept the Lease from recording it.
+				own, err := p.Proposals.OwnCommit(ctx, rec.Key, st.HeadSHA)
+				if err != nil {
+					return r.forgeError("reading the proposal's head commit", err)
+				}
+				s.foreignHead = !own
+			}
 			s.mergeable = mergeabilityOf(st)
 		}
 	}
@@ -348,7 +360,9 @@ func (r *run) commit(ctx context.Context, c lifecycle.Change, lastModified time.
 func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	p := r.p
 	decidedAt := r.rec.LastModified
-	out, err := p.Actuator.Apply(ctx, c, decidedAt, r.req.Options)
+	opts := r.req.Options
+	opts.Head = r.rec.Head
+	out, err := p.Actuator.Apply(ctx, c, decidedAt, opts)
 	if err != nil {
 		if reason, ok := findingReason(err); ok {
 			// No actuator can carry this change: say why, show it in observer form, and forget
@@ -481,7 +495,7 @@ func declinedMessage(number int, note string) string {
 
 // withdraw closes the holder's proposal, which the detector no longer wants, with a comment
 // saying why, then unlocks without remembering it as declined (nobody declined it: the change
-// lost its reason). Closing first: a crash before the unlock finds the proposal closed, which
+// lost its reason) and without forgetting an earlier human decline (Lock keeps it on purpose). Closing first: a crash before the unlock finds the proposal closed, which
 // plan sends here again while the detector still withdraws (closing again does nothing), so
 // the Event and the unlock happen once and no human is said to have declined it.
 func (r *run) withdraw(ctx context.Context) (bool, error) {
@@ -496,7 +510,7 @@ func (r *run) withdraw(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	var err error
-	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, ""); err != nil {
+	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues); err != nil {
 		return r.conflictOr(err)
 	}
 	metrics.PRs.WithLabelValues("withdrawn").Inc()
@@ -679,6 +693,8 @@ func findingReason(err error) (string, bool) {
 		return ReasonSourceConflict, true
 	case errors.Is(err, lifecycle.ErrManagedByGitOps):
 		return ReasonManagedByGitOps, true
+	case errors.Is(err, lifecycle.ErrForeignCommit):
+		return ReasonForeignCommit, true
 	case errors.Is(err, lifecycle.ErrProposalBlocked), errors.Is(err, lifecycle.ErrInvalidChange):
 		return ReasonProposeFailed, true
 	}

@@ -346,6 +346,65 @@ func TestRun(t *testing.T) {
 					t.Errorf("merges %d, events %s, record %+v", w.forge.merges, w.events, r)
 				}
 			}},
+		// A stop, a failed Event write or a Lease conflict (the extension server writes the same
+		// Lease) between pushing a commit and recording it in the Lease: the next run must know
+		// the head as Kustos's own, not disown its own PR.
+		{"pr: crash after pushing an update, before the lock: the update is locked, not disowned", "pr", false,
+			[]step{want(12), run("a"), want(14), crashBefore("Lock"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.events.count(ReasonForeignCommit) != 0 || r.Head != "sha-1-2" || cpuOfJSON(r.Proposed) != 14 || r.Pending != "" ||
+					w.forge.prs[testKey].commits != 2 {
+					t.Errorf("events %s, record %+v, commits %d", w.events, r, w.forge.prs[testKey].commits)
+				}
+			}},
+		{"pr: the Proposed Event fails after pushing an update: the update is locked on the next run", "pr", true,
+			[]step{want(12), func(w *world) { w.auto = false }, run("a"), want(14), func(w *world) { w.events.failReason = "Proposed" },
+				run("a"), func(w *world) { w.auto = true }, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.events.count(ReasonForeignCommit) != 0 || w.forge.merges != 1 || w.forge.prs[testKey].change.Edit.Fields[0].To != "14" {
+					t.Errorf("events %s, merges %d; want the update merged", w.events, w.forge.merges)
+				}
+			}},
+		{"pr: a Lease conflict after pushing an update: the update is locked on the next run", "pr", false,
+			[]step{want(12), run("a"), want(14), func(w *world) {
+				w.store.FailNext("Lock", apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "x", errors.New("modified")))
+			}, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); w.events.count(ReasonForeignCommit) != 0 || r.Head != "sha-1-2" || r.Pending != "" {
+					t.Errorf("events %s, record %+v", w.events, r)
+				}
+			}},
+		{"pr: crash after pushing a rebuild, before the lock: merged afterwards with auto-merge", "pr", true,
+			[]step{want(12), func(w *world) { w.auto = false }, run("a"), human("dirty"), crashBefore("Lock"),
+				func(w *world) { w.auto = true }, run("a"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if w.events.count(ReasonForeignCommit) != 0 || w.forge.merges != 1 || w.rec().Holder != "" {
+					t.Errorf("events %s, merges %d, record %+v", w.events, w.forge.merges, w.rec())
+				}
+			}},
+		{"pr: crash after pushing an update, then the change is withdrawn: the PR is closed, never left open", "pr", false,
+			[]step{want(12), run("a"), want(14), crashBefore("Lock"), run("a"), withdraw, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); w.forge.openPRs() != 0 || len(w.forge.withdrawn) != 1 || r.Holder != "" || w.events.count(ReasonForeignCommit) != 0 {
+					t.Errorf("open %d, withdrawn %q, record %+v, events %s", w.forge.openPRs(), w.forge.withdrawn, r, w.events)
+				}
+			}},
+		{"pr: a human pushes to the new PR before the lock: the replay never force-pushes over it", "pr", true,
+			[]step{want(12), crashBefore("Lock"), run("a"), human("push"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				p := w.forge.prs[testKey]
+				if p.head != "human-2" || w.forge.merges != 0 || w.events.count(ReasonForeignCommit) != 1 || w.rec().Pending != "" {
+					t.Errorf("head %s, merges %d, events %s, record %+v", p.head, w.forge.merges, w.events, w.rec())
+				}
+			}},
+		{"pr: a withdrawal keeps the memory of an earlier human decline", "pr", false,
+			[]step{noCooldown, want(12), run("a"), human("close"), run("a"), want(14), run("a"), withdraw, run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); len(w.forge.withdrawn) != 1 || r.Holder != "" || cpuOfJSON(r.ClosedValues) != 12 {
+					t.Errorf("withdrawn %q, record %+v; want the declined 12 still remembered", w.forge.withdrawn, r)
+				}
+			}},
 		{"pr: dirty is rebuilt without auto-merge", "pr", false,
 			[]step{want(12), run("a"), human("dirty"), run("a")},
 			func(t *testing.T, w *world) {

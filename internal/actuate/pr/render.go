@@ -133,14 +133,16 @@ func Title(c lifecycle.Change, ed *yamledit.Result) string {
 	return truncate(c.Detector+"("+scope(c.Target)+"): "+Summary(c, ed), maxTitle)
 }
 
-// CommitMessage is the title, the detector's summary and trailers naming the key.
-func CommitMessage(c lifecycle.Change, title string) string {
+// CommitMessage is the title, the detector's summary and the trailers by which Kustos knows its own commit
+// (IsOwnCommit): the key, and the tree the commit is written with.
+func CommitMessage(c lifecycle.Change, title, tree string) string {
 	var b strings.Builder
 	b.WriteString(title)
 	if c.Summary != "" {
 		b.WriteString("\n\n" + truncate(c.Summary, 2000))
 	}
-	b.WriteString("\n\nKustos-Key: " + string(c.Key))
+	b.WriteString("\n\n" + TrailerKey + ": " + string(c.Key))
+	b.WriteString("\n" + TrailerTree + ": " + tree)
 	return b.String()
 }
 

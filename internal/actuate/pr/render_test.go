@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	gh "github.com/google/go-github/v60/github"
+
 	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/gitops/yamledit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -76,5 +78,35 @@ func TestBodyEscapes(t *testing.T) {
 	long := strings.Repeat("é", maxBody)
 	if got := truncate(long, 11); got != "éééé…" {
 		t.Errorf("truncate: %q", got)
+	}
+}
+
+func TestIsOwnCommit(t *testing.T) {
+	key := lifecycle.NewKey("quota", "team-a", "compute")
+	c := lifecycle.Change{Key: key, Summary: "raise"}
+	commit := func(msg, tree string) *gh.Commit {
+		return &gh.Commit{Message: gh.String(msg), Tree: &gh.Tree{SHA: gh.String(tree)}}
+	}
+	cases := []struct {
+		name string
+		cm   *gh.Commit
+		want bool
+	}{
+		{"Kustos's message on its tree", commit(CommitMessage(c, "title", "t1"), "t1"), true},
+		{"CRLF line ends", commit(strings.ReplaceAll(CommitMessage(c, "title", "t1"), "\n", "\r\n"), "t1"), true},
+		{"Kustos's message on another tree (an amend)", commit(CommitMessage(c, "title", "t1"), "t2"), false},
+		{"another key", commit(CommitMessage(lifecycle.Change{Key: lifecycle.NewKey("quota", "b", "c")}, "title", "t1"), "t1"), false},
+		{"no tree trailer (written before it existed)", commit("title\n\nKustos-Key: "+string(key), "t1"), false},
+		{"trailers not in the last paragraph", commit("title\n\nKustos-Key: "+string(key)+"\nKustos-Tree: t1\n\nmore", "t1"), false},
+		{"two tree trailers", commit("title\n\nKustos-Key: "+string(key)+"\nKustos-Tree: t1\nKustos-Tree: t2", "t1"), false},
+		{"an empty tree trailer on a commit without tree", commit("title\n\nKustos-Key: "+string(key)+"\nKustos-Tree: ", ""), false},
+		{"nil", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsOwnCommit(tc.cm, key); got != tc.want {
+				t.Errorf("IsOwnCommit = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
+	"k8s.io/utils/lru"
 
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/index"
@@ -107,6 +108,7 @@ type Writer struct {
 	ixSHA   string
 	ixCache map[string]*index.Index // prefixes → index of snapshot ixSHA
 	numbers map[lifecycle.Key]int   // the PR of each key Propose or Track saw
+	own     *lru.Cache              // key and commit → whether Kustos wrote it (OwnCommit)
 }
 
 // NewWriter returns a Writer over a GitHub client and a reader of the base branch.
@@ -279,6 +281,12 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		if err != nil {
 			return res, fmt.Errorf("pr: %s: read head of #%d: %w", c.Key, pr.GetNumber(), err)
 		}
+		// A human's commit on the branch (pushed while the Lease did not name the PR yet, or
+		// since the pipeline last looked) is never overwritten by a force-push.
+		if head != opts.Head && !IsOwnCommit(cm, c.Key) {
+			return res, fmt.Errorf("%w: pull request #%d (%s) has head %s; Kustos leaves it to people", ErrForeignHead,
+				pr.GetNumber(), pr.GetHTMLURL(), head)
+		}
 		upToDate = cm.GetTree().GetSHA() == wantTree && len(cm.Parents) == 1 && cm.Parents[0].GetSHA() == snap.Commit()
 		res.HeadSHA = head
 	}
@@ -356,7 +364,7 @@ func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, 
 	if err != nil {
 		return "", err
 	}
-	cm, err := w.gh.CreateCommit(ctx, CommitMessage(c, title), t.GetSHA(), []string{snap.Commit()})
+	cm, err := w.gh.CreateCommit(ctx, CommitMessage(c, title, t.GetSHA()), t.GetSHA(), []string{snap.Commit()})
 	if err != nil {
 		return "", err
 	}

@@ -606,3 +606,55 @@ func TestCloneErrorHasNoToken(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// TestProposeNeverOverwritesAHumanCommit: a human pushed to the open PR's branch while the Lease
+// did not name that commit (a crash before the lock, or a push since the last look). Propose
+// must refuse, even when the human's commit copies Kustos's message (an amend keeps it), and
+// must go on over a head of its own that the Lease does not record yet.
+func TestProposeNeverOverwritesAHumanCommit(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w := e.writer(Config{})
+	key := quotaChange("", "").Key
+	if _, err := w.Propose(ctx, quotaChange("10", "12"), ProposeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := e.s.BranchSHA(owner, repoName, branch)
+	if own, err := w.OwnCommit(ctx, key, first); err != nil || !own {
+		t.Fatalf("OwnCommit(Kustos's first head) = %v, %v", own, err)
+	}
+	// Kustos updates the PR, and crashes before its Lease records the new head: the Lease
+	// still says first. A restarted Kustos knows the new head as its own.
+	if _, err := NewWriter(e.gh, e.repo, w.cfg).Propose(ctx, quotaChange("10", "14"), ProposeOptions{Head: first}); err != nil {
+		t.Fatal(err)
+	}
+	second := e.s.BranchSHA(owner, repoName, branch)
+	if second == first {
+		t.Fatal("the update wrote no commit; the test proves nothing")
+	}
+	if res, err := NewWriter(e.gh, e.repo, w.cfg).Propose(ctx, quotaChange("10", "14"), ProposeOptions{Head: first}); err != nil || res.Committed {
+		t.Fatalf("Propose over Kustos's own unrecorded head: %+v, %v; want it adopted as up to date", res, err)
+	}
+
+	// A human amends the content, keeping Kustos's message and trailers.
+	msg := e.s.CommitMessage(owner, repoName, second)
+	orig := readFile(t, "testdata/repo/"+quotaPath)
+	human := e.s.PushBaseCommit(owner, repoName, branch, msg, map[string]string{
+		quotaPath: strings.Replace(orig, `requests.cpu: "10"`, `requests.cpu: "16"`, 1)})
+	for _, head := range []string{"", first, second} {
+		w := NewWriter(e.gh, e.repo, w.cfg)
+		_, err := w.Propose(ctx, quotaChange("10", "14"), ProposeOptions{Head: head})
+		if !errors.Is(err, lifecycle.ErrForeignCommit) || !errors.Is(err, ErrForeignHead) {
+			t.Errorf("Propose with the Lease's head %q over a human's commit: %v; want ErrForeignCommit", head, err)
+		}
+		if got := e.s.BranchSHA(owner, repoName, branch); got != human {
+			t.Fatalf("the branch head moved from the human's %s to %s", human, got)
+		}
+	}
+	if own, err := w.OwnCommit(ctx, key, human); err != nil || own {
+		t.Errorf("OwnCommit(a human's amend with Kustos's message) = %v, %v; want false", own, err)
+	}
+	if own, err := w.OwnCommit(ctx, lifecycle.NewKey("quota", "team-b", "compute"), second); err != nil || own {
+		t.Errorf("OwnCommit(Kustos's commit, another key) = %v, %v; want false", own, err)
+	}
+}

@@ -1,0 +1,88 @@
+package pr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
+	"k8s.io/utils/lru"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// Trailers Kustos writes at the end of each commit message. Kustos-Key names the Key the commit
+// proposes; Kustos-Tree names the tree the commit was written with, so that a commit carrying
+// Kustos's message over other content (a human's amend, which keeps the message) is not taken
+// for Kustos's own.
+const (
+	TrailerKey  = "Kustos-Key"
+	TrailerTree = "Kustos-Tree"
+)
+
+// ErrForeignHead: the open PR's head is a commit Kustos did not write; Propose neither
+// overwrites nor adopts it (it matches lifecycle.ErrForeignCommit).
+var ErrForeignHead = lifecycle.NewError("pr: the branch head is a commit Kustos did not write", lifecycle.ErrForeignCommit)
+
+// IsOwnCommit reports whether cm is a commit Kustos wrote for key: its message carries exactly
+// one Kustos-Key trailer naming key and exactly one Kustos-Tree trailer naming cm's own tree.
+//
+// It is how Kustos recognises its head after a crash between pushing it and recording it in the
+// Lease: the Lease's head is then the older commit, and without this the newer one would be
+// taken for a human's and the PR disowned. Anyone who can push can copy the trailers, but only
+// with the tree Kustos wrote, i.e. the content Kustos proposed: the check tells Kustos's content
+// from a human's edit, which is what respecting a human's commit needs; it is not a signature.
+func IsOwnCommit(cm *gh.Commit, key lifecycle.Key) bool {
+	if cm == nil || key == "" {
+		return false
+	}
+	keys, trees := trailerValues(cm.GetMessage(), TrailerKey), trailerValues(cm.GetMessage(), TrailerTree)
+	return len(keys) == 1 && keys[0] == string(key) && len(trees) == 1 && trees[0] != "" && trees[0] == cm.GetTree().GetSHA()
+}
+
+// trailerValues returns the values of every line "name: value" of msg's last paragraph (Git's
+// trailer block).
+func trailerValues(msg, name string) []string {
+	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n")
+	if i := strings.LastIndex(msg, "\n\n"); i >= 0 {
+		msg = msg[i+2:]
+	}
+	var out []string
+	for _, line := range strings.Split(msg, "\n") {
+		if v, ok := strings.CutPrefix(line, name+": "); ok {
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
+	return out
+}
+
+// ownCommits remembers which commits were found to be Kustos's (commits never change, so an
+// answer holds for ever); bounded, so that a long-running process does not grow.
+const ownCommitsCacheSize = 1024
+
+// OwnCommit reports whether the commit sha is one Kustos wrote for key (IsOwnCommit), reading it
+// from GitHub once.
+func (w *Writer) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error) {
+	if sha == "" {
+		return false, nil
+	}
+	id := string(key) + "\x00" + sha
+	w.mu.Lock()
+	if w.own == nil {
+		w.own = lru.New(ownCommitsCacheSize)
+	}
+	v, ok := w.own.Get(id)
+	w.mu.Unlock()
+	if ok {
+		return v.(bool), nil
+	}
+	cm, err := w.gh.GetCommit(ctx, sha)
+	if err != nil {
+		return false, fmt.Errorf("pr: %s: read commit %s: %w", key, sha, err)
+	}
+	own := IsOwnCommit(cm, key)
+	w.mu.Lock()
+	w.own.Add(id, own)
+	w.mu.Unlock()
+	return own, nil
+}
