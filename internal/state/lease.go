@@ -189,7 +189,8 @@ type Store struct {
 // Get returns the record of a Key; a Key never seen gives an empty record and no error.
 //
 // The Lease named LeaseName(key) is the Key's when its kustos.io/key says so. When it names
-// another Key, the Key's state lives under AltLeaseName. When it has no key (the seed's
+// another Key, the Key's state lives under AltLeaseName; so it does while LeaseName(key) is free
+// and the alternate Lease exists (the other Key was swept). When it has no key (the seed's
 // convention), it is adopted if LegacyOwners says exactly one target has that name; otherwise
 // Get returns an error matching ErrUnclaimedLease with a usable record under AltLeaseName, so
 // the caller can report it and go on. A Lease whose annotations cannot be read is an error
@@ -197,8 +198,14 @@ type Store struct {
 func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
 	primary := LeaseName(key)
 	l, err := s.read(ctx, primary)
-	if err != nil || l == nil {
+	if err != nil {
 		return Record{Key: key, name: primary}, err
+	}
+	if l == nil {
+		// The primary name is free, but it may have been freed under a Key that lives in its
+		// alternate Lease (the other Key sharing the name was swept): that Lease still holds
+		// this Key's lock, pending decision, cooldown and memory, and must be read, not lost.
+		return s.getAltOr(ctx, key, primary)
 	}
 	owner := l.Annotations[AnnotationKey]
 	switch {
@@ -224,6 +231,22 @@ func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
 			ErrUnclaimedLease, s.Namespace, primary, AnnotationKey, n, rec.LeaseName(), key)
 	}
 	return s.getAlt(ctx, key)
+}
+
+// getAltOr returns the Key's record from its alternate Lease when that Lease exists, else a
+// fresh record under name.
+func (s *Store) getAltOr(ctx context.Context, key lifecycle.Key, name string) (Record, error) {
+	alt := AltLeaseName(key)
+	l, err := s.read(ctx, alt)
+	if err != nil {
+		return Record{Key: key, name: name}, err
+	}
+	if l == nil || l.Annotations[AnnotationKey] != string(key) {
+		// No alternate Lease, or one of another Key (a hash collision or a hand edit, which
+		// getAlt reports when that name is needed): the primary name is this Key's to take.
+		return Record{Key: key, name: name}, nil
+	}
+	return recordFromLease(key, l)
 }
 
 func (s *Store) getAlt(ctx context.Context, key lifecycle.Key) (Record, error) {

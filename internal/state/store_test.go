@@ -89,6 +89,30 @@ func TestKeysThatShareALeaseName(t *testing.T) {
 	if !g1.LastModified.Equal(t0) || !g2.LastModified.Equal(t0.Add(time.Hour)) || g1.LeaseName() == g2.LeaseName() {
 		t.Fatalf("records mixed up: %+v / %+v", g1, g2)
 	}
+
+	// The second key holds a PR and a pending decision; the first key's Lease is swept (its
+	// target gone). The second key's state must still be found where it lives.
+	g2, err = s.Lock(ctx, g2, "pr-9", `{"proposed":1}`, "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkModified(ctx, g2, t0.Add(2*time.Hour), `{"key":"quota/team/a-compute"}`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.SweepGone(ctx, func(_ context.Context, r Record) (bool, error) { return r.Key == k1, nil })
+	if err != nil || n != 1 {
+		t.Fatalf("SweepGone = %d, %v; want the first key's Lease deleted", n, err)
+	}
+	g2, err = s.Get(ctx, k2)
+	if err != nil || g2.LeaseName() != AltLeaseName(k2) || g2.Holder != "pr-9" || g2.Pending == "" ||
+		!g2.LastModified.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("after the shared name was freed, the second key reads %+v, %v; want its own Lease %s with its lock and pending decision",
+			g2, err, AltLeaseName(k2))
+	}
+	// The first key, seen again, starts afresh under the free primary name.
+	if g1, err = s.Get(ctx, k1); err != nil || g1.Exists() || g1.LeaseName() != LeaseName(k1) {
+		t.Fatalf("first key after its sweep: %+v, %v", g1, err)
+	}
 }
 
 // TestLegacyLeases: a Lease of the seed's convention (no kustos.io/key) is adopted when exactly
