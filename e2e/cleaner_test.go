@@ -258,7 +258,9 @@ func TestCleanerDirect(t *testing.T) {
 	if !exists(t, revGVK, ns, "sfj-commit--account-00001") {
 		t.Error("the revision (delete: false) was deleted")
 	}
-	waitEvents(t, ns, "CleanedUp", 1)
+	// One for the Service, one for the Cleaner itself: it goes through the pipeline like any
+	// object it deletes.
+	waitEvents(t, ns, "CleanedUp", 2)
 	// The deleted Service's Key leaves no Lease behind once the sweep saw it gone.
 	eventually(t, "the Service's state Lease swept", func() bool {
 		var leases coordinationv1.LeaseList
@@ -461,5 +463,51 @@ func TestCleanerPRMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the Cleaner deleted", func() bool { return getCleaner(t, ns, "preview") == nil })
+	g.onePR(t, 2*time.Second)
+}
+
+// TestCleanerDefinedInGitGoesByPR: a Cleaner whose own manifest lives in the GitOps repository
+// is not deleted behind the GitOps tool's back once its cleanup is done (Flux or Argo CD would
+// create it again): a pull request removes its manifest, and the Cleaner goes when the tool
+// syncs. Its CloudEvent-less cleanup is not redone while it waits.
+func TestCleanerDefinedInGitGoesByPR(t *testing.T) {
+	ns := newNamespace(t, "cleaner-git", nil)
+	g := newGitOps(t, ns)
+	dir := g.addManifest("add the Cleaner", "cleaner.yaml", "# removes the scratch ConfigMap\napiVersion: kustos.io/v1alpha1\nkind: Cleaner\n"+
+		"metadata:\n  name: tidy\nspec:\n  ttl: 1s\n  targets:\n    - name: scratch\n      delete: true\n      reference: {version: v1, kind: ConfigMap, name: scratch}\n")
+	if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scratch"}}); err != nil {
+		t.Fatal(err)
+	}
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tidy"}, Spec: v1alpha1.CleanerSpec{
+		TTL: "1s",
+		Targets: []v1alpha1.Target{
+			{Name: "scratch", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "scratch"}},
+		},
+	}})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+	}))
+	dumpOnFailure(t, k)
+
+	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	eventually(t, "scratch (not in Git) deleted directly", func() bool { return !exists(t, cmGVK, ns, "scratch") })
+	p := g.waitPR(t, "the PR removing the Cleaner's manifest merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	if _, ok := g.s.FileAt(ghOwner, ghRepo, "main", dir+"cleaner.yaml"); ok {
+		t.Error("cleaner.yaml is still in the base branch after the merge")
+	}
+	if !strings.Contains(p.Head, "ephemeral") || !strings.Contains(p.Title, "tidy") {
+		t.Errorf("PR %q from %q does not name the Cleaner's ephemeral Key", p.Title, p.Head)
+	}
+	// Merged, not yet synced: the Cleaner is still there, as the GitOps tool has not removed it.
+	time.Sleep(2 * time.Second)
+	if getCleaner(t, ns, "tidy") == nil {
+		t.Fatal("the Cleaner was deleted directly although its manifest is in Git")
+	}
+	// The GitOps tool syncs the merge.
+	if err := kc(t).Delete(context.Background(), &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tidy"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Cleaner gone", func() bool { return getCleaner(t, ns, "tidy") == nil })
 	g.onePR(t, 2*time.Second)
 }

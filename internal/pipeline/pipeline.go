@@ -265,14 +265,14 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			s.change = true
 			switch {
 			case s.holder:
-				_, s.supersedes = r.req.Supersedes(*c, r.proposed)
+				_, s.supersedes = r.supersedes(*c, r.proposed)
 			case rec.ClosedValues != "":
 				s.declined = true
 				var closed lifecycle.Change
 				if json.Unmarshal([]byte(rec.ClosedValues), &closed) != nil {
 					s.supersedes = true
 				} else {
-					_, s.supersedes = r.req.Supersedes(*c, closed)
+					_, s.supersedes = r.supersedes(*c, closed)
 				}
 			}
 		}
@@ -318,7 +318,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	case stepForeignHead:
 		return r.foreignHead(ctx)
 	case stepUpdate:
-		next, _ := r.req.Supersedes(*r.decision.Change, r.proposed)
+		next, _ := r.supersedes(*r.decision.Change, r.proposed)
 		return r.commit(ctx, next, now)
 	case stepRebuild:
 		r.log.Info("rebuilding the proposal on its new base", "number", r.status.Number, "mergeableState", r.status.MergeableState)
@@ -337,6 +337,15 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	return true, fmt.Errorf("pipeline: unknown step %v", st)
+}
+
+// supersedes applies the detector's rule; a detector without one (the Cleaner's: one decision
+// per object version) never supersedes an open or declined proposal.
+func (r *run) supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	if r.req.Supersedes == nil {
+		return old, false
+	}
+	return r.req.Supersedes(newer, old)
 }
 
 // commit records c as the pending decision (the commit point: a conflict means someone else

@@ -405,6 +405,22 @@ func TestRun(t *testing.T) {
 					t.Errorf("withdrawn %q, record %+v; want the declined 12 still remembered", w.forge.withdrawn, r)
 				}
 			}},
+		{"pr: a detector without a supersede rule never updates its open PR (and does not crash)", "pr", false,
+			[]step{want(12), run("a"), want(14), func(w *world) {
+				p := w.replica("a")
+				w.now = w.now.Add(time.Minute)
+				c := *w.wants
+				if _, err := p.Run(context.Background(), Request{Key: testKey, Now: w.now,
+					Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
+					Decide: func(View) Decision { return Decision{Change: &c} }}); err != nil {
+					w.t.Errorf("run: %v", err)
+				}
+			}},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); cpuOfJSON(r.Proposed) != 12 || w.forge.prs[testKey].commits != 1 {
+					t.Errorf("record %+v, commits %d", r, w.forge.prs[testKey].commits)
+				}
+			}},
 		{"pr: dirty is rebuilt without auto-merge", "pr", false,
 			[]step{want(12), run("a"), human("dirty"), run("a")},
 			func(t *testing.T, w *world) {

@@ -354,16 +354,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if out.deleteCleaner {
-		uid, rv := cl.UID, cl.ResourceVersion
-		if err := r.Client.Delete(ctx, &cl, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed since: look again
-			}
-			return reconcile.Result{}, fmt.Errorf("deleting Cleaner %s: %w", req, err)
+		// The Cleaner goes like any object it deletes: through the pipeline, so that a Cleaner
+		// defined in Git is removed by a pull request (deleted directly, Flux or Argo CD would
+		// create it again) and one that is not is deleted with preconditions.
+		target := lifecycle.Target{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "Cleaner",
+			Namespace: cl.Namespace, Name: cl.Name}
+		summary := fmt.Sprintf("Cleaner %s/%s: its cleanup is done (every target and release marked for deletion is gone); the Cleaner itself goes",
+			cl.Namespace, cl.Name)
+		_, _, res, err := r.remove(ctx, &cl, target, &cl, summary, now, false)
+		if err != nil {
+			return reconcile.Result{}, err
 		}
-		log.Info("cleanup done; Cleaner deleted")
-		r.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
+		log.Info("cleanup done; the Cleaner's own deletion is handed to the pipeline")
+		if res.RequeueAfter > 0 {
+			return reconcile.Result{RequeueAfter: res.RequeueAfter}, nil
+		}
+		return reconcile.Result{RequeueAfter: r.Policy.RecheckAfter(true)}, nil
 	}
 
 	after := r.Policy.RecheckAfter(root.Ready() == metav1.ConditionTrue)
@@ -554,7 +560,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 					return nil
 				}
 			}
-			stuck, moved, res, err := r.remove(ctx, cl, target, o, now, resumed)
+			stuck, moved, res, err := r.remove(ctx, cl, target, o, "", now, resumed)
 			if err != nil {
 				return err
 			}
@@ -623,7 +629,11 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		}
 		data := lifecycle.Cleaned{Cleaner: cl.Namespace + "/" + cl.Name, Targets: orEmpty(deleted), Releases: orEmpty(releases), At: now.UTC()}
 		id := fmt.Sprintf("%s/%d", cl.UID, cl.Generation)
-		if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
+		if delivered(cl) {
+			// Sent and acknowledged at an earlier look; the Cleaner now waits for its own
+			// removal (a pull request to merge): the sink gets the event once.
+			out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonDelivered, "the sink acknowledged the CloudEvent "+id)
+		} else if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
 			msg := clip(err.Error(), 1024)
 			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg+" (the Cleaner stays until the sink acknowledges)")
 			out.retry = r.Policy.RecheckAfter(false)
@@ -638,6 +648,12 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 	return nil
 }
 
+// delivered reports whether the sink acknowledged this generation's CloudEvent already.
+func delivered(cl *v1alpha1.Cleaner) bool {
+	c := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.StepEventDelivered)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonDelivered && c.ObservedGeneration == cl.Generation
+}
+
 // remove hands the deletion of one object to the pipeline: a pull request when the GitOps
 // repository defines it, a preconditioned delete when it does not, an Event in observer mode.
 // stuck reports that this very version was decided on before and is still here: the
@@ -646,14 +662,17 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 //
 // moved (only when resumed) reports that another version of the object was decided on before:
 // it changed since, and nothing is decided.
-func (r *Reconciler) remove(ctx context.Context, cl *v1alpha1.Cleaner, target lifecycle.Target, o *unstructured.Unstructured, now time.Time, resumed bool) (stuck, moved bool, res lifecycle.Result, err error) {
+func (r *Reconciler) remove(ctx context.Context, cl *v1alpha1.Cleaner, target lifecycle.Target, o metav1.Object, summary string, now time.Time, resumed bool) (stuck, moved bool, res lifecycle.Result, err error) {
 	version := string(o.GetUID()) + "/" + o.GetResourceVersion()
+	if summary == "" {
+		summary = fmt.Sprintf("Cleaner %s/%s: its TTL passed and every condition holds; %s is to be deleted", cl.Namespace, cl.Name, target)
+	}
 	change := lifecycle.Change{
 		Key: lifecycle.KeyFor(DetectorName, target), Detector: DetectorName, Target: target,
 		Edit: lifecycle.Edit{Op: lifecycle.EditDelete, Preconditions: &lifecycle.Preconditions{
 			UID: string(o.GetUID()), ResourceVersion: o.GetResourceVersion()}},
 		Reason:  ReasonCleanupDue,
-		Summary: fmt.Sprintf("Cleaner %s/%s: its TTL passed and every condition holds; %s is to be deleted", cl.Namespace, cl.Name, target),
+		Summary: summary,
 		Evidence: []map[string]string{{
 			"cleaner": cl.Namespace + "/" + cl.Name, "expiresAt": cl.CreationTimestamp.Add(r.compile(cl).spec.TTL).UTC().Format(time.RFC3339),
 			"conditions": strings.Join(cl.Spec.Conditions, " && "), "uid": string(o.GetUID()), "resourceVersion": o.GetResourceVersion(),
@@ -889,7 +908,7 @@ func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, s
 		if hr != nil {
 			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
 				Namespace: cl.Namespace, Name: rel.Name}
-			stuck, moved, res, err := r.remove(ctx, cl, target, hr, now, resumed)
+			stuck, moved, res, err := r.remove(ctx, cl, target, hr, "", now, resumed)
 			if err != nil {
 				return names, err
 			}
