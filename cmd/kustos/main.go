@@ -155,6 +155,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	o.Expiry.Extension.Max = 14 * 24 * time.Hour
 	fs.Var(lifecycle.LifetimeFlag{D: &o.Expiry.Extension.Max}, "extension-max", "expiry: the longest extension honoured, whatever a link says")
 	fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "expiry: file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
+	trustedProxies := fs.String("trusted-proxies", "", "expiry: comma-separated CIDRs of the reverse proxies in front of the extension server (the Ingress controller's pods); only their X-Forwarded-For names the client that is rate-limited; empty: none, the peer is the client")
 	fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "expiry: helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 	fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "expiry: every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
 	fs.StringVar(&o.Expiry.Webhook.TokenFile, "notify-webhook-token-file", "", "expiry: file holding a bearer token for --notify-webhook-url")
@@ -212,6 +213,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
 	}
 	o.Expiry.Extension.Periods = splitList(*extensionPeriods)
+	o.Expiry.Extension.TrustedProxies = splitList(*trustedProxies)
 	o.Expiry.Mail.TLS = notify.TLSMode(*mailTLS)
 	if *ownersFile != "" {
 		data, err := os.ReadFile(*ownersFile)

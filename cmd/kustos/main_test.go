@@ -57,3 +57,21 @@ func TestRunFlagsDefaults(t *testing.T) {
 		t.Errorf("defaults: threshold=%s increment=%s cooldown=%s", o.Defaults.Threshold, o.Defaults.Increment, o.DefaultCooldown)
 	}
 }
+
+func TestRunFlagsTrustedProxies(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "kustos-system")
+	o, _, _, err := runFlags(nil, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Expiry.Extension.TrustedProxies) != 0 {
+		t.Errorf("default: %q, want no proxy trusted", o.Expiry.Extension.TrustedProxies)
+	}
+	o, _, _, err = runFlags([]string{"--trusted-proxies=10.0.0.0/8, fd00::/8,"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(o.Expiry.Extension.TrustedProxies, "|"); got != "10.0.0.0/8|fd00::/8" {
+		t.Errorf("--trusted-proxies: %q", got)
+	}
+}

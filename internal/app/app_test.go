@@ -63,6 +63,8 @@ func TestValidate(t *testing.T) {
 		{"negative cooldown", func(o *Options) { o.DefaultCooldown = -time.Second }, "--cooldown"},
 		{"zero sweep interval", func(o *Options) { o.LeaseSweepInterval = 0 }, "--lease-sweep-interval"},
 		{"no workers", func(o *Options) { o.MaxConcurrentReconciles = 0 }, "--max-concurrent-reconciles"},
+		{"trusted proxies", func(o *Options) { o.Expiry.Extension.TrustedProxies = []string{"10.0.0.0/8", "fd00::/8", "192.0.2.7"} }, ""},
+		{"a trusted proxy that is no CIDR", func(o *Options) { o.Expiry.Extension.TrustedProxies = []string{"10.0.0.0/8", "ingress-nginx"} }, `--trusted-proxies: "ingress-nginx"`},
 	})
 }
 

@@ -59,6 +59,9 @@ type ExtensionOptions struct {
 	Max     time.Duration
 	// KeyFile is --extension-key-file: the HMAC key, from a Secret.
 	KeyFile string
+	// TrustedProxies is --trusted-proxies: CIDRs of the proxies whose X-Forwarded-For names
+	// the client the server rate-limits (empty: none).
+	TrustedProxies []string
 }
 
 // WebhookNotifyOptions are --notify-webhook-url and --notify-webhook-token-file.
@@ -91,6 +94,9 @@ func (e ExpiryOptions) validate() error {
 		if _, err := extension.ParsePeriods(e.Extension.Periods, e.Extension.Max); err != nil {
 			return fmt.Errorf("--extension-periods: %w", err)
 		}
+	}
+	if _, err := extension.ParseTrustedProxies(e.Extension.TrustedProxies); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	return nil
 }
@@ -313,13 +319,18 @@ func setupExtension(mgr ctrl.Manager, o Options) (func(lifecycle.Key, time.Time,
 	if err != nil {
 		return nil, fmt.Errorf("--extension-periods: %w", err)
 	}
+	proxies, err := extension.ParseTrustedProxies(e.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	srv := &extension.Server{
 		Signer: signer, Periods: periods, Max: e.Max, BaseURL: strings.TrimRight(e.URL, "/"),
 		// The API server, not the cache: a link used on another replica a moment ago must be seen.
-		Store:     &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)},
-		WriteBack: o.Mode != ModeObserve,
-		Now:       o.Now,
-		Log:       o.Log.WithName("extension"),
+		Store:          &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)},
+		WriteBack:      o.Mode != ModeObserve,
+		TrustedProxies: proxies,
+		Now:            o.Now,
+		Log:            o.Log.WithName("extension"),
 	}
 	if err := mgr.Add(&httpRunnable{addr: e.Addr, handler: srv, log: o.Log.WithName("extension")}); err != nil {
 		return nil, err

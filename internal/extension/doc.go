@@ -3,8 +3,13 @@
 // HMAC-SHA256 over the link's key, period, the deadline it extends and its expiry, compared in
 // constant time; each works once (its id is recorded in the Key's state Lease in the same
 // conditional write as the new deadline, so a replay fails on any replica) and dies when the
-// environment would be removed. GET only shows what the link would do; POST does it. Requests
-// are rate-limited per client address; tokens are never logged.
+// environment would be removed. GET only shows what the link would do; POST does it.
+//
+// Requests are rate-limited per client (an IPv4 address or an IPv6 /64) and per verified link
+// (from any address), with bounded memory, answering 429 with Retry-After. Behind a reverse
+// proxy (the chart's Ingress) the client is read from X-Forwarded-For, and only when the peer
+// is one of --trusted-proxies: the right-most address no trusted proxy holds. Tokens are never
+// logged: the access log names the path, the client and a verified link's id.
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git).

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,4 +44,57 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("a token with byte %d changed to %q still verifies: %q", i, b, changed)
 		}
 	})
+}
+
+// FuzzClient: any peer address and X-Forwarded-For — the header is whatever a client sends —
+// gives a client without a panic, the same one a plain reading of the rule gives (split the
+// list, walk it from the right past trusted proxies; no address: the peer), and never an
+// IPv6 key finer than /64.
+func FuzzClient(f *testing.F) {
+	proxies, err := ParseTrustedProxies([]string{"10.0.0.0/8", "fd00::/8"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("10.0.0.1:80", "198.51.100.1, 10.0.0.2", "")
+	f.Add("10.0.0.1:80", "1.2.3.4,, [2001:db8::1]:80, unknown", "10.0.0.3")
+	f.Add("[fd00::1]:443", "2001:db8:1:2::3%eth0", "::ffff:10.1.1.1")
+	f.Add("203.0.113.1:5", "10.0.0.9", "")
+	f.Add("@", "", "")
+	f.Fuzz(func(t *testing.T, peer, xff1, xff2 string) {
+		c := proxies.Client(peer, []string{xff1, xff2})
+		want := referenceClient(proxies, peer, xff1+","+xff2)
+		if c.Addr != want.Addr || c.Malformed != want.Malformed || c.Key() != want.Key() {
+			t.Fatalf("Client(%q, %q, %q) = %+v, want %+v", peer, xff1, xff2, c, want)
+		}
+		if k := c.Key(); c.Addr.Is6() && !strings.HasSuffix(k, "/64") {
+			t.Fatalf("IPv6 client %s has key %q, want its /64", c.Addr, k)
+		}
+		if c.Addr.Is4In6() || c.Addr.Zone() != "" {
+			t.Fatalf("client %s keeps a mapping or zone", c.Addr)
+		}
+	})
+}
+
+// referenceClient is the rule as the README states it, written plainly.
+func referenceClient(p TrustedProxies, peer, xff string) Client {
+	a, ok := parseHop(peer)
+	if !ok {
+		return Client{Peer: peer}
+	}
+	if !p.Trusts(a) {
+		return Client{Addr: a, Peer: peer}
+	}
+	entries := strings.Split(xff, ",")
+	left := a
+	for i := len(entries) - 1; i >= 0; i-- {
+		e, ok := parseHop(entries[i])
+		if !ok {
+			return Client{Addr: a, Peer: peer, Malformed: true}
+		}
+		if !p.Trusts(e) {
+			return Client{Addr: e, Peer: peer}
+		}
+		left = e
+	}
+	return Client{Addr: left, Peer: peer}
 }

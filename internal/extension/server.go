@@ -5,19 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/lru"
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -77,11 +77,14 @@ type Server struct {
 	WriteBack bool
 	// PerMinute is how many requests one client address may make per minute (0: 30).
 	PerMinute int
-	Log       logr.Logger
+	// LinkPerMinute is how many requests one link may get per minute, from any address (0: 10).
+	LinkPerMinute int
+	// TrustedProxies are --trusted-proxies, whose X-Forwarded-For names the client.
+	TrustedProxies TrustedProxies
+	Log            logr.Logger
 
-	limitOnce sync.Once
-	mu        sync.Mutex
-	clients   *lru.Cache
+	limitOnce      sync.Once
+	clients, links *limiter
 }
 
 // Links are the extension links for a Key whose deadline is deadline; they work until expires
@@ -113,15 +116,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !s.allow(r) {
-		s.page(w, http.StatusTooManyRequests, pageData{Title: "Too many requests", Message: "Please try again in a minute."})
+	// The access log: never the query or the form (they hold the token), only the link's id
+	// once its token is verified.
+	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+	w = rec
+	c := s.client(r)
+	defer func() {
+		s.Log.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.code, "client", c.Key(), "link", rec.link)
+	}()
+	// Per client first (a flood costs no HMAC), then per link once the token is verified (only
+	// a link's holder can spend its bucket; see linkLimited).
+	clients, _ := s.limiters()
+	if s.limited(w, clients, "client", c.Key()) {
 		return
 	}
 	switch r.Method {
 	case http.MethodGet:
 		s.get(w, r)
 	case http.MethodPost:
-		s.post(w, r)
+		s.post(w, r, c)
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -167,6 +180,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		s.page(w, code, pageData{Title: "Cannot extend", Message: err.Error()})
 		return
 	}
+	if s.linkLimited(w, l) {
+		return
+	}
 	p, _ := l.key.Parts()
 	s.page(w, http.StatusOK, pageData{
 		Title:       "Extend " + p.Name,
@@ -178,7 +194,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 	if err := r.ParseForm(); err != nil {
 		s.page(w, http.StatusBadRequest, pageData{Title: "Cannot extend", Message: "the form could not be read"})
 		return
@@ -188,22 +204,40 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.page(w, code, pageData{Title: "Cannot extend", Message: err.Error()})
 		return
 	}
+	if s.linkLimited(w, l) {
+		return
+	}
 	until, err := s.extend(r.Context(), l)
 	switch {
 	case errors.Is(err, errUsed):
 		s.page(w, http.StatusConflict, pageData{Title: "Already used", Message: "This link was already used; each link works once. Use another link from the message, or extend in Git (kustos.io/expires-at)."})
 		return
 	case err != nil:
-		// Never log the token or the link: the key is enough to find the environment.
-		s.Log.Error(err, "extension failed", "key", string(l.key), "period", l.period.Name)
+		// Never log the token or the link: the key is enough to find the environment, and the
+		// token's id (useless without its MAC) names the link.
+		s.Log.Error(err, "extension failed", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID)
 		s.page(w, http.StatusServiceUnavailable, pageData{Title: "Please try again", Message: "Kustos could not record the extension just now; the link still works."})
 		return
 	}
-	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "until", until.Format(time.RFC3339))
+	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID, "client", c.Key(), "until", until.Format(time.RFC3339))
 	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack})
 }
 
 var errUsed = errors.New("token already used")
+
+// linkLimited limits one verified link, from whatever addresses it comes: a leaked or
+// forwarded link hammered by many clients costs at most LinkPerMinute API-server reads a
+// minute. The bucket is keyed by the token's id, which only a valid token carries, so made-up
+// tokens neither spend an owner's bucket nor fill the limiter's memory; each of an owner's
+// links has its own. (Guessing a token is bounded by its 256-bit MAC, not by a rate: a limit
+// per environment that also stopped valid tokens would let anyone lock its owner out.)
+func (s *Server) linkLimited(w http.ResponseWriter, l link) bool {
+	if rec, ok := w.(*recorder); ok {
+		rec.link = l.claim.ID
+	}
+	_, links := s.limiters()
+	return s.limited(w, links, "link", string(l.key)+"#"+l.claim.ID)
+}
 
 // extend records the extension in the Key's Lease: the new deadline and the token's id, in
 // one write conditional on the version read, so a token works once even when two replicas
@@ -252,38 +286,62 @@ func describe(k lifecycle.Key) string {
 	return p.KindGroup + " " + p.Name + " in namespace " + p.Namespace
 }
 
-// allow is a per-client-address limit: PerMinute requests per minute, refilled continuously;
-// at most 4096 addresses are remembered.
-func (s *Server) allow(r *http.Request) bool {
-	s.limitOnce.Do(func() { s.clients = lru.New(4096) })
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	limit := float64(s.PerMinute)
-	if limit <= 0 {
-		limit = 30
-	}
-	now := s.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := bucket{tokens: limit, at: now}
-	if v, ok := s.clients.Get(host); ok {
-		b = v.(bucket)
-		b.tokens = min(limit, b.tokens+now.Sub(b.at).Minutes()*limit)
-		b.at = now
-	}
-	ok := b.tokens >= 1
-	if ok {
-		b.tokens--
-	}
-	s.clients.Add(host, b)
-	return ok
+// Bounds of the rate limiter's memory: at most this many clients and links are remembered
+// (least recently used first out; about 100 bytes each). A forgotten bucket starts full.
+const (
+	maxClients = 10000
+	maxLinks   = 10000
+)
+
+func (s *Server) limiters() (clients, links *limiter) {
+	s.limitOnce.Do(func() {
+		perMinute, linkPerMinute := s.PerMinute, s.LinkPerMinute
+		if perMinute <= 0 {
+			perMinute = 30
+		}
+		if linkPerMinute <= 0 {
+			linkPerMinute = 10
+		}
+		s.clients, s.links = newLimiter(perMinute, maxClients), newLimiter(linkPerMinute, maxLinks)
+	})
+	return s.clients, s.links
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
+// client is whom r is counted against: its peer, or behind trusted proxies the client they
+// name. A malformed X-Forwarded-For from a trusted proxy is counted and logged, and the
+// proxy's address stands in.
+func (s *Server) client(r *http.Request) Client {
+	c := s.TrustedProxies.Client(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
+	if c.Malformed {
+		metrics.InvalidInput.WithLabelValues(expiry.DetectorName, "forwarded_for").Inc()
+		s.Log.V(1).Info("a trusted proxy forwarded an X-Forwarded-For entry that is no address; counting the request against the proxy", "peer", r.RemoteAddr)
+	}
+	return c
+}
+
+// limited answers 429 with Retry-After when key has no request left this minute.
+func (s *Server) limited(w http.ResponseWriter, l *limiter, by, key string) bool {
+	ok, wait := l.take(key, s.Now())
+	if ok {
+		return false
+	}
+	rateLimited.WithLabelValues(by).Inc()
+	s.Log.V(1).Info("rate limited", "by", by, by, key)
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	s.page(w, http.StatusTooManyRequests, pageData{Title: "Too many requests", Message: "Please try again in a minute."})
+	return true
+}
+
+// recorder remembers a response's status and the verified link's id for the access log.
+type recorder struct {
+	http.ResponseWriter
+	code int
+	link string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
 }
 
 type pageData struct {
