@@ -220,6 +220,12 @@ func TestServer(t *testing.T) {
 		if code, _ := h.do(http.MethodGet, h.http.URL+"/extend?key=quota/a/b&period=3d&token=x"); code != http.StatusBadRequest {
 			t.Errorf("a quota key: %d", code)
 		}
+		big := url.Values{"key": {string(key)}, "period": {"3d"}, "token": {strings.Repeat("a", 1<<20)}}
+		if resp, err := http.PostForm(h.http.URL+"/extend", big); err != nil {
+			t.Fatal(err)
+		} else if resp.Body.Close(); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a 1 MB form: %d", resp.StatusCode)
+		}
 		req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/extend", http.NoBody)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -195,6 +195,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
+	// The form is a key, a period and a token: a few hundred bytes, not ParseForm's 10 MB.
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
 		s.page(w, http.StatusBadRequest, pageData{Title: "Cannot extend", Message: "the form could not be read"})
 		return
