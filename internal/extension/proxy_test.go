@@ -18,6 +18,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
 func TestParseTrustedProxies(t *testing.T) {
@@ -359,4 +364,43 @@ func TestLogsCarryNoToken(t *testing.T) {
 			t.Errorf("the log lacks %s:\n%s", want, out)
 		}
 	}
+}
+
+// TestMalformedForwardedFor: a trusted proxy forwarding an X-Forwarded-For entry that is no
+// address is counted as bad input, and the request is counted against the proxy.
+func TestMalformedForwardedFor(t *testing.T) {
+	h := newHarness(t)
+	h.srv.PerMinute = 2
+	proxies, err := ParseTrustedProxies([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.TrustedProxies = proxies
+	bad := metrics.InvalidInput.WithLabelValues(expiry.DetectorName, "forwarded_for")
+	limited := rateLimited.WithLabelValues("client")
+	badBefore, limitedBefore := value(t, bad), value(t, limited)
+	c := from(t, "127.0.0.1")
+	link := h.links()["3d"]
+	var codes []int
+	for _, xff := range []string{"unknown", "198.51.100.1, _hidden", ""} {
+		codes = append(codes, send(t, c, http.MethodGet, h.http.URL, link, xff).code)
+	}
+	if codes[0] != http.StatusOK || codes[1] != http.StatusOK || codes[2] != http.StatusTooManyRequests {
+		t.Errorf("three requests counted against the proxy (2 a minute): %v", codes)
+	}
+	if got := value(t, bad) - badBefore; got != 3 {
+		t.Errorf("kustos_invalid_input_total{kind=forwarded_for} rose by %v, want 3", got)
+	}
+	if got := value(t, limited) - limitedBefore; got != 1 {
+		t.Errorf("kustos_extension_rate_limited_total{by=client} rose by %v, want 1", got)
+	}
+}
+
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
