@@ -141,7 +141,7 @@ func TestChartLintsStrict(t *testing.T) {
 		{"--set", "webhook.certManager.enabled=true", "--set", "webhook.failurePolicy=Ignore"},
 		{"--set", "cleaner.enabled=false"},
 		{"--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com",
-			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com",
+			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com", "--set-json", `expiry.extension.trustedProxies=["10.0.0.0/8"]`,
 			"--set", "expiry.notify.webhookURL=https://hooks.example/abc", "--set", "expiry.notify.webhookTokenSecret=hook",
 			"--set", "expiry.notify.mail.host=smtp.example.com", "--set", "expiry.notify.mail.from=kustos@example.com",
 			"--set", "expiry.notify.mail.username=kustos", "--set", "expiry.notify.mail.passwordSecret=smtp",
