@@ -32,6 +32,10 @@ var (
 	// ErrForeignCommit: the proposal's branch holds a commit Kustos did not write (a human
 	// pushed to it); Kustos neither overwrites nor merges it and leaves the proposal to people.
 	ErrForeignCommit = errors.New("proposal holds a commit Kustos did not write")
+	// ErrOutsideNamespace: carrying the change out would act outside the target's namespace
+	// (a helm release whose manifest or hooks name objects in another namespace, of a
+	// cluster-scoped kind, or that cannot be read): Kustos refuses it, whatever its own rights.
+	ErrOutsideNamespace = errors.New("outside the target's namespace")
 )
 
 // NewError returns a new sentinel error that reads msg and that errors.Is also matches against
