@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
@@ -14,7 +13,10 @@ import (
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease/scope"
 )
 
 // DefaultTimeout bounds one call when Uninstaller.Timeout is zero. It is helm's own default for
@@ -27,6 +29,11 @@ var ErrNotFound = errors.New("helm release not found")
 // Uninstaller removes helm releases with helm's own library (action.Uninstall): hooks run,
 // release history in Secrets (the storage driver helm uses by default) goes too. The zero value
 // is not usable: Config is required. Its methods may be called concurrently.
+//
+// It removes only a release that stays in its namespace (package scope): whoever may write
+// Secrets in a namespace may write a release whose manifest or hooks name objects elsewhere,
+// and helm would delete and create them there with Kustos's rights. Uninstall checks the
+// revision helm acts on as helm reads it, so no caller can uninstall around the check.
 type Uninstaller struct {
 	// Config reaches the API server. Kustos's own service account needs what `helm uninstall`
 	// needs: Secrets in the release's namespace and delete on the release's objects.
@@ -42,8 +49,8 @@ type Uninstaller struct {
 // Exists reports whether release is installed in namespace (any status but uninstalled): a
 // release left "uninstalling" by a crash exists, so that Uninstall finishes it.
 func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bool, error) {
-	exists, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (bool, error) {
-		last, err := lastRevision(cfg, release)
+	exists, err := run(ctx, u, namespace, release, func(s *session) (bool, error) {
+		last, err := lastRevision(s.cfg, release)
 		return last != nil && last.Info.Status != hrelease.StatusUninstalled, err
 	})
 	if err != nil {
@@ -64,15 +71,21 @@ func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bo
 // that never becomes ready (a Job that never completes) fails the uninstall after Timeout, with
 // the release left in status uninstalling and its objects in place, so that a retry runs it again.
 //
+// A release whose latest revision names, in its manifest or any hook, an object outside
+// namespace, of a cluster-scoped kind, of a kind the API server does not serve, or one that
+// cannot be decoded, is not touched: Uninstall returns a *scope.Error (matching
+// lifecycle.ErrOutsideNamespace) naming the objects, before any hook runs.
+//
 // When ctx ends first, Uninstall returns at once. Helm may still be running in the background
 // then, but every request it makes fails, so it changes nothing more.
 func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) (removed bool, err error) {
-	removed, err = run(ctx, u, namespace, release, func(cfg *action.Configuration) (bool, error) {
-		last, err := lastRevision(cfg, release)
+	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) {
+		s.guard()
+		last, err := lastRevision(s.cfg, release)
 		if err != nil || last == nil {
 			return false, err
 		}
-		uninstall := action.NewUninstall(cfg)
+		uninstall := action.NewUninstall(s.cfg)
 		uninstall.Timeout = u.timeout() * 9 / 10
 		uninstall.DeletionPropagation = "background"
 		// Not IgnoreNotFound: helm then swallows every error of the history lookup, a
@@ -85,18 +98,50 @@ func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) 
 		}
 		return last.Info.Status != hrelease.StatusUninstalled, nil
 	})
+	if refused := refusal(err); refused != nil {
+		return false, refused
+	}
 	if err != nil {
 		return false, fmt.Errorf("helmrelease: uninstalling release %s/%s: %w", namespace, release, err)
 	}
 	return removed, nil
 }
 
+// Check tells what Uninstall would do with release's latest revision now: nil when it would
+// uninstall it (or there is nothing to uninstall), a *scope.Error matching
+// lifecycle.ErrOutsideNamespace when it would refuse it, and another error when it cannot tell
+// (the API server). A detector asks before it schedules a removal, so that a release Kustos will
+// not remove is reported instead of announced.
+func (u *Uninstaller) Check(ctx context.Context, namespace, release string) error {
+	_, err := run(ctx, u, namespace, release, func(s *session) (struct{}, error) {
+		s.guard()
+		_, err := lastRevision(s.cfg, release)
+		return struct{}{}, err
+	})
+	if refused := refusal(err); refused != nil {
+		return refused
+	}
+	if err != nil {
+		return fmt.Errorf("helmrelease: checking release %s/%s: %w", namespace, release, err)
+	}
+	return nil
+}
+
+// refusal is the *scope.Error in err's tree, whatever helm wrapped it in; nil if there is none.
+func refusal(err error) error {
+	var refused *scope.Error
+	if errors.As(err, &refused) {
+		return refused
+	}
+	return nil
+}
+
 // Values returns the release's user-supplied values (helm get values, without the chart's
 // defaults) of its latest revision, never nil. The expiry detector reads ec_owner and ec_ttl from
 // them. A release without history is an error wrapping ErrNotFound.
 func (u *Uninstaller) Values(ctx context.Context, namespace, release string) (map[string]any, error) {
-	values, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (map[string]any, error) {
-		last, err := lastRevision(cfg, release)
+	values, err := run(ctx, u, namespace, release, func(s *session) (map[string]any, error) {
+		last, err := lastRevision(s.cfg, release)
 		if err != nil {
 			return nil, err
 		}
@@ -134,8 +179,8 @@ func (u *Uninstaller) Release(ctx context.Context, namespace, release string) (i
 		info  Info
 		found bool
 	}
-	o, err := run(ctx, u, namespace, release, func(cfg *action.Configuration) (out, error) {
-		last, err := lastRevision(cfg, release)
+	o, err := run(ctx, u, namespace, release, func(s *session) (out, error) {
+		last, err := lastRevision(s.cfg, release)
 		if err != nil || last == nil || last.Info == nil || last.Info.Status == hrelease.StatusUninstalled {
 			return out{}, err
 		}
@@ -151,10 +196,85 @@ func (u *Uninstaller) Release(ctx context.Context, namespace, release string) (i
 	return o.info, o.found, nil
 }
 
+// session is one call's helm configuration, for one release.
+type session struct {
+	cfg       *action.Configuration
+	getter    *restClientGetter
+	namespace string
+	release   string
+}
+
+// guard makes helm's reads of the release's history check its latest revision (scope.Check)
+// before they return it: what helm then acts on is what was checked, read in the same request.
+func (s *session) guard() {
+	s.cfg.Releases.Driver = &checkedDriver{Driver: s.cfg.Releases.Driver, check: s.check}
+}
+
+// check refuses rel unless uninstalling it stays in the session's namespace. A revision already
+// uninstalled (history kept) is not checked: helm only purges its records then.
+func (s *session) check(rel *hrelease.Release) error {
+	if rel == nil || (rel.Info != nil && rel.Info.Status == hrelease.StatusUninstalled) {
+		return nil
+	}
+	// Discovery first: an API server that cannot say which kinds it serves is a failure to
+	// retry, not a release to refuse. A group whose discovery failed (an aggregated API that is
+	// down) is not: its kinds are unknown, and a release naming them is refused.
+	dc, err := s.getter.ToDiscoveryClient()
+	if err != nil {
+		return err
+	}
+	if _, _, err := dc.ServerGroupsAndResources(); err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return fmt.Errorf("discovering the kinds the API server serves: %w", err)
+	}
+	return scope.Check(s.cfg.KubeClient, s.namespace, s.release, rel)
+}
+
+// checkedDriver is helm's release storage with every read of history checked: helm's uninstall
+// reads the release it acts on through Query (History, then the highest revision), so the
+// revision it acts on is the one check passed — a tenant who rewrites the release Secret between
+// a check and the uninstall gains nothing.
+type checkedDriver struct {
+	driver.Driver
+	check func(*hrelease.Release) error
+}
+
+var _ driver.Driver = (*checkedDriver)(nil)
+
+// Query checks the latest of the revisions found, the one helm acts on.
+func (d *checkedDriver) Query(labels map[string]string) ([]*hrelease.Release, error) {
+	rels, err := d.Driver.Query(labels)
+	if err != nil || len(rels) == 0 {
+		return rels, err
+	}
+	latest := rels[0]
+	for _, r := range rels[1:] {
+		if r != nil && (latest == nil || r.Version > latest.Version) {
+			latest = r
+		}
+	}
+	if err := d.check(latest); err != nil {
+		return nil, err
+	}
+	return rels, nil
+}
+
+// Get checks the revision it returns (helm's uninstall does not read one this way; a future
+// helm that does must not escape the check).
+func (d *checkedDriver) Get(key string) (*hrelease.Release, error) {
+	rel, err := d.Driver.Get(key)
+	if err != nil {
+		return rel, err
+	}
+	if err := d.check(rel); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
+
 // run calls fn with a helm configuration for namespace whose API requests end with ctx or after
 // u.Timeout, and returns what fn returns, or ctx's cause when ctx ends first. fn's results travel
 // back over a channel: an fn abandoned at ctx's end must write nothing the caller reads.
-func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn func(*action.Configuration) (T, error)) (T, error) {
+func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn func(*session) (T, error)) (T, error) {
 	var zero T
 	if u.Config == nil {
 		return zero, errors.New("no API server configuration")
@@ -180,8 +300,9 @@ func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn 
 		err error
 	}
 	done := make(chan result, 1)
+	s := &session{cfg: cfg, getter: getter, namespace: namespace, release: name}
 	go func() {
-		v, err := fn(cfg)
+		v, err := fn(s)
 		done <- result{v, err}
 	}()
 	select {

@@ -52,6 +52,9 @@ func testMapper() meta.RESTMapper {
 		{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, meta.RESTScopeNamespace},
 		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot},
 		{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}, meta.RESTScopeNamespace},
+		// Discovery's RESTMapper knows a List kind in every group version (client-go's
+		// restmapper): helm's client flattens it into its items.
+		{schema.GroupVersionKind{Version: "v1", Kind: "List"}, meta.RESTScopeRoot},
 	} {
 		m.Add(k.gvk, k.scope)
 	}
@@ -114,8 +117,14 @@ func TestCheck(t *testing.T) {
 			want: []string{"the pre-delete hook ns: Namespace team-b is of a cluster-scoped kind"}},
 		{name: "kind the API server does not serve", manifest: "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
 			want: []string{"the manifest: document 1 (Widget w) is of a kind the API server does not serve (Widget.example.com)"}},
-		{name: "a List is a kind of its own", manifest: "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(cm("victim", "team-b"), "\n", "\n  "),
-			want: []string{"the manifest: document 1 is of a kind the API server does not serve (List)"}},
+		{name: "a List of objects in the namespace", manifest: "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(cm("a", ""), "\n", "\n  ") +
+			"\n- " + strings.ReplaceAll(cm("b", ns), "\n", "\n  ")},
+		{name: "a List with an object in another namespace", manifest: "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(cm("a", ""), "\n", "\n  ") +
+			"\n- " + strings.ReplaceAll(cm("victim", "team-b"), "\n", "\n  "),
+			want: []string{"the manifest: ConfigMap team-b/victim is in namespace team-b"}},
+		{name: "a List in a List, which helm's client cannot decode", hooks: []*release.Hook{hook("l", "pre-delete", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - "+
+			strings.ReplaceAll(cm("deep", "team-b"), "\n", "\n    "))},
+			want: []string{"the pre-delete hook l: its manifest cannot be decoded as a Kubernetes object"}},
 		{name: "malformed hook", hooks: []*release.Hook{hook("bad", "pre-delete", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x\n")},
 			want: []string{"the pre-delete hook bad: its manifest is not valid YAML (line 4)"}},
 		{name: "document without a kind quotes nothing", manifest: "apiVersion: v1\nmetadata:\n  name: s\ndata:\n  password: czNjcjN0\n",
