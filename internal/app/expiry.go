@@ -279,6 +279,10 @@ func (h helmReleases) Release(ctx context.Context, namespace, name string) (expi
 	return expiry.Release{Values: i.Values, FirstDeployed: i.FirstDeployed, Labels: i.Labels}, found, err
 }
 
+func (h helmReleases) Check(ctx context.Context, namespace, name string) error {
+	return h.u.Check(ctx, namespace, name)
+}
+
 // releaseActuator uninstalls helm releases whose removal is due (hooks run, history purged);
 // every other Change goes to base. Releases are never in Git as such (a Flux-managed one is
 // left to people, see expiry.HelmReconciler), so there is nothing to propose.

@@ -80,6 +80,11 @@ const (
 	ReasonNotDelivered = "NotDelivered"
 	// ReasonUninstallFailed: helm could not uninstall a release.
 	ReasonUninstallFailed = "UninstallFailed"
+	// ReasonReleaseOutsideNamespace: a release's manifest or hooks name an object in another
+	// namespace, of a cluster-scoped kind, of a kind the API server does not serve, or one that
+	// cannot be read: Kustos does not uninstall it (the message names the objects); the
+	// Cleaner's other targets and releases go on.
+	ReasonReleaseOutsideNamespace = "ReleaseOutsideNamespace"
 )
 
 // Steps of a Cleaner, in order (seed 002's adapters).
@@ -120,7 +125,9 @@ type Access interface {
 // Releases removes plain helm releases (internal/actuate/helmrelease.Uninstaller): hooks run,
 // the release history goes with it.
 type Releases interface {
-	// Uninstall is idempotent: a release that is not installed is not an error.
+	// Uninstall is idempotent: a release that is not installed is not an error. A release
+	// whose manifest or hooks name objects outside namespace (or of cluster-scoped kinds) is
+	// not touched: the error matches lifecycle.ErrOutsideNamespace and names them.
 	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
 }
 
@@ -308,6 +315,8 @@ type outcome struct {
 	act func(*outcome) error
 	// failed: act reported a failure and stopped.
 	failed bool
+	// refused are the refusals of helm releases that reach outside the Cleaner's namespace.
+	refused []string
 }
 
 func (o *outcome) report(step string, status metav1.ConditionStatus, reason, msg string) {
@@ -604,6 +613,10 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonObserverMode, msg)
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonObserverMode, "observer mode sends no CloudEvent")
 		return nil
+	case len(out.refused) > 0:
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonReleaseOutsideNamespace,
+			clip(strings.Join(out.refused, "; "), 2048))
+		return nil
 	case len(blocked) > 0:
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonCleanupBlocked,
 			"still present after the decision to delete them (see their Warning Events): "+strings.Join(blocked, ", "))
@@ -888,8 +901,9 @@ func statusEqual(a, b *v1alpha1.CleanerStatus) bool {
 
 // removeReleases removes the helm releases marked for deletion: one that a Flux HelmRelease
 // object manages goes through the pipeline like any object (a pull request removing it from
-// Git); a plain one is uninstalled with helm (hooks run). Observer mode only lists them. It
-// returns the releases that are (or would be) removed.
+// Git); a plain one is uninstalled with helm (hooks run), unless its manifest or hooks reach
+// outside the Cleaner's namespace (out.refused). Observer mode only lists them. It returns the
+// releases that are (or would be) removed.
 func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, now time.Time, resumed bool,
 	out *outcome, remaining, blocked, changed *[]string) ([]string, error) {
 	var names []string
@@ -932,6 +946,20 @@ func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, s
 			return names, nil
 		}
 		if _, err := r.Releases.Uninstall(ctx, cl.Namespace, rel.Name); err != nil {
+			if errors.Is(err, lifecycle.ErrOutsideNamespace) {
+				// The tenant's release would have Kustos act in other namespaces: refused, said
+				// so, and the Cleaner's other releases go on. It stays refused at every look
+				// (the Cleaner is not ready, so looked at again after the not-ready recheck),
+				// with one Event per generation.
+				names = names[:len(names)-1]
+				msg := clip(err.Error(), 1024)
+				out.refused = append(out.refused, msg)
+				metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
+				if err := r.warn(ctx, cl, ReasonReleaseOutsideNamespace, msg, now); err != nil {
+					return names, err
+				}
+				continue
+			}
 			msg := fmt.Sprintf("helm release %s/%s: %s", cl.Namespace, rel.Name, clip(err.Error(), 1024))
 			out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonUninstallFailed, msg)
 			out.failed = true

@@ -26,6 +26,10 @@ const (
 	// ReasonInvalidExpiry: a lifetime, owner or action Kustos cannot use; the object is left
 	// alone.
 	ReasonInvalidExpiry = "InvalidExpiryMetadata"
+	// ReasonReleaseOutsideNamespace: a helm release's manifest or hooks name an object in
+	// another namespace, of a cluster-scoped kind, of a kind the API server does not serve, or
+	// one that cannot be read: Kustos never uninstalls it and sends its owner nothing about it.
+	ReasonReleaseOutsideNamespace = "ReleaseOutsideNamespace"
 	// ReasonOrphan: an object of a lifecycle kind without an owner or a lifetime.
 	ReasonOrphan = "ExpiryOrphan"
 	// ReasonExpiryExtended: the owner extended the lifetime through a link; the Change writes

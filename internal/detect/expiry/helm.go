@@ -2,6 +2,7 @@ package expiry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,6 +56,10 @@ type Release struct {
 type Releases interface {
 	// Release returns the latest revision; found is false when there is none installed.
 	Release(ctx context.Context, namespace, name string) (r Release, found bool, err error)
+	// Check returns an error matching lifecycle.ErrOutsideNamespace, naming the objects, when
+	// the release's manifest or hooks reach outside namespace, so that uninstalling it is
+	// refused; nil when it may be uninstalled.
+	Check(ctx context.Context, namespace, name string) error
 }
 
 // HelmReconciler decides about helm releases: it watches the metadata of helm's release
@@ -114,6 +119,19 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, r.Reporter.Notify(ctx, releaseRef, corev1.EventTypeWarning, ReasonInvalidExpiry,
 			fmt.Sprintf("helm release %s/%s has a lifetime (%s) but is managed by %s; remove it in Git, Kustos does not uninstall it", req.Namespace, req.Name, policy.From, m),
 			"expiry-flux|"+req.Namespace+"|"+req.Name, now)
+	}
+	if err := r.Releases.Check(ctx, req.Namespace, req.Name); err != nil {
+		if !errors.Is(err, lifecycle.ErrOutsideNamespace) {
+			return reconcile.Result{}, err
+		}
+		// A tenant's release that would have Kustos delete or create objects in other
+		// namespaces: never uninstalled, and its owner is neither warned nor told it went. It
+		// is refused again whenever it changes (a new revision), with one Event per refusal.
+		metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
+		log.Info("helm release refused: it reaches outside its namespace", "reason", ReasonReleaseOutsideNamespace, "error", err.Error())
+		msg := err.Error()
+		return reconcile.Result{}, r.Reporter.Notify(ctx, releaseRef, corev1.EventTypeWarning, ReasonReleaseOutsideNamespace, msg,
+			"expiry-outside|"+req.Namespace+"|"+req.Name+"|"+msg, now)
 	}
 	key := lifecycle.KeyFor(DetectorName, target)
 	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
