@@ -169,3 +169,34 @@ func TestExpiryRefusesReleaseOutsideNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanerObserverReportsReleaseOutsideNamespace: observer mode reports what Kustos would do,
+// so it reports the refusal too (and touches nothing, as always).
+func TestCleanerObserverReportsReleaseOutsideNamespace(t *testing.T) {
+	ns := newNamespace(t, "cleaner-observe-reach", nil)
+	other := newNamespace(t, "cleaner-observe-victim", nil)
+	newVictim(t, other)
+	installRelease(t, ns, "evil")
+	reachOut(t, ns, "evil", other)
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reach"}, Spec: v1alpha1.CleanerSpec{
+		TTL:  "1s",
+		Helm: &v1alpha1.Helm{Releases: []v1alpha1.HelmRelease{{Name: "evil", Delete: true}}},
+	}})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeObserve
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+	})
+	dumpOnFailure(t, k)
+
+	waitCondition(t, ns, "reach", v1alpha1.StepActionsDone, metav1.ConditionFalse, ephemeral.ReasonReleaseOutsideNamespace)
+	ev := waitEvents(t, ns, ephemeral.ReasonReleaseOutsideNamespace, 1)[0]
+	if !strings.Contains(ev.Message, "ConfigMap "+other+"/victim") {
+		t.Errorf("event: %s", ev.Message)
+	}
+	for _, e := range kustosEvents(t, ns, ephemeral.ReasonCleanupDue) {
+		if strings.Contains(e.Message, "evil") {
+			t.Errorf("CleanupDue announces the refused release: %s", e.Message)
+		}
+	}
+	untouched(t, other)
+}

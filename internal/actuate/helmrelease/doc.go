@@ -9,4 +9,9 @@
 // instead of a kubeconfig file, a context that bounds every API call helm makes (helm's
 // Uninstall, GetValues and storage drivers take none), and idempotent results (uninstalling a
 // release that is already gone is success with removed=false, so a retry after a crash is safe).
+//
+// And one refusal helm does not make: a release is a Secret its namespace's tenant may write,
+// and helm deletes and creates whatever namespaces its manifest and hooks name. Uninstall acts
+// only on a release whose every object stays in its namespace (package scope), checked on the
+// very revision helm reads to act on; Check tells a detector the same in advance.
 package helmrelease

@@ -129,6 +129,9 @@ type Releases interface {
 	// whose manifest or hooks name objects outside namespace (or of cluster-scoped kinds) is
 	// not touched: the error matches lifecycle.ErrOutsideNamespace and names them.
 	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
+	// Check is the same refusal without uninstalling (nil: Uninstall would go ahead), for
+	// observer mode to report what it would do.
+	Check(ctx context.Context, namespace, release string) error
 }
 
 // Sink delivers the CloudEvent of a finished cleanup (internal/actuate/cloudevent.Sender). It
@@ -605,6 +608,11 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		return err
 	}
 	switch {
+	case len(out.refused) > 0:
+		// Before observer mode: what it reports is what Kustos would do.
+		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonReleaseOutsideNamespace,
+			clip(strings.Join(out.refused, "; "), 2048))
+		return nil
 	case r.Observe:
 		msg := "the cleanup is due; observer mode only reports it"
 		if len(names) > 0 {
@@ -612,10 +620,6 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		}
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonObserverMode, msg)
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonObserverMode, "observer mode sends no CloudEvent")
-		return nil
-	case len(out.refused) > 0:
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonReleaseOutsideNamespace,
-			clip(strings.Join(out.refused, "; "), 2048))
 		return nil
 	case len(blocked) > 0:
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonCleanupBlocked,
@@ -902,8 +906,8 @@ func statusEqual(a, b *v1alpha1.CleanerStatus) bool {
 // removeReleases removes the helm releases marked for deletion: one that a Flux HelmRelease
 // object manages goes through the pipeline like any object (a pull request removing it from
 // Git); a plain one is uninstalled with helm (hooks run), unless its manifest or hooks reach
-// outside the Cleaner's namespace (out.refused). Observer mode only lists them. It returns the
-// releases that are (or would be) removed.
+// outside the Cleaner's namespace (out.refused). Observer mode only lists them, and refuses the
+// same releases. It returns the releases that are (or would be) removed.
 func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, now time.Time, resumed bool,
 	out *outcome, remaining, blocked, changed *[]string) ([]string, error) {
 	var names []string
@@ -913,6 +917,18 @@ func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, s
 		}
 		names = append(names, rel.Name)
 		if r.Observe {
+			if r.Releases == nil {
+				continue
+			}
+			if err := r.Releases.Check(ctx, cl.Namespace, rel.Name); err != nil {
+				if !errors.Is(err, lifecycle.ErrOutsideNamespace) {
+					return names, err
+				}
+				names = names[:len(names)-1]
+				if err := r.refuseRelease(ctx, cl, err, now, out); err != nil {
+					return names, err
+				}
+			}
 			continue
 		}
 		hr, m, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
@@ -947,15 +963,8 @@ func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, s
 		}
 		if _, err := r.Releases.Uninstall(ctx, cl.Namespace, rel.Name); err != nil {
 			if errors.Is(err, lifecycle.ErrOutsideNamespace) {
-				// The tenant's release would have Kustos act in other namespaces: refused, said
-				// so, and the Cleaner's other releases go on. It stays refused at every look
-				// (the Cleaner is not ready, so looked at again after the not-ready recheck),
-				// with one Event per generation.
 				names = names[:len(names)-1]
-				msg := clip(err.Error(), 1024)
-				out.refused = append(out.refused, msg)
-				metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
-				if err := r.warn(ctx, cl, ReasonReleaseOutsideNamespace, msg, now); err != nil {
+				if err := r.refuseRelease(ctx, cl, err, now, out); err != nil {
 					return names, err
 				}
 				continue
@@ -967,6 +976,18 @@ func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, s
 		}
 	}
 	return names, nil
+}
+
+// refuseRelease reports a release that would have Kustos act outside the Cleaner's namespace
+// (refusal matches lifecycle.ErrOutsideNamespace and names the objects): a Warning Event, a log
+// line, a count, and out.refused for the status. The Cleaner's other releases go on; this one is
+// refused again at every look (the Cleaner is not ready, so looked at after the not-ready
+// recheck), with one Event per generation and message.
+func (r *Reconciler) refuseRelease(ctx context.Context, cl *v1alpha1.Cleaner, refusal error, now time.Time, out *outcome) error {
+	msg := clip(refusal.Error(), 1024)
+	out.refused = append(out.refused, msg)
+	metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
+	return r.warn(ctx, cl, ReasonReleaseOutsideNamespace, msg, now)
 }
 
 // fluxRelease returns the Flux HelmRelease object named name, or nil when Flux is not installed
