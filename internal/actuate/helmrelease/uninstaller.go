@@ -81,22 +81,7 @@ func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bo
 func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) (removed bool, err error) {
 	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) {
 		s.guard()
-		last, err := lastRevision(s.cfg, release)
-		if err != nil || last == nil {
-			return false, err
-		}
-		uninstall := action.NewUninstall(s.cfg)
-		uninstall.Timeout = u.timeout() * 9 / 10
-		uninstall.DeletionPropagation = "background"
-		// Not IgnoreNotFound: helm then swallows every error of the history lookup, a
-		// forbidden or unreachable API server included. The lookup above decides instead.
-		if res, err := uninstall.Run(release); err != nil {
-			if errors.Is(err, driver.ErrReleaseNotFound) {
-				return false, nil // removed since the lookup above, by someone else
-			}
-			return false, describeFailure(res, err)
-		}
-		return last.Info.Status != hrelease.StatusUninstalled, nil
+		return u.uninstall(s)
 	})
 	if refused := refusal(err); refused != nil {
 		return false, refused
@@ -105,6 +90,27 @@ func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) 
 		return false, fmt.Errorf("helmrelease: uninstalling release %s/%s: %w", namespace, release, err)
 	}
 	return removed, nil
+}
+
+// uninstall is Uninstall within a session whose reads are guarded.
+func (u *Uninstaller) uninstall(s *session) (bool, error) {
+	last, err := lastRevision(s.cfg, s.release)
+	if err != nil || last == nil {
+		return false, err
+	}
+	uninstall := action.NewUninstall(s.cfg)
+	uninstall.Timeout = u.timeout() * 9 / 10
+	uninstall.DeletionPropagation = "background"
+	// Not IgnoreNotFound: helm then swallows every error of the history lookup, a forbidden or
+	// unreachable API server included. The lookup above decides instead. Helm reads the
+	// release again, through the same guard: what it acts on is checked, whatever changed since.
+	if res, err := uninstall.Run(s.release); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return false, nil // removed since the lookup above, by someone else
+		}
+		return false, describeFailure(res, err)
+	}
+	return last.Info.Status != hrelease.StatusUninstalled, nil
 }
 
 // Check tells what Uninstall would do with release's latest revision now: nil when it would
