@@ -212,7 +212,7 @@ func noKindMatch(err error) *meta.NoKindMatchError {
 	if errors.As(err, &noKind) {
 		return noKind
 	}
-	if agg, ok := err.(interface{ Errors() []error }); ok { //nolint:errorlint // the aggregate's own walk
+	if agg, ok := err.(interface{ Errors() []error }); ok {
 		for _, e := range agg.Errors() {
 			if k := noKindMatch(e); k != nil {
 				return k
