@@ -75,9 +75,16 @@ var (
 		Help:    "Duration of one activity check (one Prometheus query per source).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	})
+	// EgressRefused counts connections to tenant-given destinations (probe URLs, CloudEvent
+	// sinks) that internal/egress refused, by detector and the address's class (loopback,
+	// link-local, private, …, scheme), so that a tenant aiming at internal addresses shows.
+	EgressRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_egress_refused_total",
+		Help: "Requests to tenant-given destinations refused (not in --allowed-destinations), by detector and the destination's class.",
+	}, []string{"detector", "reason"})
 )
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
-		ActivitySourceUp, ActivityQueries, ActivityCheckDuration)
+		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused)
 }
