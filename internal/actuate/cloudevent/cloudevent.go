@@ -17,6 +17,8 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/client"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/kustos-dev/kustos/internal/egress"
 )
 
 // TypeCleaned is the CloudEvent type Kustos sends when a Cleaner's cleanup is done. The
@@ -43,12 +45,16 @@ var (
 )
 
 // defaultHTTP is shared by all Senders without an HTTP client, so that they share connections.
-var defaultHTTP = &http.Client{Timeout: DefaultHTTPTimeout}
+// A sink is a tenant's URL: the client refuses every destination but public addresses
+// (internal/egress's default policy) and follows no redirect.
+var defaultHTTP = (&egress.Guard{Detector: "cloudevent"}).Client(DefaultHTTPTimeout)
 
 // Sender sends CloudEvents to sinks. The zero value is usable; a Sender may be used concurrently.
 type Sender struct {
-	// HTTP sends the requests; nil: a client with a DefaultHTTPTimeout timeout. Its timeout
-	// bounds each attempt, ctx the whole of Send.
+	// HTTP sends the requests; nil: an internal/egress client that reaches public addresses
+	// only, with a DefaultHTTPTimeout timeout. A sink is a tenant's URL: give it an egress
+	// Guard's client (--allowed-destinations), never a plain one. Its timeout bounds each
+	// attempt, ctx the whole of Send.
 	HTTP *http.Client
 	// Source is the events' source attribute, e.g. "kustos" or a URI of the cluster
 	// (default DefaultSource).
@@ -66,9 +72,12 @@ type Sender struct {
 // stable for one cleanup (the Cleaner's UID and generation, say) so that receivers can drop the
 // duplicates a retry after a crash sends. subject names what was cleaned ("ns/name").
 //
-// It returns nil only when the sink acknowledged the event (2xx); otherwise an error that says
-// what the sink answered (status) or that it could not be reached, wrapping ErrNotDelivered and,
-// when the sink rejected the event, ErrRejected. When ctx ends, Send returns at once with an error
+// It returns nil only when the sink acknowledged the event (2xx); otherwise an error wrapping
+// ErrNotDelivered and, when the sink rejected the event, ErrRejected, or egress.ErrRefused when
+// the sink's destination is refused (then it is not retried). The error's text is for the
+// Cleaner's author: it names the sink (without credentials) and only the class of the failure
+// ("HTTP 5xx", "timeout", "destination refused"); Detail(err) adds what the sink answered and the
+// network's error, for the operator's log. When ctx ends, Send returns at once with an error
 // that also wraps ctx's cause.
 func (s *Sender) Send(ctx context.Context, sink, id, subject string, data any) error {
 	target, err := url.Parse(sink)
@@ -90,7 +99,10 @@ func (s *Sender) Send(ctx context.Context, sink, id, subject string, data any) e
 		return &notDelivered{msg: fmt.Sprintf("cloudevent: encoding event %q: %v", id, err), cause: err}
 	}
 
-	rec := &recorder{next: s.httpClient().Transport}
+	// A refused destination ends the retries: cancelling sendCtx stops the SDK's backoff.
+	sendCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rec := &recorder{next: s.httpClient().Transport, refused: cancel}
 	if rec.next == nil {
 		rec.next = http.DefaultTransport
 	}
@@ -105,9 +117,8 @@ func (s *Sender) Send(ctx context.Context, sink, id, subject string, data any) e
 	if err != nil {
 		return &notDelivered{msg: "cloudevent: " + scrub(err.Error(), target)}
 	}
-	sendCtx := ctx
 	if retries, period := s.schedule(); retries > 0 {
-		sendCtx = cloudevents.ContextWithRetriesExponentialBackoff(ctx, period, retries)
+		sendCtx = cloudevents.ContextWithRetriesExponentialBackoff(sendCtx, period, retries)
 	}
 	res := c.Send(sendCtx, e)
 	if cloudevents.IsACK(res) {
@@ -172,6 +183,8 @@ func (s *Sender) schedule() (retries int, period time.Duration) {
 // retries, wrap each other, and quote the sink's whole answer.
 type recorder struct {
 	next http.RoundTripper
+	// refused is called when the destination is refused: a retry cannot change that.
+	refused func(error)
 
 	mu       sync.Mutex
 	requests int
@@ -196,6 +209,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(answer), resp.Body), Closer: resp.Body}
 		}
 	}
+	if err != nil && errors.Is(err, egress.ErrRefused) && r.refused != nil {
+		r.refused(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
@@ -213,7 +229,8 @@ type prefixedBody struct {
 	io.Closer
 }
 
-// failure explains why the event was not delivered.
+// failure explains why the event was not delivered: in its message the class of the failure
+// only, in its detail what the sink answered and the network's error.
 func (r *recorder) failure(ctx context.Context, res error, where, id string, target *url.URL) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -229,42 +246,73 @@ func (r *recorder) failure(ctx context.Context, res error, where, id string, tar
 	}
 	switch {
 	case r.status != 0:
+		class := egress.StatusClass(r.status)
 		answer := fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
 		if text := oneLine(string(r.answer)); text != "" {
 			answer += ": " + scrub(text, target)
 		}
 		if r.status >= 400 && r.status < 500 && !retriable(r.status) {
-			return &notDelivered{
-				msg:      fmt.Sprintf("cloudevent: sink %s rejected event %q: %s", where, id, answer),
-				rejected: true,
-			}
+			msg := fmt.Sprintf("cloudevent: sink %s rejected event %q: %s", where, id, class)
+			return &notDelivered{msg: msg, detail: msg + " (" + answer + ")", rejected: true}
 		}
-		return &notDelivered{msg: fmt.Sprintf("cloudevent: sink %s did not acknowledge event %q after %s: %s", where, id, tries, answer)}
+		msg := fmt.Sprintf("cloudevent: sink %s did not acknowledge event %q after %s: %s", where, id, tries, class)
+		return &notDelivered{msg: msg, detail: msg + " (" + answer + ")"}
 	case r.err != nil:
 		err := r.err
 		// The client's *url.Error quotes the URL, with the user name; the cause does not.
 		if uerr := (*url.Error)(nil); errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return &notDelivered{msg: fmt.Sprintf("cloudevent: sink %s could not be reached for event %q (%s): %s", where, id, tries, scrub(err.Error(), target))}
+		class := egress.Failure(err)
+		if errors.Is(err, egress.ErrRefused) {
+			msg := fmt.Sprintf("cloudevent: sink %s: %s (not a destination this Kustos may send to)", where, class)
+			return &notDelivered{msg: msg, detail: msg + " (" + scrub(err.Error(), target) + ")", refused: true}
+		}
+		msg := fmt.Sprintf("cloudevent: sink %s could not be reached for event %q (%s): %s", where, id, tries, class)
+		return &notDelivered{msg: msg, detail: msg + " (" + scrub(err.Error(), target) + ")"}
 	default:
 		// No request was made: the SDK failed before it.
-		return &notDelivered{msg: fmt.Sprintf("cloudevent: event %q for %s: %s", id, where, scrub(res.Error(), target))}
+		msg := fmt.Sprintf("cloudevent: event %q for %s could not be sent", id, where)
+		return &notDelivered{msg: msg, detail: msg + ": " + scrub(res.Error(), target)}
 	}
 }
 
 // notDelivered is the error of a delivery that failed. Its message is written here, not
-// composed of the SDK's and net/http's, which quote the sink URL and its whole answer.
+// composed of the SDK's and net/http's, which quote the sink URL and its whole answer; that
+// answer and the network's error are in detail, for the operator only.
 type notDelivered struct {
 	msg      string
-	rejected bool  // ErrRejected
-	cause    error // ctx's, when it ended
+	detail   string // msg and what the sink answered or the network said ("": msg)
+	rejected bool   // ErrRejected
+	refused  bool   // egress.ErrRefused
+	cause    error  // ctx's, when it ended
 }
 
 func (e *notDelivered) Error() string { return e.msg }
 func (e *notDelivered) Unwrap() error { return e.cause }
 func (e *notDelivered) Is(target error) bool {
-	return target == ErrNotDelivered || (e.rejected && target == ErrRejected)
+	return target == ErrNotDelivered || (e.rejected && target == ErrRejected) || (e.refused && target == egress.ErrRefused)
+}
+
+// Detail is the message with what the sink answered (the start of its body) or the network's
+// error (addresses, TLS names): for the operator's log, never for the Cleaner's status or Events.
+func (e *notDelivered) Detail() string {
+	if e.detail == "" {
+		return e.msg
+	}
+	return e.detail
+}
+
+// Detail returns err's operator detail when Send returned it, else err's text.
+func Detail(err error) string {
+	var nd *notDelivered
+	if errors.As(err, &nd) {
+		return nd.Detail()
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // redact returns u without its userinfo, for messages.

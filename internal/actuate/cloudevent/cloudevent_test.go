@@ -16,12 +16,23 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
+// loopback is a client that may reach the tests' receivers on 127.0.0.1: an operator's
+// --allowed-destinations=127.0.0.1/32. A Sender without a client refuses them.
+var loopback = func() *http.Client {
+	p, err := egress.ParsePolicy("127.0.0.1/32")
+	if err != nil {
+		panic(err)
+	}
+	return (&egress.Guard{Policy: p, Detector: "cloudevent-test"}).Client(cloudevent.DefaultHTTPTimeout)
+}()
+
 // fast retries a few times without waiting long: the tests' backoff.
 func fast() *cloudevent.Sender {
-	return &cloudevent.Sender{Source: "kustos", Retries: 3, Backoff: time.Millisecond}
+	return &cloudevent.Sender{HTTP: loopback, Source: "kustos", Retries: 3, Backoff: time.Millisecond}
 }
 
 func cleaned() lifecycle.Cleaned {
@@ -35,7 +46,7 @@ func cleaned() lifecycle.Cleaned {
 
 func TestSendAcknowledged(t *testing.T) {
 	r := startReceiver(t, answerStatuses())
-	s := &cloudevent.Sender{Source: "https://cluster.example/kustos"} // every other field default
+	s := &cloudevent.Sender{HTTP: loopback, Source: "https://cluster.example/kustos"} // every other field default
 	data := cleaned()
 
 	if err := s.Send(context.Background(), r.URL, "uid-1234.3", "team-a/preview-42", data); err != nil {
@@ -90,7 +101,7 @@ func TestSendAcknowledged(t *testing.T) {
 
 func TestSendDefaultSource(t *testing.T) {
 	r := startReceiver(t, answerStatuses())
-	if err := (&cloudevent.Sender{}).Send(context.Background(), r.URL, "id-1", "ns/name", cleaned()); err != nil {
+	if err := (&cloudevent.Sender{HTTP: loopback}).Send(context.Background(), r.URL, "id-1", "ns/name", cleaned()); err != nil {
 		t.Fatal(err)
 	}
 	if _, events := r.seen(); len(events) != 1 || events[0].Source() != cloudevent.DefaultSource {
@@ -104,15 +115,16 @@ func TestSendRetries(t *testing.T) {
 		answers  []int
 		retries  int
 		requests int
-		fails    bool // with ErrNotDelivered, not ErrRejected
-		mentions string
+		fails    bool   // with ErrNotDelivered, not ErrRejected
+		mentions string // in the error: the class of the answer
+		detail   string // in Detail only: the answer
 	}{
 		{name: "503 twice, then 200", answers: []int{503, 503}, retries: 3, requests: 3},
 		{name: "429, 408, 409, 425, then 200", answers: []int{429, 408, 409, 425}, retries: 5, requests: 5},
 		{name: "500 until retries run out", answers: []int{500, 500, 500, 500, 500}, retries: 3, requests: 4,
-			fails: true, mentions: "500 Internal Server Error: scripted answer 500"},
+			fails: true, mentions: "after 4 requests: HTTP 5xx", detail: "500 Internal Server Error: scripted answer 500"},
 		{name: "no retries", answers: []int{503}, retries: -1, requests: 1,
-			fails: true, mentions: "503 Service Unavailable"},
+			fails: true, mentions: "after 1 request: HTTP 5xx", detail: "503 Service Unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startReceiver(t, answerStatuses(tc.answers...))
@@ -137,8 +149,11 @@ func TestSendRetries(t *testing.T) {
 			if !errors.Is(err, cloudevent.ErrNotDelivered) || errors.Is(err, cloudevent.ErrRejected) {
 				t.Fatalf("error %v: want ErrNotDelivered only", err)
 			}
-			if !strings.Contains(err.Error(), tc.mentions) {
-				t.Errorf("error %q does not say %q", err, tc.mentions)
+			if !strings.Contains(err.Error(), tc.mentions) || strings.Contains(err.Error(), tc.detail) {
+				t.Errorf("error %q does not say %q, or quotes the answer %q", err, tc.mentions, tc.detail)
+			}
+			if d := cloudevent.Detail(err); !strings.Contains(d, tc.detail) {
+				t.Errorf("detail %q does not quote the answer %q", d, tc.detail)
 			}
 		})
 	}
@@ -156,8 +171,11 @@ func TestSendRejected(t *testing.T) {
 				t.Errorf("%d requests: a rejected event was retried", len(requests))
 			}
 			want := http.StatusText(code)
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "scripted answer") {
-				t.Errorf("error %q does not quote the answer %q", err, want)
+			if !strings.HasSuffix(err.Error(), ": HTTP 4xx") || strings.Contains(err.Error(), "scripted answer") {
+				t.Errorf("error %q: want the class of the answer, HTTP 4xx, and nothing of the answer", err)
+			}
+			if d := cloudevent.Detail(err); !strings.Contains(d, want) || !strings.Contains(d, "scripted answer") {
+				t.Errorf("detail %q does not quote the answer %q", d, want)
 			}
 		})
 	}
@@ -181,8 +199,12 @@ func TestSendUnreachable(t *testing.T) {
 	if !errors.Is(err, cloudevent.ErrNotDelivered) || errors.Is(err, cloudevent.ErrRejected) {
 		t.Fatalf("error %v: want ErrNotDelivered only", err)
 	}
-	if !strings.Contains(err.Error(), "could not be reached") || !strings.Contains(err.Error(), "4 requests") {
-		t.Errorf("error %q does not say that 4 attempts found no sink", err)
+	if !strings.Contains(err.Error(), "could not be reached") || !strings.Contains(err.Error(), "4 requests") ||
+		!strings.HasSuffix(err.Error(), ": "+egress.FailureConnRefused) {
+		t.Errorf("error %q does not say that 4 attempts found no sink (connection refused)", err)
+	}
+	if strings.Contains(err.Error(), "dial") || !strings.Contains(cloudevent.Detail(err), "dial tcp") {
+		t.Errorf("error %q or detail %q: the network's words belong in the detail only", err, cloudevent.Detail(err))
 	}
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("Send took %v", elapsed)
@@ -200,7 +222,7 @@ func TestSendCancelled(t *testing.T) {
 
 	for name, sink := range map[string]string{"in flight": hanging.URL, "in backoff": failing.URL} {
 		t.Run(name, func(t *testing.T) {
-			s := &cloudevent.Sender{Retries: 5, Backoff: time.Hour}
+			s := &cloudevent.Sender{HTTP: loopback, Retries: 5, Backoff: time.Hour}
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(200*time.Millisecond, cancel)
 			start := time.Now()
@@ -240,8 +262,9 @@ func TestSendUserinfo(t *testing.T) {
 		if !errors.Is(err, cloudevent.ErrRejected) {
 			t.Fatalf("error %v: want ErrRejected", err)
 		}
-		if strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "credentials [redacted] refused") {
-			t.Errorf("error %q shows the credentials, or not the rest of the answer", err)
+		if d := cloudevent.Detail(err); strings.Contains(d, "s3cr3t") || strings.Contains(err.Error(), "s3cr3t") ||
+			!strings.Contains(d, "credentials [redacted] refused") {
+			t.Errorf("error %q or detail %q shows the credentials, or the detail not the rest of the answer", err, d)
 		}
 		if requests, _ := r.seen(); len(requests) != 1 || requests[0].basicAuth != "kustos:s3cr3t/+" {
 			t.Errorf("requests = %+v, want one with Basic credentials kustos:s3cr3t/+", requests)
@@ -273,5 +296,34 @@ func TestSendInvalid(t *testing.T) {
 	}
 	if requests, _ := r.seen(); len(requests) != 0 {
 		t.Errorf("%d invalid events reached the sink", len(requests))
+	}
+}
+
+// TestSendRefused: a Sender without a client of its own sends to public addresses only. A sink
+// on loopback (as a cluster-internal service or 169.254.169.254 would be) is never asked, not
+// retried, and the error says only that the destination was refused.
+func TestSendRefused(t *testing.T) {
+	r := startReceiver(t, answerStatuses())
+	for _, sink := range []string{r.URL, "http://169.254.169.254/latest/meta-data/", "http://[::ffff:127.0.0.1]:1/"} {
+		t.Run(sink, func(t *testing.T) {
+			start := time.Now()
+			err := (&cloudevent.Sender{Retries: 5, Backoff: time.Second}).Send(context.Background(), sink, "id-1", "ns/name", cleaned())
+			if !errors.Is(err, egress.ErrRefused) || !errors.Is(err, cloudevent.ErrNotDelivered) || errors.Is(err, cloudevent.ErrRejected) {
+				t.Fatalf("error %v: want a refusal, not delivered", err)
+			}
+			if elapsed := time.Since(start); elapsed > 900*time.Millisecond {
+				t.Errorf("Send took %v: a refused destination was retried", elapsed)
+			}
+			if !strings.Contains(err.Error(), "destination refused") || strings.Contains(err.Error(), "loopback") ||
+				strings.Contains(err.Error(), "link-local") || strings.Contains(err.Error(), "dial") {
+				t.Errorf("error %q: want only that the destination was refused", err)
+			}
+			if d := cloudevent.Detail(err); !strings.Contains(d, "address") {
+				t.Errorf("detail %q does not say why", d)
+			}
+		})
+	}
+	if requests, _ := r.seen(); len(requests) != 0 {
+		t.Errorf("the loopback sink got %d requests", len(requests))
 	}
 }
