@@ -112,6 +112,7 @@ func TestCleanerHelmAndCloudEvent(t *testing.T) {
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.AllowedDestinations = allowLoopback(t) // the sink listens on 127.0.0.1
 	})
 	dumpOnFailure(t, k)
 

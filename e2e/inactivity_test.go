@@ -414,7 +414,10 @@ func TestInactivityExamProbe(t *testing.T) {
 	ns := newNamespace(t, "inactivity-exam", nil)
 	newEnvironmentOf(t, ns, "exam-1", 1, map[string]string{inactivity.AnnotationProbeURL: exam.URL + "/healthz"})
 	newEnvironmentOf(t, ns, "exam-2", 1, map[string]string{inactivity.AnnotationProbeURL: up.URL + "/healthz"})
-	k := startKustos(t, inactivityOptions(t, live.prom.URL, sourcesWithRange(t, "3s")))
+	k := startKustos(t, func(o *app.Options) {
+		inactivityOptions(t, live.prom.URL, sourcesWithRange(t, "3s"))(o)
+		o.AllowedDestinations = allowLoopback(t) // the exam endpoints listen on 127.0.0.1
+	})
 	dumpOnFailure(t, k)
 
 	time.Sleep(3 * time.Second) // a few good probes

@@ -32,6 +32,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/expiryplan"
 	"github.com/kustos-dev/kustos/internal/inactivityplan"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -192,6 +193,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.DurationVar(&o.Inactivity.ProbeInterval, "probe-interval", o.Inactivity.ProbeInterval, "inactivity: how often exam endpoints are probed")
 	fs.DurationVar(&o.Inactivity.ProbeTimeout, "probe-timeout", o.Inactivity.ProbeTimeout, "inactivity: timeout of one probe")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
+	allowedDestinations := fs.String("allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", "", err
@@ -211,6 +213,9 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	}
 	if o.Expiry.Kinds, err = expiry.ParseKinds(*lifecycleKinds); err != nil {
 		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
+	}
+	if o.AllowedDestinations, err = egress.ParsePolicy(*allowedDestinations); err != nil {
+		return o, "", "", err
 	}
 	o.Expiry.Extension.Periods = splitList(*extensionPeriods)
 	o.Expiry.Extension.TrustedProxies = splitList(*trustedProxies)

@@ -22,6 +22,8 @@ func TestRealMain(t *testing.T) {
 		{"run: bad increment", []string{"run", "--increment=-5%", "--state-namespace=x"}, 2, "", `--increment="-5%"`},
 		{"run: bad log level", []string{"run", "--log-level=chatty", "--state-namespace=x"}, 2, "", `--log-level="chatty"`},
 		{"run: stray argument", []string{"run", "extra"}, 2, "", "unexpected arguments: extra"},
+		{"run: an address for a CIDR", []string{"run", "--allowed-destinations=.svc.cluster.local,10.0.0.1", "--state-namespace=x"}, 2, "",
+			`invalid --allowed-destinations: entry 2 "10.0.0.1": an address, not a CIDR; write 10.0.0.1/32`},
 		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "flag provided but not defined: -treshold"},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
 		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
@@ -73,5 +75,18 @@ func TestRunFlagsTrustedProxies(t *testing.T) {
 	}
 	if got := strings.Join(o.Expiry.Extension.TrustedProxies, "|"); got != "10.0.0.0/8|fd00::/8" {
 		t.Errorf("--trusted-proxies: %q", got)
+	}
+}
+
+func TestRunFlagsAllowedDestinations(t *testing.T) {
+	o, _, _, err := runFlags([]string{"--state-namespace=x", "--allowed-destinations=127.0.0.1/32, .SVC.cluster.local"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.AllowedDestinations.String(); got != "127.0.0.1/32,.svc.cluster.local" {
+		t.Errorf("allowed destinations %q", got)
+	}
+	if o, _, _, err = runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{}); err != nil || o.AllowedDestinations.String() != "" {
+		t.Errorf("default: %q, %v; want none (public addresses only)", o.AllowedDestinations.String(), err)
 	}
 }

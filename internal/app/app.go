@@ -38,6 +38,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -114,7 +115,11 @@ type Options struct {
 	Inactivity InactivityOptions
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
 	Webhook WebhookOptions
-	Log     logr.Logger
+	// AllowedDestinations is --allowed-destinations: what tenant-given URLs (exam probes,
+	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
+	// public addresses only.
+	AllowedDestinations egress.Policy
+	Log                 logr.Logger
 }
 
 // Validate reports the first option that cannot work, naming it as a flag.

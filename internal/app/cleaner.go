@@ -24,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -84,6 +85,10 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	if err != nil {
 		return err
 	}
+	// A sink is a tenant's URL: the egress client refuses destinations outside
+	// --allowed-destinations and follows no redirect.
+	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
+	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
 	r := &ephemeral.Reconciler{
 		Client:    c,
 		Live:      mgr.GetAPIReader(),
@@ -94,7 +99,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Observe:   o.Mode == ModeObserve,
 		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 		Releases:  &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")},
-		Sink:      &cloudevent.Sender{Source: cloudevent.DefaultSource},
+		Sink:      sink,
 		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 )
@@ -144,10 +144,10 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	if err != nil {
 		return fmt.Errorf("creating the inactivity detector's client: %w", err)
 	}
-	prober := inactivity.HTTPProber{Client: &http.Client{Timeout: in.ProbeTimeout,
-		// An exam endpoint answers itself: a redirect elsewhere is not followed (nor its
-		// credentials sent anywhere).
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	// The probe URL is a tenant's: the egress client refuses destinations outside
+	// --allowed-destinations and follows no redirect (an exam endpoint answers itself).
+	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: inactivity.DetectorName, Log: o.Log.WithName("egress")}
+	prober := inactivity.HTTPProber{Client: guard.Client(in.ProbeTimeout), Log: o.Log.WithName("probe")}
 	for _, k := range in.Kinds {
 		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
 			return fmt.Errorf("--inactivity-kinds: %s is not served by the API server: %w", k, err)

@@ -16,11 +16,12 @@ const module = "github.com/kustos-dev/kustos/"
 // decisions to the pipeline through lifecycle's Request), an actuator or the GitOps plumbing
 // (internal/actuate/..., internal/gitops/...), neither directly nor through them. The one
 // input package allowed is internal/activity: the Prometheus activity the inactivity detector
-// reads, as the others read the informer caches.
+// reads, as the others read the informer caches; and internal/egress, whose checked client the
+// inactivity detector's exam probes use and whose failure classes both report to tenants.
 func TestLayering(t *testing.T) {
 	root := moduleRoot(t)
 	allowed := map[string]bool{"internal/lifecycle": true, "internal/lifecycle/conditions": true, "internal/metrics": true, "api/v1alpha1": true,
-		"internal/activity": true}
+		"internal/activity": true, "internal/egress": true}
 	forbidden := func(rel string) bool {
 		return strings.HasPrefix(rel, "internal/actuate/") || strings.HasPrefix(rel, "internal/gitops/") ||
 			rel == "internal/actuate" || rel == "internal/gitops" || rel == "internal/state" || rel == "internal/pipeline"

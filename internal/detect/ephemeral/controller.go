@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -78,6 +79,10 @@ const (
 	// (the Cleaner is kept and the event sent again, with the same id).
 	ReasonDelivered    = "Delivered"
 	ReasonNotDelivered = "NotDelivered"
+	// ReasonDestinationRefused: the sink's address is not one this Kustos may send to
+	// (loopback, link-local, private or cluster-internal, and not in --allowed-destinations).
+	// The Cleaner stays; it is tried again at the Ready re-check interval, or when it changes.
+	ReasonDestinationRefused = "DestinationRefused"
 	// ReasonUninstallFailed: helm could not uninstall a release.
 	ReasonUninstallFailed = "UninstallFailed"
 	// ReasonReleaseOutsideNamespace: a release's manifest or hooks name an object in another
@@ -136,9 +141,17 @@ type Releases interface {
 
 // Sink delivers the CloudEvent of a finished cleanup (internal/actuate/cloudevent.Sender). It
 // returns nil only when the sink acknowledged; id is stable for one cleanup, so a repeat after a
-// crash is recognisable as one.
+// crash is recognisable as one. Its error's text may be shown to the Cleaner's author (the class
+// of the failure, egress.ErrRefused wrapped when the destination is refused); an error with a
+// Detail method has more for the operator's log.
 type Sink interface {
 	Send(ctx context.Context, sink, id, subject string, data any) error
+}
+
+// detailed is an error that holds more than its author may see (cloudevent's: the sink's
+// answer, the network's words).
+type detailed interface {
+	Detail() string
 }
 
 // fluxHelmRelease is the kind of a helm release that Flux manages from Git.
@@ -651,7 +664,17 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 			// removal (a pull request to merge): the sink gets the event once.
 			out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonDelivered, "the sink acknowledged the CloudEvent "+id)
 		} else if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
+			if d := detailed(nil); errors.As(err, &d) {
+				log.Info("CloudEvent not delivered", "detail", d.Detail())
+			}
 			msg := clip(err.Error(), 1024)
+			if errors.Is(err, egress.ErrRefused) {
+				// Only the operator can change that (--allowed-destinations, then a restart,
+				// which looks at every Cleaner), or the author (a new sink, a new generation).
+				out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonDestinationRefused, msg+" (the Cleaner stays until the sink acknowledges)")
+				out.retry = r.Policy.RecheckAfter(true)
+				return r.warn(ctx, cl, ReasonDestinationRefused, msg, now)
+			}
 			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg+" (the Cleaner stays until the sink acknowledges)")
 			out.retry = r.Policy.RecheckAfter(false)
 			return r.warn(ctx, cl, ReasonNotDelivered, msg, now)

@@ -2,6 +2,7 @@ package inactivity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 )
@@ -180,6 +182,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			p := r.Prober.Probe(ctx, policy.ProbeURL)
 			p.At = now
 			probe = &p
+			if p.Refused {
+				// A refused endpoint never answers, so the target is never ended by its probe;
+				// its author is told once per URL, without the address it resolved to.
+				msg := fmt.Sprintf("%s: %s: its destination is not one this Kustos may send requests to (loopback, link-local, private or cluster-internal addresses need the operator's --allowed-destinations); the target is never ended by its probe",
+					AnnotationProbeURL, policy.ProbeURL)
+				if err := r.Reporter.Notify(ctx, objRef, corev1.EventTypeWarning, ReasonDestinationRefused, msg,
+					"inactivity-refused|"+target.String()+"|"+policy.ProbeURL, now); err != nil {
+					return reconcile.Result{}, err
+				}
+			}
 		}
 		requeue = r.ProbeInterval
 	}
@@ -449,25 +461,33 @@ func (l *CheckLoop) CheckOnce(ctx context.Context) activity.Result {
 // HTTPProber probes exam endpoints with GET: any answer below 500 is alive; an error, a
 // timeout or a 5xx is a failure.
 type HTTPProber struct {
+	// Client asks the tenant's URL: an internal/egress Guard's client (--allowed-destinations),
+	// which refuses internal destinations and follows no redirect.
 	Client *http.Client
+	// Log receives the failure's own words (addresses, TLS names), which the tenant is not
+	// shown.
+	Log logr.Logger
 }
 
 var _ Prober = HTTPProber{}
 
-// Probe asks url once.
+// Probe asks url once. The result's Detail is the class of a failure only ("timeout", "HTTP
+// 5xx", "destination refused"): it reaches the target's Events and the PR body.
 func (p HTTPProber) Probe(ctx context.Context, url string) Probe {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
-		return Probe{Detail: err.Error()}
+		return Probe{Detail: "not a URL"}
 	}
 	req.Header.Set("User-Agent", "kustos-probe")
 	resp, err := p.Client.Do(req)
 	if err != nil {
-		return Probe{Detail: lifecycle.Clip(err.Error(), 200)}
+		p.Log.Info("exam probe failed", "url", req.URL.Redacted(), "error", lifecycle.Clip(err.Error(), 300))
+		return Probe{Detail: egress.Failure(err), Refused: errors.Is(err, egress.ErrRefused)}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode >= 500 {
-		return Probe{Detail: "HTTP " + resp.Status}
+		p.Log.Info("exam probe failed", "url", req.URL.Redacted(), "status", resp.Status)
+		return Probe{Detail: egress.StatusClass(resp.StatusCode)}
 	}
 	return Probe{OK: true}
 }

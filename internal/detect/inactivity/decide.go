@@ -23,6 +23,10 @@ const (
 	ReasonInactivityDue = "InactivityDue"
 	// ReasonProbeFailed: an exam target's endpoint stopped answering: it is terminated.
 	ReasonProbeFailed = "ProbeFailed"
+	// ReasonDestinationRefused: an exam target's kustos.io/probe-url is a destination Kustos may
+	// not ask (loopback, link-local, private, not in --allowed-destinations): every probe of it is
+	// refused before a connection is made.
+	ReasonDestinationRefused = "DestinationRefused"
 	// ReasonActivityUnknown: a source is not collecting or Prometheus cannot be asked: no target
 	// is declared inactive until it is (fail safe).
 	ReasonActivityUnknown = "ActivityUnknown"
@@ -134,8 +138,11 @@ type Probe struct {
 	// At is when the probe ran.
 	At time.Time
 	OK bool
-	// Detail says how it failed (status code, timeout), without credentials.
+	// Detail says how it failed, as its class only (egress.Failure, egress.StatusClass): it is
+	// shown to the tenant.
 	Detail string
+	// Refused: the destination is not one Kustos may ask (--allowed-destinations).
+	Refused bool
 }
 
 func (p *Probe) detail() string {
