@@ -41,6 +41,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -789,5 +790,34 @@ func TestChartPrometheusAuth(t *testing.T) {
 		"--set", "inactivity.prometheusAuth.serviceAccountToken=true", "--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token")...)...); err == nil ||
 		!strings.Contains(string(out)+err.Error(), "set serviceAccountToken or bearerTokenSecret, not both") {
 		t.Errorf("two tokens: err %v, output %s", err, out)
+	}
+}
+
+// TestChartAllowedDestinations: allowedDestinations becomes one --allowed-destinations flag that
+// Kustos accepts, none when empty (public addresses only); an item holding a comma or a space is
+// refused by the schema (it would smuggle a second entry past review).
+func TestChartAllowedDestinations(t *testing.T) {
+	flag := func(args ...string) (string, bool) {
+		c := renderWebhook(t, "kustos", "kustos-system", args...).deployment.Spec.Template.Spec.Containers[0]
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--allowed-destinations="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	if v, ok := flag(); ok {
+		t.Errorf("default: --allowed-destinations=%q, want no flag", v)
+	}
+	v, ok := flag("--set", "allowedDestinations={10.20.0.0/16,broker-ingress.knative-eventing.svc.cluster.local,.lab.example.com}")
+	if want := "10.20.0.0/16,broker-ingress.knative-eventing.svc.cluster.local,.lab.example.com"; !ok || v != want {
+		t.Errorf("--allowed-destinations=%q (%v), want %q", v, ok, want)
+	}
+	if _, err := egress.ParsePolicy(v); err != nil {
+		t.Errorf("Kustos refuses the chart's flag: %v", err)
+	}
+	if out, err := helm("template", "kustos", chartDir(t), "--set-json", `allowedDestinations=["10.0.0.0/8,169.254.0.0/16"]`); err == nil ||
+		!strings.Contains(err.Error(), "/allowedDestinations/0") {
+		t.Errorf("an item with a comma: err %v, output %s", err, out)
 	}
 }
