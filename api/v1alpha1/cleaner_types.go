@@ -53,7 +53,10 @@ type CleanerSpec struct {
 
 	// CloudEventSink is an HTTP(S) URL that receives a CloudEvent of type
 	// io.kustos.cleaner.cleaned when the targets are removed. The Cleaner is deleted only after
-	// the sink acknowledged it, so cleanup outside the cluster is never lost.
+	// the sink acknowledged it, so cleanup outside the cluster is never lost. A sink on a
+	// loopback, link-local, private or cluster-internal address is refused unless the operator
+	// allows it (Kustos's --allowed-destinations): EventDelivered=False, reason
+	// DestinationRefused.
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
