@@ -185,8 +185,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if p.Refused {
 				// A refused endpoint never answers, so the target is never ended by its probe;
 				// its author is told once per URL, without the address it resolved to.
-				msg := fmt.Sprintf("%s: %s: its destination is not one this Kustos may send requests to (loopback, link-local, private or cluster-internal addresses need the operator's --allowed-destinations); the target is never ended by its probe",
-					AnnotationProbeURL, policy.ProbeURL)
+				msg := fmt.Sprintf("%s: %s: %s: not a destination this Kustos may send requests to (an internal address needs the operator's --allowed-destinations); the target is never ended by its probe",
+					AnnotationProbeURL, policy.ProbeURL, egress.FailureRefused)
 				if err := r.Reporter.Notify(ctx, objRef, corev1.EventTypeWarning, ReasonDestinationRefused, msg,
 					"inactivity-refused|"+target.String()+"|"+policy.ProbeURL, now); err != nil {
 					return reconcile.Result{}, err
