@@ -26,7 +26,7 @@ func TestRequest(t *testing.T) {
 			Author{Username: "system:serviceaccount:ci:deployer", Extra: map[string][]string{"authentication.kubernetes.io/pod-name": {"runner-1"}}},
 			Attributes{Verb: "delete", Group: "serving.knative.dev", Version: "v1", Resource: "services", Namespace: "team-a", Name: "web"},
 			authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:ci:deployer",
-				Extra: map[string]authorizationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"runner-1"}},
+				Extra:              map[string]authorizationv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"runner-1"}},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Group: "serving.knative.dev", Version: "v1", Resource: "services", Namespace: "team-a", Name: "web"}}},
 		{"a cluster-scoped object named in a release",
 			Author{Username: "bob"},
