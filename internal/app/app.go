@@ -36,6 +36,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
@@ -337,7 +338,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook); err != nil {
+	var signer *authorship.Signer
+	if o.Cleaners.Enabled {
+		if signer, err = o.Cleaners.authorSigner(); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupWebhook(mgr, o.Webhook, signer); err != nil {
 		return nil, err
 	}
 
@@ -406,7 +413,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
 	if o.Cleaners.Enabled {
-		if err := setupCleaners(context.Background(), mgr, o, pl, live); err != nil {
+		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -42,6 +44,26 @@ type CleanerOptions struct {
 	// LeaseGrace is how long after its last decision the Lease of a deleted target is kept
 	// (0: 10 minutes); tests shorten it.
 	LeaseGrace time.Duration
+	// AuthorKeyFile is --cleaner-author-key-file: the key (at least 32 bytes, from a Secret)
+	// that signs and verifies the author stamps the admission webhook puts on Cleaners. Empty:
+	// no Cleaner's author can be verified, and outside observer mode nothing is deleted for any.
+	AuthorKeyFile string
+}
+
+// authorSigner reads --cleaner-author-key-file; nil when none is set.
+func (c CleanerOptions) authorSigner() (*authorship.Signer, error) {
+	if c.AuthorKeyFile == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(c.AuthorKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cleaner-author-key-file: %w", err)
+	}
+	s, err := authorship.NewSigner(key)
+	if err != nil {
+		return nil, fmt.Errorf("--cleaner-author-key-file=%s: %w", c.AuthorKeyFile, err)
+	}
+	return s, nil
 }
 
 // cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
@@ -57,7 +79,7 @@ func cleanerVocabulary() lifecycle.Vocabulary {
 // store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
 // that no manifest in the repository defines is deleted directly (with the evaluated version as
 // precondition, and never when a GitOps tool's labels or annotations say it manages it).
-func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client) error {
+func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install charts/kustos/crds/ or pass --enable-cleaners=false: %w", err)
 	}
@@ -84,6 +106,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	if err != nil {
 		return err
 	}
+	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 	r := &ephemeral.Reconciler{
 		Client:    c,
 		Live:      mgr.GetAPIReader(),
@@ -93,11 +116,19 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Reporter:  rep,
 		Observe:   o.Mode == ModeObserve,
 		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
-		Releases:  &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")},
+		Releases:  uninstaller,
 		Sink:      &cloudevent.Sender{Source: cloudevent.DefaultSource},
 		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
+
+		ReleaseTouches: uninstaller,
+	}
+	if signer != nil {
+		r.Authors = authorship.Cleaners{Signer: signer}
+		r.AuthorAccess = &authorship.Reviewer{Client: live, Now: o.Now}
+	} else if o.Mode != ModeObserve {
+		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
 }
@@ -196,6 +227,10 @@ var (
 	_ pipeline.Actuator  = fallbackActuator{}
 	_ ephemeral.Releases = (*helmrelease.Uninstaller)(nil)
 	_ ephemeral.Sink     = (*cloudevent.Sender)(nil)
+
+	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
+	_ ephemeral.Authors        = authorship.Cleaners{}
+	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
 )
 
 func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {

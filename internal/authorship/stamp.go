@@ -13,6 +13,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
 // StampAnnotation holds a Cleaner's author stamp (JSON, see Stamp).
@@ -171,4 +173,17 @@ func (s *Signer) mac(namespace, name string, st stamp) string {
 		fmt.Fprintf(h, "%d:%s|", len(f), f)
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// Cleaners verifies the stamps of Cleaners (the Cleaner detector's Authors).
+type Cleaners struct{ Signer *Signer }
+
+// Author is the verified author of cl as it is now: its stamp checked against its namespace,
+// name, creationTimestamp and current spec.
+func (c Cleaners) Author(cl *v1alpha1.Cleaner) (Author, error) {
+	digest, err := SpecDigest(cl.Spec)
+	if err != nil {
+		return Author{}, err
+	}
+	return c.Signer.Verify(cl.Annotations[StampAnnotation], cl.Namespace, cl.Name, digest, cl.CreationTimestamp.Time)
 }

@@ -52,7 +52,8 @@ const (
 	// ReasonKindNotFound: the API server serves no such kind (a CRD not installed yet).
 	ReasonKindNotFound = "KindNotFound"
 	// ReasonMissingPermission: Kustos's RBAC does not allow it to watch (or delete) a target
-	// kind; the chart value cleaner.targetKinds grants it.
+	// kind (the chart value cleaner.targetKinds grants it); or the Cleaner's author may not do
+	// its cleanup, or cannot be verified (the message names the request refused, or why).
 	ReasonMissingPermission = "MissingPermission"
 	// ReasonEvaluationFailed: a condition failed at run time (it counts as false).
 	ReasonEvaluationFailed = "EvaluationFailed"
@@ -156,6 +157,14 @@ type Reconciler struct {
 	Releases Releases
 	// Sink sends the CloudEvent of a finished cleanup; nil: a Cleaner with a sink is blocked.
 	Sink Sink
+	// Authors verifies who wrote a Cleaner, and AuthorAccess asks what that author may do:
+	// outside observer mode nothing is deleted for a Cleaner unless its author may delete it
+	// (nil: nothing is deleted for any Cleaner).
+	Authors      Authors
+	AuthorAccess AuthorAccess
+	// ReleaseTouches lists what uninstalling a plain helm release deletes and creates, for the
+	// author's SubjectAccessReviews; nil: only the Flux HelmRelease objects are asked about.
+	ReleaseTouches ReleaseTouches
 	// Policy is the re-check interval while Ready / not Ready (seed 002's sentinel).
 	Policy conditions.Policy
 	Now    func() time.Time
@@ -531,6 +540,12 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 // since. An object decided on then that has changed since is not acted on: the cleanup is
 // withdrawn and the conditions are evaluated afresh.
 func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
+	if !r.Observe {
+		// Kustos's rights are not lent: all of the cleanup must be what its author may do.
+		if refused, err := r.authorize(ctx, cl, spec, targets, now, out); err != nil || refused {
+			return err
+		}
+	}
 	var remaining, blocked, names, changed []string
 	for _, t := range targets {
 		if !t.Delete {
