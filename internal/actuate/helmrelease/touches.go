@@ -3,6 +3,7 @@ package helmrelease
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -56,8 +57,14 @@ func touchesOf(namespace string, last *hrelease.Release, history []*hrelease.Rel
 		t.deletes = append(t.deletes, lifecycle.Target{Version: "v1", Kind: "Secret", Namespace: namespace,
 			Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version)})
 	}
-	for _, doc := range releaseutil.SplitManifests(last.Manifest) {
-		obj, ok, err := objectOf(namespace, doc)
+	docs := releaseutil.SplitManifests(last.Manifest)
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys)) // manifest order: one refusal message per release
+	for _, k := range keys {
+		obj, ok, err := objectOf(namespace, docs[k])
 		if err != nil {
 			return touches{}, err
 		}
