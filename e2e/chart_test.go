@@ -161,8 +161,9 @@ func TestChartLintsStrict(t *testing.T) {
 // ClusterRoleBinding, and asks the API server's RBAC authorizer (SubjectAccessReview) what the
 // ServiceAccount may do: Cleaners are read and their status written whenever cleaners are
 // enabled, Cleaners and cleaner.targetKinds are deleted only outside observe mode, nothing of
-// either is granted when cleaners are off, and the permission checks Kustos makes itself
-// (SelfSubjectAccessReview) need no rule of the chart.
+// either is granted when cleaners are off, the SubjectAccessReviews for Cleaners' authors are
+// granted with Cleaners, and the permission checks Kustos makes itself (SelfSubjectAccessReview)
+// need no rule of the chart.
 func TestChartCleanerRBAC(t *testing.T) {
 	const targets = `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`
 	type access struct {
@@ -172,6 +173,8 @@ func TestChartCleanerRBAC(t *testing.T) {
 		readCleaners = []access{
 			{"get", "kustos.io", "cleaners", ""}, {"list", "kustos.io", "cleaners", ""}, {"watch", "kustos.io", "cleaners", ""},
 			{"update", "kustos.io", "cleaners", "status"}, {"patch", "kustos.io", "cleaners", "status"},
+			// What a Cleaner's author may delete, asked before every deletion.
+			{"create", "authorization.k8s.io", "subjectaccessreviews", ""},
 		}
 		deleteCleaners = []access{{"delete", "kustos.io", "cleaners", ""}}
 		readTargets    = []access{
@@ -210,7 +213,8 @@ func TestChartCleanerRBAC(t *testing.T) {
 		name:     "defaults",
 		allowed:  cat(readCleaners, selfReview),
 		denied:   cat(deleteCleaners, readTargets, deleteTargets, never),
-		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s"},
+		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s",
+			"--cleaner-author-key-file=/var/run/secrets/kustos/cleaner-author/key"},
 	}, {
 		name:    "observe with targets",
 		args:    []string{"--set-json", targets},
@@ -430,6 +434,10 @@ func renderWebhook(t *testing.T, release, namespace string, args ...string) webh
 			w.service = &corev1.Service{}
 			into = w.service
 		case "Secret":
+			if strings.HasSuffix(u.GetName(), "-cleaner-author") {
+				w.others[u.GetKind()] = append(w.others[u.GetKind()], u.DeepCopy())
+				continue
+			}
 			w.secret = &corev1.Secret{}
 			into = w.secret
 		case "Deployment":
