@@ -61,6 +61,7 @@ func authorWebhookConfig() *admissionregistrationv1.MutatingWebhookConfiguration
 //   - alice may delete ConfigMaps but not Secrets: her Cleaner over a Secret and a ConfigMap
 //     deletes neither and reports MissingPermission naming the Secret;
 //   - bob may delete both: the same Cleaner of his deletes both;
+//   - a condition over a Secret sees its metadata, never its data;
 //   - a spec changed while the webhook did not run (its configuration deleted) no longer acts
 //     as its stamped author.
 func TestCleanerActsAsItsAuthor(t *testing.T) {
@@ -302,6 +303,21 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "bob's Secret and ConfigMap deleted", func() bool { return !exists(secret) && !exists(cm) })
+	})
+
+	t.Run("a condition over a Secret sees its metadata only", func(t *testing.T) {
+		secret, _ := objects("-d")
+		cl := cleaner("secret-metadata", target("db", "Secret", "db-d"))
+		f := false
+		cl.Spec.Targets = append(cl.Spec.Targets, v1alpha1.Target{Name: "cache", IncludeWhenEvaluating: &f,
+			Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "cache-d"}})
+		// Kustos never caches Secret data: the condition holds only when the Secret it reads
+		// has its name but no data.
+		cl.Spec.Conditions = []string{`db != null && db.metadata.name == "db-d" && !has(db.data) && !has(db.stringData)`}
+		if err := bob.Create(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the Secret deleted on a condition over its metadata", func() bool { return !exists(secret) })
 	})
 
 	t.Run("a spec changed without the webhook acts as nobody", func(t *testing.T) {
