@@ -11,12 +11,14 @@ import (
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -106,6 +108,18 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	if err != nil {
 		return err
 	}
+	// Targets read as metadata only (those no condition reads, and every Secret) live in a cache
+	// of their own: the manager's trims metadata to what the other detectors read, and holds
+	// only helm's Secrets. The client-side-apply copy of the whole object goes (it holds a
+	// Secret's data when kubectl applied it), as do managed fields.
+	metadataCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: trimTargetMetadata})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(metadataCache); err != nil {
+		return err
+	}
 	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 	r := &ephemeral.Reconciler{
 		Client:    c,
@@ -123,6 +137,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Log:       o.Log.WithName("cleaner"),
 
 		ReleaseTouches: uninstaller,
+		MetadataCache:  metadataCache,
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}
@@ -131,6 +146,16 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// trimTargetMetadata drops the managed fields and the client-side-apply copy of the object
+// from a target's metadata; labels and annotations stay for selectors and conditions.
+func trimTargetMetadata(in any) (any, error) {
+	if o, ok := in.(*metav1.PartialObjectMetadata); ok {
+		o.ManagedFields = nil
+		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	return in, nil
 }
 
 // addGoneSweeper sweeps the Leases of the per-object detectors (Cleaner targets, expiring

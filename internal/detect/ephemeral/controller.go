@@ -171,6 +171,11 @@ type Reconciler struct {
 	Now    func() time.Time
 	Log    logr.Logger
 
+	// MetadataCache holds the targets read as metadata only (see metadataOnly), with every
+	// label and annotation (the manager's cache trims the metadata of what it holds for the
+	// other detectors, and holds only helm's Secrets). Nil: the manager's cache.
+	MetadataCache cache.Cache
+
 	controller controller.Controller
 	cache      cache.Cache
 
@@ -278,7 +283,7 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	if metadataOnly {
 		o := &metav1.PartialObjectMetadata{}
 		o.SetGroupVersionKind(gvk)
-		src = source.Kind(r.cache, o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	} else {
@@ -293,6 +298,13 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	}
 	r.watching[key] = true
 	return nil
+}
+
+func (r *Reconciler) metadataCache() cache.Cache {
+	if r.MetadataCache != nil {
+		return r.MetadataCache
+	}
+	return r.cache
 }
 
 // metadataOnly reports whether a target's objects are read as metadata only: when no condition
@@ -822,7 +834,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		if metaOnly {
 			o := &metav1.PartialObjectMetadata{}
 			o.SetGroupVersionKind(gvk)
-			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
 				var u *unstructured.Unstructured
 				if u, err = fromMetadata(gvk, o); err == nil {
 					out = append(out, u)
@@ -845,7 +857,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	if metaOnly {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.Client.List(ctx, list, opts...); err != nil {
+		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {
