@@ -37,7 +37,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
-	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -338,11 +337,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	var signer *authorship.Signer
-	if o.Cleaners.Enabled {
-		if signer, err = o.Cleaners.authorSigner(); err != nil {
-			return nil, err
-		}
+	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
+	// not this replica runs the detector.
+	signer, err := o.Cleaners.authorSigner()
+	if err != nil {
+		return nil, err
 	}
 	if err := setupWebhook(mgr, o.Webhook, signer); err != nil {
 		return nil, err
