@@ -52,7 +52,6 @@ func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *
 	refuse := func(reason, msg string) (bool, error) {
 		metrics.PermissionRefusals.WithLabelValues(DetectorName, reason).Inc()
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission, msg)
-		out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonMissingPermission, "nothing was cleaned up")
 		out.failed = true
 		return true, r.warn(ctx, cl, ReasonMissingPermission, msg, now)
 	}
