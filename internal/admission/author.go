@@ -24,7 +24,7 @@ const AuthorPath = "/mutate-kustos-io-v1alpha1-cleaner"
 // every UPDATE that changes the spec, it sets the annotation authorship.StampAnnotation to a
 // stamp of the requesting user as the API server authenticated them (the AdmissionReview's
 // userInfo), signed by Signer; on an UPDATE that leaves the spec alone it puts back the stamp
-// the Cleaner had. Whatever the request itself wrote into that annotation is overwritten either
+// the Cleaner had, when that one is valid (else the updater becomes the author). Whatever the request itself wrote into that annotation is overwritten either
 // way, so nobody can name another author. The last person who changed what a Cleaner does is
 // its author: the controller asks what that person may delete before it deletes anything.
 //
@@ -67,8 +67,13 @@ func (s *AuthorStamper) Handle(_ context.Context, req cradmission.Request) cradm
 			return cradmission.Errored(http.StatusBadRequest, err)
 		}
 		if od, err := authorship.SpecDigest(old.Spec); err == nil && od == digest {
-			// What the Cleaner does is unchanged: its author too, whoever updates it now.
-			want, restamp = old.Annotations[authorship.StampAnnotation], false
+			// What the Cleaner does is unchanged: its author too, whoever updates it now. A
+			// Cleaner without a valid stamp (stored while no webhook ran, or from before Kustos
+			// stamped authors) is adopted by whoever updates it: they may change its spec, and
+			// so become its author, anyway; `kubectl apply` of the same spec is enough.
+			if _, err := (authorship.Cleaners{Signer: s.Signer}).Author(&old); err == nil {
+				want, restamp = old.Annotations[authorship.StampAnnotation], false
+			}
 		}
 	}
 	if restamp {

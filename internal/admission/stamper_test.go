@@ -69,9 +69,12 @@ func TestAuthorStamper(t *testing.T) {
 		{"update forging the stamp: bob's is put back", admissionv1.Update, cleaner("p", "1d", map[string]string{authorship.StampAnnotation: bobs}),
 			cleaner("p", "1d", map[string]string{authorship.StampAnnotation: forged}),
 			[]string{"add /metadata/annotations/kustos.io~1author"}, bobs, true},
-		{"update adding a stamp to an unstamped Cleaner: removed", admissionv1.Update, cleaner("p", "1d", nil),
+		{"update of an unstamped Cleaner copying a stamp: the updater adopts it", admissionv1.Update, cleaner("p", "1d", nil),
 			cleaner("p", "1d", map[string]string{authorship.StampAnnotation: bobs}),
-			[]string{"remove /metadata/annotations/kustos.io~1author"}, "", true},
+			[]string{"add /metadata/annotations/kustos.io~1author"}, stampFor(cleaner("p", "1d", nil), alice), true},
+		{"update of a Cleaner with a stale stamp, same spec: the updater adopts it", admissionv1.Update,
+			cleaner("p", "3d", map[string]string{authorship.StampAnnotation: bobs}), cleaner("p", "3d", map[string]string{authorship.StampAnnotation: bobs}),
+			[]string{"add /metadata/annotations/kustos.io~1author"}, stampFor(cleaner("p", "3d", nil), alice), true},
 		{"delete: nothing", admissionv1.Delete, cleaner("p", "1d", nil), cleaner("p", "1d", nil), nil, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *
 	}
 	author, err := r.Authors.Author(cl)
 	if err != nil {
-		hint := "re-apply the Cleaner while Kustos's admission webhook runs, which records who wrote it"
+		hint := "apply the Cleaner again while Kustos's admission webhook runs, which records who wrote it"
 		if errors.Is(err, authorship.ErrSpecChanged) {
 			hint = "its spec was changed without Kustos's admission webhook recording who changed it; " + hint
 		}
