@@ -150,6 +150,7 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		HealthAddr:              health,
 		MaxConcurrentReconciles: 2,
 		Instance:                "author-test",
+		InProcessReplica:        true, // another test of this package runs a manager too
 		Cleaners:                app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile},
 		Webhook: app.WebhookOptions{
 			Host:    env.Webhooks.LocalServingHost,

@@ -136,7 +136,7 @@ func (s *Signer) Verify(value, namespace, name, specDigest string, created time.
 	}
 	var st stamp
 	if err := json.Unmarshal([]byte(value), &st); err != nil {
-		return Author{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Author{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if st.V != 1 || st.MAC == "" || st.Spec == "" || st.Author.Username == "" {
 		return Author{}, fmt.Errorf("%w: version %d, fields missing", ErrMalformed, st.V)
