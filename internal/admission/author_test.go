@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,6 +65,8 @@ func authorWebhookConfig() *admissionregistrationv1.MutatingWebhookConfiguration
 //     deletes neither and reports MissingPermission naming the Secret;
 //   - bob may delete both: the same Cleaner of his deletes both;
 //   - a condition over a Secret sees its metadata, never its data;
+//   - a helm release is uninstalled only for an author who may delete its storage Secrets and
+//     its objects;
 //   - a spec changed while the webhook did not run (its configuration deleted) no longer acts
 //     as its stamped author.
 func TestCleanerActsAsItsAuthor(t *testing.T) {
@@ -321,6 +326,34 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		eventually(t, "the Secret deleted on a condition over its metadata", func() bool { return !exists(secret) })
 	})
 
+	t.Run("a helm release goes only when its author may delete its storage and objects", func(t *testing.T) {
+		for _, rel := range []string{"web-a", "web-b"} {
+			installRelease(t, env, ns, rel)
+		}
+		releaseSecret := func(rel string) client.Object {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sh.helm.release.v1." + rel + ".v1"}}
+		}
+		withRelease := func(name, rel string) *v1alpha1.Cleaner {
+			cl := cleaner(name)
+			cl.Spec.Helm = &v1alpha1.Helm{Releases: []v1alpha1.HelmRelease{{Name: rel, Delete: true}}}
+			return cl
+		}
+		if err := alice.Create(ctx, withRelease("alice-helm", "web-a")); err != nil {
+			t.Fatal(err)
+		}
+		if err := bob.Create(ctx, withRelease("bob-helm", "web-b")); err != nil {
+			t.Fatal(err)
+		}
+		c := waitFor(ctx, t, admin, ns, "alice-helm", v1alpha1.StepActionsDone, metav1.ConditionFalse, "MissingPermission")
+		if !strings.Contains(c.Message, `delete secrets "sh.helm.release.v1.web-a.v1" in team-a`) {
+			t.Errorf("message %q does not name the release's storage Secret", c.Message)
+		}
+		eventually(t, "bob's release uninstalled", func() bool { return !exists(releaseSecret("web-b")) })
+		if !exists(releaseSecret("web-a")) || !exists(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-a-data"}}) {
+			t.Error("alice's release was uninstalled")
+		}
+	})
+
 	t.Run("a spec changed without the webhook acts as nobody", func(t *testing.T) {
 		secret, _ := objects("-c")
 		cl := cleaner("bypass", target("cache", "ConfigMap", "cache-c"))
@@ -353,6 +386,29 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 			t.Error("the Secret was deleted on bob's stamp for alice's spec")
 		}
 	})
+}
+
+// installRelease installs a chart of one ConfigMap as release name in ns with the helm library,
+// as `helm install` would.
+func installRelease(t *testing.T, env *testenv.Env, ns, name string) {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &env.Kubeconfig, &ns
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(cfg)
+	in.Namespace, in.ReleaseName, in.Timeout = ns, name, time.Minute
+	c := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "web", Version: "0.1.0"},
+		Templates: []*chart.File{
+			{Name: "templates/data.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-data\ndata:\n  a: b\n")},
+		},
+	}
+	if _, err := in.RunWithContext(context.Background(), c, nil); err != nil {
+		t.Fatalf("installing release %s/%s: %v", ns, name, err)
+	}
 }
 
 // retryUpdate reads, mutates and updates a Cleaner until no conflict (Kustos writes its status).
