@@ -41,6 +41,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
@@ -162,8 +163,9 @@ func TestChartLintsStrict(t *testing.T) {
 // ClusterRoleBinding, and asks the API server's RBAC authorizer (SubjectAccessReview) what the
 // ServiceAccount may do: Cleaners are read and their status written whenever cleaners are
 // enabled, Cleaners and cleaner.targetKinds are deleted only outside observe mode, nothing of
-// either is granted when cleaners are off, and the permission checks Kustos makes itself
-// (SelfSubjectAccessReview) need no rule of the chart.
+// either is granted when cleaners are off, the SubjectAccessReviews for Cleaners' authors are
+// granted with Cleaners, and the permission checks Kustos makes itself (SelfSubjectAccessReview)
+// need no rule of the chart.
 func TestChartCleanerRBAC(t *testing.T) {
 	const targets = `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`
 	type access struct {
@@ -173,6 +175,8 @@ func TestChartCleanerRBAC(t *testing.T) {
 		readCleaners = []access{
 			{"get", "kustos.io", "cleaners", ""}, {"list", "kustos.io", "cleaners", ""}, {"watch", "kustos.io", "cleaners", ""},
 			{"update", "kustos.io", "cleaners", "status"}, {"patch", "kustos.io", "cleaners", "status"},
+			// What a Cleaner's author may delete, asked before every deletion.
+			{"create", "authorization.k8s.io", "subjectaccessreviews", ""},
 		}
 		deleteCleaners = []access{{"delete", "kustos.io", "cleaners", ""}}
 		readTargets    = []access{
@@ -208,10 +212,11 @@ func TestChartCleanerRBAC(t *testing.T) {
 		wantArgs       []string
 		wantNoArgsLike string
 	}{{
-		name:     "defaults",
-		allowed:  cat(readCleaners, selfReview),
-		denied:   cat(deleteCleaners, readTargets, deleteTargets, never),
-		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s"},
+		name:    "defaults",
+		allowed: cat(readCleaners, selfReview),
+		denied:  cat(deleteCleaners, readTargets, deleteTargets, never),
+		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s",
+			"--cleaner-author-key-file=/var/run/secrets/kustos/cleaner-author/key"},
 	}, {
 		name:    "observe with targets",
 		args:    []string{"--set-json", targets},
@@ -391,9 +396,12 @@ func renderChart(t *testing.T, release, namespace string, args ...string) []clie
 
 // webhookObjects are what the chart renders for the Cleaner webhook, and the Deployment.
 type webhookObjects struct {
-	config     *admissionregistrationv1.ValidatingWebhookConfiguration
+	config *admissionregistrationv1.ValidatingWebhookConfiguration
+	// authors is the configuration of the author stamper (same server and Service).
+	authors    *admissionregistrationv1.MutatingWebhookConfiguration
 	service    *corev1.Service // the webhook's; the metrics Service is left out
 	secret     *corev1.Secret
+	authorKey  *corev1.Secret // the key signing Cleaners' author stamps
 	deployment *appsv1.Deployment
 	// others are objects of kinds client-go does not know (cert-manager's), by kind.
 	others map[string][]*unstructured.Unstructured
@@ -424,6 +432,9 @@ func renderWebhook(t *testing.T, release, namespace string, args ...string) webh
 		case "ValidatingWebhookConfiguration":
 			w.config = &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			into = w.config
+		case "MutatingWebhookConfiguration":
+			w.authors = &admissionregistrationv1.MutatingWebhookConfiguration{}
+			into = w.authors
 		case "Service":
 			if !strings.HasSuffix(u.GetName(), "-webhook") {
 				continue
@@ -431,6 +442,11 @@ func renderWebhook(t *testing.T, release, namespace string, args ...string) webh
 			w.service = &corev1.Service{}
 			into = w.service
 		case "Secret":
+			if strings.HasSuffix(u.GetName(), "-cleaner-author") {
+				w.authorKey = &corev1.Secret{}
+				into = w.authorKey
+				break
+			}
 			w.secret = &corev1.Secret{}
 			into = w.secret
 		case "Deployment":
@@ -608,12 +624,27 @@ func TestChartWebhook(t *testing.T) {
 	cfg := w.config.DeepCopy()
 	cfg.Name = "kustos-chart-webhook-" + ns
 	cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
-	install := envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg}}
+	if w.authors == nil || len(w.authors.Webhooks) != 1 || w.authorKey == nil {
+		t.Fatalf("the chart rendered no author webhook configuration (%v) or no author key Secret (%v)", w.authors != nil, w.authorKey != nil)
+	}
+	if key := w.authorKey.Data["key"]; len(key) < authorship.MinKeyBytes {
+		t.Errorf("the author key has %d bytes, want at least %d", len(key), authorship.MinKeyBytes)
+	}
+	acfg := w.authors.DeepCopy()
+	acfg.Name = "kustos-chart-authors-" + ns
+	acfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	if svc := acfg.Webhooks[0].ClientConfig.Service; svc == nil || svc.Name != w.service.Name || ptr.Deref(svc.Path, "") != admission.AuthorPath ||
+		ptr.Deref(acfg.Webhooks[0].FailurePolicy, "") != admissionregistrationv1.Fail {
+		t.Errorf("the author webhook calls %+v (failure policy %v), want the webhook Service at %s, Fail", svc, acfg.Webhooks[0].FailurePolicy, admission.AuthorPath)
+	}
+	install := envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
+		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{acfg}}
 	if err := install.Install(env.Config); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = k8s.Delete(context.Background(), cfg)
+		_ = k8s.Delete(context.Background(), acfg)
 		_ = install.Cleanup()
 	})
 	startKustos(t, func(o *app.Options) {
@@ -635,8 +666,14 @@ func TestChartWebhook(t *testing.T) {
 	}
 	good := bad.DeepCopy()
 	good.Name, good.Spec.Conditions = "good", good.Spec.Conditions[:1]
+	good.Annotations = map[string]string{authorship.StampAnnotation: "forged"}
 	if err := kc(t).Create(context.Background(), good); err != nil {
-		t.Errorf("a valid Cleaner was refused: %v", err)
+		t.Fatalf("a valid Cleaner was refused: %v", err)
+	}
+	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin.
+	stored := getCleaner(t, ns, "good")
+	if a, err := (authorship.Cleaners{Signer: authorSigner}).Author(stored); err != nil || a.Username != adminAuthor.Username {
+		t.Errorf("the stored Cleaner's author is %+v (%v), want %s stamped by the webhook", a, err, adminAuthor.Username)
 	}
 }
 
@@ -684,8 +721,8 @@ func TestChartWebhookOff(t *testing.T) {
 		{"--set", "cleaner.enabled=false", "--set", "webhook.certManager.enabled=true"},
 	} {
 		w := renderWebhook(t, "kustos", "kustos-system", args...)
-		if w.config != nil || w.service != nil || w.secret != nil || len(w.others) > 0 {
-			t.Errorf("%v: rendered config %v, Service %v, Secret %v, others %v", args, w.config != nil, w.service != nil, w.secret != nil, w.others)
+		if w.config != nil || w.authors != nil || w.service != nil || w.secret != nil || len(w.others) > 0 {
+			t.Errorf("%v: rendered config %v, author config %v, Service %v, Secret %v, others %v", args, w.config != nil, w.authors != nil, w.service != nil, w.secret != nil, w.others)
 		}
 		c := w.container()
 		if !slices.Contains(c.Args, "--webhook-port=0") {
@@ -696,7 +733,10 @@ func TestChartWebhookOff(t *testing.T) {
 				t.Errorf("%v: args pass %s", args, a)
 			}
 		}
-		if len(c.VolumeMounts) > 0 || len(c.Ports) != 2 {
+		// With Cleaners, the author key stays mounted: Cleaners stored without a stamp are
+		// refused with it as without it, and one stamped earlier stays verifiable.
+		mounts := slices.DeleteFunc(slices.Clone(c.VolumeMounts), func(m corev1.VolumeMount) bool { return m.Name == "cleaner-author-key" })
+		if len(mounts) > 0 || len(c.Ports) != 2 {
 			t.Errorf("%v: mounts %+v, ports %+v", args, c.VolumeMounts, c.Ports)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
@@ -126,8 +127,28 @@ func seedCleaner(ns string) *v1alpha1.Cleaner {
 	}
 }
 
+// createCleaner creates cl as the tests' admin, stamped with the admin as its author as Kustos's
+// admission webhook would (these tests run no webhook; internal/admission's
+// TestCleanerActsAsItsAuthor runs it): the spec is signed as the API server stores it, with the
+// defaults a dry run fills in.
 func createCleaner(t *testing.T, cl *v1alpha1.Cleaner) {
 	t.Helper()
+	dry := cl.DeepCopy()
+	if err := kc(t).Create(context.Background(), dry, client.DryRunAll); err != nil {
+		t.Fatalf("creating Cleaner %s/%s (dry run): %v", cl.Namespace, cl.Name, err)
+	}
+	digest, err := authorship.SpecDigest(dry.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp, err := authorSigner.Sign(cl.Namespace, cl.Name, digest, adminAuthor, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Annotations == nil {
+		cl.Annotations = map[string]string{}
+	}
+	cl.Annotations[authorship.StampAnnotation] = stamp
 	if err := kc(t).Create(context.Background(), cl); err != nil {
 		t.Fatalf("creating Cleaner %s/%s: %v", cl.Namespace, cl.Name, err)
 	}

@@ -221,6 +221,9 @@ func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *k
 	if mutate != nil {
 		mutate(&o)
 	}
+	if o.Cleaners.AuthorKeyFile == "" {
+		o.Cleaners.AuthorKeyFile = authorKeyFile
+	}
 	if o.StateNamespace == "" {
 		o.StateNamespace = newNamespace(t, "kustos-state", nil)
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -19,6 +23,12 @@ var (
 	env *testenv.Env
 	k8s client.Client
 	cs  *kubernetes.Clientset
+	// authorKeyFile is every Kustos's --cleaner-author-key-file (startKustosAs sets it), and
+	// authorSigner stamps the Cleaners the tests create with adminAuthor, the user they
+	// authenticate as (as the API server reports it).
+	authorKeyFile string
+	authorSigner  *authorship.Signer
+	adminAuthor   authorship.Author
 )
 
 func TestMain(m *testing.M) {
@@ -50,5 +60,27 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	dir, err := os.MkdirTemp("", "kustos-e2e-author-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	key := []byte("e2e-cleaner-author-key-0123456789abcdef0123456789")
+	authorKeyFile = filepath.Join(dir, "author-key")
+	if err := os.WriteFile(authorKeyFile, key, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if authorSigner, err = authorship.NewSigner(key); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	me, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: who am I:", err)
+		return 1
+	}
+	adminAuthor = authorship.FromUserInfo(me.Status.UserInfo)
 	return m.Run()
 }

@@ -8,7 +8,10 @@ import (
 // every CEL condition over the evaluated targets holds. Kustos then removes the targets marked
 // for deletion (through a pull request when the GitOps repository defines them, directly when it
 // does not, only as an Event in observer mode), uninstalls the listed helm releases, sends a
-// CloudEvent to the sink if one is set, and deletes the Cleaner.
+// CloudEvent to the sink if one is set, and deletes the Cleaner. It deletes only what the
+// Cleaner's author (who created it or last changed its spec, recorded by Kustos's admission
+// webhook in the annotation kustos.io/author) may delete, asked with a SubjectAccessReview
+// before every deletion.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -110,7 +113,8 @@ type Target struct {
 	Delete bool `json:"delete,omitempty"`
 
 	// IncludeWhenEvaluating: the target is a variable of the conditions, and its changes make
-	// Kustos evaluate them again. Default true.
+	// Kustos evaluate them again. Default true. A Secret is seen as its apiVersion, kind and
+	// metadata only: Kustos never reads or caches Secret data.
 	// +kubebuilder:default=true
 	// +optional
 	IncludeWhenEvaluating *bool `json:"includeWhenEvaluating,omitempty"`

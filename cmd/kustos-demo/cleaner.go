@@ -12,6 +12,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/authorship"
 )
 
 const (
@@ -106,6 +108,9 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 	}
 	step(out, "creating the seed's Cleaner: ttl 1s, retry {period: 1h, monotonic: true}, the Service marked delete, the revisions evaluated by:")
 	fmt.Fprint(out, indent(seedCondition+"\n", "     | "))
+	if err := stampAuthor(ctx, c, cl); err != nil {
+		return err
+	}
 	if err := c.Create(ctx, cl); err != nil {
 		return err
 	}
@@ -265,4 +270,35 @@ func (s *sink) events() []cloudevents.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]cloudevents.Event(nil), s.got...)
+}
+
+// demoAuthorKey signs the demo Cleaner's author stamp (the PR-mode Kustos verifies it).
+const demoAuthorKey = "demo-cleaner-author-key-0123456789abcdef"
+
+// stampAuthor puts on cl the author stamp the chart's admission webhook would (the demo runs no
+// webhook): the user c authenticates as, signed over cl's spec as the API server stores it
+// (with the defaults a dry run fills in).
+func stampAuthor(ctx context.Context, c client.Client, cl *v1alpha1.Cleaner) error {
+	me := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, me); err != nil {
+		return fmt.Errorf("asking who the demo is: %w", err)
+	}
+	dry := cl.DeepCopy()
+	if err := c.Create(ctx, dry, client.DryRunAll); err != nil {
+		return err
+	}
+	signer, err := authorship.NewSigner([]byte(demoAuthorKey))
+	if err != nil {
+		return err
+	}
+	digest, err := authorship.SpecDigest(dry.Spec)
+	if err != nil {
+		return err
+	}
+	stamp, err := signer.Sign(cl.Namespace, cl.Name, digest, authorship.FromUserInfo(me.Status.UserInfo), time.Now())
+	if err != nil {
+		return err
+	}
+	cl.Annotations = map[string]string{authorship.StampAnnotation: stamp}
+	return nil
 }

@@ -100,12 +100,18 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
 		return err
 	}
+	// The Cleaner act's Cleaner is stamped with its author (the demo's admin) with this key, as
+	// the chart's admission webhook would; Kustos deletes only what that author may delete.
+	authorKeyFile := filepath.Join(filepath.Dir(tokenFile), "cleaner-author-key")
+	if err := os.WriteFile(authorKeyFile, []byte(demoAuthorKey), 0o600); err != nil {
+		return err
+	}
 	args := []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + prStateNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=demo", "--git-path=clusters/demo/", "--pr-labels=kustos,quota-resize",
-		"--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(),
+		"--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(), "--cleaner-author-key-file=" + authorKeyFile,
 		// The Cleaner act's CloudEvent sink listens on loopback, which a tenant's sink may not
 		// reach unless the operator allows it.
 		"--allowed-destinations=127.0.0.1/32"}

@@ -143,6 +143,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.BoolVar(&o.Cleaners.Enabled, "enable-cleaners", true, "run the Cleaner detector (needs the kustos.io Cleaner CRD, which the chart installs)")
 	fs.DurationVar(&o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", 30*time.Minute, "how often a Ready Cleaner is looked at when nothing changes")
 	fs.DurationVar(&o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", 10*time.Second, "how often a Cleaner that is not Ready is looked at when nothing changes")
+	fs.StringVar(&o.Cleaners.AuthorKeyFile, "cleaner-author-key-file", "", "file holding the key (at least 32 bytes) that signs the author stamps the webhook puts on Cleaners; mount it from a Secret. Empty: no author can be verified and Cleaners delete nothing")
 	fs.BoolVar(&o.Expiry.Enabled, "enable-expiry", true, "run the expiry detector: objects of --lifecycle-kinds and Namespaces with kustos.io/owner and kustos.io/ttl or kustos.io/expires-at are warned about, then removed or paused")
 	lifecycleKinds := fs.String("lifecycle-kinds", app.DefaultLifecycleKinds, "expiry: comma-separated group/version/Kind (version/Kind for the core group) of the workloads that may expire; Namespaces always may")
 	o.Expiry.Settings = expiry.DefaultSettings()

@@ -7,4 +7,9 @@
 // The work per request is bounded: Compile applies Kubernetes' CEL cost limits, each review has
 // a deadline (Options.Timeout), and at most Options.MaxConcurrent compilations run at a time.
 // The webhook server runs on every replica, not only on the leader.
+//
+// AuthorStamper is the mutating webhook beside it: it records in the annotation
+// kustos.io/author who created a Cleaner or last changed its spec, as the API server
+// authenticated them, signed (internal/authorship) so that nobody can name another author. The
+// Cleaner detector deletes only what that author may delete.
 package admission

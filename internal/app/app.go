@@ -342,7 +342,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook); err != nil {
+	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
+	// not this replica runs the detector.
+	signer, err := o.Cleaners.authorSigner()
+	if err != nil {
+		return nil, err
+	}
+	if err := setupWebhook(mgr, o.Webhook, signer); err != nil {
 		return nil, err
 	}
 
@@ -411,7 +417,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
 	if o.Cleaners.Enabled {
-		if err := setupCleaners(context.Background(), mgr, o, pl, live); err != nil {
+		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer); err != nil {
 			return nil, err
 		}
 	}

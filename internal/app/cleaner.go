@@ -4,24 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/egress"
@@ -43,6 +47,26 @@ type CleanerOptions struct {
 	// LeaseGrace is how long after its last decision the Lease of a deleted target is kept
 	// (0: 10 minutes); tests shorten it.
 	LeaseGrace time.Duration
+	// AuthorKeyFile is --cleaner-author-key-file: the key (at least 32 bytes, from a Secret)
+	// that signs and verifies the author stamps the admission webhook puts on Cleaners. Empty:
+	// no Cleaner's author can be verified, and outside observer mode nothing is deleted for any.
+	AuthorKeyFile string
+}
+
+// authorSigner reads --cleaner-author-key-file; nil when none is set.
+func (c CleanerOptions) authorSigner() (*authorship.Signer, error) {
+	if c.AuthorKeyFile == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(c.AuthorKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cleaner-author-key-file: %w", err)
+	}
+	s, err := authorship.NewSigner(key)
+	if err != nil {
+		return nil, fmt.Errorf("--cleaner-author-key-file=%s: %w", c.AuthorKeyFile, err)
+	}
+	return s, nil
 }
 
 // cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
@@ -58,7 +82,7 @@ func cleanerVocabulary() lifecycle.Vocabulary {
 // store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
 // that no manifest in the repository defines is deleted directly (with the evaluated version as
 // precondition, and never when a GitOps tool's labels or annotations say it manages it).
-func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client) error {
+func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install charts/kustos/crds/ or pass --enable-cleaners=false: %w", err)
 	}
@@ -89,6 +113,19 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// --allowed-destinations and follows no redirect.
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
 	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
+	// Targets read as metadata only (those no condition reads, and every Secret) live in a cache
+	// of their own: the manager's trims metadata to what the other detectors read, and holds
+	// only helm's Secrets. The client-side-apply copy of the whole object goes (it holds a
+	// Secret's data when kubectl applied it), as do managed fields.
+	metadataCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: trimTargetMetadata})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(metadataCache); err != nil {
+		return err
+	}
+	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 	r := &ephemeral.Reconciler{
 		Client:    c,
 		Live:      mgr.GetAPIReader(),
@@ -98,13 +135,32 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Reporter:  rep,
 		Observe:   o.Mode == ModeObserve,
 		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
-		Releases:  &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")},
+		Releases:  uninstaller,
 		Sink:      sink,
 		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
+
+		ReleaseTouches: uninstaller,
+		MetadataCache:  metadataCache,
+	}
+	if signer != nil {
+		r.Authors = authorship.Cleaners{Signer: signer}
+		r.AuthorAccess = &authorship.Reviewer{Client: live, Now: o.Now}
+	} else if o.Mode != ModeObserve {
+		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// trimTargetMetadata drops the managed fields and the client-side-apply copy of the object
+// from a target's metadata; labels and annotations stay for selectors and conditions.
+func trimTargetMetadata(in any) (any, error) {
+	if o, ok := in.(*metav1.PartialObjectMetadata); ok {
+		o.ManagedFields = nil
+		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	return in, nil
 }
 
 // addGoneSweeper sweeps the Leases of the per-object detectors (Cleaner targets, expiring
@@ -201,6 +257,10 @@ var (
 	_ pipeline.Actuator  = fallbackActuator{}
 	_ ephemeral.Releases = (*helmrelease.Uninstaller)(nil)
 	_ ephemeral.Sink     = (*cloudevent.Sender)(nil)
+
+	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
+	_ ephemeral.Authors        = authorship.Cleaners{}
+	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
 )
 
 func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kustos-dev/kustos/internal/admission"
+	"github.com/kustos-dev/kustos/internal/authorship"
 )
 
 // DefaultWebhookCertDir is where the webhook server reads tls.crt and tls.key unless
@@ -55,7 +56,11 @@ func (o WebhookOptions) certDir() string {
 // runs on every replica (it needs no leader), and makes /readyz wait until it serves, so that
 // a Service sends the API server's reviews only to replicas that answer them. Nothing is served
 // when the port is 0; the controller still reports invalid Cleaners as Ready=False/InvalidSpec.
-func setupWebhook(mgr ctrl.Manager, o WebhookOptions) error {
+//
+// With signer (--cleaner-author-key-file), the author stamper (admission.AuthorStamper) is
+// served too, at admission.AuthorPath, for a MutatingWebhookConfiguration: it records who
+// wrote each Cleaner.
+func setupWebhook(mgr ctrl.Manager, o WebhookOptions, signer *authorship.Signer) error {
 	if o.Port == 0 {
 		return nil
 	}
@@ -75,6 +80,9 @@ func setupWebhook(mgr ctrl.Manager, o WebhookOptions) error {
 	v := admission.NewCleanerValidator(admission.Options{Timeout: o.Timeout})
 	if err := admission.SetupWithManager(mgr, v); err != nil {
 		return fmt.Errorf("setting up the Cleaner webhook: %w", err)
+	}
+	if signer != nil {
+		mgr.GetWebhookServer().Register(admission.AuthorPath, &webhook.Admission{Handler: &admission.AuthorStamper{Signer: signer}})
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err

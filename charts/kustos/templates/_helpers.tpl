@@ -155,6 +155,13 @@ The notify webhook has a token Secret: "true" or "".
 {{/*
 The Secret holding the extension links' signing key.
 */}}
+{{- define "kustos.cleanerAuthorSecretName" -}}
+{{- default (printf "%s-cleaner-author" (include "kustos.fullname" .)) .Values.cleaner.authorKey.existingSecret }}
+{{- end }}
+
+{{/*
+Name of the Secret holding the extension links' key.
+*/}}
 {{- define "kustos.extensionSecretName" -}}
 {{- default (printf "%s-extension" (include "kustos.fullname" .)) .Values.expiry.extension.existingSecret }}
 {{- end }}
@@ -163,7 +170,7 @@ The Secret holding the extension links' signing key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") .Values.cleaner.enabled (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled }}true{{ end }}
 {{- end }}
 
 {{/*

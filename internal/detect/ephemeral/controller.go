@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -53,7 +54,8 @@ const (
 	// ReasonKindNotFound: the API server serves no such kind (a CRD not installed yet).
 	ReasonKindNotFound = "KindNotFound"
 	// ReasonMissingPermission: Kustos's RBAC does not allow it to watch (or delete) a target
-	// kind; the chart value cleaner.targetKinds grants it.
+	// kind (the chart value cleaner.targetKinds grants it); or the Cleaner's author may not do
+	// its cleanup, or cannot be verified (the message names the request refused, or why).
 	ReasonMissingPermission = "MissingPermission"
 	// ReasonEvaluationFailed: a condition failed at run time (it counts as false).
 	ReasonEvaluationFailed = "EvaluationFailed"
@@ -179,16 +181,29 @@ type Reconciler struct {
 	Releases Releases
 	// Sink sends the CloudEvent of a finished cleanup; nil: a Cleaner with a sink is blocked.
 	Sink Sink
+	// Authors verifies who wrote a Cleaner, and AuthorAccess asks what that author may do:
+	// outside observer mode nothing is deleted for a Cleaner unless its author may delete it
+	// (nil: nothing is deleted for any Cleaner).
+	Authors      Authors
+	AuthorAccess AuthorAccess
+	// ReleaseTouches lists what uninstalling a plain helm release deletes and creates, for the
+	// author's SubjectAccessReviews; nil: only the Flux HelmRelease objects are asked about.
+	ReleaseTouches ReleaseTouches
 	// Policy is the re-check interval while Ready / not Ready (seed 002's sentinel).
 	Policy conditions.Policy
 	Now    func() time.Time
 	Log    logr.Logger
 
+	// MetadataCache holds the targets read as metadata only (see metadataOnly), with every
+	// label and annotation (the manager's cache trims the metadata of what it holds for the
+	// other detectors, and holds only helm's Secrets). Nil: the manager's cache.
+	MetadataCache cache.Cache
+
 	controller controller.Controller
 	cache      cache.Cache
 
 	mu       sync.Mutex
-	watching map[schema.GroupVersionKind]bool
+	watching map[watchKey]bool
 	// specs holds each Cleaner's compiled spec, by name: a Cleaner that is gone is forgotten
 	// when its (NotFound) request comes, so the map holds only Cleaners that exist.
 	specs map[types.NamespacedName]compiled
@@ -208,7 +223,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Cleaner{}, IndexTargets, indexTargets); err != nil {
 		return err
 	}
-	r.watching = map[schema.GroupVersionKind]bool{}
+	r.watching = map[watchKey]bool{}
 	r.specs = map[types.NamespacedName]compiled{}
 	r.cache = mgr.GetCache()
 	if r.Mapper == nil {
@@ -243,10 +258,9 @@ func resourceKey(gvr schema.GroupVersionResource) string {
 	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
 }
 
-// mapObject finds the Cleaners a target object's change concerns: those that resolved it by
+// mapObject finds the Cleaners a change of o (of kind gvk) concerns: those that resolved it by
 // name, and those with a selector target of its kind in its namespace.
-func (r *Reconciler) mapObject(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
-	gvk := o.GroupVersionKind()
+func (r *Reconciler) mapObject(ctx context.Context, gvk schema.GroupVersionKind, o client.Object) []reconcile.Request {
 	m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		r.Log.Error(err, "mapping a target change to Cleaners", "kind", gvk.String())
@@ -273,22 +287,57 @@ func (r *Reconciler) mapObject(ctx context.Context, o *unstructured.Unstructured
 	return out
 }
 
-// watch makes changes of kind gvk reach the Cleaners that read them (once per kind).
-func (r *Reconciler) watch(gvk schema.GroupVersionKind) error {
+// watchKey is one informer of a target kind: whole objects, or their metadata only.
+type watchKey struct {
+	gvk          schema.GroupVersionKind
+	metadataOnly bool
+}
+
+// watch makes changes of kind gvk reach the Cleaners that read them (once per kind and form):
+// metadataOnly watches (and caches) the objects' metadata only.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.watching[gvk] || r.controller == nil {
+	key := watchKey{gvk: gvk, metadataOnly: metadataOnly}
+	if r.watching[key] || r.controller == nil {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	src := source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(r.mapObject))
+	var src source.Source
+	if metadataOnly {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(gvk)
+		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			return r.mapObject(ctx, gvk, o)
+		}))
+	} else {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		src = source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+			return r.mapObject(ctx, gvk, o)
+		}))
+	}
 	if err := r.controller.Watch(src); err != nil {
 		return err
 	}
-	r.watching[gvk] = true
+	r.watching[key] = true
 	return nil
 }
+
+func (r *Reconciler) metadataCache() cache.Cache {
+	if r.MetadataCache != nil {
+		return r.MetadataCache
+	}
+	return r.cache
+}
+
+// metadataOnly reports whether a target's objects are read as metadata only: when no condition
+// reads them (a target only deleted), and always for Secrets, whose data Kustos never caches
+// (a condition over a Secret sees its apiVersion, kind and metadata).
+func metadataOnly(t Target, m *meta.RESTMapping) bool {
+	return !t.Evaluated || isSecret(m.Resource.GroupResource())
+}
+
+func isSecret(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
 
 func (r *Reconciler) compile(cl *v1alpha1.Cleaner) compiled {
 	name := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
@@ -562,6 +611,12 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 // since. An object decided on then that has changed since is not acted on: the cleanup is
 // withdrawn and the conditions are evaluated afresh.
 func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
+	if !r.Observe {
+		// Kustos's rights are not lent: all of the cleanup must be what its author may do.
+		if refused, err := r.authorize(ctx, cl, spec, targets, now, out); err != nil || refused {
+			return err
+		}
+	}
 	var remaining, blocked, names, changed []string
 	for _, t := range targets {
 		if !t.Delete {
@@ -806,36 +861,95 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 					path, verb, m.Resource.GroupResource()), nil
 			}
 		}
-		if err := r.watch(m.GroupVersionKind); err != nil {
+		metaOnly := metadataOnly(t, m)
+		if err := r.watch(m.GroupVersionKind, metaOnly); err != nil {
 			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
 		}
 		rt := resolvedTarget{Target: t, mapping: m}
 		kind := resourceKey(m.Resource)
+		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly)
+		if err != nil {
+			return nil, "", "", err
+		}
+		rt.objects = objs
 		if t.Selector == nil {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(m.GroupVersionKind)
-			switch gerr := r.Client.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: t.ObjectName}, u); {
-			case gerr == nil:
-				rt.objects = []*unstructured.Unstructured{u}
-			case !apierrors.IsNotFound(gerr):
-				return nil, "", "", fmt.Errorf("reading %s %s/%s: %w", m.GroupVersionKind.Kind, cl.Namespace, t.ObjectName, gerr)
-			}
 			rt.resolved = []string{t.ObjectName + "." + kind}
 		} else {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(m.GroupVersionKind.Kind + "List"))
-			if lerr := r.Client.List(ctx, list, client.InNamespace(cl.Namespace), client.MatchingLabelsSelector{Selector: t.Selector}); lerr != nil {
-				return nil, "", "", fmt.Errorf("listing %s in %s: %w", m.Resource.GroupResource(), cl.Namespace, lerr)
-			}
-			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
-			for i := range list.Items {
-				rt.objects = append(rt.objects, &list.Items[i])
-				rt.resolved = append(rt.resolved, list.Items[i].GetName()+"."+kind)
+			for _, o := range objs {
+				rt.resolved = append(rt.resolved, o.GetName()+"."+kind)
 			}
 		}
 		out = append(out, rt)
 	}
 	return out, "", "", nil
+}
+
+// read returns the target's objects in namespace from the cache, sorted by name: whole, or
+// (metaOnly) as apiVersion, kind and metadata.
+func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	if t.Selector == nil {
+		var err error
+		if metaOnly {
+			o := &metav1.PartialObjectMetadata{}
+			o.SetGroupVersionKind(gvk)
+			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+				var u *unstructured.Unstructured
+				if u, err = fromMetadata(gvk, o); err == nil {
+					out = append(out, u)
+				}
+			}
+		} else {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
+				out = append(out, u)
+			}
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, namespace, t.ObjectName, err)
+		}
+		return out, nil
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: t.Selector}}
+	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if metaOnly {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			u, err := fromMetadata(gvk, &list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	} else {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.Client.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
+}
+
+// fromMetadata is o as the conditions see an object read as metadata: apiVersion, kind and
+// metadata, nothing else.
+func fromMetadata(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": m}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
 }
 
 // mapping resolves a target's kind, which may be a kind (Service) or a resource name (service,

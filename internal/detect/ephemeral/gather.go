@@ -34,9 +34,12 @@ func (t Target) Selects(obj *unstructured.Unstructured) bool {
 	return t.Selector.Matches(labels.Set(obj.GetLabels()))
 }
 
+var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+
 // Gather picks the objects of every target from objs: those in namespace ns, of the target's
 // kind (Names), that it Selects, sorted by name so that the conditions always see the same
-// order. It returns them as the CEL variables want them (unstructured content) for every target,
+// order; a Secret is its apiVersion, kind and metadata only, as the controller reads it. It
+// returns them as the CEL variables want them (unstructured content) for every target,
 // evaluated or not, so callers can count them too.
 func (s *Spec) Gather(ns string, objs []*unstructured.Unstructured) map[string][]map[string]any {
 	out := make(map[string][]map[string]any, len(s.Targets))
@@ -51,6 +54,10 @@ func (s *Spec) Gather(ns string, objs []*unstructured.Unstructured) map[string][
 		list := make([]map[string]any, len(picked))
 		for i, o := range picked {
 			list[i] = o.Object
+			if o.GroupVersionKind() == secretGVK {
+				// As in the cluster, where Kustos reads Secrets as metadata only.
+				list[i] = map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": o.Object["metadata"]}
+			}
 		}
 		out[t.Name] = list
 	}
