@@ -82,6 +82,12 @@ func (t *Tracker) Observe(r Result) {
 				s.coveredSince, s.gap = r.At, false
 			case s.coveredSince.IsZero():
 				s.coveredSince = r.At.Add(-r.Window)
+			case r.At.Add(-r.Window).After(s.lastOK):
+				// The window, capped at the lookback, did not reach back to the last ok
+				// answer (an outage longer than the lookback: Prometheus unreachable, partial
+				// answers, this replica not the leader): the time in between was never
+				// queried, so silence counts only from the window's start.
+				s.coveredSince = r.At.Add(-r.Window)
 			}
 			// A break inside the window (the exporter is new, or it, or Prometheus, was
 			// down between two checks): its silence counts only from after the break.

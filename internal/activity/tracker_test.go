@@ -54,9 +54,9 @@ func TestTracker(t *testing.T) {
 		{name: "nginx had a break between two checks (its availability found nothing at a step): covered only since", at: t0.Add(30 * time.Minute),
 			sources: []SourceResult{{Name: "nginx", Status: StatusOK, CollectingSince: t0.Add(28 * time.Minute)}, ok("bastion", nil)},
 			window:  11 * time.Minute, known: true, last: t0.Add(4 * time.Minute), covered: t0.Add(28 * time.Minute)},
-		{name: "weeks later: activity older than the lookback is forgotten (the Lease keeps it)", at: t0.Add(lookback + time.Hour),
+		{name: "weeks later: activity older than the lookback is forgotten (the Lease keeps it); the lookback-long window did not reach back to the last answer, so covered only since its start", at: t0.Add(lookback + time.Hour),
 			sources: []SourceResult{ok("nginx", nil), ok("bastion", nil)},
-			window:  11 * time.Minute, known: true, covered: t0.Add(28 * time.Minute)},
+			window:  11 * time.Minute, known: true, covered: t0.Add(time.Hour)},
 	}
 	for _, s := range steps {
 		if s.sources != nil {
@@ -86,5 +86,64 @@ func TestRedact(t *testing.T) {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestTrackerCoverageAfterOutage: a source's silence is evidence only where Kustos has queried
+// it without a break. After an outage longer than the lookback (Prometheus unreachable, this
+// replica not the leader) the next window is capped at the lookback, so the time between the
+// last ok answer and the start of that window was never queried: the coverage starts at the
+// window's start, not where it was. Windows come from Tracker.Window, as the check loop asks.
+func TestTrackerCoverageAfterOutage(t *testing.T) {
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	lookback := 14 * day
+	margin := 7 * time.Minute
+	vm1 := Ref{Namespace: "lab", Name: "vm-1"}
+	names := []string{"nginx"}
+	type obs struct {
+		after  time.Duration // since t0
+		status Status
+		// collectingSince, after t0, when not zero
+		collectingSince time.Duration
+	}
+	for _, tc := range []struct {
+		name string
+		obs  []obs
+		// want after the last observation, since t0
+		covered time.Duration
+	}{
+		{"checks every 5 minutes: the first window's start", []obs{{0, StatusOK, 0}, {5 * time.Minute, StatusOK, 0}}, -lookback},
+		{"Prometheus unreachable for a day: the next window reaches back, the coverage stays",
+			[]obs{{0, StatusOK, 0}, {12 * time.Hour, StatusError, 0}, {day, StatusOK, 0}}, -lookback},
+		{"Prometheus unreachable for three weeks: covered from the lookback-long window's start",
+			[]obs{{0, StatusOK, 0}, {10 * day, StatusError, 0}, {21 * day, StatusOK, 0}}, 21*day - lookback},
+		{"no check for three weeks (this replica was not the leader)",
+			[]obs{{0, StatusOK, 0}, {21 * day, StatusOK, 0}}, 21*day - lookback},
+		{"three weeks, and a break inside the window later than its start: from the break",
+			[]obs{{0, StatusOK, 0}, {21 * day, StatusOK, 20 * day}}, 20 * day},
+		{"three weeks, the source not collecting before: from its return, as always",
+			[]obs{{0, StatusOK, 0}, {day, StatusUnavailable, 0}, {21 * day, StatusOK, 0}}, 21 * day},
+		{"after the catch-up, checks every 5 minutes keep it",
+			[]obs{{0, StatusOK, 0}, {21 * day, StatusOK, 0}, {21*day + 5*time.Minute, StatusOK, 0}}, 21*day - lookback},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Tracker{Lookback: lookback}
+			for _, o := range tc.obs {
+				at := t0.Add(o.after)
+				sr := SourceResult{Name: "nginx", Status: o.status}
+				if o.status == StatusOK {
+					sr.Last = map[Ref]time.Time{}
+					if o.collectingSince != 0 {
+						sr.CollectingSince = t0.Add(o.collectingSince)
+					}
+				}
+				tr.Observe(Result{At: at, Window: tr.Window(at, margin, names), Sources: []SourceResult{sr}})
+			}
+			a := tr.Lookup(map[string]Ref{"nginx": vm1})
+			if want := t0.Add(tc.covered); !a.Known() || !a.CoveredSince.Equal(want) {
+				t.Errorf("known %v, covered since %s; want %s", a.Known(), a.CoveredSince, want)
+			}
+		})
 	}
 }
