@@ -91,5 +91,29 @@ func NewAPI(a Access) (v1.API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	return v1.NewAPI(c), nil
+	return v1.NewAPI(wholeAnswers{c}), nil
+}
+
+// wholeAnswers asks for whole answers only: partial_response=false on every request. Thanos's
+// querier (thanos-querier) otherwise answers 200 with the series of the stores that answered
+// and a warning, and targets whose series sat on a store that was down would look idle; with
+// it, Thanos refuses the query instead (an error: nothing declared inactive). Prometheus
+// ignores the parameter (tested against the real one). The check also treats any warning as a
+// partial answer, for queriers that do not know the parameter.
+type wholeAnswers struct{ promapi.Client }
+
+var _ promapi.Client = wholeAnswers{}
+
+// partialResponseParam is Thanos's query parameter for partial answers.
+const partialResponseParam = "partial_response"
+
+// URL is the endpoint's URL with partial_response=false. client_golang's query and range query
+// start their parameters from this URL's query, so it goes in the POST form and, when a server
+// answers POST with 405, in the GET fallback's URL too.
+func (c wholeAnswers) URL(ep string, args map[string]string) *url.URL {
+	u := c.Client.URL(ep, args)
+	q := u.Query()
+	q.Set(partialResponseParam, "false")
+	u.RawQuery = q.Encode()
+	return u
 }

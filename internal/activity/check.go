@@ -36,14 +36,25 @@ const (
 	// (a template that is not PromQL). No target is declared inactive; the next successful
 	// check covers the time since the last one.
 	StatusError Status = "error"
+	// StatusPartial: Prometheus answered, with a warning. Thanos's querier answers that way
+	// when a store is down (partial_response), Prometheus when a remote-read endpoint fails:
+	// the series on the missing part are not in the answer, so silence in it is no evidence.
+	// No target is declared inactive; as after an error, the next whole answer covers the
+	// time since the last one.
+	StatusPartial Status = "partial"
 )
 
 // SourceResult is one source's answer in one check.
 type SourceResult struct {
 	Name   string
 	Status Status
-	// Detail says why a source is not ok, precisely enough to fix it.
+	// Detail says why a source is not ok, precisely enough to fix it. It reaches tenants (the
+	// ActivityUnknown Event on their targets).
 	Detail string
+	// Warnings are Prometheus's warnings when it answered with some (StatusPartial), clipped
+	// and without URL credentials: for the operator's log and `kustos inactivity plan`, not for
+	// Detail, as they may name internal stores and addresses.
+	Warnings []string
 	// Last is the last activity per target the source reported within the window.
 	Last map[Ref]time.Time
 	// Invalid counts result series that name no target (a label missing) or whose value is not
@@ -138,6 +149,15 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 		out.Status, out.Detail = StatusError, describe(a.queryErr)
 		return out
 	}
+	if len(a.warnings) > 0 {
+		// Any warning, about the data or the availability part (one request holds both):
+		// Thanos answers 200 and a warning when a store did not answer, and the series it
+		// holds are simply not in the result. Targets whose activity sat there would look
+		// idle, so the whole answer is unknown.
+		out.Status, out.Warnings = StatusPartial, clipWarnings(a.warnings)
+		out.Detail = fmt.Sprintf("Prometheus answered with %d warning(s), so its answer may be partial (e.g. a Thanos store or a remote-read endpoint did not answer); the warnings are in Kustos's log", len(a.warnings))
+		return out
+	}
 	return decode(s, out, a, now, window, step)
 }
 
@@ -153,6 +173,7 @@ type asked struct {
 	query, avail        string
 	gapStep             time.Duration
 	val                 model.Value
+	warnings            v1.Warnings
 	renderErr, queryErr error
 }
 
@@ -196,9 +217,9 @@ func (c *Checker) ask(ctx context.Context, s *Compiled, now time.Time, window, s
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if s.Mode == ModeRange {
-		a.val, _, a.queryErr = c.API.QueryRange(qctx, a.query, v1.Range{Start: now.Add(-window), End: now, Step: step})
+		a.val, a.warnings, a.queryErr = c.API.QueryRange(qctx, a.query, v1.Range{Start: now.Add(-window), End: now, Step: step})
 	} else {
-		a.val, _, a.queryErr = c.API.Query(qctx, a.query, now)
+		a.val, a.warnings, a.queryErr = c.API.Query(qctx, a.query, now)
 	}
 	return a
 }
@@ -339,6 +360,22 @@ func unixTime(v model.SampleValue, now time.Time) (time.Time, bool) {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+}
+
+// maxWarnings bounds the warnings kept of one answer (a querier may send one per store).
+const maxWarnings = 5
+
+// clipWarnings are ws for the log: at most maxWarnings, each clipped, without URL credentials.
+func clipWarnings(ws v1.Warnings) []string {
+	out := make([]string, 0, min(len(ws), maxWarnings+1))
+	for i, w := range ws {
+		if i == maxWarnings {
+			out = append(out, fmt.Sprintf("(and %d more)", len(ws)-maxWarnings))
+			break
+		}
+		out = append(out, lifecycle.Clip(redact(w), 300))
+	}
+	return out
 }
 
 // describe says what went wrong asking Prometheus, without the URL's credentials.

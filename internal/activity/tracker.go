@@ -109,9 +109,10 @@ func (t *Tracker) Observe(r Result) {
 			}
 		case StatusUnavailable:
 			s.gap = true
-		case StatusError:
-			// Prometheus was not reached: the data is still being collected, the next ok answer
-			// looks back to lastOK and covers the time in between.
+		case StatusError, StatusPartial:
+			// Prometheus was not reached, or answered only in part: the data is still being
+			// collected (a Thanos store that was down is back with its series), the next ok
+			// answer looks back to lastOK and covers the time in between.
 		}
 	}
 	// A source removed from the configuration is forgotten.

@@ -90,10 +90,11 @@ func TestRedact(t *testing.T) {
 }
 
 // TestTrackerCoverageAfterOutage: a source's silence is evidence only where Kustos has queried
-// it without a break. After an outage longer than the lookback (Prometheus unreachable, this
-// replica not the leader) the next window is capped at the lookback, so the time between the
-// last ok answer and the start of that window was never queried: the coverage starts at the
-// window's start, not where it was. Windows come from Tracker.Window, as the check loop asks.
+// it without a break. After an outage longer than the lookback (Prometheus unreachable or
+// answering in part, this replica not the leader) the next window is capped at the lookback,
+// so the time between the last ok answer and the start of that window was never queried: the
+// coverage starts at the window's start, not where it was. Windows come from Tracker.Window,
+// as the check loop asks.
 func TestTrackerCoverageAfterOutage(t *testing.T) {
 	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
@@ -118,6 +119,8 @@ func TestTrackerCoverageAfterOutage(t *testing.T) {
 			[]obs{{0, StatusOK, 0}, {12 * time.Hour, StatusError, 0}, {day, StatusOK, 0}}, -lookback},
 		{"Prometheus unreachable for three weeks: covered from the lookback-long window's start",
 			[]obs{{0, StatusOK, 0}, {10 * day, StatusError, 0}, {21 * day, StatusOK, 0}}, 21*day - lookback},
+		{"partial answers for three weeks: the same",
+			[]obs{{0, StatusOK, 0}, {10 * day, StatusPartial, 0}, {21 * day, StatusOK, 0}}, 21*day - lookback},
 		{"no check for three weeks (this replica was not the leader)",
 			[]obs{{0, StatusOK, 0}, {21 * day, StatusOK, 0}}, 21*day - lookback},
 		{"three weeks, and a break inside the window later than its start: from the break",

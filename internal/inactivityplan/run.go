@@ -231,6 +231,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if s.Status != activity.StatusOK {
 			fmt.Fprintf(stderr, "kustos inactivity plan: warning: activity source %s: %s: %s; no target is declared inactive (next: unknown)\n",
 				s.Name, s.Status, s.Detail)
+			for _, w := range s.Warnings {
+				fmt.Fprintf(stderr, "kustos inactivity plan: warning: activity source %s: Prometheus warned: %s\n", s.Name, w)
+			}
 		}
 		if s.Invalid > 0 {
 			fmt.Fprintf(stderr, "kustos inactivity plan: warning: activity source %s: %d result series skipped: no target labels (%s, %s) or no time as value\n",

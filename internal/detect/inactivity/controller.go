@@ -440,7 +440,13 @@ func (l *CheckLoop) CheckOnce(ctx context.Context) activity.Result {
 		if s.Status == activity.StatusOK {
 			up = 1
 		} else {
-			l.Log.Info("activity source not usable; nothing is declared inactive until it is", "source", s.Name, "status", s.Status, "detail", s.Detail)
+			kv := []any{"source", s.Name, "status", s.Status, "detail", s.Detail}
+			if len(s.Warnings) > 0 {
+				// Prometheus's own text (a Thanos store that did not answer): for the
+				// operator, never in the tenants' Events.
+				kv = append(kv, "warnings", s.Warnings)
+			}
+			l.Log.Info("activity source not usable; nothing is declared inactive until it is", kv...)
 		}
 		metrics.ActivitySourceUp.WithLabelValues(s.Name).Set(up)
 		if s.Invalid > 0 {
