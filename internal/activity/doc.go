@@ -10,9 +10,10 @@
 //     position and field;
 //   - Checker, one check cycle: ONE Prometheus query per source for every target at once
 //     (grouped by namespace and name), never one per target, with the step rule that keeps a
-//     range query under Prometheus's 11,000 points per series;
+//     range query under Prometheus's 11,000 points per series; an answer with a warning (Thanos
+//     with a store down) is partial, and so unknown, never silence;
 //   - Access, how Prometheus is reached (URL, bearer token file, CA file), with Prometheus's own
-//     HTTP client configuration underneath;
+//     HTTP client configuration underneath, asking for whole answers (partial_response=false);
 //   - Tracker, what the cycles have seen: the last activity per (namespace, name) and since when
 //     each source's silence is evidence (coverage), so that missing data never counts as
 //     inactivity.
