@@ -42,6 +42,8 @@ type fakeProm struct {
 	data        map[string][]sample
 	unavailable map[string]bool
 	at          time.Time
+	// warnings go with every answer (a Thanos querier with a store down).
+	warnings []string
 
 	mu      sync.Mutex
 	queries map[string]int
@@ -104,7 +106,11 @@ func (f *fakeProm) serve(w http.ResponseWriter, r *http.Request) {
 		results = append(results, result{Metric: map[string]string{"kustos_source_available": "1"}, Value: [2]any{at, "1"}})
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": results}})
+	answer := map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": results}}
+	if len(f.warnings) > 0 {
+		answer["warnings"] = f.warnings
+	}
+	_ = json.NewEncoder(w).Encode(answer)
 }
 
 // count is the number of queries per source so far.
@@ -380,6 +386,44 @@ func TestPrometheusDown(t *testing.T) {
 	}
 	if fmt.Sprint(next) != fmt.Sprint(want) {
 		t.Fatalf("next per key %v; want %v", next, want)
+	}
+}
+
+// TestPartialAnswer: answers with a warning (Thanos's querier with a store down) make both
+// sources partial: every target that would be due is unknown, and stderr, the operator's view,
+// carries the warning's text.
+func TestPartialAnswer(t *testing.T) {
+	prom := newFakeProm(t, now, activityData(t))
+	prom.warnings = []string{"receive series from store b: connection refused"}
+	code, out, errs := run(t, "", "-f", "testdata/objects.yaml", "-f", "testdata/leases.yaml", "--now", now, "--prometheus-url", prom.srv.URL)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, source := range []string{"nginx", "bastion"} {
+		for _, want := range []string{
+			"kustos inactivity plan: warning: activity source " + source + ": partial: Prometheus answered with 1 warning(s), so its answer may be partial",
+			"kustos inactivity plan: warning: activity source " + source + ": Prometheus warned: receive series from store b: connection refused",
+		} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, errs)
+			}
+		}
+	}
+	unknown := 0
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var line Line
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("not a Line: %s: %v", l, err)
+		}
+		if line.Next != inactivity.NextNone && line.Next != inactivity.NextUnknown {
+			t.Errorf("%s: next %s on partial answers, want unknown", line.Key, line.Next)
+		}
+		if line.Next == inactivity.NextUnknown {
+			unknown++
+		}
+	}
+	if unknown == 0 {
+		t.Error("no target is unknown")
 	}
 }
 
