@@ -155,7 +155,7 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 		// holds are simply not in the result. Targets whose activity sat there would look
 		// idle, so the whole answer is unknown.
 		out.Status, out.Warnings = StatusPartial, clipWarnings(a.warnings)
-		out.Detail = fmt.Sprintf("Prometheus answered with %d warning(s), so its answer may be partial (e.g. a Thanos store or a remote-read endpoint did not answer); the warnings are in Kustos's log", len(a.warnings))
+		out.Detail = fmt.Sprintf("Prometheus answered with %d warning(s), so its answer may be partial, e.g. a Thanos store or a remote-read endpoint did not answer; the warnings are in Kustos's log", len(a.warnings))
 		return out
 	}
 	return decode(s, out, a, now, window, step)
