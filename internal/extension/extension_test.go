@@ -221,13 +221,16 @@ func TestServer(t *testing.T) {
 			t.Errorf("a quota key: %d", code)
 		}
 		big := url.Values{"key": {string(key)}, "period": {"3d"}, "token": {strings.Repeat("a", 1<<20)}}
-		if resp, err := http.PostForm(h.http.URL+"/extend", big); err != nil {
+		resp, err := http.PostForm(h.http.URL+"/extend", big)
+		if err != nil {
 			t.Fatal(err)
-		} else if resp.Body.Close(); resp.StatusCode != http.StatusBadRequest {
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("a 1 MB form: %d", resp.StatusCode)
 		}
 		req, _ := http.NewRequest(http.MethodDelete, h.http.URL+"/extend", http.NoBody)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err = http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
