@@ -29,8 +29,9 @@ func installRelease(t *testing.T, ns, name string) {
 	installReleaseWith(t, ns, name, nil)
 }
 
-// installReleaseWith is installRelease with values, as `helm install --set k=v` gives them.
-func installReleaseWith(t *testing.T, ns, name string, values map[string]any) {
+// helmConfig is helm's action configuration for ns, with release history in Secrets (helm's
+// default storage), as the helm command line would build it.
+func helmConfig(t *testing.T, ns string) *action.Configuration {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &env.Kubeconfig, &ns
@@ -38,7 +39,13 @@ func installReleaseWith(t *testing.T, ns, name string, values map[string]any) {
 	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	in := action.NewInstall(cfg)
+	return cfg
+}
+
+// installReleaseWith is installRelease with values, as `helm install --set k=v` gives them.
+func installReleaseWith(t *testing.T, ns, name string, values map[string]any) {
+	t.Helper()
+	in := action.NewInstall(helmConfig(t, ns))
 	in.Namespace, in.ReleaseName, in.Timeout = ns, name, time.Minute
 	c := &chart.Chart{
 		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "preview", Version: "0.1.0"},

@@ -437,6 +437,17 @@ func TestCleanerRefusals(t *testing.T) {
 	}
 }
 
+// startCleanersPR starts Kustos with Cleaners in PR mode against g, auto-merging, and shows its
+// log when the test fails.
+func startCleanersPR(t *testing.T, g *gitops) {
+	t.Helper()
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+	}))
+	dumpOnFailure(t, k)
+}
+
 // TestCleanerPRMode: in PR mode a target that the GitOps repository defines is removed by one
 // pull request (its file deleted and taken out of the kustomization); a target that no manifest
 // defines is deleted directly; the Cleaner waits until the GitOps tool has removed the object
@@ -457,11 +468,7 @@ func TestCleanerPRMode(t *testing.T) {
 			{Name: "scratch", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "scratch"}},
 		},
 	}})
-	k := startKustos(t, g.prMode(func(o *app.Options) {
-		o.PR.AutoMerge = true
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
-	}))
-	dumpOnFailure(t, k)
+	startCleanersPR(t, g)
 
 	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	eventually(t, "scratch (not in Git) deleted directly", func() bool { return !exists(t, cmGVK, ns, "scratch") })
@@ -505,11 +512,7 @@ func TestCleanerDefinedInGitGoesByPR(t *testing.T) {
 			{Name: "scratch", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "scratch"}},
 		},
 	}})
-	k := startKustos(t, g.prMode(func(o *app.Options) {
-		o.PR.AutoMerge = true
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
-	}))
-	dumpOnFailure(t, k)
+	startCleanersPR(t, g)
 
 	cmGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	eventually(t, "scratch (not in Git) deleted directly", func() bool { return !exists(t, cmGVK, ns, "scratch") })

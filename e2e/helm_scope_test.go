@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
@@ -28,12 +26,7 @@ import (
 // as helm does would delete the one and create the other, with the uninstaller's rights.
 func reachOut(t *testing.T, ns, name, other string) {
 	t.Helper()
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Namespace = &env.Kubeconfig, &ns
-	cfg := new(action.Configuration)
-	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	cfg := helmConfig(t, ns)
 	rel, err := cfg.Releases.Last(name)
 	if err != nil {
 		t.Fatal(err)

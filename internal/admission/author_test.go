@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -30,7 +29,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
-	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -142,43 +140,10 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("0123456789abcdef", 4)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	health := freeAddr(t)
-	threshold, _ := quota.ParseThreshold("80")
-	increment, _ := quota.ParseIncrement("20%")
-	mgr, err := app.NewManager(env.Config, app.Options{
-		Mode:                    app.ModeDirect,
-		Defaults:                quota.Settings{Threshold: threshold, Increment: increment},
-		DefaultCooldown:         time.Hour,
-		StateNamespace:          "kustos-system",
-		LeaseSweepInterval:      time.Hour,
-		MetricsAddr:             "0",
-		HealthAddr:              health,
-		MaxConcurrentReconciles: 2,
-		Instance:                "author-test",
-		InProcessReplica:        true, // another test of this package runs a manager too
-		Cleaners:                app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile},
-		Webhook: app.WebhookOptions{
-			Host:    env.Webhooks.LocalServingHost,
-			Port:    env.Webhooks.LocalServingPort,
-			CertDir: env.Webhooks.LocalServingCertDir,
-		},
-		Log: logr.Discard(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Kustos stopped with an error: %v", err)
-		}
-	})
-	eventually(t, "/readyz", func() bool {
-		body, code := get(ctx, t, "http://"+health+"/readyz?verbose")
-		return code == 200 && strings.Contains(body, "[+]webhook ok")
+	startKustos(ctx, t, env, func(o *app.Options) {
+		o.Mode, o.Instance, o.MaxConcurrentReconciles = app.ModeDirect, "author-test", 2
+		o.InProcessReplica = true // another test of this package runs a manager too
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
 	})
 
 	stampOf := func(name string) map[string]any {

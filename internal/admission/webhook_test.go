@@ -114,45 +114,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "failed calling webhook")
 	})
 
-	health := freeAddr(t)
-	threshold, _ := quota.ParseThreshold("80")
-	increment, _ := quota.ParseIncrement("20%")
-	mgr, err := app.NewManager(env.Config, app.Options{
-		Mode:                    app.ModeObserve,
-		Defaults:                quota.Settings{Threshold: threshold, Increment: increment},
-		DefaultCooldown:         time.Hour,
-		StateNamespace:          "kustos-system",
-		LeaseSweepInterval:      time.Hour,
-		MetricsAddr:             "0",
-		HealthAddr:              health,
-		MaxConcurrentReconciles: 1,
-		Instance:                "webhook-test",
-		Cleaners:                app.CleanerOptions{Enabled: true},
-		Webhook: app.WebhookOptions{
-			Host:    env.Webhooks.LocalServingHost,
-			Port:    env.Webhooks.LocalServingPort,
-			CertDir: env.Webhooks.LocalServingCertDir,
-		},
-		Log: logr.Discard(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Kustos stopped with an error: %v", err)
-		}
-	})
-
-	// /readyz includes the webhook server: once it is 200, the first review is answered.
-	eventually(t, "/readyz", func() bool {
-		body, code := get(ctx, t, "http://"+health+"/readyz?verbose")
-		return code == http.StatusOK && strings.Contains(body, "[+]webhook ok")
-	})
+	startKustos(ctx, t, env, func(o *app.Options) { o.Instance = "webhook-test" })
 
 	refused := func(t *testing.T, err error) *apierrors.StatusError {
 		t.Helper()
@@ -278,4 +240,51 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// startKustos runs a Kustos manager with Cleaners and the webhook server on env's webhook
+// address until the test ends, and waits until /readyz says the webhook server answers (the
+// first review is then served). mutate adjusts the options (mode, instance, Cleaners).
+func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate func(*app.Options)) {
+	t.Helper()
+	health := freeAddr(t)
+	threshold, _ := quota.ParseThreshold("80")
+	increment, _ := quota.ParseIncrement("20%")
+	o := app.Options{
+		Mode:                    app.ModeObserve,
+		Defaults:                quota.Settings{Threshold: threshold, Increment: increment},
+		DefaultCooldown:         time.Hour,
+		StateNamespace:          "kustos-system",
+		LeaseSweepInterval:      time.Hour,
+		MetricsAddr:             "0",
+		HealthAddr:              health,
+		MaxConcurrentReconciles: 1,
+		Cleaners:                app.CleanerOptions{Enabled: true},
+		Webhook: app.WebhookOptions{
+			Host:    env.Webhooks.LocalServingHost,
+			Port:    env.Webhooks.LocalServingPort,
+			CertDir: env.Webhooks.LocalServingCertDir,
+		},
+		Log: logr.Discard(),
+	}
+	mutate(&o)
+	mgr, err := app.NewManager(env.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Kustos stopped with an error: %v", err)
+		}
+	})
+
+	// /readyz includes the webhook server: once it is 200, the first review is answered.
+	eventually(t, "/readyz", func() bool {
+		body, code := get(ctx, t, "http://"+health+"/readyz?verbose")
+		return code == http.StatusOK && strings.Contains(body, "[+]webhook ok")
+	})
 }
