@@ -485,7 +485,10 @@ func idleOf(c lifecycle.Change) string {
 	return c.Evidence[0]["idleSince"]
 }
 
-// UnknownMessage says why nothing can be declared inactive: which sources, and why.
+// UnknownMessage says why nothing can be declared inactive: which sources, and in which state.
+// It goes to the tenant (an Event on the target), so it names no more than the source and its
+// status: the detail (Prometheus's error text, which can name internal stores and addresses) is
+// the operator's, in Kustos's log and `kustos inactivity plan`.
 func UnknownMessage(a activity.Activity) string {
 	if a.CheckedAt.IsZero() {
 		return "no activity check has completed yet; nothing is declared inactive until one does"
@@ -493,14 +496,14 @@ func UnknownMessage(a activity.Activity) string {
 	var parts []string
 	for _, s := range a.Sources {
 		if s.Status != activity.StatusOK {
-			parts = append(parts, fmt.Sprintf("%s: %s (%s)", s.Name, s.Status, s.Detail))
+			parts = append(parts, fmt.Sprintf("%s: %s", s.Name, s.Status))
 		}
 	}
 	sort.Strings(parts)
 	if len(parts) == 0 {
 		parts = append(parts, "a source has not yet covered this target's idle time")
 	}
-	return "activity unknown, nothing is declared inactive: " + strings.Join(parts, "; ")
+	return "activity unknown, nothing is declared inactive: " + strings.Join(parts, "; ") + " (the reason is in Kustos's log)"
 }
 
 // AlertMessage is an alert's text.

@@ -1,6 +1,7 @@
 package inactivity
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -400,5 +401,18 @@ func TestStateRoundTrip(t *testing.T) {
 	got, bad = ParseState(map[string]string{bagAlertsSent: "many", bagLastActivity: "yesterday", bagLastAlertAt: t0.Format(time.RFC3339)})
 	if len(bad) != 2 || got.AlertsSent != 0 || !got.LastActivity.IsZero() || !got.LastAlertAt.Equal(t0) {
 		t.Fatalf("bad bag = %+v, %v: want the two unreadable entries dropped and named", got, bad)
+	}
+}
+
+// TestUnknownMessageNamesNoDetail: the ActivityUnknown Event reaches tenants; Prometheus's error
+// text (a Thanos store's address, a parse error quoting the query) stays in the operator's log.
+func TestUnknownMessageNamesNoDetail(t *testing.T) {
+	a := activity.Activity{CheckedAt: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), Sources: []activity.SourceStatus{
+		{Name: "nginx", Status: activity.StatusError, Detail: "Prometheus answered execution: store 10.0.7.12:10901 unreachable"},
+		{Name: "bastion", Status: activity.StatusOK},
+	}}
+	msg := UnknownMessage(a)
+	if !strings.Contains(msg, "nginx: error") || strings.Contains(msg, "10.0.7.12") || strings.Contains(msg, "bastion") {
+		t.Errorf("UnknownMessage = %q; want the source and its state, without the detail", msg)
 	}
 }
