@@ -223,6 +223,13 @@ func (r *repo) refreshPulls(s *Server) {
 		s.mu.Unlock()
 		hs, bs := r.branchSHA(head), r.branchSHA(base)
 		s.mu.Lock()
+		if p.state != "open" {
+			// Merged or closed since it was listed (the lock was let go to read the branches):
+			// its head and base are history now. Moving its base to the merge commit would
+			// make the merged PR's diff (base..merge) empty.
+			s.mu.Unlock()
+			continue
+		}
 		if hs != "" && hs != p.headSHA {
 			p.headSHA, p.updated = hs, time.Now().UTC()
 		}
@@ -701,6 +708,9 @@ func (c *call) mergePull() reply {
 	c.s.mu.Lock()
 	c.repo.apiCommits[sha] = true
 	p.merged, p.mergeSHA, p.mergedAt, p.closedAt, p.state, p.updated = true, sha, &now, &now, "closed", now
+	// The base it was merged onto, even if a concurrent refreshPulls saw the base move to the
+	// merge commit before the PR was marked closed.
+	p.baseSHA, p.headSHA = baseSHA, headSHA
 	c.s.mu.Unlock()
 	return ok(200, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }

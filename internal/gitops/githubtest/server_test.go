@@ -883,3 +883,75 @@ func TestUpdateBranchAndComments(t *testing.T) {
 		t.Errorf("comments %q", snap.Comments)
 	}
 }
+
+// TestMergedPRKeepsItsBase: a PR merged while another request follows branch moves keeps the
+// base it was merged onto. The base moving to the merge commit itself made the merged PR's diff
+// (base..merge) empty: `make demo` then said "the PR does not change" a file it had just
+// deleted.
+func TestMergedPRKeepsItsBase(t *testing.T) {
+	s, gh := newServer(t)
+	ctx := context.Background()
+	const n = 12
+	for i := 1; i <= n; i++ {
+		branch := fmt.Sprintf("change-%d", i)
+		s.PushBaseCommit(owner, name, "main", "base for "+branch, nil) // keeps main moving
+		mainSHA := s.BranchSHA(owner, name, "main")
+		c, _, err := gh.Git.GetCommit(ctx, owner, name, mainSHA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, _, err := gh.Git.CreateTree(ctx, owner, name, c.GetTree().GetSHA(), []*github.TreeEntry{{Path: github.String(branch + ".yaml"),
+			Mode: github.String("100644"), Type: github.String("blob"), Content: github.String("x: 1\n")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit, _, err := gh.Git.CreateCommit(ctx, owner, name, &github.Commit{Message: github.String(branch), Tree: &github.Tree{SHA: tree.SHA},
+			Parents: []*github.Commit{{SHA: c.SHA}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := gh.Git.CreateRef(ctx, owner, name, &github.Reference{Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: commit.SHA}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := gh.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: github.String(branch), Head: github.String(branch), Base: github.String("main")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() { // a reader following branch moves all the time, as the demo's polls do
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					s.PRs(owner, name)
+				}
+			}
+		}()
+	}
+	for i := 1; i <= n; i++ {
+		for {
+			_, resp, err := gh.PullRequests.Merge(ctx, owner, name, i, "", &github.PullRequestOptions{MergeMethod: "squash"})
+			if err == nil {
+				break
+			}
+			if resp == nil || (resp.StatusCode != 405 && resp.StatusCode != 409) {
+				close(stop)
+				t.Fatalf("merging #%d: %v", i, err)
+			}
+			time.Sleep(10 * time.Millisecond) // mergeability still computing
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for i := 1; i <= n; i++ {
+		p, _ := s.PR(owner, name, i)
+		if ps := s.CommitParents(owner, name, p.MergeCommitSHA); !p.Merged || len(ps) != 1 || p.BaseSHA != ps[0] {
+			t.Errorf("#%d: merged %v, base %s, merge commit %s with parents %v; want the base it was merged onto", i, p.Merged, p.BaseSHA, p.MergeCommitSHA, ps)
+		}
+	}
+}
