@@ -439,7 +439,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		log.Info("cleanup done; the Cleaner's own deletion is handed to the pipeline")
+		log.V(1).Info("cleanup done; the Cleaner's own deletion is handed to the pipeline")
 		if res.RequeueAfter > 0 {
 			return reconcile.Result{RequeueAfter: res.RequeueAfter}, nil
 		}
