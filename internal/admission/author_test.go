@@ -70,20 +70,9 @@ func authorWebhookConfig() *admissionregistrationv1.MutatingWebhookConfiguration
 func TestCleanerActsAsItsAuthor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{
-		CRDDirectoryPaths: []string{"../../charts/kustos/crds"},
-		Webhooks: envtest.WebhookInstallOptions{
-			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfig()},
-			MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{authorWebhookConfig()},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
+	env := startControlPlane(ctx, t, envtest.WebhookInstallOptions{
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfig()},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{authorWebhookConfig()},
 	})
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, v1alpha1.AddToScheme} {

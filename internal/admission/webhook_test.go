@@ -77,19 +77,8 @@ func seedCleaner(ns, name string) *v1alpha1.Cleaner {
 func TestWebhookOnTheRealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{
-		CRDDirectoryPaths: []string{"../../charts/kustos/crds"},
-		Webhooks: envtest.WebhookInstallOptions{
-			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfig()},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
+	env := startControlPlane(ctx, t, envtest.WebhookInstallOptions{
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfig()},
 	})
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
@@ -287,4 +276,20 @@ func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate fun
 		body, code := get(ctx, t, "http://"+health+"/readyz?verbose")
 		return code == http.StatusOK && strings.Contains(body, "[+]webhook ok")
 	})
+}
+
+// startControlPlane starts the real control plane with the Cleaner CRD and the webhook
+// configurations of webhooks (served on env.Webhooks' local address), stopped when the test ends.
+func startControlPlane(ctx context.Context, t *testing.T, webhooks envtest.WebhookInstallOptions) *testenv.Env {
+	t.Helper()
+	env, err := testenv.Start(ctx, testenv.Options{CRDDirectoryPaths: []string{"../../charts/kustos/crds"}, Webhooks: webhooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	return env
 }
