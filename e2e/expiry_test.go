@@ -440,21 +440,8 @@ func TestExpiryHelmRelease(t *testing.T) {
 	installReleaseWith(t, ns, "shop", map[string]any{"ec_owner": "ana@example.com", "ec_ttl": "3s"})
 	installRelease(t, ns, "keep")
 	installReleaseWith(t, ns, "typo", map[string]any{"ec_owner": "ana@example.com", "ec_ttl": "soon"})
-	k := startKustos(t, func(o *app.Options) {
-		o.Mode = app.ModeDirect
-		expiryOptions(o)
-		o.Expiry.HelmReleases = true
-	})
-	dumpOnFailure(t, k)
-
-	u := &helmrelease.Uninstaller{Config: env.Config}
-	eventually(t, "release shop uninstalled", func() bool {
-		ok, err := u.Exists(context.Background(), ns, "shop")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return !ok
-	})
+	startExpiryHelmKustos(t)
+	waitReleaseGone(t, ns, "shop")
 	gone := time.Now()
 	warn := waitEvents(t, ns, expiry.ReasonExpiryWarning, 1)[0]
 	if warn.InvolvedObject.Kind != expiry.ReleaseKind || warn.InvolvedObject.Name != "shop" || !strings.Contains(warn.Message, `ec_ttl="3s"`) {
@@ -475,6 +462,7 @@ func TestExpiryHelmRelease(t *testing.T) {
 	if bad.InvolvedObject.Name != "typo" || !strings.Contains(bad.Message, `ec_ttl="soon"`) {
 		t.Errorf("invalid: %+v %s", bad.InvolvedObject, bad.Message)
 	}
+	u := &helmrelease.Uninstaller{Config: env.Config}
 	for _, name := range []string{"keep", "typo"} {
 		if ok, err := u.Exists(context.Background(), ns, name); err != nil || !ok {
 			t.Errorf("release %s: exists %v, %v", name, ok, err)
@@ -653,4 +641,29 @@ func TestExpiryPRExtension(t *testing.T) {
 	if !deploymentExists(t, ns, "preview") {
 		t.Error("the extended environment was removed")
 	}
+}
+
+// startExpiryHelmKustos starts Kustos in direct mode with the expiry detector over helm releases
+// too, and shows its log when the test fails.
+func startExpiryHelmKustos(t *testing.T) {
+	t.Helper()
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+		o.Expiry.HelmReleases = true
+	})
+	dumpOnFailure(t, k)
+}
+
+// waitReleaseGone waits until helm release name in ns has no history left.
+func waitReleaseGone(t *testing.T, ns, name string) {
+	t.Helper()
+	u := &helmrelease.Uninstaller{Config: env.Config}
+	eventually(t, "release "+name+" uninstalled", func() bool {
+		ok, err := u.Exists(context.Background(), ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ok
+	})
 }

@@ -127,25 +127,12 @@ func TestExpiryRefusesReleaseOutsideNamespace(t *testing.T) {
 	installReleaseWith(t, ns, "evil", values)
 	reachOut(t, ns, "evil", other)
 	installReleaseWith(t, ns, "shop", values)
-	k := startKustos(t, func(o *app.Options) {
-		o.Mode = app.ModeDirect
-		expiryOptions(o)
-		o.Expiry.HelmReleases = true
-	})
-	dumpOnFailure(t, k)
-
-	u := &helmrelease.Uninstaller{Config: env.Config}
-	eventually(t, "release shop uninstalled", func() bool {
-		ok, err := u.Exists(context.Background(), ns, "shop")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return !ok
-	})
+	startExpiryHelmKustos(t)
+	waitReleaseGone(t, ns, "shop")
 	// Past shop's deadline and the interval after its warning: evil is as due as shop was.
 	never(t, ns, expiry.ReasonReleaseOutsideNamespace, 1, expiryInterval+time.Second)
 	untouched(t, other)
-	if ok, err := u.Exists(context.Background(), ns, "evil"); err != nil || !ok {
+	if ok, err := (&helmrelease.Uninstaller{Config: env.Config}).Exists(context.Background(), ns, "evil"); err != nil || !ok {
 		t.Errorf("release evil: exists %v, %v; want it left alone", ok, err)
 	}
 	ev := waitEvents(t, ns, expiry.ReasonReleaseOutsideNamespace, 1)[0]
