@@ -75,7 +75,7 @@ func FuzzClient(f *testing.F) {
 	})
 }
 
-// referenceClient is the rule as the README states it, written plainly.
+// referenceClient is the rule as docs/detectors/expiry.md states it, written plainly.
 func referenceClient(p TrustedProxies, peer, xff string) Client {
 	a, ok := parseHop(peer)
 	if !ok {

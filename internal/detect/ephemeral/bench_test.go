@@ -17,7 +17,7 @@ func revisions(n int, lastActive time.Time) []map[string]any {
 }
 
 // BenchmarkSeedCondition: one evaluation of the seed's condition over 100 revisions, the
-// figure the README quotes (µs per evaluation).
+// figure docs/performance.md quotes (µs per evaluation).
 func BenchmarkSeedCondition(b *testing.B) {
 	s := mustCompile(b, seedSpec(false))
 	now := expires.Add(time.Hour)
