@@ -1,0 +1,176 @@
+package doccheck
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// pending are files the README and docs/README.md link to that other parts of issue 16 write
+// (the install path, the chart's values, the dashboard and alerts). Remove each entry when its
+// file lands, so that its links are checked like every other.
+var pending = map[string]bool{
+	"docs/install.md":       true, // written by issue 16's install work (image, manifest, OCI chart, CRD upgrade)
+	"docs/chart.md":         true, // written by issue 16's chart work (chart values)
+	"docs/observability.md": true, // written by issue 16's observability work (metrics, dashboard, alerts)
+}
+
+// forbidden: project jargon a user does not know, and the project's shared folder, which is
+// not part of the repository (named in code or prose, not only as a link).
+var forbidden = []Forbidden{
+	{regexp.MustCompile(`(?i)seed`), "project jargon; say what is meant (the design, the example, the convention)"},
+	{regexp.MustCompile(`(?i)\.\./shared\b|shared folder`), "the project's shared folder is outside the repository; move what the reader needs into docs/"},
+}
+
+// TestDocumentation holds README.md and docs/ to what a reader relies on: every relative link
+// and #anchor resolves inside the repository, nothing links outside it, no "seed" jargon, and
+// the README stays a short path to an install (under 250 lines).
+func TestDocumentation(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the repository root is not at %s: %v", root, err)
+	}
+	files, err := Files(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range pending {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err == nil {
+			t.Errorf("%s exists now: remove it from pending so that its links are checked", f)
+		}
+	}
+	problems, err := Check(root, files, Rules{
+		MaxREADMELines: 249,
+		Pending:        pending,
+		Forbidden:      forbidden,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+func TestLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		want     []Link
+	}{
+		{"inline link and anchor", "See [the table](docs/configuration.md#flags).\n", []Link{{1, "docs/configuration.md#flags"}}},
+		{"link text over two lines: the target's line", "a [long\ntext](x.md) b\n", []Link{{2, "x.md"}}},
+		{"title and angle brackets", "[a](<b c.md> \"title\") [d](e.md 'f')\n", []Link{{1, "b c.md"}, {1, "e.md"}}},
+		{"image", "![logo](img/logo.png)\n", []Link{{1, "img/logo.png"}}},
+		{"reference definition", "[a][x]\n\n[x]: ../shared/DESIGN.md\n", []Link{{3, "../shared/DESIGN.md"}}},
+		{"autolink", "mail <https://example.com/a> now\n", []Link{{1, "https://example.com/a"}}},
+		{"bare URL, trailing punctuation dropped", "see https://github.com/kustos-dev/kustos.\n", []Link{{1, "https://github.com/kustos-dev/kustos"}}},
+		{"URL as a link target is one link", "[x](https://example.com)\n", []Link{{1, "https://example.com"}}},
+		{"code span hides links", "`[x](y.md)` and `https://api.github.com/`\n", nil},
+		{"code span over two lines", "a `b\n[x](y.md)` c\n", nil},
+		{"double backticks", "``a ` [x](y.md)`` [z](w.md)\n", []Link{{1, "w.md"}}},
+		{"fenced code hides links", "```sh\ncurl https://example.com [x](y.md)\n```\n[z](w.md)\n", []Link{{4, "w.md"}}},
+		{"tilde fence", "~~~\n[x](y.md)\n~~~\n", nil},
+		{"unclosed backtick is literal", "a ` b [x](y.md)\n", []Link{{1, "y.md"}}},
+		{"table cell", "| [a](#pr-mode) | `--x` |\n", []Link{{1, "#pr-mode"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Links([]byte(tc.md)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Links(%q) = %v, want %v", tc.md, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnchors(t *testing.T) {
+	md := "# Kustos\n## PR mode\n### Creating the GitHub App\n" +
+		"## Cleaners: short-lived objects that go when a team says so\n" +
+		"### `kustos inactivity plan`: the same decision, offline\n" +
+		"#### A secured Prometheus ####\n## PR mode\n" +
+		"```sh\n# chart:\n```\n## Modes: observe, pr, direct\n## What [a link](x.md) says\n## snake_case & more\n"
+	want := map[string]bool{
+		"kustos": true, "pr-mode": true, "creating-the-github-app": true,
+		"cleaners-short-lived-objects-that-go-when-a-team-says-so": true,
+		"kustos-inactivity-plan-the-same-decision-offline":         true,
+		"a-secured-prometheus":                                     true, "pr-mode-1": true,
+		"modes-observe-pr-direct": true, "what-a-link-says": true, "snake_case--more": true,
+	}
+	if got := Anchors([]byte(md)); !reflect.DeepEqual(got, want) {
+		t.Errorf("Anchors = %v, want %v", got, want)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("README.md", "# R\n\n[ok](docs/a.md#two) [dir](charts/) [self](#r) [pending](docs/later.md)\n"+
+		"[gone](docs/none.md) [under a file](docs/a.md/b.md) [bad anchor](docs/a.md#three) [shared](../shared/DESIGN.md)\n"+
+		"[web](https://github.com/kustos-dev/kustos) [go](cmd/main.go#L3) a seed here\n")
+	write("docs/a.md", "# One\n## Two\n[up](../README.md#r) [abs](/README.md)\n")
+	write("charts/x", "")
+	write("cmd/main.go", "package main\n")
+	files, err := Files(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"README.md", "docs/a.md"}; !reflect.DeepEqual(files, want) {
+		t.Fatalf("Files = %v, want %v", files, want)
+	}
+	problems, err := Check(root, files, Rules{MaxREADMELines: 3, Pending: map[string]bool{"docs/later.md": true}, Forbidden: forbidden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		"README.md:5: README.md has 5 lines, more than 3: move reference material into docs/",
+		`README.md:4: "../shared": the project's shared folder is outside the repository; move what the reader needs into docs/`,
+		`README.md:5: "seed": project jargon; say what is meant (the design, the example, the convention)`,
+		"README.md:4: docs/none.md: no such file in the repository (docs/none.md)",
+		"README.md:4: docs/a.md/b.md: no such file in the repository (docs/a.md/b.md)",
+		"README.md:4: docs/a.md#three: docs/a.md has no heading with the anchor #three",
+		"README.md:4: ../shared/DESIGN.md leaves the repository",
+		"README.md:5: https://github.com/kustos-dev/kustos links outside the repository",
+		"README.md:5: cmd/main.go#L3: an anchor into cmd/main.go, which is no Markdown file whose headings can be checked",
+		"docs/a.md:3: /README.md: an absolute path; link relative to docs/a.md",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// FuzzLinks: any input is read without panicking, and every link found is text of the input
+// on the line reported.
+func FuzzLinks(f *testing.F) {
+	for _, s := range []string{
+		"[a](b.md#c)\n", "``x`` `y\n[z](w)`\n", "```\n[a](b)\n```\n", "<https://x.y> http://a.b/c.\n",
+		"[x]: <y z>\n", "# H\n~~~~\n# not\n~~~~\n", "a]( b ) c\n", "`\n\n`[a](b)`\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		lines := strings.Split(md, "\n")
+		for _, l := range Links([]byte(md)) {
+			if l.Line < 1 || l.Line > len(lines) {
+				t.Fatalf("link %q on line %d of %d", l.Target, l.Line, len(lines))
+			}
+			if l.Target != "" && !strings.Contains(lines[l.Line-1], l.Target) {
+				t.Fatalf("link %q is not on line %d (%q)", l.Target, l.Line, lines[l.Line-1])
+			}
+		}
+		Anchors([]byte(md))
+	})
+}
