@@ -67,7 +67,7 @@ var (
 	// check, whatever the number of targets.
 	ActivityQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_activity_queries_total",
-		Help: "Prometheus queries made by the inactivity detector's checks, by source and status (ok, unavailable, error, partial).",
+		Help: "Prometheus queries made by the inactivity detector's checks, by source and status (ok, unavailable, error, denied: Prometheus refused the credentials or the query, partial).",
 	}, []string{"source", "status"})
 	// ActivityCheckDuration measures one check cycle (every source's query).
 	ActivityCheckDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
