@@ -40,12 +40,12 @@ var (
 		Help: "Kubernetes Events written, by reason.",
 	}, []string{"reason"})
 
-	// PRs counts pull requests by what happened to them (opened, updated, merged, declined,
-	// withdrawn).
+	// PRs counts pull requests by detector and what happened to them (opened, updated, merged,
+	// declined, withdrawn): the outcome of each detector's Changes in PR mode.
 	PRs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_prs_total",
-		Help: "Pull requests opened, updated, merged (by Kustos or a human), declined (closed by a human) and withdrawn (closed by Kustos: the change lost its reason).",
-	}, []string{"action"})
+		Help: "Pull requests opened, updated, merged (by Kustos or a human), declined (closed by a human) and withdrawn (closed by Kustos: the change lost its reason), by detector and action.",
+	}, []string{"detector", "action"})
 	// LeasesSwept counts state Leases deleted because their namespace was gone.
 	LeasesSwept = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kustos_state_leases_swept_total",

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
 // TestHealthMetrics: what the health metrics say as a Key's proposal opens, waits and is
@@ -33,6 +35,12 @@ func TestHealthMetrics(t *testing.T) {
 			w.forge.human(testKey, "merge", w.now)
 			run()
 			want(check{})
+			for _, action := range []string{"opened", "merged"} {
+				var m dto.Metric
+				if err := metrics.PRs.WithLabelValues("health-"+t.Name(), action).Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+					t.Errorf("kustos_prs_total{action=%q} for the detector = %v (%v), want 1", action, m.GetCounter().GetValue(), err)
+				}
+			}
 		}},
 		{"a failing change counts from its first failure until it succeeds", func(t *testing.T, w *world, run func(), at func(time.Duration), want func(check)) {
 			w.wants = cpu(testKey, 12)

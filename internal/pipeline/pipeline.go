@@ -447,9 +447,9 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	tracked.proposalOpen(p.trackKey(c.Key), time.Time{}, r.req.Now, p.pollInterval())
 	switch {
 	case res.Created:
-		metrics.PRs.WithLabelValues("opened").Inc()
+		metrics.PRs.WithLabelValues(p.Detector, "opened").Inc()
 	case res.Committed || res.Edited:
-		metrics.PRs.WithLabelValues("updated").Inc()
+		metrics.PRs.WithLabelValues(p.Detector, "updated").Inc()
 	}
 	r.log.Info("pull request proposed", "number", res.Number, "url", res.URL, "created", res.Created, "committed", res.Committed)
 	r.out.RequeueAfter = p.pollInterval()
@@ -472,7 +472,7 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, ""); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("merged").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "merged").Inc()
 	r.log.Info("pull request merged", "number", n)
 	if r.proposed.Key != "" {
 		c := r.proposed
@@ -507,7 +507,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, closed); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("declined").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "declined").Inc()
 	r.log.Info("pull request closed by a human", "number", n)
 	return false, nil // the detector decides again, knowing it was declined (View.Declined)
 }
@@ -542,7 +542,7 @@ func (r *run) withdraw(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("withdrawn").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "withdrawn").Inc()
 	r.log.Info("pull request withdrawn", "number", n, "why", why)
 	return false, nil
 }
