@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +16,16 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kustos-dev/kustos/internal/activity/promtest"
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -239,6 +245,44 @@ func TestObservabilityChart(t *testing.T) {
 	}
 	if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, on...)...); err != nil {
 		t.Errorf("helm lint --strict with the alerts and the dashboard: %v\n%s", err, out)
+	}
+}
+
+// TestObservabilityOnPrometheus: a real Prometheus scrapes Kustos's registry while a PR-mode
+// Kustos keeps a pull request open against the GitHub-compatible server: the open pull request
+// shows in kustos_pull_requests_open and its age, and every dashboard query and alert
+// expression is one this Prometheus evaluates (for the dashboard's variables: its data source
+// and All), with the healthy Kustos not down.
+func TestObservabilityOnPrometheus(t *testing.T) {
+	ns := newNamespace(t, t.Name(), nil)
+	g := newGitOps(t, ns)
+	g.s.SetRequiredChecks(ghOwner, ghRepo, "ci") // never green: the PR stays open
+	startKustos(t, g.prMode(func(o *app.Options) { o.PR.AutoMerge = true }))
+	overQuota(t, ns, 5)
+	g.waitPR(t, "an open PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+
+	metricsSrv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+	t.Cleanup(metricsSrv.Close)
+	prom := promtest.Start(t, promtest.Options{Scrape: []string{metricsSrv.Listener.Addr().String()}})
+	prom.WaitFor(t, `kustos_pull_requests_open{detector="quota"} >= 1`, time.Minute)
+	prom.WaitFor(t, `kustos_pull_request_oldest_open_seconds{detector="quota"} > 0`, time.Minute)
+	prom.WaitFor(t, `kustos_changes_failing{detector="quota"} == 0`, time.Minute)
+	prom.WaitFor(t, `kustos_prs_total{detector="quota", action="opened"} >= 1`, time.Minute)
+
+	job := `job="` + promtest.Job + `"`
+	dashboardVars := strings.NewReplacer("$__rate_interval", "1m", "$namespace", ".*", "$job", promtest.Job)
+	for _, q := range dashboardQueries(t) {
+		q = promqlLabelVals.ReplaceAllString(q, "$1")
+		prom.Query(t, dashboardVars.Replace(q), time.Now()) // fails the test unless Prometheus evaluates it
+	}
+	for _, g := range alertGroups(t) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			r := r.(map[string]any)
+			v := prom.Query(t, strings.ReplaceAll(r["expr"].(string), `job="kustos-metrics"`, job), time.Now())
+			if quiet := r["alert"] == "KustosDown" || r["alert"] == "KustosPullRequestOpenTooLong"; quiet && len(v) > 0 {
+				t.Errorf("%s's expression holds on a healthy Kustos with a young PR: %v", r["alert"], v)
+			}
+		}
 	}
 }
 
@@ -490,15 +534,7 @@ func walkDatasources(v any, path string, f func(path string, uid any)) {
 // promtool runs the promtool `make testbin` builds, in dir, and fails the test on an error.
 func promtool(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	bin := os.Getenv(testenv.EnvTestBin)
-	if bin == "" {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, "bin")
-	}
-	cmd := exec.Command(filepath.Join(bin, "promtool"), args...)
+	cmd := exec.Command(promtest.Binary(t, "promtool"), args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
