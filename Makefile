@@ -48,8 +48,10 @@ e2e: testbin ## End-to-end tests on the real control plane.
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart
-chart: testbin ## helm lint and helm template of charts/kustos.
+chart: testbin ## helm lint and helm template of charts/kustos; promtool check and test of its alerts.
 	$(BIN)/helm lint --strict charts/kustos
+	$(BIN)/helm lint --strict charts/kustos --set prometheusRule.enabled=true --set dashboard.enabled=true
+	cd charts/kustos/files && $(abspath $(BIN))/promtool check rules alerts.yaml && $(abspath $(BIN))/promtool test rules alerts_test.yaml
 	$(BIN)/helm template kustos charts/kustos --namespace kustos-system > /dev/null
 	@if $(BIN)/helm template kustos charts/kustos --set mode=bogus >/dev/null 2>&1; then \
 	  echo "chart accepted an invalid mode"; exit 1; fi

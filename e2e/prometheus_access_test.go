@@ -71,15 +71,23 @@ func TestPrometheusTLSAndBasicAuth(t *testing.T) {
 		name   string
 		access activity.Access
 		detail string // "" when Prometheus must answer
+		// status is every source's kustos_activity_queries_total status: "denied" (the
+		// credentials alert) only for refused credentials.
+		status string
 	}{
-		{"the CA and the password", activity.Access{URL: withUser("kustos", password), CAFile: prom.CAFile}, ""},
-		{"no CA", activity.Access{URL: withUser("kustos", password)}, "certificate signed by unknown authority"},
-		{"a wrong password", activity.Access{URL: withUser("kustos", "wrong-"+password), CAFile: prom.CAFile}, "Prometheus refused the credentials (401 Unauthorized)"},
-		{"no password", activity.Access{URL: prom.URL, CAFile: prom.CAFile}, "Prometheus refused the credentials (401 Unauthorized)"},
+		{"the CA and the password", activity.Access{URL: withUser("kustos", password), CAFile: prom.CAFile}, "", ""},
+		{"no CA", activity.Access{URL: withUser("kustos", password)}, "certificate signed by unknown authority", "error"},
+		{"a wrong password", activity.Access{URL: withUser("kustos", "wrong-"+password), CAFile: prom.CAFile}, "Prometheus refused the credentials (401 Unauthorized)", "denied"},
+		{"no password", activity.Access{URL: prom.URL, CAFile: prom.CAFile}, "Prometheus refused the credentials (401 Unauthorized)", "denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := checkOnce(t, tc.access)
 			ok, detail := answered(r)
+			for _, s := range r.Sources {
+				if tc.status != "" && s.QueryStatus() != tc.status {
+					t.Errorf("source %s: query status %q, want %q", s.Name, s.QueryStatus(), tc.status)
+				}
+			}
 			if tc.detail == "" {
 				if !ok {
 					t.Fatalf("a source is an error: %s", detail)
@@ -162,8 +170,14 @@ func TestPrometheusBearerToken(t *testing.T) {
 	}
 
 	forbid.Store(true)
-	if ok, detail := answered(c.Check(context.Background(), time.Now(), time.Hour)); ok || !strings.Contains(detail, "Prometheus denied the query (403 Forbidden)") {
+	fr := c.Check(context.Background(), time.Now(), time.Hour)
+	if ok, detail := answered(fr); ok || !strings.Contains(detail, "Prometheus denied the query (403 Forbidden)") {
 		t.Errorf("a forbidden identity: answered %v, detail %q", ok, detail)
+	}
+	for _, s := range fr.Sources {
+		if s.QueryStatus() != "denied" {
+			t.Errorf("a forbidden identity: source %s has query status %q, want denied", s.Name, s.QueryStatus())
+		}
 	}
 	forbid.Store(false)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"time"
 
@@ -55,6 +56,9 @@ type SourceResult struct {
 	// and without URL credentials: for the operator's log and `kustos inactivity plan`, not for
 	// Detail, as they may name internal stores and addresses.
 	Warnings []string
+	// Denied: Prometheus (or the proxy in front of it) refused Kustos's credentials (401) or
+	// its identity's query (403), a StatusError that no retry fixes: the operator must.
+	Denied bool
 	// Last is the last activity per target the source reported within the window.
 	Last map[Ref]time.Time
 	// Invalid counts result series that name no target (a label missing) or whose value is not
@@ -147,6 +151,7 @@ func (c *Checker) checkSource(ctx context.Context, s *Compiled, now time.Time, w
 	}
 	if a.queryErr != nil {
 		out.Status, out.Detail = StatusError, describe(a.queryErr)
+		out.Denied = denied(a.queryErr)
 		return out
 	}
 	if len(a.warnings) > 0 {
@@ -378,16 +383,45 @@ func clipWarnings(ws v1.Warnings) []string {
 	return out
 }
 
+// QueryStatus is the status label of kustos_activity_queries_total: the Status, except
+// "denied" for a refused credential or query, so that it can alert apart from an outage.
+func (s SourceResult) QueryStatus() string {
+	if s.Denied {
+		return "denied"
+	}
+	return string(s.Status)
+}
+
+// httpStatus is the status of an answer without a Prometheus error body (a proxy's), which
+// the client reports as "client error: 401"; 0 for any other error.
+func httpStatus(err error) int {
+	var perr *v1.Error
+	if !errors.As(err, &perr) || perr.Type != v1.ErrClient {
+		return 0
+	}
+	switch {
+	case strings.HasSuffix(perr.Msg, ": 401"):
+		return http.StatusUnauthorized
+	case strings.HasSuffix(perr.Msg, ": 403"):
+		return http.StatusForbidden
+	}
+	return 0
+}
+
+// denied reports a refused credential (401) or query (403).
+func denied(err error) bool {
+	s := httpStatus(err)
+	return s == http.StatusUnauthorized || s == http.StatusForbidden
+}
+
 // describe says what went wrong asking Prometheus, without the URL's credentials.
 func describe(err error) string {
 	var perr *v1.Error
 	if errors.As(err, &perr) {
-		// The client reports a status without a Prometheus error body (a proxy's) as
-		// "client error: 401".
-		switch {
-		case perr.Type == v1.ErrClient && strings.HasSuffix(perr.Msg, ": 401"):
+		switch httpStatus(err) {
+		case http.StatusUnauthorized:
 			return "Prometheus refused the credentials (401 Unauthorized): check --prometheus-bearer-token-file or the user in --prometheus-url"
-		case perr.Type == v1.ErrClient && strings.HasSuffix(perr.Msg, ": 403"):
+		case http.StatusForbidden:
 			return "Prometheus denied the query (403 Forbidden): the token's identity lacks a permission the server or its proxy checks"
 		}
 		return fmt.Sprintf("Prometheus answered %s: %s", perr.Type, lifecycle.Clip(perr.Msg, 300))

@@ -1,5 +1,7 @@
 package lifecycle
 
+import "time"
+
 // ProposeOptions are per-target inputs of a proposal that do not belong to the Change.
 type ProposeOptions struct {
 	// GitPath is the namespace's resizer.io/git-path: a file or directory that replaces
@@ -56,6 +58,9 @@ type ProposalState struct {
 	// dirty, draft, unknown, has_hooks).
 	MergeableState string
 	HeadSHA        string
+	// OpenedAt is when the proposal was opened (zero when the forge did not say); the pipeline
+	// reports the age of the oldest open one, so that a PR nobody reviews shows.
+	OpenedAt time.Time
 	// Unchanged: the forge answered "not modified" (no rate limit spent, nothing new).
 	Unchanged bool
 }

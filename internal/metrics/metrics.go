@@ -40,12 +40,12 @@ var (
 		Help: "Kubernetes Events written, by reason.",
 	}, []string{"reason"})
 
-	// PRs counts pull requests by what happened to them (opened, updated, merged, declined,
-	// withdrawn).
+	// PRs counts pull requests by detector and what happened to them (opened, updated, merged,
+	// declined, withdrawn): the outcome of each detector's Changes in PR mode.
 	PRs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_prs_total",
-		Help: "Pull requests opened, updated, merged (by Kustos or a human), declined (closed by a human) and withdrawn (closed by Kustos: the change lost its reason).",
-	}, []string{"action"})
+		Help: "Pull requests opened, updated, merged (by Kustos or a human), declined (closed by a human) and withdrawn (closed by Kustos: the change lost its reason), by detector and action.",
+	}, []string{"detector", "action"})
 	// LeasesSwept counts state Leases deleted because their namespace was gone.
 	LeasesSwept = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kustos_state_leases_swept_total",
@@ -67,7 +67,7 @@ var (
 	// check, whatever the number of targets.
 	ActivityQueries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kustos_activity_queries_total",
-		Help: "Prometheus queries made by the inactivity detector's checks, by source and status (ok, unavailable, error, partial).",
+		Help: "Prometheus queries made by the inactivity detector's checks, by source and status (ok, unavailable, error, denied: Prometheus refused the credentials or the query, partial).",
 	}, []string{"source", "status"})
 	// ActivityCheckDuration measures one check cycle (every source's query).
 	ActivityCheckDuration = prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -183,6 +183,7 @@ func NewMail(cfg MailConfig) (*Mail, error) {
 	if err != nil {
 		return nil, err
 	}
+	initDeliveries(notifierMail)
 	return &Mail{cfg: cfg, from: from, tls: tc, tmpl: tmpl, now: time.Now}, nil
 }
 
@@ -211,6 +212,7 @@ func (m *Mail) SendBatch(ctx context.Context, ns []lifecycle.Notice) error {
 	}
 	ns = sortNotices(ns)
 	err := m.send(ctx, to, ns)
+	countDelivery(notifierMail, err)
 	if err == nil {
 		return nil
 	}

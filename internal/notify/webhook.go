@@ -33,11 +33,18 @@ func NewWebhook(raw, token string) (*Webhook, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("the webhook URL %q is not an http(s) URL with a host", redact(raw))
 	}
+	initDeliveries(notifierWebhook)
 	return &Webhook{URL: raw, Token: token}, nil
 }
 
 // Send posts n; an answer other than 2xx is an error wrapping ErrRejected.
 func (w *Webhook) Send(ctx context.Context, n lifecycle.Notice) error {
+	err := w.send(ctx, n)
+	countDelivery(notifierWebhook, err)
+	return err
+}
+
+func (w *Webhook) send(ctx context.Context, n lifecycle.Notice) error {
 	body, err := json.Marshal(n)
 	if err != nil {
 		return err

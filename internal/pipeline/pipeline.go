@@ -136,7 +136,18 @@ const conflictRetry = 200 * time.Millisecond
 const maxSteps = 8
 
 // Run looks at one Key and carries out what plan says, step after step, until a step waits.
+// How the look ended feeds the health metrics (kustos_changes_failing and its kin).
 func (p *Pipeline) Run(ctx context.Context, req Request) (Result, error) {
+	out, err := p.run(ctx, req)
+	tracked.looked(p.trackKey(req.Key), req.Now, err != nil)
+	return out, err
+}
+
+func (p *Pipeline) trackKey(key lifecycle.Key) trackKey {
+	return trackKey{detector: p.Detector, key: key}
+}
+
+func (p *Pipeline) run(ctx context.Context, req Request) (Result, error) {
 	log := p.Log.WithValues("key", string(req.Key))
 	rec, err := p.Store.Get(ctx, req.Key)
 	if err != nil {
@@ -219,6 +230,11 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			}
 			r.status = st
 			s.proposal = proposalOf(st.State)
+			if st.State == lifecycle.ProposalOpen {
+				tracked.proposalOpen(p.trackKey(rec.Key), st.OpenedAt, now, p.pollInterval())
+			} else {
+				tracked.proposalGone(p.trackKey(rec.Key))
+			}
 			if st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
 				// Not the head the Lease records: a human's commit, or Kustos's own pushed just
 				// before a crash (or a lost Lease write) kept the Lease from recording it.
@@ -230,6 +246,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			}
 			s.mergeable = mergeabilityOf(st)
 		}
+	}
+	if !s.holder {
+		tracked.proposalGone(p.trackKey(r.req.Key))
 	}
 	if s.proposing && !s.holder && s.pending == pendingOurs {
 		_, closed, err := p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
@@ -425,11 +444,12 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	if r.rec, err = p.Store.Lock(ctx, r.rec, holderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
 		return r.conflictOr(err)
 	}
+	tracked.proposalOpen(p.trackKey(c.Key), time.Time{}, r.req.Now, p.pollInterval())
 	switch {
 	case res.Created:
-		metrics.PRs.WithLabelValues("opened").Inc()
+		metrics.PRs.WithLabelValues(p.Detector, "opened").Inc()
 	case res.Committed || res.Edited:
-		metrics.PRs.WithLabelValues("updated").Inc()
+		metrics.PRs.WithLabelValues(p.Detector, "updated").Inc()
 	}
 	r.log.Info("pull request proposed", "number", res.Number, "url", res.URL, "created", res.Created, "committed", res.Committed)
 	r.out.RequeueAfter = p.pollInterval()
@@ -452,7 +472,7 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, ""); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("merged").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "merged").Inc()
 	r.log.Info("pull request merged", "number", n)
 	if r.proposed.Key != "" {
 		c := r.proposed
@@ -487,7 +507,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, closed); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("declined").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "declined").Inc()
 	r.log.Info("pull request closed by a human", "number", n)
 	return false, nil // the detector decides again, knowing it was declined (View.Declined)
 }
@@ -522,7 +542,7 @@ func (r *run) withdraw(ctx context.Context) (bool, error) {
 	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues); err != nil {
 		return r.conflictOr(err)
 	}
-	metrics.PRs.WithLabelValues("withdrawn").Inc()
+	metrics.PRs.WithLabelValues(p.Detector, "withdrawn").Inc()
 	r.log.Info("pull request withdrawn", "number", n, "why", why)
 	return false, nil
 }

@@ -93,6 +93,7 @@ func stateOf(pr *gh.PullRequest, unchanged bool) PRState {
 	st := PRState{
 		Number: pr.GetNumber(), URL: pr.GetHTMLURL(), Title: pr.GetTitle(), Mergeable: pr.Mergeable,
 		MergeableState: pr.GetMergeableState(), HeadSHA: pr.GetHead().GetSHA(), Unchanged: unchanged,
+		OpenedAt: pr.GetCreatedAt().Time,
 	}
 	switch {
 	case pr.GetMerged() || pr.MergedAt != nil:

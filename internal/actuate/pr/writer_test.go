@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
@@ -384,6 +385,7 @@ func TestMaybeMergeThenAlreadyInBase(t *testing.T) {
 	e.s.SetRequiredChecks(owner, repoName, "ci/validate")
 	w := e.writer(Config{})
 	key := quotaChange("", "").Key
+	proposed := time.Now().Truncate(time.Second)
 	if _, err := w.Propose(ctx, quotaChange("10", "12"), ProposeOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +403,11 @@ func TestMaybeMergeThenAlreadyInBase(t *testing.T) {
 	}
 	if !st.Unchanged {
 		t.Errorf("an unchanged PR was not answered from the ETag cache (304)")
+	}
+	// The opening time (GitHub's created_at, also from the cache) is what the age of the
+	// oldest open pull request is measured from.
+	if st.OpenedAt.Before(proposed) || st.OpenedAt.After(time.Now()) {
+		t.Errorf("OpenedAt = %v, want the time the PR was opened (after %v)", st.OpenedAt, proposed)
 	}
 	e.s.SetCheck(owner, repoName, st.HeadSHA, "ci/validate", "success")
 	if merged, _, err := w.MaybeMerge(ctx, key, false); err != nil || merged {

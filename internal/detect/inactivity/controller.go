@@ -431,7 +431,7 @@ func (l *CheckLoop) CheckOnce(ctx context.Context) activity.Result {
 	l.Tracker.Observe(res)
 	metrics.ActivityCheckDuration.Observe(time.Since(start).Seconds())
 	for _, s := range res.Sources {
-		metrics.ActivityQueries.WithLabelValues(s.Name, string(s.Status)).Inc()
+		metrics.ActivityQueries.WithLabelValues(s.Name, s.QueryStatus()).Inc()
 		if s.Requests > 1 {
 			l.Log.Info("Prometheus refused the query for the samples it would hold; asked again at a coarser step (activity found up to that step later)",
 				"source", s.Name, "step", s.Step, "checkStep", res.Step, "requests", s.Requests, "window", res.Window)
