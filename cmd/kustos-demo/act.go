@@ -91,23 +91,23 @@ func (a *act) startKustos(of, kustosBin string, args []string) (stop func(), err
 // acts runs the acts: each with its own deadline, one at a time (the Cleaner act inside the PR
 // act, with its Kustos). The first to fail is the one reported.
 type acts struct {
-	out      io.Writer
-	timeout  time.Duration // -timeout: every act's deadline; 0: actDeadlines
-	took     map[string]time.Duration
-	ran      int // acts started so far
-	mu       sync.Mutex
-	failed   *act
-	failure  error
-	reported bool
+	out     io.Writer
+	timeout time.Duration // -timeout: every act's deadline; 0: actDeadlines
+	took    map[string]time.Duration
+	ran     int // acts started so far
+	mu      sync.Mutex
+	failed  *act
+	failure error
 }
 
 func newActs(out io.Writer, timeout time.Duration) *acts {
 	return &acts{out: out, timeout: timeout, took: map[string]time.Duration{}}
 }
 
-// run runs f as act name with the act's deadline. A githubtest Fatalf (tbFatal) in f is the
-// act's failure too.
-func (r *acts) run(name string, f func(ctx context.Context, a *act) error) (err error) {
+// run runs f as act name with the act's deadline, counted from now: an act nested in another
+// (the Cleaner act in the PR act) keeps parent's values, not its deadline. A githubtest Fatalf
+// (tbFatal) in f is the act's failure too.
+func (r *acts) run(parent context.Context, name string, f func(ctx context.Context, a *act) error) (err error) {
 	a := &act{name: name, deadline: actDeadlines[name], out: r.out}
 	if r.ran > 0 {
 		fmt.Fprintln(r.out) // a blank line between acts
@@ -116,17 +116,17 @@ func (r *acts) run(name string, f func(ctx context.Context, a *act) error) (err 
 	if r.timeout > 0 {
 		a.deadline = r.timeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.deadline)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), a.deadline)
 	defer cancel()
 	t0 := time.Now()
 	defer func() {
 		r.took[name] = time.Since(t0)
 		if p := recover(); p != nil {
-			f, ok := p.(tbFatal)
+			fatal, ok := p.(tbFatal)
 			if !ok {
 				panic(p)
 			}
-			err = errors.New(string(f))
+			err = errors.New(string(fatal))
 		}
 		if err != nil {
 			r.mu.Lock()

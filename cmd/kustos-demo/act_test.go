@@ -26,7 +26,7 @@ func TestActsReport(t *testing.T) {
 		dontWant []string
 	}{
 		{"the failed act and step, the log's tail", func(r *acts) error {
-			return r.run(actInactivity, func(_ context.Context, a *act) error {
+			return r.run(context.Background(), actInactivity, func(_ context.Context, a *act) error {
 				a.step("starting kustos")
 				a.useLogs("kustos (inactivity)", &kustosLog)
 				a.step("waiting for the alerts")
@@ -35,23 +35,23 @@ func TestActsReport(t *testing.T) {
 		}, []string{`the inactivity act, at the step "waiting for the alerts": no alerts`, "kustos (inactivity): the last 40 lines of its log:", `"line 61"`, `"line 100"`},
 			[]string{"PR mode", `"line 60"`, "deadline"}},
 		{"the nested act that failed, not the one around it", func(r *acts) error {
-			return r.run(actPR, func(_ context.Context, a *act) error {
+			return r.run(context.Background(), actPR, func(_ context.Context, a *act) error {
 				a.step("waiting for Kustos's pull request")
-				return r.run(actCleaner, func(_ context.Context, cl *act) error {
+				return r.run(context.Background(), actCleaner, func(_ context.Context, cl *act) error {
 					cl.step("waiting for the deletion")
 					return errors.New("the Service was not deleted")
 				})
 			})
 		}, []string{`the cleaner act, at the step "waiting for the deletion": the Service was not deleted`}, []string{"the pr act"}},
 		{"a githubtest Fatalf", func(r *acts) error {
-			return r.run(actExpiry, func(_ context.Context, a *act) error {
+			return r.run(context.Background(), actExpiry, func(_ context.Context, a *act) error {
 				a.step("waiting for Kustos's pull requests")
 				(&demoTB{}).Fatalf("githubtest: no pull request #%d", 7)
 				return nil
 			})
 		}, []string{`the expiry act, at the step "waiting for Kustos's pull requests": githubtest: no pull request #7`}, nil},
 		{"the act's deadline", func(r *acts) error {
-			return r.run(actObserver, func(ctx context.Context, a *act) error {
+			return r.run(context.Background(), actObserver, func(ctx context.Context, a *act) error {
 				a.step("waiting for Kustos's recommendations")
 				return poll(ctx, func() (bool, error) { return false, nil })
 			})

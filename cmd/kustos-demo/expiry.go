@@ -177,8 +177,8 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	// warning (then the deadline), and the mail waits for its batch window and SMTP, which take
 	// longer on a busy machine.
 	var mails []mailpittest.Message
-	if err := poll(ctx, func() (bool, error) {
-		mails = mp.MessagesTo(tb, "ana@example.com", 1) //nolint:contextcheck // test tooling: each request has its own 10 s deadline
+	if err := poll(ctx, func() (bool, error) { //nolint:contextcheck // test tooling: each request has its own 10 s deadline
+		mails = mp.MessagesTo(tb, "ana@example.com", 1)
 		return len(mails) > 0, nil
 	}); err != nil {
 		return fmt.Errorf("no warning mail at Mailpit: %w", err)

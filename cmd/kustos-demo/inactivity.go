@@ -171,7 +171,10 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 		"--enable-inactivity", "--prometheus-url=" + prom.URL, "--inactivity-config=" + sourcesFile,
 		"--inactivity-check-interval=" + labCheck.String(), "--activity-min-step=1s",
 		fmt.Sprintf("--max-alerts=%d", labMaxAlerts), "--notification-interval=" + labInterval.String(),
-		"--notify-webhook-url=" + hook.url}
+		"--notify-webhook-url=" + hook.url,
+		// A successful check and a decision log at debug only: without them, a failure report's
+		// log tail would show start-up lines and nothing of what the checks found.
+		"--log-level=debug"}
 	// The timeout is the environments' own (kustos.io/inactivity-timeout, in Git), not
 	// --inactivity-timeout: that would apply to every Deployment of the cluster, the observer
 	// act's team-b/web included (not in Git: it would be paused directly).

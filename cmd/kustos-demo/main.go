@@ -108,6 +108,7 @@ func main() {
 // failed, that act's Kustos log tail and the Events of its namespaces, then stops everything.
 func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, errOut io.Writer) (err error) {
 	start := time.Now()
+	ctx := context.Background() // each act bounds itself (acts.run)
 	r := newActs(out, timeout)
 	gh := &gitHub{tb: &demoTB{}}
 	var env *testenv.Env
@@ -134,7 +135,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 		}
 	}()
 
-	if err := r.run(actSetup, func(ctx context.Context, a *act) (err error) {
+	if err := r.run(ctx, actSetup, func(ctx context.Context, a *act) (err error) {
 		a.step("starting a real control plane (etcd, kube-apiserver, kube-controller-manager)")
 		root, err := testenv.RepoRoot()
 		if err != nil {
@@ -162,14 +163,14 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 	}
 
 	if acts[actObserver] {
-		if err := r.run(actObserver, func(ctx context.Context, a *act) error {
+		if err := r.run(ctx, actObserver, func(ctx context.Context, a *act) error {
 			return observerAct(ctx, a, kustosBin, env.Kubeconfig, c)
 		}); err != nil {
 			return err
 		}
 	}
 	if acts[actPR] {
-		if err := r.run(actPR, func(ctx context.Context, a *act) error {
+		if err := r.run(ctx, actPR, func(ctx context.Context, a *act) error {
 			if err := gh.start(a); err != nil {
 				return err
 			}
@@ -177,7 +178,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 				if !acts[actCleaner] {
 					return nil
 				}
-				return r.run(actCleaner, func(ctx context.Context, cl *act) error {
+				return r.run(ctx, actCleaner, func(ctx context.Context, cl *act) error {
 					a.mu.Lock()
 					logOf, logs := a.logOf, a.logs
 					a.mu.Unlock()
@@ -191,7 +192,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 		}
 	}
 	if acts[actExpiry] {
-		if err := r.run(actExpiry, func(ctx context.Context, a *act) error {
+		if err := r.run(ctx, actExpiry, func(ctx context.Context, a *act) error {
 			if err := gh.start(a); err != nil {
 				return err
 			}
@@ -201,7 +202,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 		}
 	}
 	if acts[actInactivity] {
-		if err := r.run(actInactivity, func(ctx context.Context, a *act) error {
+		if err := r.run(ctx, actInactivity, func(ctx context.Context, a *act) error {
 			if err := gh.start(a); err != nil {
 				return err
 			}
