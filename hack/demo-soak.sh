@@ -44,7 +44,31 @@ setsid bash -c '
 	done
 ' >"${out}/test.log" 2>&1 &
 beside=$!
-stop_beside() { kill -- "-${beside}" 2>/dev/null || true; wait "${beside}" 2>/dev/null || true; }
+
+# left_in_session lists the processes still running in the session of `make test` (setsid made
+# it, with the id ${beside}).
+left_in_session() { ps -eo pid=,sid=,stat= | awk -v s="${beside}" '$2 == s && $3 !~ /^Z/ { print $1 }'; }
+
+stop_beside() {
+	kill -- "-${beside}" 2>/dev/null || true
+	wait "${beside}" 2>/dev/null || true
+	# The e2e tests start etcd and kube-apiserver in process groups of their own, which the
+	# group's kill does not reach, and a killed test cannot stop them: end them by pid (they are
+	# still in the session), then remove their data and certificate directories.
+	local pids dirs
+	pids=$(left_in_session)
+	[[ -n "${pids}" ]] || return 0
+	dirs=$(for p in ${pids}; do tr '\0' '\n' <"/proc/${p}/cmdline" 2>/dev/null; done |
+		sed -n 's#^--\(data\|cert\)-dir=\(/tmp/k8s_test_framework_[0-9]*\)$#\2#p' | sort -u)
+	# shellcheck disable=SC2086 # one pid a word
+	kill ${pids} 2>/dev/null || true
+	sleep 3
+	pids=$(left_in_session)
+	# shellcheck disable=SC2086
+	[[ -z "${pids}" ]] || kill -9 ${pids} 2>/dev/null || true
+	# shellcheck disable=SC2086
+	[[ -z "${dirs}" ]] || rm -rf ${dirs}
+}
 trap stop_beside EXIT
 
 passed=0
