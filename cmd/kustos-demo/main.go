@@ -191,22 +191,19 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 			return err
 		}
 	}
-	if acts[actExpiry] {
-		if err := r.run(ctx, actExpiry, func(ctx context.Context, a *act) error {
-			if err := gh.start(a); err != nil {
-				return err
-			}
-			return expiryAct(ctx, a, kustosBin, env.Kubeconfig, c, gh)
-		}); err != nil {
-			return err
+	// The expiry and inactivity acts: each with a Kustos of its own on the same GitHub server.
+	for _, later := range []struct {
+		name string
+		run  func(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub) error
+	}{{actExpiry, expiryAct}, {actInactivity, inactivityAct}} {
+		if !acts[later.name] {
+			continue
 		}
-	}
-	if acts[actInactivity] {
-		if err := r.run(ctx, actInactivity, func(ctx context.Context, a *act) error {
+		if err := r.run(ctx, later.name, func(ctx context.Context, a *act) error {
 			if err := gh.start(a); err != nil {
 				return err
 			}
-			return inactivityAct(ctx, a, kustosBin, env.Kubeconfig, c, gh)
+			return later.run(ctx, a, kustosBin, env.Kubeconfig, c, gh)
 		}); err != nil {
 			return err
 		}
