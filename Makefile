@@ -78,6 +78,13 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR).
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
+# How many demo runs `make demo-soak` makes.
+N ?= 10
+
+.PHONY: demo-soak
+demo-soak: ## Run `make demo` N times (N=10) while `make test` runs beside it; prints "demo-soak: P of N passed", keeps failed runs' output in bin/demo-soak/.
+	hack/demo-soak.sh $(N)
+
 .PHONY: lint
 lint: ## golangci-lint with the curated .golangci.yml.
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
+	"github.com/kustos-dev/kustos/internal/app"
 )
 
 // TestActivityAnswersThatAreNoTimes asks a real Prometheus data queries whose answers are or
@@ -151,5 +154,56 @@ func TestActivityCoarserWhenPrometheusRefuses(t *testing.T) {
 		if got.Before(usedUntil) || got.Sub(usedUntil) > slack {
 			t.Errorf("%s last active %s, want %s (+≤%s)", name, got, usedUntil, slack)
 		}
+	}
+}
+
+// TestActivityNewSourceNotCoveredAhead: the first check after a start looks back the whole
+// default lookback (two weeks), and a source that began collecting moments ago (an exporter
+// just installed, a Prometheus just started: `make demo`) was not collecting at the window's
+// last steps. Prometheus aligns a subquery's steps to multiples of its step (20 minutes for
+// instant mode's break search over two weeks), so the last of them may come before the first
+// scrape: "the step after the last break" was then up to that step ahead of now, and the Tracker
+// counted a target's silence only from that future time: an idle environment with a 10 s
+// timeout was alerted 20 minutes late. Collecting since is never after the check.
+func TestActivityNewSourceNotCoveredAhead(t *testing.T) {
+	started := time.Now()
+	exp := promtest.NewExporter(t)
+	reload := prometheus.NewGauge(prometheus.GaugeOpts{Name: "nginx_ingress_controller_config_last_reload_successful"})
+	reload.Set(1)
+	ssh := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bastion_ssh_connections"}, []string{"namespace", "name"})
+	ssh.WithLabelValues("lab", "vm-1").Set(0)
+	exp.Registry.MustRegister(reload, ssh)
+	prom := promtest.Start(t, promtest.Options{Scrape: []string{exp.Addr}, ScrapeInterval: time.Second})
+	prom.WaitFor(t, "nginx_ingress_controller_config_last_reload_successful", 30*time.Second)
+	prom.WaitFor(t, "bastion_ssh_connections", 30*time.Second)
+
+	// The default sources (ingress-nginx, the bastion), as the demo and a default install use.
+	srcs, err := activity.Compile(activity.DefaultSources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookback := app.DefaultInactivityOptions().Lookback
+	checker := &activity.Checker{API: prom.API(), Sources: srcs, MinStep: time.Second, Timeout: 10 * time.Second}
+	now := time.Now()
+	res := checker.Check(context.Background(), now, lookback)
+	for _, s := range res.Sources {
+		if s.Status != activity.StatusOK {
+			t.Fatalf("source %s: %s (%s)", s.Name, s.Status, s.Detail)
+		}
+		t.Logf("%s: collecting since %s, checked at %s (step %s, break search step %s)", s.Name, s.CollectingSince, now, res.Step, activity.GapStep(lookback, res.Step))
+		if got := s.CollectingSince; got.Before(started.Truncate(time.Second)) || got.After(now) {
+			t.Errorf("%s: collecting since %s, want between the exporter's start %s and the check %s", s.Name, got, started, now)
+		}
+	}
+	tr := &activity.Tracker{Lookback: lookback}
+	tr.Observe(res)
+	ref := activity.Ref{Namespace: "lab", Name: "vm-1"}
+	refs := map[string]activity.Ref{}
+	for _, n := range activity.Names(srcs) {
+		refs[n] = ref
+	}
+	a := tr.Lookup(refs)
+	if !a.Known() || a.CoveredSince.After(now) {
+		t.Errorf("covered since %s (known %v), want no later than the check at %s: a target idle since then is idle", a.CoveredSince, a.Known(), now)
 	}
 }

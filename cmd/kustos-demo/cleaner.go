@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -28,8 +27,9 @@ const (
 	cleanerNamespace = "previews"
 	cleanerName      = "sfj-commit--account"
 	// dueIn is how far in the future the seed's condition turns true: long enough to show the
-	// schedule, short enough for a demo.
-	dueIn = 15 * time.Second
+	// schedule even when Kustos's first evaluation comes seconds late (a busy machine), short
+	// enough for a demo.
+	dueIn = 20 * time.Second
 )
 
 // seedCondition is the cleaner seed's condition, verbatim: no revision is routed to by anything
@@ -55,8 +55,10 @@ var (
 // than 15 days ago), finds by the monotonic search the exact second it turns true, deletes the
 // Service then (directly: it is not in the GitOps repository), and sends the CloudEvent to a
 // sink built on sdk-go before deleting the Cleaner.
-func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
-	step(out, "Cleaners: starting a CloudEvents sink (sdk-go) for the out-of-cluster cleanup")
+func cleanerAct(ctx context.Context, a *act, c client.Client) error {
+	out := a.out
+	a.watch(cleanerNamespace)
+	a.step("Cleaners: starting a CloudEvents sink (sdk-go) for the out-of-cluster cleanup")
 	sink, err := startSink(ctx)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 
 	now := time.Now().UTC().Truncate(time.Second)
 	due := now.Add(dueIn)
-	step(out, "creating the preview environment "+cleanerNamespace+"/"+cleanerName+" (as Knative would: not in Git)")
+	a.step("creating the preview environment " + cleanerNamespace + "/" + cleanerName + " (as Knative would: not in Git)")
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cleanerNamespace}}); err != nil {
 		return err
 	}
@@ -106,7 +108,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 			CloudEventSink: sink.url,
 		},
 	}
-	step(out, "creating the seed's Cleaner: ttl 1s, retry {period: 1h, monotonic: true}, the Service marked delete, the revisions evaluated by:")
+	a.step("creating the seed's Cleaner: ttl 1s, retry {period: 1h, monotonic: true}, the Service marked delete, the revisions evaluated by:")
 	fmt.Fprint(out, indent(seedCondition+"\n", "     | "))
 	if err := stampAuthor(ctx, c, cl); err != nil {
 		return err
@@ -115,7 +117,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 		return err
 	}
 
-	step(out, "waiting for the first evaluation")
+	a.step("waiting for the first evaluation")
 	if err := poll(ctx, func() (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cl), cl); err != nil {
 			return false, err
@@ -144,7 +146,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 		return fmt.Errorf("nextScheduledEvaluation = %s, want exactly %s", next.Format(time.RFC3339), due.Format(time.RFC3339))
 	}
 
-	step(out, fmt.Sprintf("waiting %s for the deletion", time.Until(due).Round(time.Second)))
+	a.step(fmt.Sprintf("waiting %s for the deletion", time.Until(due).Round(time.Second)))
 	var deletedAt time.Time
 	if err := poll(ctx, func() (bool, error) {
 		u := &unstructured.Unstructured{}
@@ -164,7 +166,7 @@ func cleanerAct(ctx context.Context, c client.Client, out io.Writer) error {
 	fmt.Fprintf(out, "     service %s deleted at %s: %s after the condition turned true (seen by polling every 250ms)\n",
 		cleanerName, deletedAt.UTC().Format("15:04:05.000"), deletedAt.Sub(due).Round(time.Millisecond))
 
-	step(out, "waiting for the CloudEvent and for the Cleaner to delete itself")
+	a.step("waiting for the CloudEvent and for the Cleaner to delete itself")
 	var got cloudevents.Event
 	if err := poll(ctx, func() (bool, error) {
 		evs := sink.events()

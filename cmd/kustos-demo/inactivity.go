@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -76,9 +73,11 @@ spec:
 // mode with --enable-inactivity. The idle one's owner gets two alerts 5 s apart (Events, and
 // notices at a webhook), then Kustos proposes the pause — spec.replicas: 0 — by a pull request,
 // merged once the check is green. The used one gets nothing.
-func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tb *demoTB, tokenFile string, out io.Writer) error {
+func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub) error {
+	out, s, tb, tokenFile := a.out, g.s, g.tb, g.tokenFile
+	a.watch(labNamespace, labStateNS)
 	dir := tb.TempDir()
-	step(out, "Inactivity: a real Prometheus (bin/prometheus) scraping, every second, an exporter that plays ingress-nginx and the bastion tracker")
+	a.step("Inactivity: a real Prometheus (bin/prometheus) scraping, every second, an exporter that plays ingress-nginx and the bastion tracker")
 	exp := promtest.NewExporter(tb)
 	reload := prometheus.NewGauge(prometheus.GaugeOpts{Name: "nginx_ingress_controller_config_last_reload_successful"})
 	reload.Set(1)
@@ -100,7 +99,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		fmt.Fprintf(out, "       bastion_ssh_connections{namespace=%q,name=%q}   0 (nobody connected)\n", labNamespace, name)
 	}
 
-	step(out, "two lab environments in Git and in the cluster: "+labIdle+" (idle) and "+labUsed+" (used)")
+	a.step("two lab environments in Git and in the cluster: " + labIdle + " (idle) and " + labUsed + " (used)")
 	owners := map[string]string{labIdle: "ana@example.com", labUsed: "bob@example.com"}
 	files := map[string]string{
 		labDir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + labNamespace +
@@ -172,36 +171,33 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		"--enable-inactivity", "--prometheus-url=" + prom.URL, "--inactivity-config=" + sourcesFile,
 		"--inactivity-check-interval=" + labCheck.String(), "--activity-min-step=1s",
 		fmt.Sprintf("--max-alerts=%d", labMaxAlerts), "--notification-interval=" + labInterval.String(),
-		"--notify-webhook-url=" + hook.url}
+		"--notify-webhook-url=" + hook.url,
+		// A successful check and a decision log at debug only: without them, a failure report's
+		// log tail would show start-up lines and nothing of what the checks found.
+		"--log-level=debug"}
 	// The timeout is the environments' own (kustos.io/inactivity-timeout, in Git), not
 	// --inactivity-timeout: that would apply to every Deployment of the cluster, the observer
 	// act's team-b/web included (not in Git: it would be paused directly).
-	step(out, fmt.Sprintf("starting kustos run --mode=pr --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=…",
+	a.step(fmt.Sprintf("starting kustos run --mode=pr --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=…",
 		prom.URL, labMinRange, labCheck, labMaxAlerts, labInterval))
-	logs := &lockedBuffer{}
-	cmd := exec.Command(kustosBin, args...)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
+	stop, err := a.startKustos("kustos (inactivity)", kustosBin, args)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	withLogs := func(err error) error { return fmt.Errorf("%w; kustos (inactivity) logged:\n%s", err, logs.String()) }
+	defer stop()
 
-	step(out, fmt.Sprintf("waiting for the alerts: %d, %s apart, from %s after creation", labMaxAlerts, labInterval, labTimeout))
+	a.step(fmt.Sprintf("waiting for the alerts: %d, %s apart, from %s after creation", labMaxAlerts, labInterval, labTimeout))
 	var alerts []lifecycle.Notice
 	var deliveries map[string]int
 	if err := poll(ctx, func() (bool, error) {
 		alerts, deliveries = hook.unique(inactivity.NoticeAlert)
 		return len(alerts) >= labMaxAlerts, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("no alerts: %w", err))
+		return fmt.Errorf("no alerts: %w", err)
 	}
 	for _, n := range alerts {
 		if n.Target.Name != labIdle {
-			return withLogs(fmt.Errorf("%s was alerted although it is used: %s", n.Target.Name, n.Text))
+			return fmt.Errorf("%s was alerted although it is used: %s", n.Target.Name, n.Text)
 		}
 		fmt.Fprintf(out, "     webhook received %q for %s, sent at %s (%s after creation):\n", n.Subject, n.To, clock(n.At), n.At.Sub(created).Round(time.Second))
 		fmt.Fprintf(out, "       %s\n", n.Text)
@@ -210,10 +206,10 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		}
 	}
 	if gap := alerts[1].At.Sub(alerts[0].At); gap < labInterval-time.Second {
-		return withLogs(fmt.Errorf("the second alert came %s after the first, want %s", gap, labInterval))
+		return fmt.Errorf("the second alert came %s after the first, want %s", gap, labInterval)
 	}
 
-	step(out, "waiting for Kustos's pull request: the pause, a notification interval after the last alert")
+	a.step("waiting for Kustos's pull request: the pause, a notification interval after the last alert")
 	var p githubtest.PullRequest
 	var opened time.Time
 	if err := poll(ctx, func() (bool, error) {
@@ -225,11 +221,11 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		}
 		return false, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("no pause pull request: %w", err))
+		return fmt.Errorf("no pause pull request: %w", err)
 	}
 	path := labDir + labIdle + ".yaml"
 	if !strings.Contains(p.Head, labIdle) {
-		return withLogs(fmt.Errorf("the pull request %s is not about %s", p.Head, labIdle))
+		return fmt.Errorf("the pull request %s is not about %s", p.Head, labIdle)
 	}
 	before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
 	after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
@@ -252,7 +248,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	fmt.Fprint(out, indent(diff, "    "))
 	fmt.Fprintln(out)
 
-	step(out, fmt.Sprintf("check %s turns green: waiting for Kustos to merge", requiredCheck))
+	a.step(fmt.Sprintf("check %s turns green: waiting for Kustos to merge", requiredCheck))
 	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
 	if err := poll(ctx, func() (bool, error) {
 		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
@@ -262,7 +258,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		p = cur
 		return cur.Merged, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("not merged: %w", err))
+		return fmt.Errorf("not merged: %w", err)
 	}
 	fmt.Fprintf(out, "     merged #%d as %s: %s\n", p.Number, short(p.MergeCommitSHA), firstLine(s.CommitMessage(ghOwner, ghRepo, p.MergeCommitSHA)))
 
@@ -282,7 +278,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 		}
 		return merged, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("no %s event: %w", inactivity.ReasonMerged, err))
+		return fmt.Errorf("no %s event: %w", inactivity.ReasonMerged, err)
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
 	fmt.Fprintln(out)
@@ -292,7 +288,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	inactive := 0
 	for _, e := range evs {
 		if e.InvolvedObject.Name != labIdle {
-			return withLogs(fmt.Errorf("an Event about %s, which is used: %s %s", e.InvolvedObject.Name, e.Reason, e.Message))
+			return fmt.Errorf("an Event about %s, which is used: %s %s", e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 		if e.Reason == inactivity.ReasonInactive {
 			inactive++
@@ -302,7 +298,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	}
 	_ = tw.Flush()
 	if inactive != labMaxAlerts {
-		return withLogs(fmt.Errorf("%d %s Events, want %d", inactive, inactivity.ReasonInactive, labMaxAlerts))
+		return fmt.Errorf("%d %s Events, want %d", inactive, inactivity.ReasonInactive, labMaxAlerts)
 	}
 
 	// The used environment: nothing, and still running.
@@ -312,7 +308,7 @@ func inactivityAct(ctx context.Context, kustosBin, kubeconfig string, c client.C
 	}
 	for _, pr := range s.PRs(ghOwner, ghRepo) {
 		if strings.Contains(pr.Head, labUsed) {
-			return withLogs(fmt.Errorf("a pull request for %s, which is used: #%d %s", labUsed, pr.Number, pr.Title))
+			return fmt.Errorf("a pull request for %s, which is used: #%d %s", labUsed, pr.Number, pr.Title)
 		}
 	}
 	fmt.Fprintln(out)

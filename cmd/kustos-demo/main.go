@@ -16,13 +16,16 @@
 // notices at a webhook) and its pause (spec.replicas: 0) by a pull request. It shuts everything
 // down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
 //
+// Each act has its own deadline, sized for a loaded 2-core machine (actDeadlines; -timeout sets
+// them all). When an act fails, the demo says which act and which step failed, shows the last
+// lines of that act's Kustos log and the Events in its namespaces, and exits with status 1.
+//
 // It is a separate binary, not a `kustos demo` subcommand, so that the controller image does not
 // carry the test control plane's code.
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,12 +33,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -49,7 +50,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -90,7 +90,7 @@ func parseActs(list string) (map[string]bool, error) {
 
 func main() {
 	kustosBin := flag.String("kustos", "bin/kustos", "path of the kustos binary to run")
-	timeout := flag.Duration("timeout", 4*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 0, "give up on an act after this long (0: each act's own deadline, sized for a loaded 2-core machine)")
 	actList := flag.String("acts", strings.Join(allActs, ","), "comma-separated acts to run (always in this order): "+
 		strings.Join(allActs, ", ")+"; "+actCleaner+" runs with the Kustos of "+actPR)
 	flag.Parse()
@@ -99,125 +99,153 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kustos-demo: -acts:", err)
 		os.Exit(2)
 	}
-	if err := demo(*kustosBin, *timeout, acts, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo failed:", err)
-		os.Exit(1)
+	if err := demo(*kustosBin, *timeout, acts, os.Stdout, os.Stderr); err != nil {
+		os.Exit(1) // demo has reported it on errOut
 	}
 }
 
-func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out io.Writer) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+// demo runs the acts on one control plane. On failure it writes to errOut which act and step
+// failed, that act's Kustos log tail and the Events of its namespaces, then stops everything.
+func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, errOut io.Writer) (err error) {
 	start := time.Now()
-
-	step(out, "starting a real control plane (etcd, kube-apiserver, kube-controller-manager)")
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	// Kustos's CRDs, and the Knative-shaped CRDs of the Cleaner act.
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, CRDDirectoryPaths: []string{
-		filepath.Join(root, "charts", "kustos", "crds"), filepath.Join(root, "e2e", "testdata", "crds")}})
-	if err != nil {
-		return err
+	ctx := context.Background() // each act bounds itself (acts.run)
+	r := newActs(out, timeout)
+	gh := &gitHub{tb: &demoTB{}}
+	var env *testenv.Env
+	var c client.Client
+	stopEnv := func() error {
+		if env == nil {
+			return nil
+		}
+		step(out, "stopping the control plane")
+		e := env
+		env = nil
+		return e.Stop()
 	}
 	defer func() {
-		step(out, "stopping the control plane")
-		if serr := env.Stop(); serr != nil && err == nil {
+		// Contract violations (requests or responses that do not match GitHub's OpenAPI
+		// description) fail the demo too.
+		err = errors.Join(err, gh.finish())
+		if err != nil {
+			r.report(errOut, c, err) // while the control plane still serves its Events
+		}
+		if serr := stopEnv(); serr != nil && err == nil {
 			err = serr
+			fmt.Fprintln(errOut, "demo failed: stopping the control plane:", serr)
 		}
 	}()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}}); err != nil {
+
+	if err := r.run(ctx, actSetup, func(ctx context.Context, a *act) (err error) {
+		a.step("starting a real control plane (etcd, kube-apiserver, kube-controller-manager)")
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			return err
+		}
+		// Kustos's CRDs, and the Knative-shaped CRDs of the Cleaner act.
+		env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, CRDDirectoryPaths: []string{
+			filepath.Join(root, "charts", "kustos", "crds"), filepath.Join(root, "e2e", "testdata", "crds")}})
+		if err != nil {
+			return err
+		}
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if c, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})
+	}); err != nil {
 		return err
 	}
 
-	took := map[string]time.Duration{}
-	timed := func(name string, f func() error) error {
-		t0 := time.Now()
-		defer func() { took[name] = time.Since(t0) }()
-		return f()
-	}
 	if acts[actObserver] {
-		if err := timed(actObserver, func() error { return observerAct(ctx, kustosBin, env.Kubeconfig, c, out) }); err != nil {
+		if err := r.run(ctx, actObserver, func(ctx context.Context, a *act) error {
+			return observerAct(ctx, a, kustosBin, env.Kubeconfig, c)
+		}); err != nil {
 			return err
 		}
-		fmt.Fprintln(out)
 	}
-	if acts[actPR] || acts[actExpiry] || acts[actInactivity] {
-		var quota func(s *githubtest.Server, tb *demoTB, tokenFile string) error
-		if acts[actPR] {
-			quota = func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
-				return timed(actPR, func() error {
-					return quotaAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out, func() error {
-						if !acts[actCleaner] {
-							return nil
-						}
-						fmt.Fprintln(out)
-						return timed(actCleaner, func() error { return cleanerAct(ctx, c, out) })
-					})
+	if acts[actPR] {
+		if err := r.run(ctx, actPR, func(ctx context.Context, a *act) error {
+			if err := gh.start(a); err != nil {
+				return err
+			}
+			return quotaAct(ctx, a, kustosBin, env.Kubeconfig, c, gh, func() error {
+				if !acts[actCleaner] {
+					return nil
+				}
+				return r.run(ctx, actCleaner, func(ctx context.Context, cl *act) error {
+					a.mu.Lock()
+					logOf, logs := a.logOf, a.logs
+					a.mu.Unlock()
+					cl.useLogs(logOf, logs) // the PR act's Kustos acts on the Cleaner
+					cl.watch(prStateNamespace)
+					return cleanerAct(ctx, cl, c)
 				})
-			}
-		}
-		if err := prAct(out, quota, func(s *githubtest.Server, tb *demoTB, tokenFile string) error {
-			if acts[actExpiry] {
-				fmt.Fprintln(out)
-				if err := timed(actExpiry, func() error { return expiryAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out) }); err != nil {
-					return err
-				}
-			}
-			if acts[actInactivity] {
-				fmt.Fprintln(out)
-				if err := timed(actInactivity, func() error { return inactivityAct(ctx, kustosBin, env.Kubeconfig, c, s, tb, tokenFile, out) }); err != nil {
-					return err
-				}
-			}
-			return nil
+			})
 		}); err != nil {
-			return fmt.Errorf("PR mode: %w", err)
+			return err
 		}
 	}
-	took[actPR] -= took[actCleaner] // the Cleaner act runs inside the PR act, with its Kustos
+	// The expiry and inactivity acts: each with a Kustos of its own on the same GitHub server.
+	for _, later := range []struct {
+		name string
+		run  func(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub) error
+	}{{actExpiry, expiryAct}, {actInactivity, inactivityAct}} {
+		if !acts[later.name] {
+			continue
+		}
+		if err := r.run(ctx, later.name, func(ctx context.Context, a *act) error {
+			if err := gh.start(a); err != nil {
+				return err
+			}
+			return later.run(ctx, a, kustosBin, env.Kubeconfig, c, gh)
+		}); err != nil {
+			return err
+		}
+	}
+	r.took[actPR] -= r.took[actCleaner] // the Cleaner act runs inside the PR act, with its Kustos
 	var acted []string
 	for _, a := range allActs {
 		if acts[a] {
-			acted = append(acted, fmt.Sprintf("%s %s", a, took[a].Round(time.Second)))
+			acted = append(acted, fmt.Sprintf("%s %s", a, r.took[a].Round(time.Second)))
 		}
 	}
+	if err := stopEnv(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "Demo done in %s (%s).\n", time.Since(start).Round(time.Second), strings.Join(acted, ", "))
+	fmt.Fprint(out, installNote)
 	return nil
 }
+
+// installNote is the demo's last word: where installing for real starts.
+const installNote = `To install Kustos in your own cluster: README.md, section "Install". helm install starts it in
+observer mode, the default, as in the first act: it only reports what it would change (Events
+and log lines). PR mode, with a GitHub App, comes after it there.
+`
 
 // observerAct is the demo's first act: Kustos in observer mode, the Events and log lines it
 // writes about four tenants. It stops its Kustos before returning: one Kustos per cluster from
 // here on, or the observer would report (CleanupDue) the Cleaner that the PR-mode Kustos acts on,
 // and both would write its status.
-func observerAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, out io.Writer) (err error) {
+func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client) (err error) {
+	out := a.out
 	start := time.Now()
-	step(out, "starting kustos run (observer mode, the default)")
-	var logs bytes.Buffer
-	cmd := exec.Command(kustosBin, "run", "--kubeconfig="+kubeconfig, "--state-namespace="+stateNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Stderr = &syncWriter{w: &logs}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s (run `make build`): %w", kustosBin, err)
+	a.step("starting kustos run (observer mode, the default)")
+	stop, err := a.startKustos("kustos (observer mode)", kustosBin, []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + stateNamespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"})
+	if err != nil {
+		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	defer stop()
 
-	step(out, "creating tenants:")
+	a.step("creating tenants:")
 	tenants := []tenant{
 		{name: "team-a", about: "pods use 8500m of 10 CPUs (85%) and 12Gi of 20Gi memory (60%)",
 			hard: rl("requests.cpu", "10", "requests.memory", "20Gi"),
@@ -232,13 +260,17 @@ func observerAct(ctx context.Context, kustosBin, kubeconfig string, c client.Cli
 			hard:        rl("requests.cpu", "10"), pods: []corev1.ResourceList{rl("cpu", "8500m")}},
 	}
 	for _, t := range tenants {
+		a.watch(t.name)
+	}
+	a.watch(stateNamespace)
+	for _, t := range tenants {
 		fmt.Fprintf(out, "     %-7s %s\n", t.name, t.about)
 		if err := t.create(ctx, c); err != nil {
 			return fmt.Errorf("tenant %s: %w", t.name, err)
 		}
 	}
 
-	step(out, "waiting for Kustos's recommendations")
+	a.step("waiting for Kustos's recommendations")
 	want := map[string]bool{"team-a": true, "team-b": true, "team-d": true}
 	var events []corev1.Event
 	for {
@@ -256,7 +288,7 @@ func observerAct(ctx context.Context, kustosBin, kubeconfig string, c client.Cli
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no recommendation for every tenant: %w; kustos logged:\n%s", ctx.Err(), logs.String())
+			return fmt.Errorf("no recommendation for every tenant: %w", ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -277,7 +309,7 @@ func observerAct(ctx context.Context, kustosBin, kubeconfig string, c client.Cli
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Recommendation log lines (JSON, one per recommendation):")
 	recs := 0
-	sc := bufio.NewScanner(bytes.NewReader(logs.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(a.logs.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "recommendation" {
@@ -392,10 +424,3 @@ func rl(pairs ...string) corev1.ResourceList {
 	}
 	return out
 }
-
-// syncWriter lets the child's stderr be read while it is being written.
-type syncWriter struct {
-	w *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) { return s.w.Write(p) }

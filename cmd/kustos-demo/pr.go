@@ -5,13 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -47,27 +45,22 @@ spec:
     pods: "50"
 `
 
-// prAct starts the local GitHub-compatible server of the PR-mode acts, with the GitOps repository,
-// and runs quota (the quota PR act, and the Cleaner act with its Kustos; nil: skipped), then
-// lastActs (the expiry and inactivity acts, each with a Kustos of its own) against it.
-func prAct(out io.Writer, quota, lastActs func(s *githubtest.Server, tb *demoTB, tokenFile string) error) (err error) {
-	tb := &demoTB{}
-	defer func() {
-		// A githubtest Fatalf (a misuse of the server) panics with tbFatal; turn it into an error.
-		if r := recover(); r != nil {
-			f, ok := r.(tbFatal)
-			if !ok {
-				panic(r)
-			}
-			err = errors.Join(err, errors.New(string(f)))
-		}
-		// Contract violations (requests or responses that do not match GitHub's OpenAPI
-		// description) are recorded with Errorf: they fail the demo.
-		err = errors.Join(err, tb.finish())
-	}()
+// gitHub is the local GitHub-compatible server of the PR-mode acts with the GitOps repository,
+// started by the first act that needs it (start) and stopped at the end of the demo (finish).
+type gitHub struct {
+	tb        *demoTB
+	s         *githubtest.Server
+	tokenFile string
+}
 
-	step(out, "PR mode: starting a local GitHub-compatible server (internal/gitops/githubtest) with the GitOps repository "+ghOwner+"/"+ghRepo)
-	s := githubtest.New(tb, githubtest.Options{})
+// start starts the server, once, as a step of a.
+func (g *gitHub) start(a *act) error {
+	if g.s != nil {
+		return nil
+	}
+	out := a.out
+	a.step("PR mode: starting a local GitHub-compatible server (internal/gitops/githubtest) with the GitOps repository " + ghOwner + "/" + ghRepo)
+	s := githubtest.New(g.tb, githubtest.Options{})
 	files := map[string]string{
 		"README.md":                        "# GitOps\n",
 		"clusters/demo/kustomization.yaml": "resources:\n  - " + prTenant + "\n",
@@ -80,23 +73,24 @@ func prAct(out io.Writer, quota, lastActs func(s *githubtest.Server, tb *demoTB,
 		fmt.Fprintf(out, "     %s\n", p)
 	}
 	fmt.Fprintf(out, "     branch protection on %s requires the check %s\n", baseBranch, requiredCheck)
-	tokenFile := filepath.Join(tb.TempDir(), "token")
+	tokenFile := filepath.Join(g.tb.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(s.Token()+"\n"), 0o600); err != nil {
 		return err
 	}
-	if quota != nil {
-		if err := quota(s, tb, tokenFile); err != nil {
-			return err
-		}
-	}
-	return lastActs(s, tb, tokenFile)
+	g.s, g.tokenFile = s, tokenFile
+	return nil
 }
+
+// finish stops the server and everything else the acts registered with its TB (Prometheus,
+// Mailpit, temporary directories); the contract violations it recorded are the error.
+func (g *gitHub) finish() error { return g.tb.finish() }
 
 // quotaAct is the demo's second act: Kustos in PR mode against the local GitHub-compatible
 // server. Once the PR is merged, it runs next (the Cleaner act) with the same Kustos, and stops
 // that Kustos before returning.
-func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client, s *githubtest.Server, tb *demoTB, tokenFile string,
-	out io.Writer, next func() error) error {
+func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub, next func() error) error {
+	out, s, tb, tokenFile := a.out, g.s, g.tb, g.tokenFile
+	a.watch(prTenant, prStateNamespace)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
 		return err
 	}
@@ -115,27 +109,14 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		// The Cleaner act's CloudEvent sink listens on loopback, which a tenant's sink may not
 		// reach unless the operator allows it.
 		"--allowed-destinations=127.0.0.1/32"}
-	step(out, "starting a second kustos run: "+strings.Join(redact(append(args[2:3:3], args[5:]...), tokenFile), " "))
-	logs := &lockedBuffer{}
-	cmd := exec.Command(kustosBin, args...)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s (run `make build`): %w", kustosBin, err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		}
+	a.step("starting a second kustos run: " + strings.Join(redact(append(args[2:3:3], args[5:]...), tokenFile), " "))
+	stop, err := a.startKustos("kustos (PR mode)", kustosBin, args)
+	if err != nil {
+		return err
 	}
 	defer stop()
-	withLogs := func(err error) error {
-		return fmt.Errorf("%w; kustos (PR mode) logged:\n%s", err, logs.String())
-	}
 
-	step(out, "creating tenant:")
+	a.step("creating tenant:")
 	t := tenant{name: prTenant, about: "the quota of " + quotaPath + " (requests.cpu 10), pods use 8500m (85%)",
 		hard: rl("requests.cpu", "10", "pods", "50"), pods: []corev1.ResourceList{rl("cpu", "8500m")}}
 	fmt.Fprintf(out, "     %-7s %s\n", t.name, t.about)
@@ -143,7 +124,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		return fmt.Errorf("tenant %s: %w", t.name, err)
 	}
 
-	step(out, "waiting for Kustos's pull request")
+	a.step("waiting for Kustos's pull request")
 	var p githubtest.PullRequest
 	if err := poll(ctx, func() (bool, error) {
 		prs := s.PRs(ghOwner, ghRepo)
@@ -156,7 +137,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		}
 		return false, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("no pull request: %w", err))
+		return fmt.Errorf("no pull request: %w", err)
 	}
 	before, ok := s.FileAt(ghOwner, ghRepo, p.BaseSHA, quotaPath)
 	if !ok {
@@ -183,11 +164,11 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 	fmt.Fprint(out, indent(diff, "    "))
 	fmt.Fprintln(out)
 
-	step(out, fmt.Sprintf("check %s has not reported: Kustos leaves the PR open (watching %s)", requiredCheck, 2*prPollInterval))
+	a.step(fmt.Sprintf("check %s has not reported: Kustos leaves the PR open (watching %s)", requiredCheck, 2*prPollInterval))
 	time.Sleep(2 * prPollInterval)
 	cur, _ := s.PR(ghOwner, ghRepo, p.Number)
 	if cur.State != "open" || cur.Merged {
-		return withLogs(fmt.Errorf("PR #%d is %s (merged %v) before its required check passed", p.Number, cur.State, cur.Merged))
+		return fmt.Errorf("PR #%d is %s (merged %v) before its required check passed", p.Number, cur.State, cur.Merged)
 	}
 	fmt.Fprintf(out, "     #%d: state %s, labels [%s], mergeable_state %s\n", cur.Number, cur.State, strings.Join(cur.Labels, ", "), cur.MergeableState)
 	if got, _ := s.FileAt(ghOwner, ghRepo, baseBranch, quotaPath); got != before {
@@ -199,7 +180,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 	if after, ok = s.FileAt(ghOwner, ghRepo, p.HeadSHA, quotaPath); !ok {
 		return fmt.Errorf("%s missing on the PR branch %s", quotaPath, p.Head)
 	}
-	step(out, fmt.Sprintf("check %s turns green on %s: waiting for Kustos to merge", requiredCheck, short(p.HeadSHA)))
+	a.step(fmt.Sprintf("check %s turns green on %s: waiting for Kustos to merge", requiredCheck, short(p.HeadSHA)))
 	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
 	if err := poll(ctx, func() (bool, error) {
 		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
@@ -212,7 +193,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		p = cur
 		return cur.Merged, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("not merged: %w", err))
+		return fmt.Errorf("not merged: %w", err)
 	}
 	merged, ok := s.FileAt(ghOwner, ghRepo, baseBranch, quotaPath)
 	if !ok || merged != after {
@@ -224,7 +205,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 	fmt.Fprintf(out, "  %s on %s:\n", quotaPath, baseBranch)
 	fmt.Fprint(out, indent(merged, "    "))
 
-	step(out, "waiting for Kustos's events on "+prTenant)
+	a.step("waiting for Kustos's events on " + prTenant)
 	var evs []corev1.Event
 	if err := poll(ctx, func() (bool, error) {
 		all, err := kustosEvents(ctx, c)
@@ -241,7 +222,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		}
 		return merged, nil
 	}); err != nil {
-		return withLogs(fmt.Errorf("no QuotaResizeMerged event: %w", err))
+		return fmt.Errorf("no QuotaResizeMerged event: %w", err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAMESPACE\tOBJECT\tTYPE\tREASON\tMESSAGE")
@@ -254,7 +235,7 @@ func quotaAct(ctx context.Context, kustosBin, kubeconfig string, c client.Client
 		p.Number, requiredCheck)
 
 	if err := next(); err != nil {
-		return withLogs(err)
+		return err
 	}
 	stop()
 	// The Cleaner's targets are not in the repository: they were deleted directly, no PR.

@@ -265,6 +265,16 @@ func decode(s *Compiled, out SourceResult, a asked, now time.Time, window, step 
 			if smp.Metric[gapLabel] != "" {
 				if gap, ok := unixTime(smp.Value, now); ok {
 					out.CollectingSince = gap.Add(gapStep)
+					// Prometheus aligns a subquery's steps to multiples of gapStep (20 minutes
+					// over a two-week window), so the last one with nothing can lie just before
+					// now: the step after it is ahead of the check. The source collects now,
+					// so it began between the two; now is the latest, never early. A time
+					// ahead would make every target's silence count only from then (a source
+					// installed, or a Prometheus started, just before Kustos: alerts up to 20
+					// minutes late).
+					if out.CollectingSince.After(now) {
+						out.CollectingSince = now.UTC()
+					}
 				}
 				continue
 			}
@@ -332,7 +342,8 @@ func decode(s *Compiled, out SourceResult, a asked, now time.Time, window, step 
 
 // GapStep is the step at which an instant-mode check looks for a break in a source's
 // availability over window: step, or coarser so that there are at most 1,000 points.
-// CollectingSince is then up to one GapStep late (later coverage: never idle sooner).
+// CollectingSince is then up to one GapStep late (later coverage: never idle sooner), and never
+// after the check.
 func GapStep(window, step time.Duration) time.Duration {
 	return max(step, (window/gapPoints + time.Second).Truncate(time.Second))
 }

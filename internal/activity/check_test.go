@@ -151,3 +151,44 @@ func TestTrackerPartialIsUnknown(t *testing.T) {
 		t.Errorf("after a whole answer: known %v, covered since %s", a.Known(), a.CoveredSince)
 	}
 }
+
+// TestCollectingSinceNeverAhead: instant mode's break search is a subquery whose steps
+// Prometheus aligns to multiples of its step (GapStep: 20m10s over two weeks). A source that
+// began collecting after the last of them (installed, or Prometheus started, moments ago) has
+// its break there: the step after it is ahead of the check, and silence counted from then
+// alerted idle targets up to 20 minutes late. Collecting since is then the check itself; an
+// older break keeps the step after it.
+func TestCollectingSinceNeverAhead(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	window := 14 * 24 * time.Hour
+	gapStep := GapStep(window, StepFor(window, time.Minute))
+	for _, tc := range []struct {
+		name string
+		gap  time.Time // the last step of the break search with nothing
+		want time.Time
+	}{
+		{"the break at the last aligned step, a second ago", now.Add(-time.Second), now},
+		{"the break at the last aligned step, just under a step ago", now.Add(-gapStep + time.Second), now},
+		{"the break a step and more ago: the step after it", now.Add(-gapStep - time.Minute), now.Add(-time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := float64(now.Unix())
+			srv := newAnswerServer(t, false, map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": []any{
+				map[string]any{"metric": map[string]string{availableLabel: "1"}, "value": []any{ts, "1"}},
+				map[string]any{"metric": map[string]string{gapLabel: "1"}, "value": []any{ts, fmt.Sprint(tc.gap.Unix())}},
+			}}})
+			api, err := NewAPI(Access{URL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := Compile([]Source{{Name: "nginx", Available: "vector(1)", Data: "up"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := (&Checker{API: api, Sources: src, Timeout: 5 * time.Second}).Check(context.Background(), now, window).Sources[0]
+			if r.Status != StatusOK || !r.CollectingSince.Equal(tc.want) {
+				t.Errorf("status %s (%s), collecting since %s; want ok, %s (check at %s, break search step %s)", r.Status, r.Detail, r.CollectingSince, tc.want, now, gapStep)
+			}
+		})
+	}
+}
