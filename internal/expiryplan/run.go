@@ -86,9 +86,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	mode := fs.String("mode", modeObserve, "observe, pr or direct")
 	kindsFlag := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the workloads that may expire")
 	settings := expiry.DefaultSettings()
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.DefaultTTL}, "default-ttl", "lifetime of objects that name none")
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
+	fs.Var(lifecycle.DurationFlag{D: &settings.DefaultTTL, AllowNever: true}, "default-ttl", "lifetime of objects that name none")
+	fs.Var(lifecycle.DurationFlag{D: &settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
+	fs.Var(lifecycle.DurationFlag{D: &settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
 	ownersFile := fs.String("expiry-owners", "", "YAML map of owner names to email addresses")
 	now, code, ok := cmd.Parse(args)
 	if !ok {

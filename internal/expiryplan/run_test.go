@@ -58,7 +58,7 @@ var golden = []string{
 // goldenWarnings are the warnings of every run over testdata/objects.yaml: FILE:LINE of the
 // object, the key, the value and why.
 var goldenWarnings = []string{
-	`kustos expiry plan: warning: testdata/objects.yaml:64: kustos.io/ttl="5 days" on Deployment.apps/team-a/broken: not a lifetime (e.g. 90m, 1d, 1w2d): invalid duration: "5 days": "5" needs a unit (ns, us, ms, s, m, h, d or w); the object is left alone`,
+	`kustos expiry plan: warning: testdata/objects.yaml:64: kustos.io/ttl="5 days" on Deployment.apps/team-a/broken: not a lifetime (e.g. 90m, 1d, 1w2d, or never): invalid duration: "5 days": "5" needs a unit (ns, us, ms, s, m, h, d or w); the object is left alone`,
 	`kustos expiry plan: warning: testdata/objects.yaml:70: kustos.io/on-expiry="archive" on Deployment.apps/team-a/odd: want "delete" or "pause"; the object is left alone`,
 }
 
