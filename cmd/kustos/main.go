@@ -56,6 +56,7 @@ decisions offline or report its state. Every flag takes two dashes (--mode=pr or
 
 // newRoot is the kustos command and all its subcommands.
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cobra.EnableCommandSorting = false // help and docs/cli.md list run first, as added
 	root := &cobra.Command{
 		Use:     "kustos",
 		Short:   "keeps a GitOps-managed cluster right-sized and tidy through pull requests",

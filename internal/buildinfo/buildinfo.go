@@ -65,5 +65,5 @@ func resolve(version, commit, date string, bi *debug.BuildInfo) Info {
 
 // String is the line `kustos version` prints.
 func (i Info) String() string {
-	return fmt.Sprintf("kustos %s (commit %s, built %s, %s)", i.Version, i.Commit, i.Date, i.GoVersion)
+	return fmt.Sprintf("kustos %s (commit %s, date %s, %s)", i.Version, i.Commit, i.Date, i.GoVersion)
 }

@@ -55,7 +55,7 @@ func ApplyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 		if err := fs.Set(name, v); err != nil {
 			var invalid *pflag.InvalidValueError
 			if errors.As(err, &invalid) {
-				err = errors.New(causeOf(fs.Lookup(name), invalid.Unwrap()))
+				err = causeOf(fs.Lookup(name), invalid.Unwrap())
 			}
 			return &UsageError{Err: fmt.Errorf("environment variable %s=%q (--%s): %w", EnvName(name), v, name, err)}
 		}

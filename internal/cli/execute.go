@@ -98,7 +98,7 @@ func flagError(fs *pflag.FlagSet, err error) error {
 		return fmt.Errorf("unknown flag --%s", name)
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
-		return fmt.Errorf("invalid --%s=%q: %s", f.Name, invalid.GetValue(), causeOf(f, invalid.Unwrap()))
+		return fmt.Errorf("invalid --%s=%q: %w", f.Name, invalid.GetValue(), causeOf(f, invalid.Unwrap()))
 	case errors.As(err, &required):
 		f := required.GetFlag()
 		return fmt.Errorf("--%s needs a value: --%s=%s", f.Name, f.Name, placeholder(f))
@@ -106,15 +106,16 @@ func flagError(fs *pflag.FlagSet, err error) error {
 	return err
 }
 
-// causeOf says what f accepts, where the value's own error is a Go parser's.
-func causeOf(f *pflag.Flag, err error) string {
+// causeOf says what f accepts where the value's own error is a Go parser's (strconv's); the
+// values of package cli and lifecycle say it themselves.
+func causeOf(f *pflag.Flag, err error) error {
 	switch f.Value.Type() {
 	case "bool":
-		return "want true or false"
+		return errors.New("want true or false")
 	case "int", "int64", "int32":
-		return "want a whole number"
+		return errors.New("want a whole number")
 	}
-	return err.Error()
+	return err
 }
 
 func placeholder(f *pflag.Flag) string {

@@ -51,6 +51,8 @@ func StateNamespace(fs *pflag.FlagSet, v *string) {
 	InGroup(fs, GroupState, func() {
 		fs.StringVar(v, "state-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the state and leader-election Leases (default: $POD_NAMESPACE)")
 	})
+	// The default is the variable, not the value it has where help or docs/cli.md are made.
+	fs.Lookup("state-namespace").DefValue = ""
 }
 
 // Duration defines a duration flag in Kustos's one grammar (lifecycle.ParseDuration) into d,
@@ -147,7 +149,7 @@ func (e *Expiry) LoadOwners(read func(string) ([]byte, error)) error {
 // expiry and the inactivity detector read.
 func NotificationInterval(fs *pflag.FlagSet, d *time.Duration) {
 	*d = 24 * time.Hour
-	InGroup(fs, GroupExpiry, func() {
+	InGroup(fs, GroupNotifications, func() {
 		Duration(fs, d, "notification-interval", false,
 			"expiry: never act less than this long after the warning was sent; inactivity: the time between two alerts, and between the last alert and the pause or deletion")
 	})

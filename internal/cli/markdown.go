@@ -23,7 +23,7 @@ func Markdown(w io.Writer, root *cobra.Command) {
 			if !s.IsAvailableCommand() {
 				continue
 			}
-			if s.Runnable() {
+			if !s.HasAvailableSubCommands() {
 				cmds = append(cmds, s)
 			}
 			walk(s)
