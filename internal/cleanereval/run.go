@@ -83,17 +83,9 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 
 func eval(cmd *manifest.Command, now time.Time, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := cmd.Fail
-	var objs []manifest.Object
-	for _, arg := range cmd.Files {
-		name, data, err := manifest.ReadInput(arg, stdin)
-		if err == nil {
-			var more []manifest.Object
-			more, err = manifest.Load(name, data, decode)
-			objs = append(objs, more...)
-		}
-		if err != nil {
-			return fail("%v", err)
-		}
+	objs, err := cmd.Load(stdin, decode)
+	if err != nil {
+		return fail("%v", err)
 	}
 	lines, err := Evaluate(context.Background(), objs, now)
 	if err != nil {

@@ -73,30 +73,31 @@ func (q *Quota) AddFlags(fs *pflag.FlagSet) {
 	q.Defaults.Increment, _ = quota.ParseIncrement("20%")
 	q.Cooldown = time.Hour
 	InGroup(fs, GroupQuota, func() {
-		fs.Var(&ratFlag{r: &q.Defaults.Threshold, text: "80", parse: quota.ParseThreshold}, "threshold",
+		fs.Var(&parsed[*big.Rat]{v: &q.Defaults.Threshold, text: "80", typ: "number", parse: quota.ParseThreshold}, "threshold",
 			"default usage threshold in percent (0-100) at which a quota resource is raised; annotation resizer.io/threshold")
-		fs.Var(&ratFlag{r: &q.Defaults.Increment, text: "20%", parse: quota.ParseIncrement}, "increment",
+		fs.Var(&parsed[*big.Rat]{v: &q.Defaults.Increment, text: "20%", typ: "number", parse: quota.ParseIncrement}, "increment",
 			"default increase, as a percentage (20%) or fraction (0.2); annotation resizer.io/increment")
 		Duration(fs, &q.Cooldown, "cooldown", false,
 			"default time after a recommendation during which the same quota is not raised again; annotation resizer.io/cooldown-minutes")
 	})
 }
 
-// ratFlag is a number flag read by a quota parser; it shows as written.
-type ratFlag struct {
-	r     **big.Rat
+// parsed is a flag value that parse reads into *v; it shows as written.
+type parsed[T any] struct {
+	v     *T
 	text  string
-	parse func(string) (*big.Rat, error)
+	typ   string
+	parse func(string) (T, error)
 }
 
-func (f *ratFlag) String() string { return f.text }
-func (f *ratFlag) Type() string   { return "number" }
-func (f *ratFlag) Set(v string) error {
-	r, err := f.parse(v)
+func (f *parsed[T]) String() string { return f.text }
+func (f *parsed[T]) Type() string   { return f.typ }
+func (f *parsed[T]) Set(s string) error {
+	v, err := f.parse(s)
 	if err != nil {
 		return err
 	}
-	*f.r, f.text = r, v
+	*f.v, f.text = v, s
 	return nil
 }
 
@@ -158,27 +159,9 @@ func NotificationInterval(fs *pflag.FlagSet, d *time.Duration) {
 // Kinds defines a flag of comma-separated group/version/Kind into kinds, whose default is def.
 func Kinds(fs *pflag.FlagSet, kinds *[]schema.GroupVersionKind, name, def, usage string) {
 	*kinds, _ = expiry.ParseKinds(def)
-	fs.Var(&kindsFlag{kinds: kinds, text: def}, name, usage)
+	fs.Var(&parsed[[]schema.GroupVersionKind]{v: kinds, text: def, typ: "kinds", parse: expiry.ParseKinds}, name, usage)
 }
 
-// kindsFlag is a comma-separated list of group/version/Kind.
-type kindsFlag struct {
-	kinds *[]schema.GroupVersionKind
-	text  string
-}
-
-func (f *kindsFlag) String() string { return f.text }
-func (f *kindsFlag) Type() string   { return "kinds" }
-func (f *kindsFlag) Set(v string) error {
-	k, err := expiry.ParseKinds(v)
-	if err != nil {
-		return err
-	}
-	*f.kinds, f.text = k, v
-	return nil
-}
-
-var _ pflag.Value = (*ratFlag)(nil)
-var _ pflag.Value = (*kindsFlag)(nil)
+var _ pflag.Value = (*parsed[*big.Rat])(nil)
 var _ pflag.Value = Enum{}
 var _ pflag.Value = lifecycle.DurationFlag{}

@@ -81,18 +81,9 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			return fail("%v", err)
 		}
 		settings.Owners = e.Settings.Owners
-		var objs []manifest.Object
-		decode := Decoder(e.Kinds)
-		for _, arg := range cmd.Files {
-			name, data, err := manifest.ReadInput(arg, stdin)
-			if err == nil {
-				var more []manifest.Object
-				more, err = manifest.Load(name, data, decode)
-				objs = append(objs, more...)
-			}
-			if err != nil {
-				return fail("%v", err)
-			}
+		objs, err := cmd.Load(stdin, Decoder(e.Kinds))
+		if err != nil {
+			return fail("%v", err)
 		}
 		lines, warnings, err := Plan(objs, Options{Now: now, Kinds: e.Kinds, Settings: settings})
 		if err != nil {

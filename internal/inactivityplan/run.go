@@ -127,18 +127,9 @@ func plan(cmd *manifest.Command, f *inactivityflags.Flags, mode string, now time
 	kinds := f.Options.Kinds
 	settings.Pause = f.Options.Settings.Pause
 	o := Options{Now: now, Kinds: kinds, TemplateRef: f.Options.TemplateRef, TemplateKind: f.Options.TemplateKind, Settings: settings, Sources: f.Options.Sources}
-	var objs []manifest.Object
-	decode := Decoder(kinds, o.TemplateKind)
-	for _, arg := range cmd.Files {
-		name, data, err := manifest.ReadInput(arg, stdin)
-		if err == nil {
-			var more []manifest.Object
-			more, err = manifest.Load(name, data, decode)
-			objs = append(objs, more...)
-		}
-		if err != nil {
-			return fail("%v", err)
-		}
+	objs, err := cmd.Load(stdin, Decoder(kinds, o.TemplateKind))
+	if err != nil {
+		return fail("%v", err)
 	}
 
 	input, err := Read(objs, kinds, o.TemplateKind)

@@ -84,3 +84,20 @@ func (c *Command) Fail(format string, args ...any) int {
 	fmt.Fprintf(c.stderr, c.Name+": "+format+"\n", args...)
 	return ExitUsage
 }
+
+// Load reads every input file (-f, - for stdin), in order, with decode.
+func (c *Command) Load(stdin io.Reader, decode Decoder) ([]Object, error) {
+	var objs []Object
+	for _, arg := range c.Files {
+		name, data, err := ReadInput(arg, stdin)
+		if err != nil {
+			return nil, err
+		}
+		more, err := Load(name, data, decode)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, more...)
+	}
+	return objs, nil
+}
