@@ -352,3 +352,21 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--notification-interval defaults to %s; the help says 1d", s.NotificationInterval)
 	}
 }
+
+// TestTTLNever: kustos.io/ttl: never keeps an object on purpose: nothing is scheduled, it is no
+// orphan, and it wins over the namespace's ttl and --default-ttl; --default-ttl takes never too.
+func TestTTLNever(t *testing.T) {
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: \"2026-05-01T00:00:00Z\"\n  annotations: {kustos.io/ttl: 1d}\n"
+	kept := deployment + "  annotations: {kustos.io/owner: ana@example.com, kustos.io/ttl: never}\n"
+	code, out, errs := run(t, ns+"---\n"+kept, "--now", now, "--default-ttl", "2d")
+	if code != ExitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `{"key":"expiry/Deployment.apps/n/x","target":"Deployment.apps/n/x","owner":"ana@example.com","deadline":null,"next":"none","at":null,"action":"delete"}`) {
+		t.Errorf("plan:\n%s", out)
+	}
+	code, _, errs = run(t, "", "--now", now, "--default-ttl", "never")
+	if code != ExitOK || errs != "" {
+		t.Errorf("--default-ttl never: exit %d: %s", code, errs)
+	}
+}
