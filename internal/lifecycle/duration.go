@@ -125,7 +125,7 @@ func FormatDuration(d time.Duration) string {
 		if n := d / u.size; n > 0 {
 			b.WriteString(strconv.FormatInt(int64(n), 10))
 			b.WriteString(u.name)
-			d -= n * u.size
+			d %= u.size
 		}
 	}
 	return b.String()
