@@ -8,7 +8,7 @@ BIN       ?= $(CURDIR)/bin
 PKGS      := ./...
 FUZZTIME  ?= 30s
 # Packages whose fuzz targets `make fuzz` runs, and the targets in each.
-FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify
+FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify
 
 export KUSTOS_TESTBIN := $(BIN)
 
@@ -16,9 +16,21 @@ export KUSTOS_TESTBIN := $(BIN)
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# What `kustos version` and kustos_build_info report: the tag (or commit) and the commit's time,
+# not the wall clock, so that one commit always builds the same binary.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell git log -1 --format=%cI 2>/dev/null)
+BUILDINFO := github.com/kustos-dev/kustos/internal/buildinfo
+LDFLAGS   := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
+
 .PHONY: build
-build: ## Build bin/kustos.
-	$(GO) build -trimpath -o $(BIN)/kustos ./cmd/kustos
+build: ## Build bin/kustos, stamped with the version, commit and commit time (kustos version).
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kustos ./cmd/kustos
+
+.PHONY: docs
+docs: ## Regenerate docs/cli.md (every command, flag, environment variable and default) from the flag definitions.
+	$(GO) test ./cmd/kustos -run TestDocs -count=1 -update
 
 .PHONY: testbin
 testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm, mailpit (the SMTP server of the mail tests), prometheus and promtool (the activity source of the inactivity tests) into bin/ (cached).

@@ -80,13 +80,15 @@ func deploymentExists(t *testing.T, ns, name string) bool {
 // TestExpiryObserverMode: an environment with an owner and a 4 s lifetime gets one
 // ExpiryWarning, then one ExpiryDue, and stays; one with an unusable ttl gets one
 // InvalidExpiryMetadata Event naming the key and is left alone; one without an owner is an
-// orphan (no Event); a namespace that opted out gets nothing.
+// orphan (no Event); one whose ttl is never is kept on purpose (no Event, no orphan); a
+// namespace that opted out gets nothing.
 func TestExpiryObserverMode(t *testing.T) {
 	ns := newNamespace(t, "expiry-observe", nil)
 	optedOut := newNamespace(t, "expiry-optout", map[string]string{expiry.LabelIgnore: "true"})
 	newEnvironment(t, ns, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "4s"})
 	newEnvironment(t, ns, "typo", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "five days"})
 	newEnvironment(t, ns, "orphan", map[string]string{expiry.AnnotationTTL: "1s"})
+	newEnvironment(t, ns, "kept", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "never"})
 	newEnvironment(t, optedOut, "preview", map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "1s"})
 	k := startKustos(t, expiryOptions)
 	dumpOnFailure(t, k)
@@ -105,12 +107,13 @@ func TestExpiryObserverMode(t *testing.T) {
 	}
 	never(t, ns, expiry.ReasonExpiryWarning, 1, 3*time.Second)
 	never(t, ns, expiry.ReasonExpiryDue, 1, 0)
+	never(t, ns, expiry.ReasonInvalidExpiry, 1, 0) // the typo's only: ttl never is a lifetime
 	for _, r := range []string{expiry.ReasonExpiryWarning, expiry.ReasonExpiryDue, expiry.ReasonExpired} {
 		if evs := kustosEvents(t, optedOut, r); len(evs) > 0 {
 			t.Errorf("opted-out namespace got %s: %v", r, messages(evs))
 		}
 	}
-	for _, name := range []string{"preview", "typo", "orphan"} {
+	for _, name := range []string{"preview", "typo", "orphan", "kept"} {
 		if !deploymentExists(t, ns, name) {
 			t.Errorf("observer mode deleted %s", name)
 		}
@@ -120,7 +123,8 @@ func TestExpiryObserverMode(t *testing.T) {
 	}
 
 	// kustos status --orphans: the orphan (no owner) and the typo (unusable ttl) are listed,
-	// the preview and everything in the opted-out namespace are not; the gauge counts orphans.
+	// the preview, the kept one and everything in the opted-out namespace are not; the gauge
+	// counts orphans.
 	rows, err := statusreport.Orphans(context.Background(), k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
 		expiry.DefaultSettings(), time.Now())
 	if err != nil {
@@ -139,7 +143,7 @@ func TestExpiryObserverMode(t *testing.T) {
 		t.Errorf("typo row: %+v", r)
 	}
 	if len(got) != 2 {
-		t.Errorf("rows in the test's namespaces: %+v, want orphan and typo only", got)
+		t.Errorf("rows in the test's namespaces: %+v, want orphan and typo only (kept has a lifetime: never)", got)
 	}
 	var m dto.Metric
 	if err := metrics.ExpiryOrphans.WithLabelValues("Deployment.apps").Write(&m); err != nil {

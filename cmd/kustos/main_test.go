@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRealMain(t *testing.T) {
@@ -16,7 +17,8 @@ func TestRealMain(t *testing.T) {
 	}{
 		{"no command", nil, 2, "", "Usage: kustos"},
 		{"unknown command", []string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{"version", []string{"version"}, 0, "kustos dev", ""},
+		{"version", []string{"version"}, 0, "kustos dev (commit ", ""},
+		{"--version", []string{"--version"}, 0, "kustos dev (commit ", ""},
 		{"help", []string{"help"}, 0, "recommend", ""},
 		{"run: bad threshold", []string{"run", "--threshold=120", "--state-namespace=x"}, 2, "", `--threshold="120"`},
 		{"run: bad increment", []string{"run", "--increment=-5%", "--state-namespace=x"}, 2, "", `--increment="-5%"`},
@@ -24,10 +26,18 @@ func TestRealMain(t *testing.T) {
 		{"run: stray argument", []string{"run", "extra"}, 2, "", "unexpected arguments: extra"},
 		{"run: an address for a CIDR", []string{"run", "--allowed-destinations=.svc.cluster.local,10.0.0.1", "--state-namespace=x"}, 2, "",
 			`invalid --allowed-destinations: entry 2 "10.0.0.1": an address, not a CIDR; write 10.0.0.1/32`},
-		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "flag provided but not defined: -treshold"},
+		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "kustos run: unknown flag --treshold; did you mean --threshold?"},
+		{"run: one dash, as Go's flag package took", []string{"run", "-mode=pr"}, 2, "", "kustos run: unknown flag -mode=pr: flags take two dashes: --mode=pr"},
+		{"run: a mode that does not exist", []string{"run", "--mode=dry-run"}, 2, "", `kustos run: invalid --mode="dry-run": want observe, pr, direct`},
+		{"run: a duration without a unit", []string{"run", "--cooldown=90"}, 2, "", `kustos run: invalid --cooldown="90": invalid duration: "90": "90" needs a unit`},
+		{"run: never where a cooldown needs an end", []string{"run", "--cooldown=never"}, 2, "", `invalid --cooldown="never": invalid duration: "never" is not accepted here`},
+		{"run: not a number", []string{"run", "--max-alerts=many"}, 2, "", `kustos run: invalid --max-alerts="many": want a whole number`},
+		{"run: a flag without its value", []string{"run", "--mode"}, 2, "", "kustos run: --mode needs a value"},
+		{"expiry plan: one dash", []string{"expiry", "plan", "-now", "2026-01-01T00:00:00Z"}, 2, "", "flags take two dashes: --now"},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
 		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
-		{"cleaner without eval", []string{"cleaner"}, 2, "", "Usage: kustos cleaner eval"},
+		{"cleaner without eval", []string{"cleaner"}, 2, "", "Usage: kustos cleaner <command> [flags]\n\nCleaners, offline\n\nCommands:\n  eval "},
+		{"expiry with an unknown subcommand", []string{"expiry", "plot"}, 2, "", `kustos expiry: unknown command "plot"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +65,7 @@ func TestRunFlagsDefaults(t *testing.T) {
 	if o.Mode != "observe" || o.StateNamespace != "kustos-system" || !o.LeaderElection || kubeconfig != "" || level != "info" {
 		t.Errorf("defaults: mode=%s stateNamespace=%s leaderElect=%v kubeconfig=%q level=%s", o.Mode, o.StateNamespace, o.LeaderElection, kubeconfig, level)
 	}
-	if o.Defaults.Threshold.RatString() != "80" || o.Defaults.Increment.RatString() != "1/5" || o.DefaultCooldown.String() != "1h0m0s" {
+	if o.Defaults.Threshold.RatString() != "80" || o.Defaults.Increment.RatString() != "1/5" || o.DefaultCooldown != time.Hour {
 		t.Errorf("defaults: threshold=%s increment=%s cooldown=%s", o.Defaults.Threshold, o.Defaults.Increment, o.DefaultCooldown)
 	}
 }

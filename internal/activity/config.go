@@ -180,11 +180,12 @@ func Compile(sources []Source) ([]Compiled, error) {
 		}
 		c.minRange = DefaultMinRange
 		if s.MinRange != "" {
-			d, err := model.ParseDuration(s.MinRange)
+			// Kustos's one duration grammar, as every other length in its configuration.
+			d, err := lifecycle.ParseDuration(s.MinRange)
 			if err != nil || d <= 0 {
-				bad("minRange", "%q: want a positive Prometheus duration (30s, 5m)", lifecycle.Clip(s.MinRange, 40))
+				bad("minRange", "%q: want a positive duration (30s, 5m, 1h30m)", lifecycle.Clip(s.MinRange, 40))
 			} else {
-				c.minRange = time.Duration(d)
+				c.minRange = d
 			}
 		}
 		var err error

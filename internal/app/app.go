@@ -136,15 +136,15 @@ func (o Options) Validate() error {
 	case o.StateNamespace == "":
 		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
 	case o.DefaultCooldown < 0:
-		return fmt.Errorf("--cooldown=%s: must not be negative", o.DefaultCooldown)
+		return fmt.Errorf("--cooldown=%s: must not be negative", lifecycle.FormatDuration(o.DefaultCooldown))
 	case o.LeaseSweepInterval <= 0:
-		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", o.LeaseSweepInterval)
+		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", lifecycle.FormatDuration(o.LeaseSweepInterval))
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
 	case o.Cleaners.ReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", o.Cleaners.ReadyRecheck)
+		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.ReadyRecheck))
 	case o.Cleaners.NotReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", o.Cleaners.NotReadyRecheck)
+		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.NotReadyRecheck))
 	}
 	if err := o.Expiry.validate(); err != nil {
 		return err
@@ -164,7 +164,7 @@ func (p PROptions) validate() error {
 		return err
 	}
 	if p.PollInterval <= 0 {
-		return fmt.Errorf("--pr-poll-interval=%s: must be positive", p.PollInterval)
+		return fmt.Errorf("--pr-poll-interval=%s: must be positive", lifecycle.FormatDuration(p.PollInterval))
 	}
 	for _, path := range p.Paths {
 		if strings.TrimSpace(path) == "" || strings.HasPrefix(path, "/") {

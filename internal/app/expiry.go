@@ -76,15 +76,15 @@ func (e ExpiryOptions) validate() error {
 	s := e.Settings
 	switch {
 	case s.DefaultTTL < 0:
-		return fmt.Errorf("--default-ttl=%s: must not be negative", s.DefaultTTL)
+		return fmt.Errorf("--default-ttl=%s: must not be negative", lifecycle.FormatDuration(s.DefaultTTL))
 	case s.WarningBefore < 0:
-		return fmt.Errorf("--expiry-warning-before=%s: must not be negative", s.WarningBefore)
+		return fmt.Errorf("--expiry-warning-before=%s: must not be negative", lifecycle.FormatDuration(s.WarningBefore))
 	case s.NotificationInterval < 0:
-		return fmt.Errorf("--notification-interval=%s: must not be negative", s.NotificationInterval)
+		return fmt.Errorf("--notification-interval=%s: must not be negative", lifecycle.FormatDuration(s.NotificationInterval))
 	case e.AdminEmail != "" && e.Mail.Host == "":
 		return fmt.Errorf("--admin-email=%s needs --notify-mail-host: the orphan digest goes by mail", e.AdminEmail)
 	case e.AdminEmail != "" && e.DigestInterval <= 0:
-		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", e.DigestInterval)
+		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", lifecycle.FormatDuration(e.DigestInterval))
 	case e.Extension.Addr != "" && e.Extension.URL == "":
 		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
 	case e.Extension.Addr != "" && e.Extension.KeyFile == "":

@@ -68,21 +68,21 @@ func (i InactivityOptions) validate() error {
 	case len(i.Kinds) == 0:
 		return fmt.Errorf("--inactivity-kinds: no kinds")
 	case s.Timeout < 0:
-		return fmt.Errorf("--inactivity-timeout=%s: must not be negative", s.Timeout)
+		return fmt.Errorf("--inactivity-timeout=%s: must not be negative", lifecycle.FormatDuration(s.Timeout))
 	case s.MaxAlerts < 0 || s.MaxAlerts > 100:
 		return fmt.Errorf("--max-alerts=%d: want 0 to 100", s.MaxAlerts)
 	case s.NotificationInterval <= 0:
-		return fmt.Errorf("--notification-interval=%s: must be positive (the time between two alerts)", s.NotificationInterval)
+		return fmt.Errorf("--notification-interval=%s: must be positive (the time between two alerts)", lifecycle.FormatDuration(s.NotificationInterval))
 	case s.CheckInterval < time.Second:
-		return fmt.Errorf("--inactivity-check-interval=%s: at least 1s (every check queries Prometheus once per source)", s.CheckInterval)
+		return fmt.Errorf("--inactivity-check-interval=%s: at least 1s (every check queries Prometheus once per source)", lifecycle.FormatDuration(s.CheckInterval))
 	case i.Lookback < s.CheckInterval:
-		return fmt.Errorf("--activity-lookback=%s: at least --inactivity-check-interval (%s)", i.Lookback, s.CheckInterval)
+		return fmt.Errorf("--activity-lookback=%s: at least --inactivity-check-interval (%s)", lifecycle.FormatDuration(i.Lookback), lifecycle.FormatDuration(s.CheckInterval))
 	case i.MinStep < time.Second:
-		return fmt.Errorf("--activity-min-step=%s: at least 1s", i.MinStep)
+		return fmt.Errorf("--activity-min-step=%s: at least 1s", lifecycle.FormatDuration(i.MinStep))
 	case s.ProbeFailures < 1:
 		return fmt.Errorf("--probe-failures=%d: at least 1", s.ProbeFailures)
 	case i.ProbeInterval < time.Second || i.ProbeTimeout <= 0:
-		return fmt.Errorf("--probe-interval=%s, --probe-timeout=%s: the interval at least 1s, the timeout positive", i.ProbeInterval, i.ProbeTimeout)
+		return fmt.Errorf("--probe-interval=%s, --probe-timeout=%s: the interval at least 1s, the timeout positive", lifecycle.FormatDuration(i.ProbeInterval), lifecycle.FormatDuration(i.ProbeTimeout))
 	case len(i.TemplateRef) > 0 && i.TemplateKind.Kind == "":
 		return fmt.Errorf("--template-ref-field=%s needs --template-kind, the kind of the object it names", lifecycle.PathString(i.TemplateRef))
 	}

@@ -8,10 +8,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/manifest"
 )
@@ -23,9 +26,7 @@ const (
 	ExitUsage = manifest.ExitUsage
 )
 
-const usageText = `Usage: kustos cleaner eval -f FILE [-f FILE]... [--now RFC3339]
-
-Evaluates Cleaners (kustos.io/v1alpha1) offline against the objects in the input, with the
+const longText = `Evaluates Cleaners (kustos.io/v1alpha1) offline against the objects in the input, with the
 controller's code, and prints one JSON object per Cleaner per line, sorted by namespace and name:
 
   {"cleaner":"ns/name","expired":bool,"expiresAt":T,"targets":{"<name>":count},
@@ -40,10 +41,6 @@ or JSON, also kind: List, e.g. the Cleaner's file and
 
 Kinds are matched as the cluster's RESTMapper would (kind or resource name, any case; resource
 names guessed as lower-case plurals).
-
-Flags:
-  -f, --filename FILE   read FILE, or - for stdin; repeatable (default -)
-  --now T               evaluate as of this RFC 3339 time (default: now)
 
 Exit status: 0 on success; 2 for bad flags, unreadable input or an invalid Cleaner (FILE:LINE
 and the field path say what is wrong).
@@ -68,28 +65,27 @@ type Condition struct {
 	Error string `json:"error,omitempty"`
 }
 
+// name is the command's path.
+const name = "kustos cleaner eval"
+
 // Run executes `kustos cleaner eval` with args (after "eval"). It returns the exit code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := manifest.NewCommand("kustos cleaner eval", usageText, stderr)
-	now, code, ok := cmd.Parse(args)
-	if !ok {
-		return code
-	}
+	return cli.ExecuteAlone(NewCommand(stdin, stdout, stderr), name, args, stdout, stderr)
+}
+
+// NewCommand is `kustos cleaner eval`.
+func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cmd := manifest.NewCommand(name, "-f FILE [-f FILE]... [--now RFC3339]",
+		"evaluate Cleaners offline against objects in YAML or JSON files", longText, stderr)
+	cmd.Run = func(now time.Time) int { return eval(cmd, now, stdin, stdout, stderr) }
+	return cmd.Cobra
+}
+
+func eval(cmd *manifest.Command, now time.Time, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := cmd.Fail
-	if len(cmd.Files) == 0 {
-		cmd.Files = manifest.Files{"-"}
-	}
-	var objs []manifest.Object
-	for _, arg := range cmd.Files {
-		name, data, err := manifest.ReadInput(arg, stdin)
-		if err == nil {
-			var more []manifest.Object
-			more, err = manifest.Load(name, data, decode)
-			objs = append(objs, more...)
-		}
-		if err != nil {
-			return fail("%v", err)
-		}
+	objs, err := cmd.Load(stdin, decode)
+	if err != nil {
+		return fail("%v", err)
 	}
 	lines, err := Evaluate(context.Background(), objs, now)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
-	"github.com/kustos-dev/kustos/internal/detect/expiry"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/spf13/cobra"
+
+	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/manifest"
 )
 
@@ -17,16 +19,7 @@ const (
 	ExitUsage = manifest.ExitUsage
 )
 
-// The values of --mode, as `kustos run` takes them.
-const (
-	modeObserve = "observe"
-	modePR      = "pr"
-	modeDirect  = "direct"
-)
-
-const usageText = `Usage: kustos expiry plan -f FILE [-f FILE]... [--now RFC3339] [flags]
-
-Decides offline, with the controller's code, what the expiry detector does next to every
+const longText = `Decides offline, with the controller's code, what the expiry detector does next to every
 target in the input, and prints one JSON object per target per line, sorted by key:
 
   {"key":"expiry/Deployment.apps/team-a/web","target":"Deployment.apps/team-a/web",
@@ -60,90 +53,62 @@ A Lease's kustos.io/key names the target's key, its bag.kustos.io/ annotations a
 (warnings sent, extensions) and resizer.io/last-modified is the last decision. A target without
 a Lease is decided as never warned.
 
-Flags:
-  -f, --filename FILE            read FILE, or - for stdin; repeatable (default -)
-  --now T                        decide as of this RFC 3339 time (default: now)
-  --mode MODE                    observe, pr or direct, as kustos run (default observe)
-  --lifecycle-kinds LIST         as kustos run: group/version/Kind, comma-separated
-                                 (default apps/v1/Deployment,apps/v1/StatefulSet)
-  --default-ttl D                lifetime of objects whose object and namespace name none
-                                 (90m, 1d, 1w2d; default: none, they never expire)
-  --expiry-warning-before D      the owner is warned this long before the deadline (default 3d)
-  --notification-interval D      never act less than this long after the warning (default 24h)
-  --expiry-owners FILE           YAML map of owner names to email addresses, as kustos run
-
 Exit status: 0 on success, also when expiry metadata cannot be used (a warning on stderr
 names FILE:LINE, the key and the value, and the target is printed as the controller treats
 it); 1 when the output cannot be written; 2 for bad flags or unusable input: unreadable
-cmd.Files, an object given twice, a target without metadata.creationTimestamp, a state Lease whose
+files, an object given twice, a target without metadata.creationTimestamp, a state Lease whose
 times do not parse (FILE:LINE says what is wrong).
 `
 
-// Run executes `kustos expiry plan` with args (after "plan"). It returns the exit code.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := manifest.NewCommand("kustos expiry plan", usageText, stderr)
-	fs := cmd.Flags
-	mode := fs.String("mode", modeObserve, "observe, pr or direct")
-	kindsFlag := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "group/version/Kind of the workloads that may expire")
-	settings := expiry.DefaultSettings()
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.DefaultTTL}, "default-ttl", "lifetime of objects that name none")
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.WarningBefore}, "expiry-warning-before", "warning this long before the deadline")
-	fs.Var(lifecycle.LifetimeFlag{D: &settings.NotificationInterval}, "notification-interval", "never act less than this long after the warning")
-	ownersFile := fs.String("expiry-owners", "", "YAML map of owner names to email addresses")
-	now, code, ok := cmd.Parse(args)
-	if !ok {
-		return code
-	}
-	fail := cmd.Fail
-	switch *mode {
-	case modeObserve, modePR, modeDirect:
-	default:
-		return fail("--mode=%q: want %q, %q or %q", *mode, modeObserve, modePR, modeDirect)
-	}
-	settings.Acts = *mode != modeObserve
-	kinds, err := expiry.ParseKinds(*kindsFlag)
-	if err != nil {
-		return fail("--lifecycle-kinds: %v", err)
-	}
-	if *ownersFile != "" {
-		name, data, err := manifest.ReadInput(*ownersFile, stdin)
-		if err != nil {
-			return fail("--expiry-owners: %v", err)
+// NewCommand is `kustos expiry plan`: its flags are run's (--mode and the expiry flags, from
+// package cli), so both read them alike and with the same defaults.
+func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cmd := manifest.NewCommand(name, "-f FILE [-f FILE]... [--now RFC3339] [flags]",
+		"what the expiry detector does next to each object, offline", longText, stderr)
+	fs := cmd.Flags()
+	var mode string
+	var e cli.Expiry
+	cli.Mode(fs, &mode)
+	e.AddFlags(fs)
+	cmd.Run = func(now time.Time) int {
+		fail := cmd.Fail
+		settings := e.Settings
+		settings.Acts = mode != cli.ModeObserve
+		if err := e.LoadOwners(func(arg string) ([]byte, error) {
+			_, data, err := manifest.ReadInput(arg, stdin)
+			return data, err
+		}); err != nil {
+			return fail("%v", err)
 		}
-		if settings.Owners, err = expiry.LoadOwners(data); err != nil {
-			return fail("--expiry-owners: %s: %v", name, err)
-		}
-	}
-	if len(cmd.Files) == 0 {
-		cmd.Files = manifest.Files{"-"}
-	}
-	var objs []manifest.Object
-	decode := Decoder(kinds)
-	for _, arg := range cmd.Files {
-		name, data, err := manifest.ReadInput(arg, stdin)
-		if err == nil {
-			var more []manifest.Object
-			more, err = manifest.Load(name, data, decode)
-			objs = append(objs, more...)
-		}
+		settings.Owners = e.Settings.Owners
+		objs, err := cmd.Load(stdin, Decoder(e.Kinds))
 		if err != nil {
 			return fail("%v", err)
 		}
-	}
-	lines, warnings, err := Plan(objs, Options{Now: now, Kinds: kinds, Settings: settings})
-	if err != nil {
-		return fail("%v", err)
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "kustos expiry plan: warning: %s\n", w)
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false) // owners such as "Ana <ana@example.com>" stay readable
-	for _, l := range lines {
-		if err := enc.Encode(l); err != nil {
-			fmt.Fprintf(stderr, "kustos expiry plan: writing the output: %v\n", err)
-			return ExitError
+		lines, warnings, err := Plan(objs, Options{Now: now, Kinds: e.Kinds, Settings: settings})
+		if err != nil {
+			return fail("%v", err)
 		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "kustos expiry plan: warning: %s\n", w)
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false) // owners such as "Ana <ana@example.com>" stay readable
+		for _, l := range lines {
+			if err := enc.Encode(l); err != nil {
+				fmt.Fprintf(stderr, "kustos expiry plan: writing the output: %v\n", err)
+				return ExitError
+			}
+		}
+		return ExitOK
 	}
-	return ExitOK
+	return cmd.Cobra
+}
+
+// name is the command's path.
+const name = "kustos expiry plan"
+
+// Run executes `kustos expiry plan` with args (after "plan"). It returns the exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cli.ExecuteAlone(NewCommand(stdin, stdout, stderr), name, args, stdout, stderr)
 }

@@ -58,7 +58,7 @@ var golden = []string{
 // goldenWarnings are the warnings of every run over testdata/objects.yaml: FILE:LINE of the
 // object, the key, the value and why.
 var goldenWarnings = []string{
-	`kustos expiry plan: warning: testdata/objects.yaml:64: kustos.io/ttl="5 days" on Deployment.apps/team-a/broken: not a lifetime (e.g. 90m, 1d, 1w2d): invalid duration: "5 days": "5" needs a unit (ns, us, ms, s, m, h, d or w); the object is left alone`,
+	`kustos expiry plan: warning: testdata/objects.yaml:64: kustos.io/ttl="5 days" on Deployment.apps/team-a/broken: not a lifetime (e.g. 90m, 1d, 1w2d, or never): invalid duration: "5 days": "5" needs a unit (ns, us, ms, s, m, h, d or w); the object is left alone`,
 	`kustos expiry plan: warning: testdata/objects.yaml:70: kustos.io/on-expiry="archive" on Deployment.apps/team-a/odd: want "delete" or "pause"; the object is left alone`,
 }
 
@@ -116,7 +116,7 @@ func TestPlan(t *testing.T) {
 				"expiry/Deployment.apps/team-a/done": `{"key":"expiry/Deployment.apps/team-a/done","target":"Deployment.apps/team-a/done","owner":"ana@example.com","deadline":"2026-05-01T00:00:00Z","next":"warn","at":"2026-05-10T12:00:00Z","action":"delete"}`,
 				"expiry/Namespace//team-a":           `{"key":"expiry/Namespace//team-a","target":"Namespace/team-a","owner":"ana@example.com","deadline":"2026-05-20T00:00:00Z","next":"warn","at":"2026-05-17T00:00:00Z","action":"delete"}`,
 			}},
-		{name: "later, the removal is due", args: append(append(append([]string{}, objects...), leases...), "-now", "2026-05-11T06:00:00Z"),
+		{name: "later, the removal is due", args: append(append(append([]string{}, objects...), leases...), "--now", "2026-05-11T06:00:00Z"),
 			changes: map[string]string{
 				"expiry/Deployment.apps/team-a/web":    `{"key":"expiry/Deployment.apps/team-a/web","target":"Deployment.apps/team-a/web","owner":"ana@example.com","deadline":"2026-05-10T10:00:00Z","next":"act","at":"2026-05-11T06:00:00Z","action":"delete"}`,
 				"expiry/StatefulSet.apps/team-a/batch": `{"key":"expiry/StatefulSet.apps/team-a/batch","target":"StatefulSet.apps/team-a/batch","owner":"ana@example.com","deadline":"2026-05-11T00:00:00Z","next":"warn","at":"2026-05-11T06:00:00Z","action":"delete"}`,
@@ -285,15 +285,15 @@ func TestBadInput(t *testing.T) {
 		{name: "missing file", file: filepath.Join(dir, "nope.yaml"), want: "nope.yaml: cannot read: no such file or directory"},
 		{name: "bad --now", file: write("i.yaml", owned), args: []string{"--now", "tomorrow"}, want: `invalid --now "tomorrow"`},
 		{name: "--now without a zone", file: write("i.yaml", owned), args: []string{"--now", "2026-05-10T12:00:00"}, want: "invalid --now"},
-		{name: "bad --mode", file: write("i.yaml", owned), args: []string{"--mode", "auto"}, want: `--mode="auto": want "observe", "pr" or "direct"`},
-		{name: "bad --lifecycle-kinds", file: write("i.yaml", owned), args: []string{"--lifecycle-kinds", "apps/v1/deployments"}, want: "--lifecycle-kinds: \"apps/v1/deployments\""},
-		{name: "bad --default-ttl", file: write("i.yaml", owned), args: []string{"--default-ttl", "5 days"}, want: `invalid value "5 days" for flag -default-ttl`},
-		{name: "negative --expiry-warning-before", file: write("i.yaml", owned), args: []string{"--expiry-warning-before", "-1h"}, want: "invalid value \"-1h\" for flag -expiry-warning-before"},
-		{name: "unknown flag", file: write("i.yaml", owned), args: []string{"--dry-run"}, want: "flag provided but not defined: -dry-run\nUsage: kustos expiry plan"},
+		{name: "bad --mode", file: write("i.yaml", owned), args: []string{"--mode", "auto"}, want: `invalid --mode="auto": want observe, pr, direct`},
+		{name: "bad --lifecycle-kinds", file: write("i.yaml", owned), args: []string{"--lifecycle-kinds", "apps/v1/deployments"}, want: `invalid --lifecycle-kinds="apps/v1/deployments"`},
+		{name: "bad --default-ttl", file: write("i.yaml", owned), args: []string{"--default-ttl", "5 days"}, want: `invalid --default-ttl="5 days": invalid duration`},
+		{name: "negative --expiry-warning-before", file: write("i.yaml", owned), args: []string{"--expiry-warning-before", "-1h"}, want: `invalid --expiry-warning-before="-1h": invalid duration`},
+		{name: "unknown flag", file: write("i.yaml", owned), args: []string{"--dry-run"}, want: "kustos expiry plan: unknown flag --dry-run\nRun 'kustos expiry plan --help' for usage."},
 		{name: "an argument", file: write("i.yaml", owned), args: []string{"objects.yaml"}, want: `unexpected argument "objects.yaml" (give input files with -f)`},
 		{name: "owners file missing", file: write("i.yaml", owned), args: []string{"--expiry-owners", filepath.Join(dir, "none.yaml")}, want: "--expiry-owners: " + filepath.Join(dir, "none.yaml") + ": cannot read"},
 		{name: "owners file invalid", file: write("i.yaml", owned), args: []string{"--expiry-owners", write("o.yaml", "ana: not-an-address\n")},
-			want: "--expiry-owners: " + filepath.Join(dir, "o.yaml") + `: owner "ana": "not-an-address" is not an email address`},
+			want: "--expiry-owners=" + filepath.Join(dir, "o.yaml") + `: owner "ana": "not-an-address" is not an email address`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := run(t, "", append([]string{"-f", tc.file}, tc.args...)...)
@@ -325,28 +325,48 @@ func TestStdinAndClock(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	code, out, errs := run(t, "", "-h")
-	if code != ExitOK || out != "" || errs != usageText {
-		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and the usage on stderr", code, out, errs)
+	if code != ExitOK || errs != "" || !strings.HasPrefix(out, "Usage: kustos expiry plan -f FILE") || !strings.Contains(out, longText) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and the help on stdout", code, out, errs)
 	}
 }
 
-// TestUsage keeps the usage text true to the names and defaults it documents.
+// TestUsage keeps the help true to the names and defaults it documents.
 func TestUsage(t *testing.T) {
+	_, help, _ := run(t, "", "--help")
 	for _, s := range []string{
 		state.AnnotationKey, state.BagPrefix, state.AnnotationLastModified, state.LabelManagedBy + "=" + state.ManagedByValue,
 		expiry.AnnotationOwner, expiry.AnnotationOnExpiry, "(default " + expiry.DefaultLifecycleKinds + ")",
 		string(expiry.NextWarn), string(expiry.NextAct), string(expiry.NextNone), string(expiry.NextOrphan),
 		string(expiry.ActionDelete), string(expiry.ActionPause), string(expiry.ActionUninstall),
+		"--mode observe|pr|direct", "(default observe)",
 	} {
-		if !strings.Contains(usageText, s) {
-			t.Errorf("the usage text does not mention %q", s)
+		if !strings.Contains(help, s) {
+			t.Errorf("the help does not mention %q", s)
 		}
 	}
 	s := expiry.DefaultSettings()
-	if s.WarningBefore != 3*24*time.Hour || !strings.Contains(usageText, "deadline (default 3d)") {
-		t.Errorf("--expiry-warning-before defaults to %s; the usage text says 3d", s.WarningBefore)
+	if s.WarningBefore != 3*24*time.Hour || !strings.Contains(help, "(default 3d)") {
+		t.Errorf("--expiry-warning-before defaults to %s; the help says 3d:\n%s", s.WarningBefore, help)
 	}
-	if s.NotificationInterval != 24*time.Hour || !strings.Contains(usageText, "the warning (default 24h)") {
-		t.Errorf("--notification-interval defaults to %s; the usage text says 24h", s.NotificationInterval)
+	if s.NotificationInterval != 24*time.Hour || !strings.Contains(help, "(default 1d)") {
+		t.Errorf("--notification-interval defaults to %s; the help says 1d", s.NotificationInterval)
+	}
+}
+
+// TestTTLNever: kustos.io/ttl: never keeps an object on purpose: nothing is scheduled, it is no
+// orphan, and it wins over the namespace's ttl and --default-ttl; --default-ttl takes never too.
+func TestTTLNever(t *testing.T) {
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: \"2026-05-01T00:00:00Z\"\n  annotations: {kustos.io/ttl: 1d}\n"
+	kept := deployment + "  annotations: {kustos.io/owner: ana@example.com, kustos.io/ttl: never}\n"
+	code, out, errs := run(t, ns+"---\n"+kept, "--now", now, "--default-ttl", "2d")
+	if code != ExitOK || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, `{"key":"expiry/Deployment.apps/n/x","target":"Deployment.apps/n/x","owner":"ana@example.com","deadline":null,"next":"none","at":null,"action":"delete"}`) {
+		t.Errorf("plan:\n%s", out)
+	}
+	code, _, errs = run(t, "", "--now", now, "--default-ttl", "never")
+	if code != ExitOK || errs != "" {
+		t.Errorf("--default-ttl never: exit %d: %s", code, errs)
 	}
 }

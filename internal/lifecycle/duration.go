@@ -22,14 +22,21 @@ var durationUnits = []struct {
 	{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour},
 }
 
-// ParseDuration parses the lifetime grammar Kustos's annotations and Cleaners share: Go's
-// time.ParseDuration grammar without signs, plus days (d = 24h) and weeks (w = 7d), e.g. "90m",
-// "360h", "15d", "1w2d", "1.5d". Go's own parser stops at hours, which the cleaner seed calls a
-// limitation. A day is 24 hours whatever the calendar says (no daylight saving). The result is
+// ParseDuration parses the one duration grammar of Kustos: every lifetime or interval in flags,
+// annotations, Cleaners and chart values is read by it (ParseLimit adds "never" where there
+// may be no limit). It is Go's time.ParseDuration grammar without signs (so every value a Go
+// duration flag took still works, "0" included), plus days (d = 24h) and weeks (w = 7d), e.g.
+// "90m", "360h", "15d", "1w2d", "1.5d", "1h30m". Go's own parser stops at hours. A day is 24 hours whatever the calendar says (no daylight saving). The result is
 // at most math.MaxInt64 nanoseconds (about 292 years); more is an error, not a wrap-around.
 func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("%w: empty (want e.g. 90m, 36h, 15d, 1w2d)", ErrDuration)
+	}
+	if s == "0" {
+		return 0, nil // as time.ParseDuration: flags such as --notify-mail-batch-window=0 were written so
+	}
+	if strings.EqualFold(s, Never) {
+		return 0, fmt.Errorf("%w: %q is not accepted here, only where there can be no limit (a lifetime or timeout); give a length, e.g. 90m, 36h, 15d, 1w2d", ErrDuration, s)
 	}
 	rest := s
 	var total float64
@@ -80,22 +87,84 @@ func ParseDuration(s string) (time.Duration, error) {
 	return sum, nil
 }
 
-// LifetimeFlag is a flag.Value in the ParseDuration grammar that writes to *D; empty sets 0. The
-// commands' lifetime flags (--default-ttl, --expiry-warning-before, …) share it.
-type LifetimeFlag struct{ D *time.Duration }
+// Never is the word for "no limit" where a lifetime or timeout may have none: kustos.io/ttl,
+// kustos.io/inactivity-timeout, --default-ttl, --inactivity-timeout. Elsewhere (a cooldown, an
+// interval, a warning time) ParseDuration refuses it by name.
+const Never = "never"
 
-func (f LifetimeFlag) String() string {
-	if f.D == nil || *f.D == 0 {
+// ParseLimit parses a lifetime or timeout that may be Never (any case): never is (0, true, nil);
+// anything else is ParseDuration's.
+func ParseLimit(s string) (d time.Duration, never bool, err error) {
+	if strings.EqualFold(s, Never) {
+		return 0, true, nil
+	}
+	d, err = ParseDuration(s)
+	return d, false, err
+}
+
+// FormatDuration writes d in the ParseDuration grammar with the largest whole units, so that
+// help and messages show what an operator would write: 14d, 1d12h, 1h30m, 30s, 500ms, 0s.
+// Weeks are not used (14d reads better than 2w). ParseDuration(FormatDuration(d)) == d for
+// every d >= 0.
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	if d < 0 {
+		b.WriteByte('-')
+		if d == math.MinInt64 {
+			return "-" + FormatDuration(math.MaxInt64) // off by 1ns; never a flag's value
+		}
+		d = -d
+	}
+	for _, u := range []struct {
+		name string
+		size time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}, {"us", time.Microsecond}, {"ns", time.Nanosecond}} {
+		if n := d / u.size; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10))
+			b.WriteString(u.name)
+			d %= u.size
+		}
+	}
+	return b.String()
+}
+
+// DurationFlag is a command-line value (pflag.Value and flag.Value) in the ParseDuration grammar
+// that writes to *D. It prints as FormatDuration does (--cooldown's default shows as 1h, not
+// 1h0m0s). With AllowNever, "never" and an empty value set 0, which the flag's reader takes as
+// no limit, and 0 prints as never; without it, never is refused by name and empty is an error
+// (an empty value is more often a missing chart value than a wish for 0).
+type DurationFlag struct {
+	D          *time.Duration
+	AllowNever bool
+}
+
+// String is the value as an operator would write it.
+func (f DurationFlag) String() string {
+	if f.D == nil {
 		return ""
 	}
-	return f.D.String()
+	if f.AllowNever && *f.D == 0 {
+		return Never
+	}
+	return FormatDuration(*f.D)
 }
 
 // Set parses v.
-func (f LifetimeFlag) Set(v string) error {
+func (f DurationFlag) Set(v string) error {
 	v = strings.TrimSpace(v)
-	if v == "" {
-		*f.D = 0
+	if f.AllowNever {
+		if v == "" {
+			*f.D = 0
+			return nil
+		}
+		d, _, err := ParseLimit(v)
+		if err != nil {
+			return fmt.Errorf("%w; or %s for no limit", err, Never)
+		}
+		*f.D = d
 		return nil
 	}
 	d, err := ParseDuration(v)
@@ -105,3 +174,6 @@ func (f LifetimeFlag) Set(v string) error {
 	*f.D = d
 	return nil
 }
+
+// Type names the value in help: "duration".
+func (f DurationFlag) Type() string { return "duration" }

@@ -19,3 +19,6 @@ func (f *Files) Set(v string) error {
 	*f = append(*f, v)
 	return nil
 }
+
+// Type names the value in help.
+func (f *Files) Type() string { return "FILE" }

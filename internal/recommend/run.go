@@ -2,27 +2,26 @@ package recommend
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/manifest"
 )
 
 // Exit codes of Run.
 const (
-	ExitOK    = 0 // also when there is nothing to recommend
-	ExitError = 1 // the output could not be written
-	ExitUsage = 2 // bad flags or unreadable input
+	ExitOK    = cli.ExitOK    // also when there is nothing to recommend
+	ExitError = cli.ExitError // the output could not be written
+	ExitUsage = cli.ExitUsage // bad flags or unreadable input
 )
 
-const usageText = `Usage: kustos recommend [-f FILE|-]... [--threshold N] [--increment X] [--cooldown D] [--now RFC3339]
-
-Makes the controller's ResourceQuota decision offline, for a dry run or to review a cluster
+const longText = `Makes the controller's ResourceQuota decision offline, for a dry run or to review a cluster
 dump, and prints one JSON object per recommended increase per line:
 
   {"namespace","quota","resource","current","used","usedPercent","recommended","trigger","message"}
@@ -36,63 +35,35 @@ Events (v1 and events.k8s.io/v1), the workloads they name (to count missing pods
 them each failing owner counts as one missing pod) and Kustos state Leases (cooldowns).
 Other kinds are ignored. Warnings and notices go to stderr.
 
-Flags:
-  -f, --filename FILE   read FILE, or - for stdin; repeatable (default -)
-  --threshold N         threshold in percent for namespaces without annotations (default 80)
-  --increment X         increase, as a percentage "20%" or a fraction "0.2" (default 20%)
-  --cooldown D          time after a recommendation during which no other is made (default 60m)
-  --now T               decide as of this RFC 3339 time (default: now)
-
 Exit status: 0 on success, also when nothing is to be raised; 2 for bad flags or input.
 `
+
+// name is the command's path.
+const name = "kustos recommend"
 
 // Run executes `kustos recommend` with args (without the subcommand name). It returns the exit
 // code.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("recommend", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	var files manifest.Files
-	fs.Var(&files, "f", "input file, or - for stdin")
-	fs.Var(&files, "filename", "input file, or - for stdin")
-	thresholdFlag := fs.String("threshold", "80", "threshold in percent")
-	incrementFlag := fs.String("increment", "20%", "increase")
-	cooldown := fs.Duration("cooldown", 60*time.Minute, "cooldown")
-	nowFlag := fs.String("now", "", "time of the decision, RFC 3339")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+	return cli.ExecuteAlone(NewCommand(stdin, stdout, stderr), name, args, stdout, stderr)
+}
+
+// NewCommand is `kustos recommend`: --threshold, --increment and --cooldown are run's (package
+// cli), so both read them alike and with the same defaults.
+func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cmd := manifest.NewCommand(name, "[-f FILE|-]... [--threshold N] [--increment X] [--cooldown D] [--now RFC3339]",
+		"decide offline from Kubernetes objects in YAML or JSON files", longText, stderr)
+	var q cli.Quota
+	q.AddFlags(cmd.Flags())
+	cmd.Run = func(now time.Time) int {
+		if q.Cooldown < 0 {
+			return cmd.Fail("invalid --cooldown %s: must not be negative", q.Cooldown)
 		}
-		return ExitUsage // the flag package has printed the problem and the usage
+		return recommend(Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown}, cmd.Files, stdin, stdout, stderr)
 	}
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "kustos recommend: "+format+"\n", args...)
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q (give input files with -f)", fs.Arg(0))
-	}
+	return cmd.Cobra
+}
 
-	opt := Options{Cooldown: *cooldown}
-	var err error
-	if opt.Defaults.Threshold, err = quota.ParseThreshold(*thresholdFlag); err != nil {
-		return fail("invalid --threshold %q: %v", *thresholdFlag, err)
-	}
-	if opt.Defaults.Increment, err = quota.ParseIncrement(*incrementFlag); err != nil {
-		return fail("invalid --increment %q: %v", *incrementFlag, err)
-	}
-	if opt.Cooldown < 0 {
-		return fail("invalid --cooldown %s: must not be negative", opt.Cooldown)
-	}
-	if *nowFlag == "" {
-		opt.Now = time.Now() // the only clock this command reads
-	} else if opt.Now, err = time.Parse(time.RFC3339, *nowFlag); err != nil {
-		return fail("invalid --now %q: not an RFC 3339 time like 2024-05-01T12:00:00Z", *nowFlag)
-	}
-
-	if len(files) == 0 {
-		files = manifest.Files{"-"}
-	}
+func recommend(opt Options, files manifest.Files, stdin io.Reader, stdout, stderr io.Writer) int {
 	var objs []Object
 	for _, arg := range files {
 		name, data, err := manifest.ReadInput(arg, stdin)

@@ -3,14 +3,12 @@ package statusreport
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,59 +17,60 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/detect/expiry"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
-const usageText = `Usage: kustos status [--state-namespace NS] [-o table|json] [--kubeconfig FILE]
-       kustos status --orphans [--lifecycle-kinds LIST] [--default-ttl D] [-o table|json]
-
-Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
+const longText = `Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
 target, open pull request, last action, pending decision, Ready and why (Cleaners), next check
 and age. -o json prints one JSON object per line.
 
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
 kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
-the controller's --lifecycle-kinds and --default-ttl.
-`
+the controller's --lifecycle-kinds and --default-ttl.`
+
+// NewCommand is `kustos status`: --state-namespace, --kubeconfig, --lifecycle-kinds and
+// --default-ttl are run's (package cli).
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		ns, kubeconfig string
+		out            = "table"
+		orphans        bool
+		e              cli.Expiry
+	)
+	cmd := &cobra.Command{
+		Use:   "status [--state-namespace NS] [-o table|json] [--kubeconfig FILE] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
+		Short: "one row per Key Kustos tracks (state Leases and Cleaners)",
+		Long:  longText,
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if ns == "" && !orphans {
+				return cli.Usagef("need --state-namespace (or $POD_NAMESPACE)")
+			}
+			return cli.ExitCode(status(ns, kubeconfig, out, orphans, e, stdout, stderr))
+		},
+	}
+	fs := cmd.Flags()
+	cli.StateNamespace(fs, &ns)
+	cli.Kubeconfig(fs, &kubeconfig)
+	cli.InGroup(fs, cli.GroupGeneral, func() {
+		fs.VarP(cli.Enum{V: &out, Allowed: []string{"table", "json"}}, "output", "o", "output: a table, or JSON lines")
+		fs.BoolVar(&orphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
+	})
+	e.AddScopeFlags(fs)
+	return cmd
+}
 
 // Run executes `kustos status`. It returns the exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usageText) }
-	ns := fs.String("state-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the state Leases (default $POD_NAMESPACE)")
-	out := fs.String("o", "table", "output: table or json")
-	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
-	orphans := fs.Bool("orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
-	kindList := fs.String("lifecycle-kinds", expiry.DefaultLifecycleKinds, "with --orphans: the controller's --lifecycle-kinds")
-	defaultTTL := fs.String("default-ttl", "", "with --orphans: the controller's --default-ttl")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if (*ns == "" && !*orphans) || (*out != "table" && *out != "json") || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "kustos status: need --state-namespace (or $POD_NAMESPACE), -o table or json, and no arguments")
-		return 2
-	}
-	kinds, err := expiry.ParseKinds(*kindList)
-	if err != nil {
-		fmt.Fprintln(stderr, "kustos status: --lifecycle-kinds:", err)
-		return 2
-	}
-	settings := expiry.DefaultSettings()
-	if *defaultTTL != "" {
-		if settings.DefaultTTL, err = lifecycle.ParseDuration(*defaultTTL); err != nil {
-			fmt.Fprintln(stderr, "kustos status: --default-ttl:", err)
-			return 2
-		}
-	}
+	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
+}
+
+func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, stdout, stderr io.Writer) int {
+	kinds, settings := e.Kinds, e.Settings
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
+	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos status:", err)
@@ -87,10 +86,10 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if *orphans {
+	if orphans {
 		rows, err := Orphans(ctx, c, kinds, settings, time.Now())
 		if err == nil {
-			err = PrintOrphans(stdout, rows, *out)
+			err = PrintOrphans(stdout, rows, out)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "kustos status:", err)
@@ -98,12 +97,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	rows, err := Gather(ctx, c, *ns, time.Now())
+	rows, err := Gather(ctx, c, ns, time.Now())
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos status:", err)
 		return 1
 	}
-	if err := Print(stdout, rows, *out); err != nil {
+	if err := Print(stdout, rows, out); err != nil {
 		fmt.Fprintln(stderr, "kustos status:", err)
 		return 1
 	}

@@ -178,6 +178,8 @@ func Decide(s Snapshot) Decision {
 		switch {
 		case s.Policy.Ignored:
 			d.Withdraw = fmt.Sprintf("%s is opted out of expiry (%s)", s.Target, LabelIgnore)
+		case s.Policy.Never:
+			d.Withdraw = fmt.Sprintf("%s now never expires (%s: %s)", s.Target, AnnotationTTL, lifecycle.Never)
 		case d.Next == NextOrphan:
 			d.Withdraw = fmt.Sprintf("%s no longer has an owner and a lifetime", s.Target)
 		default:
@@ -198,6 +200,11 @@ func schedule(s Snapshot) Decision {
 	d.Deadline = p.Deadline
 	if !d.Deadline.IsZero() && s.State.ExtendedUntil.After(d.Deadline) {
 		d.Deadline = s.State.ExtendedUntil
+	}
+	if p.Never && p.Owner != "" {
+		// kustos.io/ttl: never: kept on purpose, nothing to warn about or remove.
+		d.Next = NextNone
+		return d
 	}
 	if p.Owner == "" || d.Deadline.IsZero() {
 		// No owner or no lifetime: reported, never touched (nobody could be warned, or there is

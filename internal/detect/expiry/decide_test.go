@@ -59,6 +59,8 @@ func TestDecide(t *testing.T) {
 			next: NextNone},
 		{name: "no owner: orphan", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy.Owner, s.Policy.OwnerAddress = "", "" }),
 			next: NextOrphan},
+		{name: "ttl never: nothing is scheduled, not an orphan", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true }),
+			next: NextNone},
 		{name: "no lifetime: orphan", snap: snap(deadline.Add(time.Hour), State{}, func(s *Snapshot) { s.Policy.Deadline = time.Time{} }),
 			next: NextOrphan},
 		{name: "before the warning: look again at deadline − warning-before", snap: snap(t0, State{}),
@@ -324,6 +326,7 @@ func TestDecideWithdraw(t *testing.T) {
 			s.ProposalOpen, s.LastDecision = true, deadline
 		}), removal, "its deadline is now 2026-11-18T12:00:00Z"},
 		{"opted out: withdrawn", snap(deadline.Add(time.Minute), State{}, func(s *Snapshot) { s.Policy = Policy{Ignored: true} }), removal, "opted out of expiry"},
+		{"ttl now never: withdrawn", snap(deadline.Add(time.Minute), State{}, func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true }), removal, "now never expires"},
 		{"lifetime removed: withdrawn", snap(deadline.Add(time.Minute), State{}, func(s *Snapshot) { s.Policy.Deadline = time.Time{} }), removal, "no longer has an owner and a lifetime"},
 		{"an extension's write-back is never withdrawn", snap(deadline.Add(time.Minute), extended(7*24*time.Hour, deadline.Add(-2*time.Hour)), func(s *Snapshot) {
 			s.ProposalOpen, s.LastDecision = true, deadline

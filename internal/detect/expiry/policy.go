@@ -18,7 +18,8 @@ const (
 	// AnnotationOwner names who is warned: an email address, or a name mapped to one by the
 	// owners file (--expiry-owners).
 	AnnotationOwner = "kustos.io/owner"
-	// AnnotationTTL is the lifetime counted from the object's creation: 90m, 36h, 1d, 1w2d.
+	// AnnotationTTL is the lifetime counted from the object's creation: 90m, 36h, 1d, 1w2d, or
+	// never (kept on purpose: not an orphan, never warned about or removed).
 	AnnotationTTL = "kustos.io/ttl"
 	// AnnotationExpiresAt is an absolute deadline (RFC 3339). On one object it wins over a TTL:
 	// an extension is written back to Git as this annotation.
@@ -85,6 +86,9 @@ type Policy struct {
 	Owner, OwnerAddress string
 	// Deadline is when the object expires; zero: never.
 	Deadline time.Time
+	// Never: kustos.io/ttl (or ec_ttl) says never: the object has a lifetime, an endless one, so
+	// it is not an orphan and is never warned about or removed.
+	Never bool
 	// From says where the deadline came from, for messages: `annotation kustos.io/ttl="1d" on
 	// Deployment…`, `--default-ttl=72h`.
 	From   string
@@ -101,7 +105,7 @@ func (p Policy) Missing() []string {
 	if p.Owner == "" {
 		m = append(m, "owner")
 	}
-	if p.Deadline.IsZero() {
+	if p.Deadline.IsZero() && !p.Never {
 		m = append(m, "lifetime")
 	}
 	return m
@@ -202,13 +206,18 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 			p.Deadline, p.From = t.UTC(), fmt.Sprintf("%s=%q on %s", atKey, lifecycle.Clip(at, 64), src.Name)
 			return p, problems
 		case hasTTL:
-			d, err := lifecycle.ParseDuration(strings.TrimSpace(ttl))
+			d, never, err := lifecycle.ParseLimit(strings.TrimSpace(ttl))
+			if never {
+				p.Deadline, p.Never = time.Time{}, true
+				p.From = fmt.Sprintf("%s=%q on %s", ttlKey, lifecycle.Clip(ttl, 64), src.Name)
+				return p, problems
+			}
 			if err == nil && d <= 0 {
 				err = fmt.Errorf("%w: must be more than 0", lifecycle.ErrDuration)
 			}
 			if err != nil {
 				problems = append(problems, Problem{On: src.Name, Key: ttlKey, Value: ttl,
-					Err: "not a lifetime (e.g. 90m, 1d, 1w2d): " + err.Error() + "; the object is left alone"})
+					Err: "not a lifetime (e.g. 90m, 1d, 1w2d, or never): " + err.Error() + "; the object is left alone"})
 				return withoutDeadline(p), problems
 			}
 			if end, ok := addDuration(created, d); ok {
@@ -222,14 +231,14 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 	}
 	if s.DefaultTTL > 0 {
 		if end, ok := addDuration(created, s.DefaultTTL); ok {
-			p.Deadline, p.From = end, "--default-ttl="+s.DefaultTTL.String()
+			p.Deadline, p.From = end, "--default-ttl="+lifecycle.FormatDuration(s.DefaultTTL)
 		}
 	}
 	return p, problems
 }
 
 func withoutDeadline(p Policy) Policy {
-	p.Deadline, p.From = time.Time{}, ""
+	p.Deadline, p.From, p.Never = time.Time{}, "", false
 	return p
 }
 

@@ -46,7 +46,13 @@ func TestParsePolicy(t *testing.T) {
 			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Deadline: created.Add(24 * time.Hour),
 				From: `kustos.io/ttl="1d" on Deployment.apps/team-a/web`, Action: ActionDelete}},
 		{name: "the default TTL last", sources: []Source{obj(map[string]string{AnnotationOwner: "ana"}), ns(nil, nil)}, settings: withDefault,
-			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Deadline: created.Add(72 * time.Hour), From: "--default-ttl=72h0m0s", Action: ActionDelete}},
+			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Deadline: created.Add(72 * time.Hour), From: "--default-ttl=3d", Action: ActionDelete}},
+		{name: "ttl never on the object wins over the namespace's ttl and the default", settings: withDefault, sources: []Source{
+			obj(map[string]string{AnnotationTTL: "Never", AnnotationOwner: "ana"}), ns(nil, map[string]string{AnnotationTTL: "1d"})},
+			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Never: true, From: `kustos.io/ttl="Never" on Deployment.apps/team-a/web`, Action: ActionDelete}},
+		{name: "a namespace's ttl never wins over the default", settings: withDefault, sources: []Source{
+			obj(nil), ns(nil, map[string]string{AnnotationTTL: "never", AnnotationOwner: "ana"})},
+			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Never: true, From: `kustos.io/ttl="never" on Namespace/team-a`, Action: ActionDelete}},
 		{name: "no lifetime anywhere", sources: []Source{obj(map[string]string{AnnotationOwner: "ana"}), ns(nil, nil)},
 			want: Policy{Owner: "ana", OwnerAddress: "ana@example.com", Action: ActionDelete}},
 		{name: "opted out by a namespace label", sources: []Source{obj(map[string]string{AnnotationTTL: "1d"}), ns(map[string]string{LabelIgnore: "true"}, nil)},
@@ -61,7 +67,7 @@ func TestParsePolicy(t *testing.T) {
 		{name: "an unusable ttl leaves the object alone, even with a namespace ttl", sources: []Source{
 			obj(map[string]string{AnnotationTTL: "five days", AnnotationOwner: "ana"}), ns(nil, map[string]string{AnnotationTTL: "1d"})},
 			want:     Policy{Owner: "ana", OwnerAddress: "ana@example.com", Action: ActionDelete},
-			problems: []string{`kustos.io/ttl="five days" on Deployment.apps/team-a/web: not a lifetime (e.g. 90m, 1d, 1w2d): invalid duration`}},
+			problems: []string{`kustos.io/ttl="five days" on Deployment.apps/team-a/web: not a lifetime (e.g. 90m, 1d, 1w2d, or never): invalid duration`}},
 		{name: "a zero ttl is unusable", sources: []Source{obj(map[string]string{AnnotationTTL: "0d"})},
 			want: Policy{Action: ActionDelete}, problems: []string{"must be more than 0"}},
 		{name: "a date that does not parse", sources: []Source{obj(map[string]string{AnnotationExpiresAt: "2026-12-24", AnnotationOwner: "ana"})},

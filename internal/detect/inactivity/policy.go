@@ -202,11 +202,10 @@ func ParsePolicy(sources []Source, s Settings) (Policy, []Problem) {
 	}
 
 	if v, key, on := lookup(sources, AnnotationTimeout); v != "" {
-		if strings.EqualFold(v, "never") {
+		if d, never, err := lifecycle.ParseLimit(v); never {
 			p.From = fmt.Sprintf("%s=%q on %s", key, v, on)
 			p.Timeout = 0
 		} else {
-			d, err := lifecycle.ParseDuration(v)
 			if err == nil && d <= 0 {
 				err = fmt.Errorf("%w: must be more than 0", lifecycle.ErrDuration)
 			}
@@ -216,7 +215,7 @@ func ParsePolicy(sources []Source, s Settings) (Policy, []Problem) {
 			p.Timeout, p.From = d, fmt.Sprintf("%s=%q on %s", key, lifecycle.Clip(v, 32), on)
 		}
 	} else if s.Timeout > 0 {
-		p.Timeout, p.From = s.Timeout, "--inactivity-timeout="+s.Timeout.String()
+		p.Timeout, p.From = s.Timeout, "--inactivity-timeout="+lifecycle.FormatDuration(s.Timeout)
 	}
 
 	if v, key, on := lookup(sources, AnnotationMaxAlerts); v != "" {

@@ -25,7 +25,7 @@ func TestParsePolicy(t *testing.T) {
 		{name: "nothing anywhere, no default: never", sources: []Source{obj(nil), ns(nil)},
 			want: Policy{MaxAlerts: 3, Action: ActionPause}},
 		{name: "the flag's default", sources: []Source{obj(nil)}, settings: func(s *Settings) { s.Timeout = 7 * day },
-			want: Policy{Timeout: 7 * day, MaxAlerts: 3, Action: ActionPause, From: "--inactivity-timeout=168h0m0s"}},
+			want: Policy{Timeout: 7 * day, MaxAlerts: 3, Action: ActionPause, From: "--inactivity-timeout=7d"}},
 		{name: "the template wins over the namespace, the object over both", sources: []Source{
 			obj(map[string]string{AnnotationMaxAlerts: "1"}),
 			tpl(map[string]string{AnnotationTimeout: "2d", AnnotationPersistent: "false"}),

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // Namespace annotations that tune the detector. The model is opt-out: every namespace is
@@ -58,8 +60,8 @@ var (
 	errAnnIncrementZero   = errors.New("must be greater than 0")
 	errAnnIncrementRange  = errors.New("must be at most 1000% (a value without % is a fraction: 0.2 means 20%)")
 	errAnnTooManyDecimals = fmt.Errorf("has more than %d decimal places", annMaxFracDigits)
-	errAnnNotMinutes      = errors.New("not a whole number of minutes")
-	errAnnCooldownRange   = fmt.Errorf("must be between 0 and %d minutes", MaxCooldownMinutes)
+	errAnnNotMinutes      = errors.New("not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d)")
+	errAnnCooldownRange   = fmt.Errorf("must be between 0 and %d minutes (365d)", MaxCooldownMinutes)
 	errAnnNotBool         = errors.New(`must be "true" or "false"`)
 	errAnnEmpty           = errors.New("must not be empty")
 	errAnnUnknown         = errors.New("unknown annotation (typo?)")
@@ -102,19 +104,36 @@ func ParseIncrement(s string) (*big.Rat, error) {
 	return r, nil
 }
 
-// ParseCooldownMinutes parses a whole number of minutes between 0 and MaxCooldownMinutes.
+// ParseCooldownMinutes parses resizer.io/cooldown-minutes: a whole number of minutes, as the
+// annotation's name says and as it always took, or a length in Kustos's one duration grammar
+// (lifecycle.ParseDuration: 90m, 1h30m, 1d), between 0 and MaxCooldownMinutes. "never" is
+// refused: a cooldown without end would silence the detector for good.
 func ParseCooldownMinutes(s string) (time.Duration, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
+	s = strings.TrimSpace(s)
+	if s != "" && strings.Trim(s, "+-0123456789") == "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return 0, errAnnCooldownRange
+			}
+			return 0, errAnnNotMinutes
+		}
+		if n < 0 || n > MaxCooldownMinutes {
 			return 0, errAnnCooldownRange
+		}
+		return time.Duration(n) * time.Minute, nil
+	}
+	d, err := lifecycle.ParseDuration(s)
+	if err != nil {
+		if strings.EqualFold(s, lifecycle.Never) {
+			return 0, fmt.Errorf("%w (never is not accepted: a cooldown needs an end)", errAnnNotMinutes)
 		}
 		return 0, errAnnNotMinutes
 	}
-	if n < 0 || n > MaxCooldownMinutes {
+	if d > MaxCooldownMinutes*time.Minute {
 		return 0, errAnnCooldownRange
 	}
-	return time.Duration(n) * time.Minute, nil
+	return d, nil
 }
 
 // parseDecimalPercent reads an optionally signed decimal number with an optional trailing "%",
@@ -385,13 +404,8 @@ func formatIncrementPct(r *big.Rat) string {
 	return FormatRat(new(big.Rat).Mul(r, annHundred)) + "%"
 }
 
-// formatCooldown prints a cooldown the way the annotation takes it: 60m.
-func formatCooldown(d time.Duration) string {
-	if d%time.Minute == 0 {
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
-	}
-	return d.String()
-}
+// formatCooldown prints a cooldown the way the annotation and --cooldown take it: 1h.
+func formatCooldown(d time.Duration) string { return lifecycle.FormatDuration(d) }
 
 // cloneRat returns a copy of r, or nil.
 func cloneRat(r *big.Rat) *big.Rat {

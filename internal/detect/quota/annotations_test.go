@@ -144,14 +144,18 @@ func TestParseCooldownMinutes(t *testing.T) {
 		{in: " 15 ", want: 15 * time.Minute},
 		{in: "0090", want: 90 * time.Minute},
 		{in: "525600", want: 525600 * time.Minute},
-		{in: "525601", wantErr: "must be between 0 and 525600 minutes"},
-		{in: "-1", wantErr: "must be between 0 and 525600 minutes"},
-		{in: "99999999999999999999999", wantErr: "must be between 0 and 525600 minutes"},
-		{in: "1.5", wantErr: "not a whole number of minutes"},
-		{in: "60m", wantErr: "not a whole number of minutes"},
-		{in: "1h", wantErr: "not a whole number of minutes"},
-		{in: "", wantErr: "not a whole number of minutes"},
-		{in: "0x10", wantErr: "not a whole number of minutes"},
+		{in: "525601", wantErr: "must be between 0 and 525600 minutes (365d)"},
+		{in: "-1", wantErr: "must be between 0 and 525600 minutes (365d)"},
+		{in: "99999999999999999999999", wantErr: "must be between 0 and 525600 minutes (365d)"},
+		{in: "1.5", wantErr: "not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d)"},
+		{in: "60m", want: time.Hour},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: "1d", want: 24 * time.Hour},
+		{in: "365d", want: 525600 * time.Minute},
+		{in: "366d", wantErr: "must be between 0 and 525600 minutes (365d)"},
+		{in: "never", wantErr: "not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d) (never is not accepted: a cooldown needs an end)"},
+		{in: "", wantErr: "not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d)"},
+		{in: "0x10", wantErr: "not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d)"},
 	}
 	for _, tt := range tests {
 		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
@@ -305,7 +309,7 @@ func TestParsePolicy(t *testing.T) {
 			annotations: map[string]string{
 				AnnotationThreshold:         "150",
 				AnnotationIncrement:         "20",
-				AnnotationCooldownMinutes:   "1h",
+				AnnotationCooldownMinutes:   "1 h",
 				"resizer.io/cpu-threshold":  "",
 				"resizer.io/pods-increment": "5%",
 			},
@@ -314,7 +318,7 @@ func TestParsePolicy(t *testing.T) {
 			wantPerRes:   1,
 			wantSettings: map[corev1.ResourceName]policyEffective{"requests.cpu": {"80", "20"}, "pods": {"80", "5"}},
 			wantProblems: []string{
-				`annotation resizer.io/cooldown-minutes="1h": not a whole number of minutes; using 60m`,
+				`annotation resizer.io/cooldown-minutes="1 h": not a cooldown: want minutes (90) or a length with a unit (90m, 1h30m, 1d); using 1h`,
 				`annotation resizer.io/cpu-threshold="": not a number; using 80%`,
 				`annotation resizer.io/increment="20": must be at most 1000% (a value without % is a fraction: 0.2 means 20%); using 20%`,
 				`annotation resizer.io/threshold="150": must be between 0 and 100; using 80%`,
@@ -599,10 +603,10 @@ func FuzzParseValue(f *testing.F) {
 		}
 
 		if d, err := ParseCooldownMinutes(s); err == nil {
-			if d < 0 || d > MaxCooldownMinutes*time.Minute || d%time.Minute != 0 {
+			if d < 0 || d > MaxCooldownMinutes*time.Minute {
 				t.Fatalf("ParseCooldownMinutes(%q) = %v, out of bounds", s, d)
 			}
-			if back, err := ParseCooldownMinutes(strconv.FormatInt(int64(d/time.Minute), 10)); err != nil || back != d {
+			if back, err := ParseCooldownMinutes(formatCooldown(d)); err != nil || back != d {
 				t.Fatalf("ParseCooldownMinutes(%q) = %v does not round-trip: %v, %v", s, d, back, err)
 			}
 		}

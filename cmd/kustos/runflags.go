@@ -1,0 +1,221 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/cli"
+	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
+	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/notify"
+)
+
+// runFlagSet holds the flags of `kustos run` between definition and Finish. Every flag here
+// has a Helm value and a row in docs/cli.md (generated from these definitions). Adding a flag
+// is one call in define, in the group it belongs to; flags the offline commands take too are
+// defined in package cli (or cli/inactivityflags) and only called here.
+type runFlagSet struct {
+	o                   app.Options
+	mode                string
+	kubeconfig          string
+	logLevel            string
+	quota               cli.Quota
+	expiry              cli.Expiry
+	inactivity          inactivityflags.Flags
+	gitPaths            listFlag
+	prLabels            string
+	extensionPeriods    string
+	trustedProxies      string
+	mailTLS             string
+	allowedDestinations string
+}
+
+// define adds every flag of `kustos run` to fs, with its group, help and default.
+func (r *runFlagSet) define(fs *pflag.FlagSet) {
+	o := &r.o
+	cli.Mode(fs, &r.mode)
+	cli.Kubeconfig(fs, &r.kubeconfig)
+	r.logLevel = "info"
+	cli.InGroup(fs, cli.GroupGeneral, func() {
+		fs.Var(cli.Enum{V: &r.logLevel, Allowed: []string{"debug", "info", "error"}}, "log-level", "log level")
+		fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
+		fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
+		fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
+	})
+
+	cli.StateNamespace(fs, &o.StateNamespace)
+	o.LeaseSweepInterval = 12 * time.Hour
+	cli.InGroup(fs, cli.GroupState, func() {
+		cli.Duration(fs, &o.LeaseSweepInterval, "lease-sweep-interval", false, "how often state Leases of deleted namespaces are removed")
+		fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one replica acts")
+		fs.StringVar(&o.LeaderElectionID, "leader-election-id", "kustos", "name of the leader-election Lease")
+	})
+
+	r.quota.AddFlags(fs)
+
+	o.PR.PollInterval = time.Minute
+	cli.InGroup(fs, cli.GroupPR, func() {
+		fs.StringVar(&o.PR.GitHub.APIURL, "github-api-url", "", "GitHub REST API root; default https://api.github.com/, GitHub Enterprise: https://HOST/api/v3/")
+		fs.Int64Var(&o.PR.GitHub.AppID, "github-app-id", 0, "GitHub App ID")
+		fs.Int64Var(&o.PR.GitHub.InstallationID, "github-installation-id", 0, "installation ID of the GitHub App")
+		fs.StringVar(&o.PR.GitHub.PrivateKeyFile, "github-private-key-file", "", "the GitHub App's PEM private key (mounted from a Secret)")
+		fs.StringVar(&o.PR.GitHub.TokenFile, "github-token-file", "", "a file holding a GitHub token, instead of App credentials")
+		fs.StringVar(&o.PR.GitHub.Repository, "git-repo", "", "the GitOps repository, owner/name")
+		fs.StringVar(&o.PR.BaseBranch, "git-base-branch", "", "base branch of pull requests (default: the repository's default branch)")
+		fs.StringVar(&o.PR.Cluster, "cluster-name", "", "cluster name, part of every branch name and PR title")
+		fs.Var(&r.gitPaths, "git-path", "path prefix in the repository that holds this cluster's manifests; repeatable or comma-separated (default: the whole repository)")
+		fs.StringVar(&r.prLabels, "pr-labels", "", "comma-separated labels added to every pull request")
+		fs.BoolVar(&o.PR.AutoMerge, "enable-auto-merge", false, "squash-merge pull requests when GitHub reports them mergeable with clean checks; annotation resizer.io/auto-merge: \"false\" opts a namespace out")
+		cli.Duration(fs, &o.PR.PollInterval, "pr-poll-interval", false, "how often an open pull request is checked")
+	})
+
+	o.Cleaners.ReadyRecheck, o.Cleaners.NotReadyRecheck = 30*time.Minute, 10*time.Second
+	cli.InGroup(fs, cli.GroupCleaners, func() {
+		fs.BoolVar(&o.Cleaners.Enabled, "enable-cleaners", true, "run the Cleaner detector (needs the kustos.io Cleaner CRD, which the chart installs)")
+		cli.Duration(fs, &o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", false, "how often a Ready Cleaner is looked at when nothing changes")
+		cli.Duration(fs, &o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", false, "how often a Cleaner that is not Ready is looked at when nothing changes")
+		fs.StringVar(&o.Cleaners.AuthorKeyFile, "cleaner-author-key-file", "", "file holding the key (at least 32 bytes) that signs the author stamps the webhook puts on Cleaners; mount it from a Secret. Empty: no author can be verified and Cleaners delete nothing")
+	})
+
+	cli.InGroup(fs, cli.GroupExpiry, func() {
+		fs.BoolVar(&o.Expiry.Enabled, "enable-expiry", true, "run the expiry detector: objects of --lifecycle-kinds and Namespaces with kustos.io/owner and kustos.io/ttl or kustos.io/expires-at are warned about, then removed or paused")
+	})
+	r.expiry.AddFlags(fs)
+	o.Expiry.DigestInterval = 24 * time.Hour
+	cli.InGroup(fs, cli.GroupExpiry, func() {
+		fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
+		fs.StringVar(&o.Expiry.AdminEmail, "admin-email", "", "address that gets the digest of orphans (objects without owner or lifetime) by mail; empty: none")
+		cli.Duration(fs, &o.Expiry.DigestInterval, "orphan-digest-interval", false, "how often the orphan digest is sent to --admin-email")
+	})
+
+	o.Expiry.Extension.Max = 14 * 24 * time.Hour
+	cli.InGroup(fs, cli.GroupExtension, func() {
+		fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
+		fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
+		fs.StringVar(&r.extensionPeriods, "extension-periods", "3d,1w,2w", "the extensions offered in a warning, comma-separated durations")
+		cli.Duration(fs, &o.Expiry.Extension.Max, "extension-max", false, "the longest extension honoured, whatever a link says")
+		fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
+		fs.StringVar(&r.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the reverse proxies in front of the extension server (the Ingress controller's pods); only their X-Forwarded-For names the client that is rate-limited; empty: none, the peer is the client")
+	})
+
+	r.mailTLS = string(notify.TLSStartTLS)
+	o.Expiry.BatchWindow, o.Expiry.BatchMax = 15*time.Second, 50
+	cli.InGroup(fs, cli.GroupNotifications, func() {
+		fs.StringVar(&o.Expiry.Webhook.URL, "notify-webhook-url", "", "every warning and removal notice is POSTed here as JSON (chat bridges, ticket systems); empty: none")
+		fs.StringVar(&o.Expiry.Webhook.TokenFile, "notify-webhook-token-file", "", "file holding a bearer token for --notify-webhook-url")
+		fs.StringVar(&o.Expiry.Mail.Host, "notify-mail-host", "", "SMTP server for owner emails; empty: no email")
+		fs.IntVar(&o.Expiry.Mail.Port, "notify-mail-port", 0, "SMTP port (0: 587 for starttls, 465 for tls, 25 for none)")
+		fs.Var(cli.Enum{V: &r.mailTLS, Allowed: []string{string(notify.TLSStartTLS), string(notify.TLSImplicit), string(notify.TLSNone)}}, "notify-mail-tls",
+			"starttls (mandatory STARTTLS), tls (implicit TLS) or none (a relay on localhost only)")
+		fs.StringVar(&o.Expiry.Mail.Username, "notify-mail-username", "", "SMTP login; empty: no authentication")
+		fs.StringVar(&o.Expiry.Mail.PasswordFile, "notify-mail-password-file", "", "file holding the SMTP password (a mounted Secret; read again at each connection)")
+		fs.StringVar(&o.Expiry.Mail.From, "notify-mail-from", "", "sender of owner emails, e.g. \"Kustos <kustos@example.com>\" (required with --notify-mail-host)")
+		fs.StringVar(&o.Expiry.Mail.CAFile, "notify-mail-ca-file", "", "PEM certificates trusted for the SMTP server besides the system's")
+		fs.StringVar(&o.Expiry.Mail.Templates, "notify-mail-templates", "", "directory of mail templates (a mounted ConfigMap) replacing the built-in ones by file name")
+		cli.Duration(fs, &o.Expiry.BatchWindow, "notify-mail-batch-window", false, "emails to one owner within this window go as one message; 0: no batching (a batched send holds a reconcile worker for the window)")
+		fs.IntVar(&o.Expiry.BatchMax, "notify-mail-batch-max", 50, "most notices in one email")
+	})
+
+	cli.InGroup(fs, cli.GroupInactivity, func() {
+		fs.BoolVar(&o.Inactivity.Enabled, "enable-inactivity", false, "run the inactivity detector: targets of --inactivity-kinds idle (by Prometheus) for their kustos.io/inactivity-timeout are alerted, then paused or deleted")
+	})
+	r.inactivity.AddFlags(fs)
+	in := &r.inactivity.Options
+	cli.InGroup(fs, cli.GroupInactivity, func() {
+		cli.Duration(fs, &in.Settings.CheckInterval, "inactivity-check-interval", false, "how often Prometheus is asked (one query per source for all targets)")
+		cli.Duration(fs, &in.ProbeInterval, "probe-interval", false, "how often exam endpoints are probed")
+		cli.Duration(fs, &in.ProbeTimeout, "probe-timeout", false, "timeout of one probe")
+	})
+
+	o.Webhook.CertDir = app.DefaultWebhookCertDir
+	cli.InGroup(fs, cli.GroupWebhook, func() {
+		fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
+		fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
+		fs.StringVar(&r.allowedDestinations, "allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
+	})
+}
+
+// finish applies the environment (flag > KUSTOS_<FLAG> > default) and reads what needs more
+// than a flag's own value into app.Options.
+func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (app.Options, string, string, error) {
+	if err := cli.ApplyEnv(fs, lookupEnv); err != nil {
+		return r.o, "", "", err
+	}
+	o := r.o
+	o.Mode = app.Mode(r.mode)
+	o.Defaults, o.DefaultCooldown = r.quota.Defaults, r.quota.Cooldown
+	o.PR.Paths = r.gitPaths
+	o.PR.Labels = splitList(r.prLabels)
+	var err error
+	if o.AllowedDestinations, err = egress.ParsePolicy(r.allowedDestinations); err != nil {
+		return o, "", "", &cli.UsageError{Err: err}
+	}
+	o.Expiry.Kinds, o.Expiry.Settings = r.expiry.Kinds, r.expiry.Settings
+	if err := r.expiry.LoadOwners(os.ReadFile); err != nil {
+		return o, "", "", &cli.UsageError{Err: err}
+	}
+	o.Expiry.Settings.Owners = r.expiry.Settings.Owners
+	o.Expiry.Extension.Periods = splitList(r.extensionPeriods)
+	o.Expiry.Extension.TrustedProxies = splitList(r.trustedProxies)
+	o.Expiry.Mail.TLS = notify.TLSMode(r.mailTLS)
+	enabled := o.Inactivity.Enabled
+	o.Inactivity = r.inactivity.Options
+	o.Inactivity.Enabled = enabled
+	if enabled {
+		if err := r.inactivity.Finish(); err != nil {
+			return o, "", "", &cli.UsageError{Err: err}
+		}
+		o.Inactivity = r.inactivity.Options
+		o.Inactivity.Enabled = true
+		o.Inactivity.Settings.NotificationInterval = o.Expiry.Settings.NotificationInterval
+	}
+	o.Instance = os.Getenv("POD_NAME")
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
+	}
+	return o, r.kubeconfig, r.logLevel, nil
+}
+
+// runFlags parses the flags of `kustos run` (args after "run") and the environment into
+// app.Options, the kubeconfig and the log level, as the run command does.
+func runFlags(args []string, _ io.Writer) (app.Options, string, string, error) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var r runFlagSet
+	r.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return r.o, "", "", err
+	}
+	if fs.NArg() > 0 {
+		return r.o, "", "", fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return r.finish(fs, os.LookupEnv)
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Type() string   { return "list" }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitList(v)...)
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

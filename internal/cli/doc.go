@@ -1,0 +1,7 @@
+// Package cli is the one command line of every kustos command: flags in help groups, each
+// also read from a KUSTOS_<FLAG> environment variable where the command allows it (run), help
+// and docs/cli.md rendered from the same flag definitions, errors that name the flag and the
+// form it accepts, and the definitions of the flags that several commands share (--mode, the
+// quota, expiry and inactivity settings), so that `kustos run` and the offline plan commands
+// read a flag the same way and with the same default.
+package cli
