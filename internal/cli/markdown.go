@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -92,8 +93,14 @@ as an operator writes them: ~14d~, ~1h~.
 // anchor is the GitHub heading anchor of a "kustos expiry plan" heading.
 func anchor(s string) string { return strings.ReplaceAll(strings.ToLower(s), " ", "-") }
 
-// cell makes s safe inside a Markdown table cell.
+// cell makes s safe inside a Markdown table cell. An address in a flag's help (an example URL,
+// a mail address) is set as code: it names a form to write, not a page to follow, and the
+// documentation links nowhere outside the repository.
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "\n", " ")
+	return address.ReplaceAllString(s, "`$0`")
 }
+
+// address matches a URL or a mail address in help text, without the punctuation after it.
+var address = regexp.MustCompile(`https?://[^\s)|,;` + "`" + `]+|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+`)
