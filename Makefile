@@ -76,6 +76,15 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR).
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
+# The chart dist/install.yaml is rendered from: the directory, or a packaged chart (the release
+# workflow renders the tag's package into its own file).
+INSTALL_CHART    ?= charts/kustos
+INSTALL_MANIFEST ?= dist/install.yaml
+
+.PHONY: install-manifest
+install-manifest: testbin ## Render dist/install.yaml (kubectl apply --server-side -f) from the chart: observer mode, namespace kustos-system, CRDs, values in hack/install-values.yaml. Commit the result; e2e/install_test.go fails while it is stale.
+	$(GO) run ./hack/installmanifest -helm $(BIN)/helm -chart $(INSTALL_CHART) -values hack/install-values.yaml -o $(INSTALL_MANIFEST)
+
 .PHONY: lint
 lint: ## golangci-lint with the curated .golangci.yml.
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
