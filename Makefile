@@ -115,6 +115,10 @@ install-manifest: testbin ## Render dist/install.yaml (kubectl apply --server-si
 lint: ## golangci-lint with the curated .golangci.yml.
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
 
+.PHONY: actionlint
+actionlint: ## Check the GitHub workflows (.github/workflows) with actionlint.
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
 .PHONY: clean
 clean: ## Remove bin/ (including the cached control plane).
 	rm -rf $(BIN)
