@@ -213,6 +213,11 @@ func runVersion(ctx context.Context, bin []byte, o checkOptions) (string, error)
 	if !strings.Contains(string(out), o.Version) {
 		return "", fmt.Errorf("/kustos version printed %q, which does not name version %s", strings.TrimSpace(string(out)), o.Version)
 	}
+	// A kustos that prints a commit (the command line's rework of issue 16 adds it) must print
+	// the one it was built from.
+	if strings.Contains(string(out), "commit") && !strings.Contains(string(out), o.Commit) {
+		return "", fmt.Errorf("/kustos version printed %q, which does not name commit %s", strings.TrimSpace(string(out)), o.Commit)
+	}
 	return string(out), nil
 }
 
