@@ -49,3 +49,25 @@ func TestAssemble(t *testing.T) {
 		})
 	}
 }
+
+// FuzzAssemble: whatever helm prints, assemble never panics, and what it accepts opens with the
+// header and the Namespace and carries no Secret.
+func FuzzAssemble(f *testing.F) {
+	f.Add("---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: kustos\n")
+	f.Add("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: k\n")
+	f.Add("---\n# Source: x\n---\nkind: [\n")
+	f.Fuzz(func(t *testing.T, rendered string) {
+		got, err := assemble([]byte(rendered))
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(string(got), header+"---\n"+namespaceDoc) {
+			t.Fatalf("accepted manifest does not open with the header and the Namespace:\n%s", got)
+		}
+		for doc := range strings.SplitSeq(string(got), "\n---\n") {
+			if strings.Contains(doc, "\nkind: Secret\n") || strings.HasPrefix(doc, "kind: Secret\n") {
+				t.Fatalf("accepted a Secret:\n%s", doc)
+			}
+		}
+	})
+}
