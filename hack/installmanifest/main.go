@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 
@@ -36,10 +38,13 @@ metadata:
 `
 
 func main() {
-	os.Exit(realMain(os.Args[1:], os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := realMain(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func realMain(args []string, stderr io.Writer) int {
+func realMain(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("installmanifest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	helmBin := fs.String("helm", "bin/helm", "the helm binary (`make testbin` builds it)")
@@ -49,12 +54,12 @@ func realMain(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	rendered, err := helmTemplate(*helmBin, *chart, *values)
+	rendered, err := helmTemplate(ctx, *helmBin, *chart, *values)
 	if err == nil {
 		var manifest []byte
 		if manifest, err = assemble(rendered); err == nil {
-			if err = os.MkdirAll(filepath.Dir(*out), 0o755); err == nil {
-				err = os.WriteFile(*out, manifest, 0o644)
+			if err = os.MkdirAll(filepath.Dir(*out), 0o750); err == nil {
+				err = os.WriteFile(*out, manifest, 0o644) //nolint:gosec // G306: a public manifest, committed and read by everyone
 			}
 		}
 	}
@@ -66,9 +71,10 @@ func realMain(args []string, stderr io.Writer) int {
 }
 
 // helmTemplate renders the chart as `helm install` would install it, CRDs included.
-func helmTemplate(helmBin, chart, values string) ([]byte, error) {
+func helmTemplate(ctx context.Context, helmBin, chart, values string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helmBin, "template", "kustos", chart, "--namespace", Namespace, "--include-crds", "--values", values)
+	cmd := exec.CommandContext(ctx, helmBin, "template",
+		"kustos", chart, "--namespace", Namespace, "--include-crds", "--values", values)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("helm template (build helm with `make testbin`): %w\n%s", err, stderr.String())
@@ -102,7 +108,7 @@ func assemble(rendered []byte) ([]byte, error) {
 		case "":
 			continue // only comments, or empty
 		case "Secret":
-			return nil, fmt.Errorf("Secret %s: %w", meta.Metadata.Name, errSecret)
+			return nil, fmt.Errorf("rendered Secret %s: %w", meta.Metadata.Name, errSecret)
 		case "Namespace":
 			return nil, fmt.Errorf("the chart rendered Namespace %s; the manifest adds its own", meta.Metadata.Name)
 		}
