@@ -102,7 +102,7 @@ func TestInstallManifest(t *testing.T) {
 		}
 		// Server-side apply, as kubectl apply --server-side; the CRD is already there (the
 		// suite's control plane installs it) and is taken over, as on a cluster upgraded by hand.
-		if err := k8s.Patch(ctx, o, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
 			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 		if o.GetKind() == "Deployment" {
@@ -117,7 +117,7 @@ func TestInstallManifest(t *testing.T) {
 			if objs[i].GetKind() == "CustomResourceDefinition" {
 				continue // the suite's other tests use it
 			}
-			if err := k8s.Delete(context.Background(), objs[i]); client.IgnoreNotFound(err) != nil {
+			if err := client.IgnoreNotFound(k8s.Delete(context.Background(), objs[i])); err != nil {
 				t.Errorf("deleting %s %s: %v", objs[i].GetKind(), objs[i].GetName(), err)
 			}
 		}
@@ -176,8 +176,9 @@ func TestInstallManifest(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
@@ -200,11 +201,11 @@ func TestInstallManifest(t *testing.T) {
 	readyURL := fmt.Sprintf("http://127.0.0.1:%d%s", ports[probe.HTTPGet.Port.String()], probe.HTTPGet.Path)
 	eventually(t, "Kustos ready at "+probe.HTTPGet.Path, func() bool {
 		select {
-		case err := <-exited:
-			t.Fatalf("Kustos exited before it was ready: %v", err)
+		case <-exited:
+			t.Fatalf("Kustos exited before it was ready: %v", exitErr)
 		default:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, http.NoBody)
 		if err != nil {
 			t.Fatal(err)
 		}
