@@ -112,8 +112,9 @@ install-manifest: testbin ## Render dist/install.yaml (kubectl apply --server-si
 	$(GO) run ./hack/installmanifest -helm $(BIN)/helm -chart $(INSTALL_CHART) -values hack/install-values.yaml -o $(INSTALL_MANIFEST)
 
 .PHONY: lint
-lint: ## golangci-lint with the curated .golangci.yml.
+lint: ## golangci-lint with the curated .golangci.yml (the main module and hack/image).
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
+	cd hack/image && GOWORK=off $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run -c ../../.golangci.yml ./...
 
 .PHONY: actionlint
 actionlint: ## Check the GitHub workflows (.github/workflows) with actionlint.

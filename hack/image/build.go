@@ -123,11 +123,15 @@ func ldflags(version, commit string, date time.Time) string {
 	return strings.Join(flags, " ")
 }
 
+// buildTags embeds the time zone database in the binary: the image has no /usr/share/zoneinfo,
+// and a Cleaner's CEL condition may name a zone (time.getHours("Europe/Rome")).
+const buildTags = "timetzdata"
+
 // goBuild builds a static binary: no cgo (the image has no libc), no file system paths
 // (-trimpath), no VCS stamp (a worktree's .git may be a file or absent in CI; the commit is in
-// the ldflags).
+// the ldflags), the time zones built in.
 func goBuild(ctx context.Context, repo string, p v1.Platform, ldflags, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, "./cmd/kustos")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", buildTags, "-ldflags", ldflags, "-o", out, "./cmd/kustos")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	var stderr bytes.Buffer

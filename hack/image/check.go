@@ -166,7 +166,7 @@ func checkImage(img v1.Image, plat v1.Platform, o checkOptions) ([]byte, []error
 }
 
 // checkBinary reads the Go build information of the binary (the right platform, static: no
-// cgo, no build paths) and looks for the version stamped in.
+// cgo, no build paths, the time zones built in) and looks for the version stamped in.
 func checkBinary(bin []byte, plat v1.Platform, version string) []error {
 	bi, err := buildinfo.Read(bytes.NewReader(bin))
 	if err != nil {
@@ -180,7 +180,7 @@ func checkBinary(bin []byte, plat v1.Platform, version string) []error {
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
 	}
-	for k, want := range map[string]string{"GOOS": plat.OS, "GOARCH": plat.Architecture, "CGO_ENABLED": "0", "-trimpath": "true"} {
+	for k, want := range map[string]string{"GOOS": plat.OS, "GOARCH": plat.Architecture, "CGO_ENABLED": "0", "-trimpath": "true", "-tags": buildTags} {
 		if settings[k] != want {
 			problems = append(problems, fmt.Errorf("%s built with %s=%q, want %q", entrypoint, k, settings[k], want))
 		}
@@ -201,7 +201,7 @@ func runVersion(ctx context.Context, bin []byte, o checkOptions) (string, error)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "kustos")
-	if err := os.WriteFile(path, bin, 0o755); err != nil {
+	if err := os.WriteFile(path, bin, 0o700); err != nil { //nolint:gosec // G306: the binary under test must be executable (by us only)
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

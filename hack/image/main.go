@@ -14,8 +14,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(realMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	code := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 const usage = `Usage:

@@ -44,7 +44,7 @@ func push(ctx context.Context, o pushOptions, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s@%s\n", ref.Context(), d)
 	if o.DigestFile != "" {
-		return os.WriteFile(o.DigestFile, []byte(d.String()+"\n"), 0o644)
+		return os.WriteFile(o.DigestFile, []byte(d.String()+"\n"), 0o600)
 	}
 	return nil
 }
