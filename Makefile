@@ -8,13 +8,13 @@ BIN       ?= $(CURDIR)/bin
 PKGS      := ./...
 FUZZTIME  ?= 30s
 # Packages whose fuzz targets `make fuzz` runs, and the targets in each.
-FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify
+FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify ./hack/installmanifest:FuzzAssemble ./internal/doccheck:FuzzLinks
 
 export KUSTOS_TESTBIN := $(BIN)
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # What `kustos version` and kustos_build_info report: the tag (or commit) and the commit's time,
 # not the wall clock, so that one commit always builds the same binary.
@@ -47,11 +47,13 @@ generate: ## Regenerate the deepcopy functions (api/v1alpha1) and the CRD (chart
 .PHONY: vet
 vet: ## go vet and a gofmt check.
 	$(GO) vet $(PKGS)
+	cd hack/image && GOWORK=off $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 .PHONY: unit
 unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, helm uninstall, the webhook and the mail notifier (against mailpit) are tested by `make e2e`).
+	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/helmrelease -e /internal/admission -e /internal/notify -e /internal/activity/promtest)
 
 .PHONY: e2e
@@ -71,6 +73,7 @@ chart: testbin ## helm lint and helm template of charts/kustos; promtool check a
 .PHONY: test
 test: testbin vet lint ## Everything: vet, lint, unit, fuzz seeds, e2e on the real control plane, chart checks.
 	$(GO) test -count=1 -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
+	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory chart
 
 .PHONY: fuzz
@@ -97,9 +100,45 @@ N ?= 10
 demo-soak: ## Run `make demo` N times (N=10) while `make test` runs beside it; prints "demo-soak: P of N passed", keeps failed runs' output in bin/demo-soak/.
 	hack/demo-soak.sh $(N)
 
+# What `make image` stamps into the binary and the image's labels. SOURCE_DATE_EPOCH (the commit
+# time) fixes every timestamp, so one commit builds one digest.
+# VERSION and COMMIT are those `make build` stamps (above).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_LAYOUT      ?= dist/image
+# Where `make image-push` pushes the index, e.g. ghcr.io/kustos-dev/kustos:0.2.0, and a file it
+# writes the pushed index's digest to (the release workflow attests that digest).
+IMAGE_REF         ?=
+IMAGE_DIGEST_FILE ?=
+# hack/image is a module of its own (go-containerregistry stays out of Kustos's go.mod).
+IMAGE_TOOL         = GOWORK=off $(GO) run -C hack/image .
+
+.PHONY: image
+image: ## Build the container image without Docker (linux/amd64 and linux/arm64, scratch + CA certificates + non-root user) as an OCI layout in dist/image, then check it (platforms, user, entrypoint, labels, CA bundle, `kustos version`).
+	$(IMAGE_TOOL) build --repo $(CURDIR) --out $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH)
+	$(IMAGE_TOOL) check --layout $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT)
+
+.PHONY: image-push
+image-push: ## Push dist/image (built by `make image`) to IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0 (credentials: REGISTRY_USERNAME/REGISTRY_PASSWORD or the Docker config).
+	@test -n "$(IMAGE_REF)" || { echo "image-push: set IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0"; exit 1; }
+	$(IMAGE_TOOL) push --layout $(abspath $(IMAGE_LAYOUT)) --ref $(IMAGE_REF) $(if $(IMAGE_DIGEST_FILE),--digest-file $(abspath $(IMAGE_DIGEST_FILE)))
+
+# The chart dist/install.yaml is rendered from: the directory, or a packaged chart (the release
+# workflow renders the tag's package into its own file).
+INSTALL_CHART    ?= charts/kustos
+INSTALL_MANIFEST ?= dist/install.yaml
+
+.PHONY: install-manifest
+install-manifest: testbin ## Render dist/install.yaml (kubectl apply --server-side -f) from the chart: observer mode, namespace kustos-system, CRDs, values in hack/install-values.yaml. Commit the result; e2e/install_test.go fails while it is stale.
+	$(GO) run ./hack/installmanifest -helm $(BIN)/helm -chart $(INSTALL_CHART) -values hack/install-values.yaml -o $(INSTALL_MANIFEST)
+
 .PHONY: lint
-lint: ## golangci-lint with the curated .golangci.yml.
+lint: ## golangci-lint with the curated .golangci.yml (the main module and hack/image).
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
+	cd hack/image && GOWORK=off $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run -c ../../.golangci.yml ./...
+
+.PHONY: actionlint
+actionlint: ## Check the GitHub workflows (.github/workflows) with actionlint.
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 .PHONY: clean
 clean: ## Remove bin/ (including the cached control plane).

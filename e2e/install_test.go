@@ -1,0 +1,382 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/testenv"
+)
+
+// TestInstallManifestIsCurrent renders dist/install.yaml again, as `make install-manifest`
+// does, and fails when the committed file differs: the plain-manifest install must be the chart
+// of the same commit.
+func TestInstallManifestIsCurrent(t *testing.T) {
+	root := repoRoot(t)
+	fresh := filepath.Join(t.TempDir(), "install.yaml")
+	cmd := exec.Command("go", "run", "./hack/installmanifest", "-helm", filepath.Join(testBin(t), "helm"),
+		"-chart", "charts/kustos", "-values", "hack/install-values.yaml", "-o", fresh)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("rendering the install manifest: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
+	if err != nil {
+		t.Fatalf("dist/install.yaml: %v (run `make install-manifest` and commit it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		i := 0
+		for i < len(gl) && i < len(wl) && gl[i] == wl[i] {
+			i++
+		}
+		line := func(l []string) string {
+			if i < len(l) {
+				return l[i]
+			}
+			return "(end of file)"
+		}
+		t.Fatalf("dist/install.yaml is not what the chart renders (run `make install-manifest` and commit it); first difference at line %d:\n committed: %s\n rendered:  %s",
+			i+1, line(gl), line(wl))
+	}
+}
+
+// TestInstallManifest installs dist/install.yaml on the real control plane as `kubectl apply
+// --server-side -f` would (every object, in the file's order), creates the one Secret
+// docs/install.md asks for, and starts Kustos from the manifest's Deployment. There is no
+// kubelet, so the test plays its part: it runs bin/kustos with exactly the container's args
+// and env (downward-API values resolved for a Pod named like the Deployment's), the volumes'
+// Secrets and ConfigMaps written into a directory standing in for the container's file system,
+// and the ServiceAccount's token. Only the listening ports move to free ones (the Pod's network
+// is not ours). Kustos must become ready on the probe's path and do its job in observer mode: a
+// ResourceQuota over its threshold gets its recommendation Event, and no request is forbidden.
+func TestInstallManifest(t *testing.T) {
+	root := repoRoot(t)
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := decodeManifest(t, data)
+	if len(objs) == 0 || objs[0].GetKind() != "Namespace" {
+		t.Fatalf("dist/install.yaml must open with its Namespace, so that `kubectl apply -f` can create what lives in it")
+	}
+	ns := objs[0].GetName()
+
+	var deploy *appsv1.Deployment
+	for _, o := range objs {
+		if o.GetNamespace() != "" && o.GetNamespace() != ns {
+			t.Errorf("%s %s is in namespace %s, not the manifest's %s", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+		}
+		if o.GetKind() == "Secret" {
+			t.Errorf("dist/install.yaml carries Secret %s: a published manifest must carry no key material", o.GetName())
+		}
+		// Server-side apply, as kubectl apply --server-side; the CRD is already there (the
+		// suite's control plane installs it) and is taken over, as on a cluster upgraded by hand.
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kubectl"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		if o.GetKind() == "Deployment" {
+			deploy = &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, deploy); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for i := len(objs) - 1; i >= 0; i-- {
+			if objs[i].GetKind() == "CustomResourceDefinition" {
+				continue // the suite's other tests use it
+			}
+			if err := client.IgnoreNotFound(k8s.Delete(context.Background(), objs[i])); err != nil {
+				t.Errorf("deleting %s %s: %v", objs[i].GetKind(), objs[i].GetName(), err)
+			}
+		}
+	})
+	if deploy == nil || len(deploy.Spec.Template.Spec.Containers) != 1 {
+		t.Fatal("dist/install.yaml has no Deployment with one container")
+	}
+	// The one step docs/install.md asks for before Kustos can start: the Cleaner author key.
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kustos-cleaner-author", Namespace: ns},
+		StringData: map[string]string{"key": "install-test-key-0123456789abcdef0123456789abcdef"}}
+	if err := k8s.Create(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), key) })
+
+	pod := deploy.Spec.Template.Spec
+	c := pod.Containers[0]
+	if len(c.Command) != 1 || c.Command[0] != "/kustos" {
+		t.Errorf("container command %q, want the image's /kustos", c.Command)
+	}
+	fsRoot := t.TempDir() // the container's file system: mounted volumes land below it
+	args := slices.Clone(c.Args)
+	for _, m := range c.VolumeMounts {
+		mountVolume(t, ns, pod.Volumes, m, filepath.Join(fsRoot, m.MountPath))
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "="+m.MountPath, "="+filepath.Join(fsRoot, m.MountPath))
+		}
+	}
+	ports := map[string]int{}
+	for _, p := range c.Ports {
+		_, port, err := net.SplitHostPort(freeAddr(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		free, err := strconv.Atoi(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[p.Name] = free
+		for i, a := range args {
+			if strings.HasSuffix(a, "=:"+strconv.Itoa(int(p.ContainerPort))) {
+				args[i] = strings.TrimSuffix(a, strconv.Itoa(int(p.ContainerPort))) + strconv.Itoa(free)
+			}
+		}
+	}
+	podName := deploy.Name + "-7d9f8b6c5-x2k4q"
+	environ := []string{"HOME=" + fsRoot}
+	for _, e := range c.Env {
+		environ = append(environ, e.Name+"="+resolveEnv(t, e, ns, podName, c.Resources))
+	}
+	args = append(args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, pod.ServiceAccountName))
+
+	logs := &logBuffer{}
+	cmd := exec.Command(kustosBinary(t), args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = environ, io.Discard, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("Kustos did not stop within 30s of SIGINT")
+		}
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("Kustos's log:\n%s", tail(logs.String(), 6000))
+		}
+	}()
+
+	probe := c.ReadinessProbe
+	if probe == nil || probe.HTTPGet == nil {
+		t.Fatal("the container has no HTTP readiness probe")
+	}
+	readyURL := fmt.Sprintf("http://127.0.0.1:%d%s", ports[probe.HTTPGet.Port.String()], probe.HTTPGet.Path)
+	eventually(t, "Kustos ready at "+probe.HTTPGet.Path, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("Kustos exited before it was ready: %v", exitErr)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, http.NoBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	quotaNS := at85(t, "install-quota", nil)
+	evs := waitEvents(t, quotaNS, reasonRecommended, 1)
+	if !strings.Contains(evs[0].Message, "requests.cpu") {
+		t.Errorf("recommendation %q does not name requests.cpu", evs[0].Message)
+	}
+	if errs := logs.records(t, "Reconciler error"); len(errs) > 0 {
+		t.Errorf("Kustos hit errors running from dist/install.yaml: %v", errs)
+	}
+	if strings.Contains(logs.String(), "forbidden") {
+		t.Errorf("a request of Kustos was forbidden: the manifest's RBAC is not enough")
+	}
+}
+
+// decodeManifest reads every object of a multi-document YAML file, in order.
+func decodeManifest(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatalf("decoding the manifest: %v", err)
+		}
+		if len(m) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// mountVolume writes what the kubelet would mount for m (a Secret's or ConfigMap's keys as
+// files, read from the API server) into dir.
+func mountVolume(t *testing.T, ns string, volumes []corev1.Volume, m corev1.VolumeMount, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range volumes {
+		if v.Name != m.Name {
+			continue
+		}
+		files := map[string][]byte{}
+		switch {
+		case v.Secret != nil:
+			var s corev1.Secret
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &s); err != nil {
+				t.Fatalf("volume %s: Secret %s: %v", v.Name, v.Secret.SecretName, err)
+			}
+			files = s.Data
+		case v.ConfigMap != nil:
+			var cm corev1.ConfigMap
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: v.ConfigMap.Name}, &cm); err != nil {
+				t.Fatalf("volume %s: ConfigMap %s: %v", v.Name, v.ConfigMap.Name, err)
+			}
+			for k, s := range cm.Data {
+				files[k] = []byte(s)
+			}
+		case v.EmptyDir != nil:
+		default:
+			t.Fatalf("volume %s: the test does not know how to mount %+v", v.Name, v.VolumeSource)
+		}
+		for k, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, k), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	t.Fatalf("volume mount %s names no volume of the Pod", m.Name)
+}
+
+// resolveEnv gives an env var the value the kubelet would: literal, the Pod's own name or
+// namespace, or a resource of the container. Anything else fails the test, so a new kind of
+// variable in the chart is not silently left out.
+func resolveEnv(t *testing.T, e corev1.EnvVar, ns, pod string, res corev1.ResourceRequirements) string {
+	t.Helper()
+	switch {
+	case e.ValueFrom == nil:
+		return e.Value
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+		return ns
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+		return pod
+	case e.ValueFrom.ResourceFieldRef != nil:
+		r := e.ValueFrom.ResourceFieldRef.Resource
+		list := res.Limits
+		if strings.HasPrefix(r, "requests.") {
+			list = res.Requests
+		}
+		q, ok := list[corev1.ResourceName(r[strings.Index(r, ".")+1:])]
+		if !ok {
+			t.Fatalf("env %s: the container sets no %s", e.Name, r)
+		}
+		return strconv.FormatInt(q.Value(), 10)
+	}
+	t.Fatalf("env %s: the test does not know how to resolve %+v", e.Name, e.ValueFrom)
+	return ""
+}
+
+// serviceAccountKubeconfig writes a kubeconfig holding a token of the ServiceAccount (the
+// TokenRequest API, as the kubelet's projected token), so Kustos has exactly its rights.
+func serviceAccountKubeconfig(t *testing.T, ns, sa string) string {
+	t.Helper()
+	if sa == "" {
+		t.Fatal("the Pod names no ServiceAccount")
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			t.Fatalf("ServiceAccount %s/%s: the manifest does not create it", ns, sa)
+		}
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: sa}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// kustosBinary builds cmd/kustos as `make build` does.
+func kustosBinary(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "kustos")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/kustos")
+	cmd.Dir = repoRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building kustos: %v\n%s", err, b)
+	}
+	return out
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// testBin is where `make testbin` put helm and the control plane.
+func testBin(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv(testenv.EnvTestBin); bin != "" {
+		return bin
+	}
+	return filepath.Join(repoRoot(t), "bin")
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
