@@ -14,7 +14,7 @@ export KUSTOS_TESTBIN := $(BIN)
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-17s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # What `kustos version` and kustos_build_info report: the tag (or commit) and the commit's time,
 # not the wall clock, so that one commit always builds the same binary.
