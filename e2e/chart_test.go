@@ -168,9 +168,6 @@ func TestChartLintsStrict(t *testing.T) {
 // need no rule of the chart.
 func TestChartCleanerRBAC(t *testing.T) {
 	const targets = `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`
-	type access struct {
-		verb, group, resource, subresource string
-	}
 	var (
 		readCleaners = []access{
 			{"get", "kustos.io", "cleaners", ""}, {"list", "kustos.io", "cleaners", ""}, {"watch", "kustos.io", "cleaners", ""},
@@ -244,25 +241,7 @@ func TestChartCleanerRBAC(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := nonDNS.ReplaceAllString(tc.name, "-")
-			const releaseNS = "kustos-cleaner-rbac"
-			var serviceAccount string
-			var args []string
-			for _, co := range renderChart(t, release, releaseNS, tc.args...) {
-				switch o := co.(type) {
-				case *corev1.ServiceAccount:
-					serviceAccount = o.Name
-				case *appsv1.Deployment:
-					args = o.Spec.Template.Spec.Containers[0].Args
-				case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
-					if err := k8s.Create(context.Background(), co); err != nil {
-						t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
-					}
-					t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
-				}
-			}
-			if serviceAccount == "" {
-				t.Fatal("the chart rendered no ServiceAccount")
-			}
+			args, may := applyChartRBAC(t, release, "kustos-cleaner-rbac", tc.args...)
 			for _, want := range tc.wantArgs {
 				if !slices.Contains(args, want) {
 					t.Errorf("the Deployment's args lack %s: %q", want, args)
@@ -274,31 +253,136 @@ func TestChartCleanerRBAC(t *testing.T) {
 				}
 			}
 
-			user := "system:serviceaccount:" + releaseNS + ":" + serviceAccount
-			may := func(a access) bool {
-				t.Helper()
-				review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
-					Spec: authorizationv1.SubjectAccessReviewSpec{
-						User:   user,
-						Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
-						ResourceAttributes: &authorizationv1.ResourceAttributes{
-							Namespace: "team-a", Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
-						},
-					},
-				}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatalf("SubjectAccessReview %+v: %v", a, err)
-				}
-				return review.Status.Allowed
-			}
 			// The authorizer sees new bindings through its informers: wait until everything
 			// granted is allowed, after which a denial is a real one.
 			for _, a := range tc.allowed {
-				eventually(t, fmt.Sprintf("%s may %s %s.%s/%s", user, a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
+				eventually(t, fmt.Sprintf("the chart's ServiceAccount may %s %s.%s/%s", a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
 			}
 			for _, a := range tc.denied {
 				if may(a) {
-					t.Errorf("%s may %s %s.%s/%s, want denied", user, a.verb, a.resource, a.group, a.subresource)
+					t.Errorf("the chart's ServiceAccount may %s %s.%s/%s, want denied", a.verb, a.resource, a.group, a.subresource)
+				}
+			}
+		})
+	}
+}
+
+// access is one thing the chart's ServiceAccount may or may not do, in namespace team-a.
+type access struct {
+	verb, group, resource, subresource string
+}
+
+// applyChartRBAC renders the chart with args, applies its ClusterRoles and ClusterRoleBindings
+// (removed when t ends) and returns the Deployment's args and what asks the API server's RBAC
+// authorizer (SubjectAccessReview) whether the chart's ServiceAccount may do a thing.
+func applyChartRBAC(t *testing.T, release, releaseNS string, chartArgs ...string) (args []string, may func(access) bool) {
+	t.Helper()
+	var serviceAccount string
+	for _, co := range renderChart(t, release, releaseNS, chartArgs...) {
+		switch o := co.(type) {
+		case *corev1.ServiceAccount:
+			serviceAccount = o.Name
+		case *appsv1.Deployment:
+			args = o.Spec.Template.Spec.Containers[0].Args
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			if err := k8s.Create(context.Background(), co); err != nil {
+				t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
+			}
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
+		}
+	}
+	if serviceAccount == "" {
+		t.Fatal("the chart rendered no ServiceAccount")
+	}
+	user := "system:serviceaccount:" + releaseNS + ":" + serviceAccount
+	return args, func(a access) bool {
+		t.Helper()
+		review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: "team-a", Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview %+v: %v", a, err)
+		}
+		return review.Status.Allowed
+	}
+}
+
+// TestChartDeletionRBAC: deletion is an explicit opt-in per detector and kind. With the
+// defaults, and in PR mode with nothing opted in, the chart grants no delete on tenant objects
+// (Namespaces, Deployments, StatefulSets) and passes no --allow-delete; each deletion value
+// grants delete on its kind alone and names it in --allow-delete; observe mode grants none
+// whatever the values say.
+func TestChartDeletionRBAC(t *testing.T) {
+	pr := []string{"--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github", "--set", "github.tokenKey=token"}
+	inactivity := []string{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}
+	var (
+		deleteNamespaces   = access{"delete", "", "namespaces", ""}
+		deleteDeployments  = access{"delete", "apps", "deployments", ""}
+		deleteStatefulSets = access{"delete", "apps", "statefulsets", ""}
+		deleteConfigMaps   = access{"delete", "", "configmaps", ""}
+		pauses             = []access{{"patch", "apps", "deployments", ""}, {"patch", "apps", "deployments", "scale"}}
+		updates            = []access{{"update", "apps", "deployments", ""}, {"update", "apps", "statefulsets", ""}}
+		tenantDeletes      = []access{deleteNamespaces, deleteDeployments, deleteStatefulSets, deleteConfigMaps}
+	)
+	for _, tc := range []struct {
+		name            string
+		args            []string
+		allowed, denied []access
+		wantAllowDelete string // "": no --allow-delete flag
+	}{{
+		name:   "defaults",
+		denied: slices.Concat(tenantDeletes, pauses, updates),
+	}, {
+		name:            "pr, nothing opted in",
+		args:            slices.Concat(pr, inactivity),
+		allowed:         pauses,
+		denied:          slices.Concat(tenantDeletes, updates),
+		wantAllowDelete: "ephemeral:kustos.io/cleaners",
+	}, {
+		name:            "pr, expired namespaces",
+		args:            slices.Concat(pr, []string{"--set", "expiry.deletion.namespaces=true"}),
+		allowed:         []access{deleteNamespaces},
+		denied:          []access{deleteDeployments, deleteStatefulSets, deleteConfigMaps},
+		wantAllowDelete: "expiry:namespaces,ephemeral:kustos.io/cleaners",
+	}, {
+		name: "direct, expired deployments and idle statefulsets",
+		args: slices.Concat([]string{"--set", "mode=direct", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
+			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
+		allowed:         []access{deleteDeployments, deleteStatefulSets},
+		denied:          slices.Concat([]access{deleteNamespaces, deleteConfigMaps}, updates),
+		wantAllowDelete: "expiry:apps/deployments,inactivity:apps/statefulsets,ephemeral:kustos.io/cleaners",
+	}, {
+		name: "observe ignores the deletion values",
+		args: slices.Concat([]string{"--set", "expiry.deletion.namespaces=true", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
+			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
+		denied: slices.Concat(tenantDeletes, pauses),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, may := applyChartRBAC(t, nonDNS.ReplaceAllString(tc.name, "-"), "kustos-deletion-rbac", tc.args...)
+			var got string
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--allow-delete="); ok {
+					got = v
+				}
+			}
+			if got != tc.wantAllowDelete {
+				t.Errorf("--allow-delete=%q, want %q", got, tc.wantAllowDelete)
+			}
+			// The authorizer sees new bindings through its informers: wait until everything
+			// granted is allowed (and, for nothing granted, the basic rule), after which a
+			// denial is a real one.
+			for _, a := range append(tc.allowed, access{"list", "", "namespaces", ""}) {
+				eventually(t, fmt.Sprintf("the chart's ServiceAccount may %s %s.%s/%s", a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
+			}
+			for _, a := range tc.denied {
+				if may(a) {
+					t.Errorf("the chart's ServiceAccount may %s %s.%s/%s, want denied", a.verb, a.resource, a.group, a.subresource)
 				}
 			}
 		})

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cleanereval"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -195,6 +196,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.DurationVar(&o.Inactivity.ProbeTimeout, "probe-timeout", o.Inactivity.ProbeTimeout, "inactivity: timeout of one probe")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	allowedDestinations := fs.String("allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
+	allowDelete := fs.String("allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
 		return o, "", "", err
@@ -216,6 +218,9 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 		return o, "", "", fmt.Errorf("--lifecycle-kinds: %w", err)
 	}
 	if o.AllowedDestinations, err = egress.ParsePolicy(*allowedDestinations); err != nil {
+		return o, "", "", err
+	}
+	if o.AllowDelete, err = direct.ParseDeletePolicy(*allowDelete, app.DeletingDetectors); err != nil {
 		return o, "", "", err
 	}
 	o.Expiry.Extension.Periods = splitList(*extensionPeriods)

@@ -24,6 +24,8 @@ func TestRealMain(t *testing.T) {
 		{"run: stray argument", []string{"run", "extra"}, 2, "", "unexpected arguments: extra"},
 		{"run: an address for a CIDR", []string{"run", "--allowed-destinations=.svc.cluster.local,10.0.0.1", "--state-namespace=x"}, 2, "",
 			`invalid --allowed-destinations: entry 2 "10.0.0.1": an address, not a CIDR; write 10.0.0.1/32`},
+		{"run: allow-delete without a detector", []string{"run", "--allow-delete=namespaces", "--state-namespace=x"}, 2, "",
+			`--allow-delete: "namespaces": want detector:resource`},
 		{"run: unknown flag", []string{"run", "--treshold=80"}, 2, "", "flag provided but not defined: -treshold"},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
 		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
@@ -88,5 +90,19 @@ func TestRunFlagsAllowedDestinations(t *testing.T) {
 	}
 	if o, _, _, err = runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{}); err != nil || o.AllowedDestinations.String() != "" {
 		t.Errorf("default: %q, %v; want none (public addresses only)", o.AllowedDestinations.String(), err)
+	}
+}
+
+func TestRunFlagsAllowDelete(t *testing.T) {
+	o, _, _, err := runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{})
+	if err != nil || len(o.AllowDelete) != 0 {
+		t.Fatalf("default: %q, %v; want nothing deletable", o.AllowDelete.String(), err)
+	}
+	o, _, _, err = runFlags([]string{"--state-namespace=x", "--allow-delete=expiry:namespaces,ephemeral:kustos.io/cleaners,inactivity:apps/statefulsets"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.AllowDelete.String(); got != "ephemeral:kustos.io/cleaners,expiry:namespaces,inactivity:apps/statefulsets" {
+		t.Errorf("--allow-delete: %q", got)
 	}
 }

@@ -37,6 +37,9 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
@@ -119,8 +122,15 @@ type Options struct {
 	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
 	// public addresses only.
 	AllowedDestinations egress.Policy
-	Log                 logr.Logger
+	// AllowDelete is --allow-delete: which resources each detector may delete from the cluster
+	// (direct mode, and in PR mode objects no manifest in Git defines). nil: none; a pull
+	// request removing a manifest from Git needs no such right.
+	AllowDelete direct.DeletePolicy
+	Log         logr.Logger
 }
+
+// DeletingDetectors are the detectors --allow-delete may name: those whose Changes delete.
+var DeletingDetectors = []string{expiry.DetectorName, inactivity.DetectorName, ephemeral.DetectorName}
 
 // Validate reports the first option that cannot work, naming it as a flag.
 func (o Options) Validate() error {
@@ -397,7 +407,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
-		pl.Actuator = directActuator(live)
+		pl.Actuator = directActuator(live, o.AllowDelete)
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
 		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
@@ -452,7 +462,10 @@ const sentNoticesRemembered = 10000
 
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.
-func directActuator(live client.Client) *direct.Actuator { return &direct.Actuator{Client: live} }
+// It deletes only what allow gives the Change's detector.
+func directActuator(live client.Client, allow direct.DeletePolicy) *direct.Actuator {
+	return &direct.Actuator{Client: live, AllowDelete: allow}
+}
 
 func orDisabled(addr string) string {
 	if addr == "" {

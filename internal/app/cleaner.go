@@ -91,7 +91,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	pl.Vocab = cleanerVocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
 	}
 	rep, ok := base.Reporter.(ephemeral.Reporter)
 	if !ok {

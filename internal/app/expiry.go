@@ -124,7 +124,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	pl.Vocab = expiry.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
 	}
 	var uninstaller *helmrelease.Uninstaller
 	if o.Expiry.HelmReleases {

@@ -201,3 +201,77 @@ The inactivity detector's template kind as an RBAC rule's API group: "" for the 
 {{- $parts := splitList "/" .Values.inactivity.templateKind }}
 {{- if eq (len $parts) 3 }}{{ index $parts 0 }}{{ end }}
 {{- end }}
+
+{{/*
+A kind's group/resource as --allow-delete and the deletion values write it: "apps/deployments",
+"namespaces" for the core group.
+*/}}
+{{- define "kustos.groupResource" -}}
+{{- if .apiGroup }}{{ .apiGroup }}/{{ end }}{{ .resource }}
+{{- end }}
+
+{{/*
+What each detector may delete from the cluster (--allow-delete), as a JSON list of
+"detector:group/resource": nothing in observe mode; otherwise expiry.deletion, inactivity.deletion
+(each entry checked against the detector's kinds), and for Cleaners their target kinds and the
+Cleaners themselves once their cleanup is done. The ClusterRole grants delete on exactly these.
+*/}}
+{{- define "kustos.allowDelete" -}}
+{{- $out := list }}
+{{- if ne (toString .Values.mode) "observe" }}
+{{- if .Values.expiry.enabled }}
+{{- if .Values.expiry.deletion.namespaces }}
+{{- $out = append $out "expiry:namespaces" }}
+{{- end }}
+{{- $known := list }}
+{{- range .Values.expiry.lifecycleKinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
+{{- range .Values.expiry.deletion.kinds }}
+{{- if not (has . $known) }}
+{{- fail (printf "\n\nexpiry.deletion.kinds: %q is none of expiry.lifecycleKinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
+{{- end }}
+{{- $out = append $out (printf "expiry:%s" .) }}
+{{- end }}
+{{- end }}
+{{- if .Values.inactivity.enabled }}
+{{- $known := list }}
+{{- range .Values.inactivity.kinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
+{{- range .Values.inactivity.deletion.kinds }}
+{{- if not (has . $known) }}
+{{- fail (printf "\n\ninactivity.deletion.kinds: %q is none of inactivity.kinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
+{{- end }}
+{{- $out = append $out (printf "inactivity:%s" .) }}
+{{- end }}
+{{- end }}
+{{- if .Values.cleaner.enabled }}
+{{- $out = append $out "ephemeral:kustos.io/cleaners" }}
+{{- range .Values.cleaner.targetKinds }}
+{{- $group := .apiGroup }}
+{{- range .resources }}
+{{- $out = append $out (printf "ephemeral:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out | uniq | toJson }}
+{{- end }}
+
+{{/*
+The resources --allow-delete names for any detector, as a JSON list of {apiGroup, resource},
+sorted: the ClusterRole's delete rules.
+*/}}
+{{- define "kustos.deletableResources" -}}
+{{- $seen := list }}
+{{- range include "kustos.allowDelete" . | fromJsonArray }}
+{{- $seen = append $seen (splitList ":" . | last) }}
+{{- end }}
+{{- $out := list }}
+{{- range $seen | uniq | sortAlpha }}
+{{- $parts := splitList "/" . }}
+{{- if eq (len $parts) 2 }}
+{{- $out = append $out (dict "apiGroup" (index $parts 0) "resource" (index $parts 1)) }}
+{{- else }}
+{{- $out = append $out (dict "apiGroup" "" "resource" .) }}
+{{- end }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
