@@ -241,7 +241,8 @@ func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *k
 // e2eDeletes lets every deleting detector delete the kinds the e2e tests create.
 var e2eDeletes = func() direct.DeletePolicy {
 	kinds := []schema.GroupResource{{Resource: "namespaces"}, {Resource: "configmaps"}, {Resource: "services"},
-		{Group: "apps", Resource: "deployments"}, {Group: "apps", Resource: "statefulsets"}, {Group: "kustos.io", Resource: "cleaners"}}
+		{Group: "apps", Resource: "deployments"}, {Group: "apps", Resource: "statefulsets"}, {Group: "kustos.io", Resource: "cleaners"},
+		{Group: "serving.knative.dev", Resource: "services"}, {Group: "serving.knative.dev", Resource: "revisions"}, {Resource: "secrets"}}
 	p := direct.DeletePolicy{}
 	for _, d := range app.DeletingDetectors {
 		p[d] = map[schema.GroupResource]bool{}
