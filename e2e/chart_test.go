@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -559,7 +557,9 @@ func (w webhookObjects) container() corev1.Container {
 
 // checkServing checks that the Deployment serves the webhook as the Service and the
 // configuration expect: --webhook-port is the container port the Service targets, and the
-// Secret named secretName is mounted at --webhook-cert-dir.
+// certificate is cert-manager's Secret secretName mounted at --webhook-cert-dir or, with
+// secretName "", the Secret Kustos makes itself (--webhook-cert-secret for the Service's names,
+// its CA put into both configurations), mounted nowhere.
 func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 	t.Helper()
 	c := w.container()
@@ -581,6 +581,21 @@ func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 			t.Errorf("the webhook Service selects %s=%s, the Pods have %q", k, v, podLabels[k])
 		}
 	}
+	if secretName == "" {
+		ns := w.service.Namespace
+		for _, want := range []string{"--webhook-cert-secret=" + ns + "/", "--webhook-service=" + ns + "/" + w.service.Name,
+			"--webhook-configurations=" + w.config.Name + "," + w.authors.Name} {
+			if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+				t.Errorf("args %q lack %s…", c.Args, want)
+			}
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--webhook-cert-dir") {
+				t.Errorf("args pass %s, but nothing is mounted", a)
+			}
+		}
+		return
+	}
 	var volume string
 	for _, v := range w.deployment.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == secretName {
@@ -599,17 +614,32 @@ func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 	}
 }
 
+// argValue is the value of --name=value in args, "" without it.
+func argValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // TestChartWebhook renders the Cleaner webhook with its defaults and checks it against the real
 // API server and a real Kustos: the configuration is what the API server must call (rules,
-// failure policy, the Service's path and port), the generated caBundle verifies the generated
-// serving certificate for the Service's DNS name, an upgrade keeps the Secret (lookup), and the
-// API server, calling the chart's configuration, refuses an invalid Cleaner through Kustos.
+// failure policy, the Service's path and port); the chart renders no certificate, key or
+// caBundle (every render is the same, see TestChartRendersTheSameBytes); Kustos, given the
+// chart's flags, creates the serving certificate's Secret and the author key's Secret once,
+// puts the CA into both configurations, and the API server, trusting it, has the chart's
+// webhooks refuse an invalid Cleaner and stamp a valid one's author; a restart keeps both Secrets.
 func TestChartWebhook(t *testing.T) {
 	const release = "kustos-wh"
 	ns := newNamespace(t, "kustos-webhook", nil)
 	w := renderWebhook(t, release, ns)
-	if w.config == nil || w.service == nil || w.secret == nil {
-		t.Fatalf("the chart rendered config %v, Service %v, Secret %v", w.config != nil, w.service != nil, w.secret != nil)
+	if w.config == nil || w.authors == nil || w.service == nil {
+		t.Fatalf("the chart rendered config %v, author config %v, Service %v", w.config != nil, w.authors != nil, w.service != nil)
+	}
+	if w.secret != nil || w.authorKey != nil {
+		t.Errorf("the chart renders Secrets (certificate %v, author key %v): a render must generate nothing", w.secret != nil, w.authorKey != nil)
 	}
 	if len(w.others) > 0 {
 		t.Errorf("unexpected kinds %v without cert-manager", slices.Collect(maps.Keys(w.others)))
@@ -639,81 +669,36 @@ func TestChartWebhook(t *testing.T) {
 		t.Errorf("timeoutSeconds %v, want 10", wh.TimeoutSeconds)
 	case wh.NamespaceSelector != nil || wh.ObjectSelector != nil:
 		t.Errorf("selectors %v %v, want every namespace and object", wh.NamespaceSelector, wh.ObjectSelector)
+	case len(wh.ClientConfig.CABundle) > 0 || len(w.authors.Webhooks[0].ClientConfig.CABundle) > 0:
+		t.Errorf("the chart renders a caBundle; Kustos puts it in")
 	}
 	svc := wh.ClientConfig.Service
 	if svc == nil || svc.Name != w.service.Name || svc.Namespace != ns || svc.Path == nil || *svc.Path != admission.Path ||
 		svc.Port == nil || *svc.Port != 443 {
 		t.Errorf("clientConfig.service %+v, want Service %s/%s port 443 path %s", svc, ns, w.service.Name, admission.Path)
 	}
-	w.checkServing(t, w.secret.Name)
+	w.checkServing(t, "")
 	// The API server takes them as rendered (server-side dry run: nothing is registered).
-	for _, o := range []client.Object{w.secret, w.service, w.config} {
+	for _, o := range []client.Object{w.service, w.config, w.authors} {
 		if err := k8s.Create(context.Background(), o.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
 			t.Errorf("the API server refuses %T %s: %v", o, o.GetName(), err)
 		}
 	}
+	args := w.container().Args
+	certSecret, authorSecret := argValue(args, "webhook-cert-secret"), argValue(args, "cleaner-author-key-secret")
+	if certSecret != ns+"/"+release+"-webhook-tls" || authorSecret != ns+"/"+release+"-cleaner-author" {
+		t.Fatalf("--webhook-cert-secret=%q --cleaner-author-key-secret=%q", certSecret, authorSecret)
+	}
 
-	// The certificate: the caBundle is the Secret's CA, and it verifies the serving
-	// certificate for the Service's DNS name, as the API server will.
-	checkCert := func(t *testing.T, s *corev1.Secret, caBundle []byte) {
-		t.Helper()
-		if s.Type != corev1.SecretTypeTLS || !bytes.Equal(caBundle, s.Data["ca.crt"]) {
-			t.Fatalf("Secret type %s; caBundle equal to its ca.crt: %v", s.Type, bytes.Equal(caBundle, s.Data["ca.crt"]))
-		}
-		if _, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
-			t.Errorf("tls.crt and tls.key: %v", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(caBundle) {
-			t.Fatalf("the caBundle holds no PEM certificate")
-		}
-		block, _ := pem.Decode(s.Data["tls.crt"])
-		if block == nil {
-			t.Fatal("tls.crt is not PEM")
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{w.service.Name + "." + ns + ".svc", w.service.Name + "." + ns + ".svc.cluster.local"} {
-			if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-				t.Errorf("the caBundle does not verify the serving certificate for %s: %v", name, err)
-			}
-		}
-		if cert.NotAfter.Before(time.Now().Add(5 * 365 * 24 * time.Hour)) {
-			t.Errorf("the serving certificate expires %s", cert.NotAfter)
-		}
-	}
-	checkCert(t, w.secret, wh.ClientConfig.CABundle)
-
-	// An upgrade keeps the Secret the Pods mount: with the Secret stored, a render that may look
-	// it up (helm upgrade, or --dry-run=server) renders the same Secret and caBundle.
-	if err := k8s.Create(context.Background(), w.secret); err != nil {
-		t.Fatal(err)
-	}
-	again := renderWebhook(t, release, ns, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
-	if again.secret == nil || again.config == nil {
-		t.Fatal("the upgrade renders no Secret or configuration")
-	}
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		if !bytes.Equal(again.secret.Data[k], w.secret.Data[k]) {
-			t.Errorf("the upgrade generated a new %s", k)
-		}
-	}
-	checkCert(t, again.secret, again.config.Webhooks[0].ClientConfig.CABundle)
-
-	// The API server calls the chart's configuration, and Kustos answers. envtest rewrites the
-	// Service into a URL on a local port (keeping the chart's path) with a certificate of its own;
-	// the configuration is narrowed to this test's namespace so that no other test meets it.
+	// The API server calls the chart's configurations, and Kustos answers. envtest rewrites the
+	// Service into a URL on a local port (keeping the chart's path); its host is "localhost",
+	// so Kustos's certificate is made for a Service named localhost (a test's stand-in for the
+	// chart's Service, whose name no test DNS resolves). Kustos replaces envtest's caBundle by
+	// its own CA. The configurations are narrowed to this test's namespace so that no other
+	// test meets them.
 	cfg := w.config.DeepCopy()
 	cfg.Name = "kustos-chart-webhook-" + ns
 	cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
-	if w.authors == nil || len(w.authors.Webhooks) != 1 || w.authorKey == nil {
-		t.Fatalf("the chart rendered no author webhook configuration (%v) or no author key Secret (%v)", w.authors != nil, w.authorKey != nil)
-	}
-	if key := w.authorKey.Data["key"]; len(key) < authorship.MinKeyBytes {
-		t.Errorf("the author key has %d bytes, want at least %d", len(key), authorship.MinKeyBytes)
-	}
 	acfg := w.authors.DeepCopy()
 	acfg.Name = "kustos-chart-authors-" + ns
 	acfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
@@ -721,8 +706,9 @@ func TestChartWebhook(t *testing.T) {
 		ptr.Deref(acfg.Webhooks[0].FailurePolicy, "") != admissionregistrationv1.Fail {
 		t.Errorf("the author webhook calls %+v (failure policy %v), want the webhook Service at %s, Fail", svc, acfg.Webhooks[0].FailurePolicy, admission.AuthorPath)
 	}
-	install := envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
-		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{acfg}}
+	install := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingHostExternalName: "localhost",
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{acfg}}
 	if err := install.Install(env.Config); err != nil {
 		t.Fatal(err)
 	}
@@ -731,22 +717,59 @@ func TestChartWebhook(t *testing.T) {
 		_ = k8s.Delete(context.Background(), acfg)
 		_ = install.Cleanup()
 	})
-	startKustos(t, func(o *app.Options) {
-		o.Webhook = app.WebhookOptions{Host: install.LocalServingHost, Port: install.LocalServingPort, CertDir: install.LocalServingCertDir}
-	})
+	start := func() *kustos {
+		return startKustos(t, func(o *app.Options) {
+			o.Webhook = app.WebhookOptions{Host: "127.0.0.1", Port: install.LocalServingPort,
+				CertSecret: certSecret, Service: ns + "/localhost", Configurations: []string{cfg.Name, acfg.Name}}
+			o.Cleaners.AuthorKeySecret = authorSecret
+		})
+	}
+	k := start()
+	dumpOnFailure(t, k)
+	secretOf := func(nsName string) *corev1.Secret {
+		t.Helper()
+		namespace, name, _ := strings.Cut(nsName, "/")
+		var s corev1.Secret
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+			t.Fatalf("Secret %s: %v", nsName, err)
+		}
+		return &s
+	}
+	certs, authorKey := secretOf(certSecret), secretOf(authorSecret)
+	if certs.Type != corev1.SecretTypeTLS || len(authorKey.Data[app.SecretKeyField]) < authorship.MinKeyBytes {
+		t.Fatalf("Secret types %s, author key of %d bytes", certs.Type, len(authorKey.Data[app.SecretKeyField]))
+	}
 	bad := &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
 		Spec: v1alpha1.CleanerSpec{TTL: "1h", Targets: []v1alpha1.Target{{Name: "cm", Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "x"}}},
 			Conditions: []string{"cm == null", "cm.data.size( > 0"}},
 	}
-	var err error
-	eventually(t, "the chart's webhook answers", func() bool {
-		err = kc(t).Create(context.Background(), bad.DeepCopy())
-		return err != nil && !strings.Contains(err.Error(), "failed calling webhook")
-	})
-	if want := `admission webhook "cleaners.kustos.io" denied the request`; !apierrors.IsInvalid(err) ||
-		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.conditions[1]") {
-		t.Errorf("want Invalid from the webhook naming spec.conditions[1], got %v", err)
+	refused := func(name string) {
+		t.Helper()
+		b := bad.DeepCopy()
+		b.Name = name
+		var err error
+		eventually(t, "the chart's webhook answers with Kustos's certificate", func() bool {
+			err = kc(t).Create(context.Background(), b.DeepCopy())
+			return err != nil && !strings.Contains(err.Error(), "failed calling webhook")
+		})
+		if want := `admission webhook "cleaners.kustos.io" denied the request`; !apierrors.IsInvalid(err) ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.conditions[1]") {
+			t.Errorf("want Invalid from the webhook naming spec.conditions[1], got %v", err)
+		}
+	}
+	refused("bad")
+	for _, c := range []struct{ kind, name string }{{"ValidatingWebhookConfiguration", cfg.Name}, {"MutatingWebhookConfiguration", acfg.Name}} {
+		var u unstructured.Unstructured
+		u.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(c.kind))
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: c.name}, &u); err != nil {
+			t.Fatal(err)
+		}
+		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		bundle, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle")
+		if want := base64.StdEncoding.EncodeToString(certs.Data["ca.crt"]); bundle != want {
+			t.Errorf("%s %s: the caBundle is not the CA of Secret %s", c.kind, c.name, certSecret)
+		}
 	}
 	good := bad.DeepCopy()
 	good.Name, good.Spec.Conditions = "good", good.Spec.Conditions[:1]
@@ -754,10 +777,26 @@ func TestChartWebhook(t *testing.T) {
 	if err := kc(t).Create(context.Background(), good); err != nil {
 		t.Fatalf("a valid Cleaner was refused: %v", err)
 	}
-	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin.
+	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin,
+	// signed with the key of the Secret Kustos made.
+	signer, err := authorship.NewSigner(authorKey.Data[app.SecretKeyField])
+	if err != nil {
+		t.Fatal(err)
+	}
 	stored := getCleaner(t, ns, "good")
-	if a, err := (authorship.Cleaners{Signer: authorSigner}).Author(stored); err != nil || a.Username != adminAuthor.Username {
+	if a, err := (authorship.Cleaners{Signer: signer}).Author(stored); err != nil || a.Username != adminAuthor.Username {
 		t.Errorf("the stored Cleaner's author is %+v (%v), want %s stamped by the webhook", a, err, adminAuthor.Username)
+	}
+
+	// A restart uses the same Secrets: same certificate, same key, and the webhook still answers.
+	k.stop()
+	start()
+	refused("bad-after-restart")
+	if again := secretOf(certSecret); !bytes.Equal(again.Data["tls.crt"], certs.Data["tls.crt"]) || !bytes.Equal(again.Data["ca.crt"], certs.Data["ca.crt"]) {
+		t.Error("the restart made a new certificate")
+	}
+	if again := secretOf(authorSecret); !bytes.Equal(again.Data[app.SecretKeyField], authorKey.Data[app.SecretKeyField]) {
+		t.Error("the restart made a new author key")
 	}
 }
 
@@ -943,5 +982,45 @@ func TestChartAllowedDestinations(t *testing.T) {
 	if out, err := helm("template", "kustos", chartDir(t), "--set-json", `allowedDestinations=["10.0.0.0/8,169.254.0.0/16"]`); err == nil ||
 		!strings.Contains(err.Error(), "/allowedDestinations/0") {
 		t.Errorf("an item with a comma: err %v, output %s", err, out)
+	}
+}
+
+// TestChartRendersTheSameBytes: the same values render the same bytes, every time. Argo CD
+// renders without cluster access and compares; a chart that generates a key or a certificate at
+// render time shows a permanent diff and replaces the key at every sync (killing the extension
+// links already mailed). Keys and the webhook certificate are made by Kustos itself, once
+// (package keyring), or by cert-manager.
+func TestChartRendersTheSameBytes(t *testing.T) {
+	pr := []string{"--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github", "--set", "github.appID=1", "--set", "github.installationID=2"}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"defaults", nil},
+		{"pr with the extension server and deletions", append(slices.Clone(pr), "--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com",
+			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com", "--set", "expiry.deletion.namespaces=true")},
+		{"direct with inactivity", []string{"--set", "mode=direct", "--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}},
+		{"cert-manager", []string{"--set", "webhook.certManager.enabled=true"}},
+		{"no cleaners", []string{"--set", "cleaner.enabled=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var renders [][]byte
+			for range 2 {
+				out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", "kustos-system"}, tc.args...)...)
+				if err != nil {
+					t.Fatalf("helm template: %v", err)
+				}
+				renders = append(renders, out)
+			}
+			if !bytes.Equal(renders[0], renders[1]) {
+				a, b := strings.Split(string(renders[0]), "\n"), strings.Split(string(renders[1]), "\n")
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Fatalf("two renders differ first at line %d:\n%s\n%s", i+1, a[i], b[i])
+					}
+				}
+				t.Fatalf("two renders differ in length: %d and %d lines", len(a), len(b))
+			}
+		})
 	}
 }

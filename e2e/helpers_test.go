@@ -223,7 +223,7 @@ func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *k
 	if mutate != nil {
 		mutate(&o)
 	}
-	if o.Cleaners.AuthorKeyFile == "" {
+	if o.Cleaners.AuthorKeyFile == "" && o.Cleaners.AuthorKeySecret == "" {
 		o.Cleaners.AuthorKeyFile = authorKeyFile
 	}
 	if o.AllowDelete == nil {

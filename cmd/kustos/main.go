@@ -196,6 +196,11 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.DurationVar(&o.Inactivity.ProbeTimeout, "probe-timeout", o.Inactivity.ProbeTimeout, "inactivity: timeout of one probe")
 	fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 	allowedDestinations := fs.String("allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
+	fs.StringVar(&o.Cleaners.AuthorKeySecret, "cleaner-author-key-secret", "", "instead of --cleaner-author-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
+	fs.StringVar(&o.Expiry.Extension.KeySecret, "extension-key-secret", "", "expiry: instead of --extension-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
+	fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", "", "instead of --webhook-cert-dir: namespace/name of the kubernetes.io/tls Secret holding the webhook's serving certificate and its CA (ca.crt), created once (10 years) if absent; its CA is put into --webhook-configurations' caBundle")
+	fs.StringVar(&o.Webhook.Service, "webhook-service", "", "namespace/name of the webhook's Service, whose DNS names --webhook-cert-secret's certificate is for")
+	webhookConfigurations := fs.String("webhook-configurations", "", "comma-separated names of the Validating and Mutating webhook configurations whose caBundle gets --webhook-cert-secret's CA")
 	allowDelete := fs.String("allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
 	fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
 	if err := fs.Parse(args); err != nil {
@@ -220,6 +225,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	if o.AllowedDestinations, err = egress.ParsePolicy(*allowedDestinations); err != nil {
 		return o, "", "", err
 	}
+	o.Webhook.Configurations = splitList(*webhookConfigurations)
 	if o.AllowDelete, err = direct.ParseDeletePolicy(*allowDelete, app.DeletingDetectors); err != nil {
 		return o, "", "", err
 	}

@@ -329,6 +329,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	// The webhook's serving certificate from its Secret (made once if absent) is needed to
+	// build the manager's webhook server.
+	serving, err := o.Webhook.servingCert(context.Background(), cfg, scheme, o.Now())
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(o.StateNamespace, append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches())...),
@@ -340,7 +346,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
-		WebhookServer:                 webhookServer(o.Webhook),
+		WebhookServer:                 webhookServer(o.Webhook, serving),
 		Logger:                        o.Log,
 	})
 	if err != nil {
@@ -352,13 +358,19 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
+
+	// Direct writes read the live object (not the cache) right before each conditional write.
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
 	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
 	// not this replica runs the detector.
-	signer, err := o.Cleaners.authorSigner()
+	signer, err := o.Cleaners.authorSigner(context.Background(), live)
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, signer); err != nil {
+	if err := setupWebhook(mgr, o.Webhook, serving, signer); err != nil {
 		return nil, err
 	}
 
@@ -375,11 +387,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
-	// Direct writes read the live object (not the cache) right before each conditional write.
-	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return nil, fmt.Errorf("creating the API client: %w", err)
-	}
+
 	pl := &pipeline.Pipeline{
 		Detector: quota.DetectorName,
 		Vocab:    quota.Vocabulary(),

@@ -153,7 +153,7 @@ The notify webhook has a token Secret: "true" or "".
 {{- end }}
 
 {{/*
-The Secret holding the extension links' signing key.
+The Secret holding the key that signs Cleaners' author stamps.
 */}}
 {{- define "kustos.cleanerAuthorSecretName" -}}
 {{- default (printf "%s-cleaner-author" (include "kustos.fullname" .)) .Values.cleaner.authorKey.existingSecret }}
@@ -170,7 +170,38 @@ Name of the Secret holding the extension links' key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") .Values.cleaner.enabled (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.extraVolumes }}true{{ end }}
+{{- end }}
+
+{{/*
+The Cleaner author key / the extension key comes from a Secret the user names, mounted as a
+file: "true" or "". Otherwise Kustos reads (and, the first time, creates) the chart-named Secret
+through the API (--…-key-secret): no render generates a key.
+*/}}
+{{- define "kustos.cleanerAuthorMounted" -}}
+{{- if and .Values.cleaner.enabled .Values.cleaner.authorKey.existingSecret }}true{{ end }}
+{{- end }}
+
+{{- define "kustos.extensionKeyMounted" -}}
+{{- if and (include "kustos.extensionEnabled" .) .Values.expiry.extension.existingSecret }}true{{ end }}
+{{- end }}
+
+{{/*
+The Secrets Kustos creates for itself in the release namespace (once, if absent), as a JSON list
+of names: the Role lets it create Secrets there and read only these.
+*/}}
+{{- define "kustos.ownSecrets" -}}
+{{- $out := list }}
+{{- if and .Values.cleaner.enabled (not .Values.cleaner.authorKey.existingSecret) }}
+{{- $out = append $out (include "kustos.cleanerAuthorSecretName" .) }}
+{{- end }}
+{{- if and (include "kustos.extensionEnabled" .) (not .Values.expiry.extension.existingSecret) }}
+{{- $out = append $out (include "kustos.extensionSecretName" .) }}
+{{- end }}
+{{- if include "kustos.webhookSelfCert" . }}
+{{- $out = append $out (include "kustos.webhookSecretName" .) }}
+{{- end }}
+{{- $out | toJson }}
 {{- end }}
 
 {{/*
