@@ -29,8 +29,8 @@ testbin: ## Build the real test control plane (kube-apiserver, kube-controller-m
 CONTROLLER_GEN := $(GO) run $(shell sed -n 's/^const controllerGen = "\(.*\)"/\1/p' api/v1alpha1/generated_test.go)
 
 .PHONY: generate
-generate: ## Regenerate the deepcopy functions (api/v1alpha1) and the CRD (charts/kustos/crds) from the Go types.
-	$(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=charts/kustos/crds
+generate: ## Regenerate the deepcopy functions (api/v1alpha1) and the CRD (charts/kustos/files/crds, which the chart's templates/crds.yaml includes) from the Go types.
+	$(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=charts/kustos/files/crds
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.

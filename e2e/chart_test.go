@@ -23,6 +23,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1022,5 +1023,67 @@ func TestChartRendersTheSameBytes(t *testing.T) {
 				t.Fatalf("two renders differ in length: %d and %d lines", len(a), len(b))
 			}
 		})
+	}
+}
+
+// TestChartCRD: the Cleaner CRD is a template (Helm upgrades it, unlike crds/), the very CRD
+// `make generate` writes, kept on uninstall (helm.sh/resource-policy: keep), and left out with
+// crds.install=false; the API server takes it as an update of the installed CRD.
+func TestChartCRD(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(chartDir(t), "crds")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the chart has a crds/ directory (%v): Helm never upgrades what it holds", err)
+	}
+	generated, err := os.ReadFile(filepath.Join(chartDir(t), "files", "crds", "kustos.io_cleaners.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want apiextensionsv1.CustomResourceDefinition
+	if err := utilyaml.Unmarshal(generated, &want); err != nil {
+		t.Fatal(err)
+	}
+	find := func(args ...string) *apiextensionsv1.CustomResourceDefinition {
+		t.Helper()
+		out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", "kustos-system"}, args...)...)
+		if err != nil {
+			t.Fatalf("helm template: %v", err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if u.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
+				t.Fatal(err)
+			}
+			return &crd
+		}
+	}
+	crd := find()
+	if crd == nil {
+		t.Fatal("the chart renders no CRD")
+	}
+	if crd.Name != "cleaners.kustos.io" || !equality.Semantic.DeepEqual(crd.Spec, want.Spec) {
+		t.Errorf("the rendered CRD %s differs from the generated one", crd.Name)
+	}
+	if crd.Annotations["helm.sh/resource-policy"] != "keep" || crd.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("annotations %v, labels %v", crd.Annotations, crd.Labels)
+	}
+	if find("--set", "crds.install=false") != nil {
+		t.Error("crds.install=false renders the CRD")
+	}
+	var live apiextensionsv1.CustomResourceDefinition
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: crd.Name}, &live); err != nil {
+		t.Fatal(err)
+	}
+	crd.ResourceVersion = live.ResourceVersion
+	if err := k8s.Update(context.Background(), crd, client.DryRunAll); err != nil {
+		t.Errorf("the API server refuses the rendered CRD as an upgrade: %v", err)
 	}
 }

@@ -117,7 +117,7 @@ func cleanerVocabulary() lifecycle.Vocabulary {
 // precondition, and never when a GitOps tool's labels or annotations say it manages it).
 func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
-		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install charts/kustos/crds/ or pass --enable-cleaners=false: %w", err)
+		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
 	pl := *base
 	pl.Detector = ephemeral.DetectorName
