@@ -133,6 +133,7 @@ func runFlags(args []string, stderr io.Writer) (app.Options, string, string, err
 	fs.StringVar(&o.PR.GitHub.APIURL, "github-api-url", "", "PR mode: GitHub REST API root; default https://api.github.com/, GitHub Enterprise: https://HOST/api/v3/")
 	fs.Int64Var(&o.PR.GitHub.AppID, "github-app-id", 0, "PR mode: GitHub App ID")
 	fs.Int64Var(&o.PR.GitHub.InstallationID, "github-installation-id", 0, "PR mode: installation ID of the GitHub App")
+	fs.StringVar(&o.PR.GitHub.CAFile, "github-ca-file", "", "PR mode: PEM file of the private CA that signs a GitHub Enterprise Server's certificate, trusted besides the system's CAs for its API and Git")
 	fs.StringVar(&o.PR.GitHub.PrivateKeyFile, "github-private-key-file", "", "PR mode: the GitHub App's PEM private key (mounted from a Secret)")
 	fs.StringVar(&o.PR.GitHub.TokenFile, "github-token-file", "", "PR mode: a file holding a GitHub token, instead of App credentials")
 	fs.StringVar(&o.PR.GitHub.Repository, "git-repo", "", "PR mode: the GitOps repository, owner/name")

@@ -226,7 +226,11 @@ func newPRMode(o Options) (*prMode, error) {
 	var w *pr.Writer
 	// Git uses the client's own token (one ghinstallation transport for REST and Git, inside the
 	// client's retries, rate limits and metrics).
-	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken}
+	bundle, err := p.GitHub.CABundle()
+	if err != nil {
+		return nil, err
+	}
+	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
 	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose, closePR: gc.ClosePR}, gh: gc}, nil
 }
@@ -282,6 +286,8 @@ type baseRepo struct {
 	url    string
 	branch func(context.Context) (string, error)
 	token  func(context.Context) (string, error)
+	// caBundle is --github-ca-file's certificates, trusted by the clones besides the system's.
+	caBundle []byte
 
 	mu   sync.Mutex
 	repo *pr.GitRepo
@@ -295,7 +301,7 @@ func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error
 			b.mu.Unlock()
 			return nil, err
 		}
-		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token}
+		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token, CABundle: b.caBundle}
 	}
 	r := b.repo
 	b.mu.Unlock()
