@@ -1087,3 +1087,58 @@ func TestChartCRD(t *testing.T) {
 		t.Errorf("the API server refuses the rendered CRD as an upgrade: %v", err)
 	}
 }
+
+// TestChartExtras: extraEnv, extraVolumes, extraVolumeMounts and extraArgs reach the kustos
+// container (so flags without a value, such as --expiry-owners or --notify-mail-ca-file, can be
+// set with their files), github.caConfigMap becomes --github-ca-file on a mounted ConfigMap, and
+// the API server takes the Deployment as rendered.
+func TestChartExtras(t *testing.T) {
+	ns := newNamespace(t, "kustos-extras", nil)
+	objs := renderChart(t, "kustos", ns, "--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github",
+		"--set", "github.tokenKey=token", "--set", "github.apiURL=https://github.example.com/api/v3/", "--set", "github.caConfigMap=ghes-ca",
+		"--set-json", `extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]`,
+		"--set-json", `extraVolumes=[{"name":"owners","configMap":{"name":"kustos-owners"}},{"name":"mail-ca","configMap":{"name":"mail-ca"}}]`,
+		"--set-json", `extraVolumeMounts=[{"name":"owners","mountPath":"/etc/kustos/owners","readOnly":true},{"name":"mail-ca","mountPath":"/etc/kustos/mail-ca","readOnly":true}]`,
+		"--set-json", `extraArgs=["--expiry-owners=/etc/kustos/owners/owners.yaml","--notify-mail-ca-file=/etc/kustos/mail-ca/ca.crt"]`)
+	var d *appsv1.Deployment
+	for _, o := range objs {
+		if dep, ok := o.(*appsv1.Deployment); ok {
+			d = dep
+		}
+	}
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"--expiry-owners=/etc/kustos/owners/owners.yaml", "--notify-mail-ca-file=/etc/kustos/mail-ca/ca.crt", "--github-ca-file=/etc/kustos/github-ca/ca.crt"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args lack %s: %q", want, c.Args)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if env["HTTPS_PROXY"].Value != "http://proxy:3128" || env["FROM_SECRET"].ValueFrom == nil || env["POD_NAMESPACE"].ValueFrom == nil {
+		t.Errorf("env %+v", c.Env)
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for name, path := range map[string]string{"owners": "/etc/kustos/owners", "mail-ca": "/etc/kustos/mail-ca", "github-ca": "/etc/kustos/github-ca", "github": "/var/run/secrets/kustos/github"} {
+		if _, ok := volumes[name]; !ok || mounts[name] != path {
+			t.Errorf("volume %s (%v) mounted at %q, want %s", name, ok, mounts[name], path)
+		}
+	}
+	if cm := volumes["github-ca"].ConfigMap; cm == nil || cm.Name != "ghes-ca" {
+		t.Errorf("github-ca volume %+v", volumes["github-ca"])
+	}
+	if err := k8s.Create(context.Background(), d, client.DryRunAll); err != nil {
+		t.Errorf("the API server refuses the Deployment: %v", err)
+	}
+}

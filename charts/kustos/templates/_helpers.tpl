@@ -170,7 +170,7 @@ Name of the Secret holding the extension links' key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.extraVolumes }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
 {{- end }}
 
 {{/*
