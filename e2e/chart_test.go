@@ -22,12 +22,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -1140,5 +1142,80 @@ func TestChartExtras(t *testing.T) {
 	}
 	if err := k8s.Create(context.Background(), d, client.DryRunAll); err != nil {
 		t.Errorf("the API server refuses the Deployment: %v", err)
+	}
+}
+
+// TestChartReplicas: one replica gets no PodDisruptionBudget unless pdb.enabled (it would block
+// every drain); two get one (minAvailable 1, selecting the Pods) and are spread over nodes, and
+// the API server takes both as rendered; a budget no eviction could meet is refused.
+func TestChartReplicas(t *testing.T) {
+	ns := newNamespace(t, "kustos-replicas", nil)
+	render := func(args ...string) (*policyv1.PodDisruptionBudget, *appsv1.Deployment) {
+		t.Helper()
+		out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", ns}, args...)...)
+		if err != nil {
+			t.Fatalf("helm template %v: %v", args, err)
+		}
+		var pdb *policyv1.PodDisruptionBudget
+		var d *appsv1.Deployment
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			switch u.GetKind() {
+			case "PodDisruptionBudget":
+				pdb = &policyv1.PodDisruptionBudget{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pdb); err != nil {
+					t.Fatal(err)
+				}
+			case "Deployment":
+				d = &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return pdb, d
+	}
+	if pdb, d := render(); pdb != nil || d.Spec.Template.Spec.Affinity != nil {
+		t.Errorf("one replica: PDB %v, affinity %v; want neither", pdb != nil, d.Spec.Template.Spec.Affinity)
+	}
+	if pdb, _ := render("--set", "pdb.enabled=true"); pdb == nil {
+		t.Error("pdb.enabled renders no PDB")
+	}
+	pdb, d := render("--set", "replicaCount=2", "--set-json", `topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
+	if pdb == nil || pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 {
+		t.Fatalf("two replicas: PDB %+v, want minAvailable 1", pdb)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the PDB's selector %v does not select the Pods %v (%v)", pdb.Spec.Selector, d.Spec.Template.Labels, err)
+	}
+	if *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
+		t.Errorf("replicas %d, args %q", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	aa := d.Spec.Template.Spec.Affinity
+	if aa == nil || aa.PodAntiAffinity == nil || len(aa.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		aa.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname {
+		t.Errorf("two replicas: affinity %+v, want a preferred anti-affinity per node", aa)
+	}
+	if tsc := d.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelTopologyZone {
+		t.Errorf("topologySpreadConstraints %+v", tsc)
+	}
+	for _, o := range []client.Object{pdb, d} {
+		if err := k8s.Create(context.Background(), o, client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses %T: %v", o, err)
+		}
+	}
+	if _, d := render("--set", "replicaCount=2", "--set", "podAntiAffinity=hard"); d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		t.Error("podAntiAffinity=hard renders no required anti-affinity")
+	}
+	if out, err := helm("template", "kustos", chartDir(t), "--set", "replicaCount=2", "--set", "pdb.minAvailable=2"); err == nil ||
+		!strings.Contains(string(out)+err.Error(), "pdb.minAvailable=2") {
+		t.Errorf("a PDB no eviction could meet was rendered: %v", err)
 	}
 }
