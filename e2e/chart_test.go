@@ -153,6 +153,11 @@ func TestChartLintsStrict(t *testing.T) {
 		{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=https://prometheus.example:9090",
 			"--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token", "--set", "inactivity.prometheusAuth.caConfigMap=prom-ca"},
 		{"--set", "mode=direct", "--set", "expiry.helmReleases.enabled=true", "--set-json", `expiry.helmReleases.resourceKinds=[{"apiGroup":"","resources":["configmaps"]}]`},
+		{"--set", "mode=direct", "--set", "expiry.deletion.namespaces=true", "--set-json", `expiry.deletion.kinds=["apps/deployments","apps/statefulsets"]`,
+			"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090", "--set-json", `inactivity.deletion.kinds=["apps/deployments"]`},
+		{"--set", "replicaCount=2", "--set", "podAntiAffinity=hard", "--set", "crds.install=false",
+			"--set-json", `extraEnv=[{"name":"A","value":"b"}]`, "--set-json", `extraVolumes=[{"name":"v","emptyDir":{}}]`,
+			"--set-json", `extraVolumeMounts=[{"name":"v","mountPath":"/v"}]`},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
 			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)
@@ -385,6 +390,38 @@ func TestChartDeletionRBAC(t *testing.T) {
 				if may(a) {
 					t.Errorf("the chart's ServiceAccount may %s %s.%s/%s, want denied", a.verb, a.resource, a.group, a.subresource)
 				}
+			}
+		})
+	}
+}
+
+// TestChartSchemaRefusesBadNewValues: values.schema.json and the chart refuse malformed
+// deletion, replica and extra values, naming the value.
+func TestChartSchemaRefusesBadNewValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a kind for a resource", []string{"--set-json", `expiry.deletion.kinds=["apps/Deployment"]`}, "/expiry/deletion/kinds/0"},
+		{"namespaces as a string", []string{"--set-string", "expiry.deletion.namespaces=yes"}, "/expiry/deletion/namespaces"},
+		{"a kind the detector does not watch", []string{"--set", "mode=direct", "--set-json", `expiry.deletion.kinds=["batch/jobs"]`}, "is none of expiry.lifecycleKinds"},
+		{"an inactivity kind not watched", []string{"--set", "mode=direct", "--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://p:9090",
+			"--set-json", `inactivity.deletion.kinds=["namespaces"]`}, "is none of inactivity.kinds"},
+		{"misspelt deletion key", []string{"--set", "expiry.deletion.namespace=true"}, "'namespace' not allowed"},
+		{"pdb minAvailable 0", []string{"--set", "pdb.minAvailable=0"}, "/pdb/minAvailable"},
+		{"anti-affinity value", []string{"--set", "podAntiAffinity=sometimes"}, "/podAntiAffinity"},
+		{"env without a name", []string{"--set-json", `extraEnv=[{"value":"x"}]`}, "/extraEnv/0"},
+		{"mount without a path", []string{"--set-json", `extraVolumeMounts=[{"name":"v"}]`}, "/extraVolumeMounts/0"},
+		{"crds.install as a string", []string{"--set-string", "crds.install=no"}, "/crds/install"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(append([]string{"template", "kustos", chartDir(t)}, tc.args...)...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded, want an error", tc.args)
+			}
+			if !strings.Contains(string(out)+err.Error(), tc.want) {
+				t.Errorf("helm template %v: %v\n%s\nwant it to name %q", tc.args, err, out, tc.want)
 			}
 		})
 	}
