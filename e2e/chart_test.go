@@ -219,7 +219,7 @@ func TestChartCleanerRBAC(t *testing.T) {
 		allowed: cat(readCleaners, selfReview),
 		denied:  cat(deleteCleaners, readTargets, deleteTargets, never),
 		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s",
-			"--cleaner-author-key-file=/var/run/secrets/kustos/cleaner-author/key"},
+			"--cleaner-author-key-secret=kustos-cleaner-rbac/defaults-kustos-cleaner-author"},
 	}, {
 		name:    "observe with targets",
 		args:    []string{"--set-json", targets},
@@ -1082,27 +1082,12 @@ func TestChartCRD(t *testing.T) {
 	}
 	find := func(args ...string) *apiextensionsv1.CustomResourceDefinition {
 		t.Helper()
-		out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", "kustos-system"}, args...)...)
-		if err != nil {
-			t.Fatalf("helm template: %v", err)
+		for _, o := range renderChart(t, "kustos", "kustos-system", args...) {
+			if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+				return crd
+			}
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				return nil
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if u.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &crd); err != nil {
-				t.Fatal(err)
-			}
-			return &crd
-		}
+		return nil
 	}
 	crd := find()
 	if crd == nil {
@@ -1187,33 +1172,14 @@ func TestChartExtras(t *testing.T) {
 // the API server takes both as rendered; a budget no eviction could meet is refused.
 func TestChartReplicas(t *testing.T) {
 	ns := newNamespace(t, "kustos-replicas", nil)
-	render := func(args ...string) (*policyv1.PodDisruptionBudget, *appsv1.Deployment) {
+	render := func(args ...string) (pdb *policyv1.PodDisruptionBudget, d *appsv1.Deployment) {
 		t.Helper()
-		out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", ns}, args...)...)
-		if err != nil {
-			t.Fatalf("helm template %v: %v", args, err)
-		}
-		var pdb *policyv1.PodDisruptionBudget
-		var d *appsv1.Deployment
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			switch u.GetKind() {
-			case "PodDisruptionBudget":
-				pdb = &policyv1.PodDisruptionBudget{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pdb); err != nil {
-					t.Fatal(err)
-				}
-			case "Deployment":
-				d = &appsv1.Deployment{}
-				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
-					t.Fatal(err)
-				}
+		for _, o := range renderChart(t, "kustos", ns, args...) {
+			switch o := o.(type) {
+			case *policyv1.PodDisruptionBudget:
+				pdb = o
+			case *appsv1.Deployment:
+				d = o
 			}
 		}
 		return pdb, d
