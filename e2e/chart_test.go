@@ -1222,3 +1222,77 @@ func TestChartReplicas(t *testing.T) {
 		t.Errorf("a PDB no eviction could meet was rendered: %v", err)
 	}
 }
+
+// TestChartOwnSecretsRBAC: the RBAC that lets Kustos make its own Secrets and inject its webhook
+// CA is that narrow: create Secrets in the release namespace, read only its own Secrets by
+// name (never list them, nor change or delete any), and read and patch only its own two
+// webhook configurations; with cert-manager and existing key Secrets, none of it.
+func TestChartOwnSecretsRBAC(t *testing.T) {
+	const release = "own-secrets"
+	const fullname = release + "-kustos"
+	ns := newNamespace(t, "kustos-own-secrets", nil)
+	// Each case has a release of its own (its own ServiceAccount), so that the authorizer's view
+	// of one case's RBAC, removed at its end, cannot answer for the next.
+	apply := func(t *testing.T, release string, args ...string) string {
+		t.Helper()
+		var serviceAccount string
+		for _, co := range renderChart(t, release, ns, args...) {
+			switch o := co.(type) {
+			case *corev1.ServiceAccount:
+				serviceAccount = o.Name
+			case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+				if err := k8s.Create(context.Background(), co); err != nil {
+					t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
+				}
+				t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
+			}
+		}
+		return "system:serviceaccount:" + ns + ":" + serviceAccount
+	}
+	may := func(t *testing.T, user, verb, group, resource, namespace, name string) bool {
+		t.Helper()
+		review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: group, Resource: resource, Name: name}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	webhooks := "admissionregistration.k8s.io"
+	t.Run("defaults", func(t *testing.T) {
+		user := apply(t, release)
+		allowed := [][6]string{
+			{"create", "", "secrets", ns, ""},
+			{"get", "", "secrets", ns, fullname + "-cleaner-author"}, {"get", "", "secrets", ns, fullname + "-webhook-tls"},
+			{"get", webhooks, "validatingwebhookconfigurations", "", fullname + "-cleaners"},
+			{"patch", webhooks, "mutatingwebhookconfigurations", "", fullname + "-cleaner-authors"},
+		}
+		for _, a := range allowed {
+			eventually(t, fmt.Sprintf("%s may %s %s %s/%s", user, a[0], a[2], a[3], a[4]), func() bool { return may(t, user, a[0], a[1], a[2], a[3], a[4]) })
+		}
+		for _, a := range [][6]string{
+			{"get", "", "secrets", ns, "someone-elses"}, {"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
+			{"update", "", "secrets", ns, fullname + "-cleaner-author"}, {"delete", "", "secrets", ns, fullname + "-webhook-tls"},
+			{"create", "", "secrets", "default", ""}, {"get", "", "secrets", "default", fullname + "-cleaner-author"},
+			{"patch", webhooks, "validatingwebhookconfigurations", "", "another-webhook"}, {"delete", webhooks, "validatingwebhookconfigurations", "", fullname + "-cleaners"},
+		} {
+			if may(t, user, a[0], a[1], a[2], a[3], a[4]) {
+				t.Errorf("%s may %s %s %s/%s, want denied", user, a[0], a[2], a[3], a[4])
+			}
+		}
+	})
+	t.Run("no webhook and an existing key", func(t *testing.T) {
+		user := apply(t, "no-own-secrets", "--set", "webhook.enabled=false", "--set", "cleaner.authorKey.existingSecret=my-key")
+		eventually(t, "the ClusterRole is in force", func() bool { return may(t, user, "list", "", "namespaces", "", "") })
+		for _, a := range [][6]string{
+			{"create", "", "secrets", ns, ""}, {"get", "", "secrets", ns, "no-own-secrets-kustos-cleaner-author"},
+			{"patch", webhooks, "validatingwebhookconfigurations", "", "no-own-secrets-kustos-cleaners"},
+		} {
+			if may(t, user, a[0], a[1], a[2], a[3], a[4]) {
+				t.Errorf("%s may %s %s %s/%s, want denied", user, a[0], a[2], a[3], a[4])
+			}
+		}
+	})
+}
