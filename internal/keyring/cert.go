@@ -46,7 +46,7 @@ func Serving(ctx context.Context, c client.Client, name types.NamespacedName, dn
 		return ServingCert{}, err
 	}
 	unusable := func(format string, args ...any) (ServingCert, error) {
-		return ServingCert{}, fmt.Errorf("Secret %s: %s (delete the Secret and restart Kustos to have a new one made): %w",
+		return ServingCert{}, fmt.Errorf("secret %s: %s (delete the Secret and restart Kustos to have a new one made): %w",
 			name, fmt.Sprintf(format, args...), ErrUnusable)
 	}
 	pair, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])

@@ -51,16 +51,16 @@ func Key(ctx context.Context, c client.Client, name types.NamespacedName, field 
 	}
 	key := data[field]
 	if len(key) < 32 {
-		return nil, fmt.Errorf("Secret %s: %q holds %d bytes, want at least 32 (delete the Secret and Kustos makes a new key): %w",
+		return nil, fmt.Errorf("secret %s: %q holds %d bytes, want at least 32 (delete the Secret and Kustos makes a new key): %w",
 			name, field, len(key), ErrUnusable)
 	}
 	return key, nil
 }
 
-// ensure returns the data of the Secret name, creating it with make's data first when it does
+// ensure returns the data of the Secret name, creating it with generate's data first when it does
 // not exist. Two callers at once (two replicas starting) both end up with the data of the one
 // Secret that was created: the loser's Create fails with AlreadyExists and it reads the winner's.
-func ensure(ctx context.Context, c client.Client, name types.NamespacedName, typ corev1.SecretType, make func() (map[string][]byte, error)) (map[string][]byte, error) {
+func ensure(ctx context.Context, c client.Client, name types.NamespacedName, typ corev1.SecretType, generate func() (map[string][]byte, error)) (map[string][]byte, error) {
 	var s corev1.Secret
 	err := c.Get(ctx, name, &s)
 	if err == nil {
@@ -69,7 +69,7 @@ func ensure(ctx context.Context, c client.Client, name types.NamespacedName, typ
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading Secret %s: %w", name, err)
 	}
-	data, err := make()
+	data, err := generate()
 	if err != nil {
 		return nil, fmt.Errorf("making Secret %s: %w", name, err)
 	}
