@@ -19,14 +19,16 @@ import (
 // cainjector does. It runs on every replica (they serve the same certificate): at start-up, it
 // tries every RetryInterval until each configuration exists and holds the CA (a helm install
 // creates the configurations after the Deployment), then looks again every Interval and puts
-// the CA back if something replaced the configuration (a `kubectl replace`, a GitOps tool
-// syncing with Replace=true). A configuration that already holds the CA is not written.
+// the CA back if something removed it: a `kubectl replace`, a GitOps tool syncing with
+// Replace=true, or the one upgrade from a chart that rendered a caBundle itself (its three-way
+// merge removes the field). A configuration that already holds the CA is not written; a look
+// is two GETs.
 type CABundleInjector struct {
 	Client client.Client
 	// Names of the webhook configurations.
 	Names []string
 	CA    []byte
-	// RetryInterval (default 2s) until all are done, Interval (default 10m) after.
+	// RetryInterval (default 2s) until all are done, Interval (default 1m) after.
 	RetryInterval, Interval time.Duration
 	Log                     logr.Logger
 }
@@ -41,7 +43,7 @@ func (i *CABundleInjector) Start(ctx context.Context) error {
 		retry = 2 * time.Second
 	}
 	if every <= 0 {
-		every = 10 * time.Minute
+		every = time.Minute
 	}
 	reported := map[string]bool{}
 	for {
