@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -24,11 +22,14 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -152,6 +153,11 @@ func TestChartLintsStrict(t *testing.T) {
 		{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=https://prometheus.example:9090",
 			"--set", "inactivity.prometheusAuth.bearerTokenSecret=prom-token", "--set", "inactivity.prometheusAuth.caConfigMap=prom-ca"},
 		{"--set", "mode=direct", "--set", "expiry.helmReleases.enabled=true", "--set-json", `expiry.helmReleases.resourceKinds=[{"apiGroup":"","resources":["configmaps"]}]`},
+		{"--set", "mode=direct", "--set", "expiry.deletion.namespaces=true", "--set-json", `expiry.deletion.kinds=["apps/deployments","apps/statefulsets"]`,
+			"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090", "--set-json", `inactivity.deletion.kinds=["apps/deployments"]`},
+		{"--set", "replicaCount=2", "--set", "podAntiAffinity=hard", "--set", "crds.install=false",
+			"--set-json", `extraEnv=[{"name":"A","value":"b"}]`, "--set-json", `extraVolumes=[{"name":"v","emptyDir":{}}]`,
+			"--set-json", `extraVolumeMounts=[{"name":"v","mountPath":"/v"}]`},
 	} {
 		if out, err := helm(append([]string{"lint", "--strict", chartDir(t)}, args...)...); err != nil {
 			t.Errorf("helm lint --strict %v: %v\n%s", args, err, out)
@@ -168,9 +174,6 @@ func TestChartLintsStrict(t *testing.T) {
 // need no rule of the chart.
 func TestChartCleanerRBAC(t *testing.T) {
 	const targets = `cleaner.targetKinds=[{"apiGroup":"serving.knative.dev","resources":["services","revisions"]},{"apiGroup":"","resources":["configmaps"]}]`
-	type access struct {
-		verb, group, resource, subresource string
-	}
 	var (
 		readCleaners = []access{
 			{"get", "kustos.io", "cleaners", ""}, {"list", "kustos.io", "cleaners", ""}, {"watch", "kustos.io", "cleaners", ""},
@@ -216,7 +219,7 @@ func TestChartCleanerRBAC(t *testing.T) {
 		allowed: cat(readCleaners, selfReview),
 		denied:  cat(deleteCleaners, readTargets, deleteTargets, never),
 		wantArgs: []string{"--enable-cleaners=true", "--cleaner-ready-recheck=30m", "--cleaner-not-ready-recheck=10s",
-			"--cleaner-author-key-file=/var/run/secrets/kustos/cleaner-author/key"},
+			"--cleaner-author-key-secret=kustos-cleaner-rbac/defaults-kustos-cleaner-author"},
 	}, {
 		name:    "observe with targets",
 		args:    []string{"--set-json", targets},
@@ -244,25 +247,7 @@ func TestChartCleanerRBAC(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := nonDNS.ReplaceAllString(tc.name, "-")
-			const releaseNS = "kustos-cleaner-rbac"
-			var serviceAccount string
-			var args []string
-			for _, co := range renderChart(t, release, releaseNS, tc.args...) {
-				switch o := co.(type) {
-				case *corev1.ServiceAccount:
-					serviceAccount = o.Name
-				case *appsv1.Deployment:
-					args = o.Spec.Template.Spec.Containers[0].Args
-				case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
-					if err := k8s.Create(context.Background(), co); err != nil {
-						t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
-					}
-					t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
-				}
-			}
-			if serviceAccount == "" {
-				t.Fatal("the chart rendered no ServiceAccount")
-			}
+			args, may := applyChartRBAC(t, release, "kustos-cleaner-rbac", tc.args...)
 			for _, want := range tc.wantArgs {
 				if !slices.Contains(args, want) {
 					t.Errorf("the Deployment's args lack %s: %q", want, args)
@@ -274,32 +259,169 @@ func TestChartCleanerRBAC(t *testing.T) {
 				}
 			}
 
-			user := "system:serviceaccount:" + releaseNS + ":" + serviceAccount
-			may := func(a access) bool {
-				t.Helper()
-				review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
-					Spec: authorizationv1.SubjectAccessReviewSpec{
-						User:   user,
-						Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
-						ResourceAttributes: &authorizationv1.ResourceAttributes{
-							Namespace: "team-a", Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
-						},
-					},
-				}, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatalf("SubjectAccessReview %+v: %v", a, err)
-				}
-				return review.Status.Allowed
-			}
 			// The authorizer sees new bindings through its informers: wait until everything
 			// granted is allowed, after which a denial is a real one.
 			for _, a := range tc.allowed {
-				eventually(t, fmt.Sprintf("%s may %s %s.%s/%s", user, a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
+				eventually(t, fmt.Sprintf("the chart's ServiceAccount may %s %s.%s/%s", a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
 			}
 			for _, a := range tc.denied {
 				if may(a) {
-					t.Errorf("%s may %s %s.%s/%s, want denied", user, a.verb, a.resource, a.group, a.subresource)
+					t.Errorf("the chart's ServiceAccount may %s %s.%s/%s, want denied", a.verb, a.resource, a.group, a.subresource)
 				}
+			}
+		})
+	}
+}
+
+// access is one thing the chart's ServiceAccount may or may not do, in namespace team-a.
+type access struct {
+	verb, group, resource, subresource string
+}
+
+// applyChartRBAC renders the chart with args, applies its ClusterRoles and ClusterRoleBindings
+// (removed when t ends) and returns the Deployment's args and what asks the API server's RBAC
+// authorizer (SubjectAccessReview) whether the chart's ServiceAccount may do a thing.
+func applyChartRBAC(t *testing.T, release, releaseNS string, chartArgs ...string) (args []string, may func(access) bool) {
+	t.Helper()
+	var serviceAccount string
+	for _, co := range renderChart(t, release, releaseNS, chartArgs...) {
+		switch o := co.(type) {
+		case *corev1.ServiceAccount:
+			serviceAccount = o.Name
+		case *appsv1.Deployment:
+			args = o.Spec.Template.Spec.Containers[0].Args
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding:
+			if err := k8s.Create(context.Background(), co); err != nil {
+				t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
+			}
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
+		}
+	}
+	if serviceAccount == "" {
+		t.Fatal("the chart rendered no ServiceAccount")
+	}
+	user := "system:serviceaccount:" + releaseNS + ":" + serviceAccount
+	return args, func(a access) bool {
+		t.Helper()
+		review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: "team-a", Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SubjectAccessReview %+v: %v", a, err)
+		}
+		return review.Status.Allowed
+	}
+}
+
+// TestChartDeletionRBAC: deletion is an explicit opt-in per detector and kind. With the
+// defaults, and in PR mode with nothing opted in, the chart grants no delete on tenant objects
+// (Namespaces, Deployments, StatefulSets) and passes no --allow-delete; each deletion value
+// grants delete on its kind alone and names it in --allow-delete; observe mode grants none
+// whatever the values say.
+func TestChartDeletionRBAC(t *testing.T) {
+	pr := []string{"--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github", "--set", "github.tokenKey=token"}
+	inactivity := []string{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}
+	var (
+		deleteNamespaces   = access{"delete", "", "namespaces", ""}
+		deleteDeployments  = access{"delete", "apps", "deployments", ""}
+		deleteStatefulSets = access{"delete", "apps", "statefulsets", ""}
+		deleteConfigMaps   = access{"delete", "", "configmaps", ""}
+		pauses             = []access{{"patch", "apps", "deployments", ""}, {"patch", "apps", "deployments", "scale"}}
+		updates            = []access{{"update", "apps", "deployments", ""}, {"update", "apps", "statefulsets", ""}}
+		tenantDeletes      = []access{deleteNamespaces, deleteDeployments, deleteStatefulSets, deleteConfigMaps}
+	)
+	for _, tc := range []struct {
+		name            string
+		args            []string
+		allowed, denied []access
+		wantAllowDelete string // "": no --allow-delete flag
+	}{{
+		name:   "defaults",
+		denied: slices.Concat(tenantDeletes, pauses, updates),
+	}, {
+		name:            "pr, nothing opted in",
+		args:            slices.Concat(pr, inactivity),
+		allowed:         pauses,
+		denied:          slices.Concat(tenantDeletes, updates),
+		wantAllowDelete: "ephemeral:kustos.io/cleaners",
+	}, {
+		name:            "pr, expired namespaces",
+		args:            slices.Concat(pr, []string{"--set", "expiry.deletion.namespaces=true"}),
+		allowed:         []access{deleteNamespaces},
+		denied:          []access{deleteDeployments, deleteStatefulSets, deleteConfigMaps},
+		wantAllowDelete: "expiry:namespaces,ephemeral:kustos.io/cleaners",
+	}, {
+		name: "direct, expired deployments and idle statefulsets",
+		args: slices.Concat([]string{"--set", "mode=direct", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
+			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
+		allowed:         []access{deleteDeployments, deleteStatefulSets},
+		denied:          slices.Concat([]access{deleteNamespaces, deleteConfigMaps}, updates),
+		wantAllowDelete: "expiry:apps/deployments,inactivity:apps/statefulsets,ephemeral:kustos.io/cleaners",
+	}, {
+		name: "observe ignores the deletion values",
+		args: slices.Concat([]string{"--set", "expiry.deletion.namespaces=true", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
+			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
+		denied: slices.Concat(tenantDeletes, pauses),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, may := applyChartRBAC(t, nonDNS.ReplaceAllString(tc.name, "-"), "kustos-deletion-rbac", tc.args...)
+			var got string
+			for _, a := range args {
+				if v, ok := strings.CutPrefix(a, "--allow-delete="); ok {
+					got = v
+				}
+			}
+			if got != tc.wantAllowDelete {
+				t.Errorf("--allow-delete=%q, want %q", got, tc.wantAllowDelete)
+			}
+			// The authorizer sees new bindings through its informers: wait until everything
+			// granted is allowed (and, for nothing granted, the basic rule), after which a
+			// denial is a real one.
+			for _, a := range append(tc.allowed, access{"list", "", "namespaces", ""}) {
+				eventually(t, fmt.Sprintf("the chart's ServiceAccount may %s %s.%s/%s", a.verb, a.resource, a.group, a.subresource), func() bool { return may(a) })
+			}
+			for _, a := range tc.denied {
+				if may(a) {
+					t.Errorf("the chart's ServiceAccount may %s %s.%s/%s, want denied", a.verb, a.resource, a.group, a.subresource)
+				}
+			}
+		})
+	}
+}
+
+// TestChartSchemaRefusesBadNewValues: values.schema.json and the chart refuse malformed
+// deletion, replica and extra values, naming the value.
+func TestChartSchemaRefusesBadNewValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a kind for a resource", []string{"--set-json", `expiry.deletion.kinds=["apps/Deployment"]`}, "/expiry/deletion/kinds/0"},
+		{"namespaces as a string", []string{"--set-string", "expiry.deletion.namespaces=yes"}, "/expiry/deletion/namespaces"},
+		{"a kind the detector does not watch", []string{"--set", "mode=direct", "--set-json", `expiry.deletion.kinds=["batch/jobs"]`}, "is none of expiry.lifecycleKinds"},
+		{"an inactivity kind not watched", []string{"--set", "mode=direct", "--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://p:9090",
+			"--set-json", `inactivity.deletion.kinds=["namespaces"]`}, "is none of inactivity.kinds"},
+		{"misspelt deletion key", []string{"--set", "expiry.deletion.namespace=true"}, "'namespace' not allowed"},
+		{"pdb minAvailable 0", []string{"--set", "pdb.minAvailable=0"}, "/pdb/minAvailable"},
+		{"anti-affinity value", []string{"--set", "podAntiAffinity=sometimes"}, "/podAntiAffinity"},
+		{"env without a name", []string{"--set-json", `extraEnv=[{"value":"x"}]`}, "/extraEnv/0"},
+		{"mount without a path", []string{"--set-json", `extraVolumeMounts=[{"name":"v"}]`}, "/extraVolumeMounts/0"},
+		{"crds.install as a string", []string{"--set-string", "crds.install=no"}, "/crds/install"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(append([]string{"template", "kustos", chartDir(t)}, tc.args...)...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded, want an error", tc.args)
+			}
+			if !strings.Contains(string(out)+err.Error(), tc.want) {
+				t.Errorf("helm template %v: %v\n%s\nwant it to name %q", tc.args, err, out, tc.want)
 			}
 		})
 	}
@@ -475,7 +597,9 @@ func (w webhookObjects) container() corev1.Container {
 
 // checkServing checks that the Deployment serves the webhook as the Service and the
 // configuration expect: --webhook-port is the container port the Service targets, and the
-// Secret named secretName is mounted at --webhook-cert-dir.
+// certificate is cert-manager's Secret secretName mounted at --webhook-cert-dir or, with
+// secretName "", the Secret Kustos makes itself (--webhook-cert-secret for the Service's names,
+// its CA put into both configurations), mounted nowhere.
 func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 	t.Helper()
 	c := w.container()
@@ -497,6 +621,21 @@ func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 			t.Errorf("the webhook Service selects %s=%s, the Pods have %q", k, v, podLabels[k])
 		}
 	}
+	if secretName == "" {
+		ns := w.service.Namespace
+		for _, want := range []string{"--webhook-cert-secret=" + ns + "/", "--webhook-service=" + ns + "/" + w.service.Name,
+			"--webhook-configurations=" + w.config.Name + "," + w.authors.Name} {
+			if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+				t.Errorf("args %q lack %s…", c.Args, want)
+			}
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--webhook-cert-dir") {
+				t.Errorf("args pass %s, but nothing is mounted", a)
+			}
+		}
+		return
+	}
 	var volume string
 	for _, v := range w.deployment.Spec.Template.Spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == secretName {
@@ -515,17 +654,32 @@ func (w webhookObjects) checkServing(t *testing.T, secretName string) {
 	}
 }
 
+// argValue is the value of --name=value in args, "" without it.
+func argValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // TestChartWebhook renders the Cleaner webhook with its defaults and checks it against the real
 // API server and a real Kustos: the configuration is what the API server must call (rules,
-// failure policy, the Service's path and port), the generated caBundle verifies the generated
-// serving certificate for the Service's DNS name, an upgrade keeps the Secret (lookup), and the
-// API server, calling the chart's configuration, refuses an invalid Cleaner through Kustos.
+// failure policy, the Service's path and port); the chart renders no certificate, key or
+// caBundle (every render is the same, see TestChartRendersTheSameBytes); Kustos, given the
+// chart's flags, creates the serving certificate's Secret and the author key's Secret once,
+// puts the CA into both configurations, and the API server, trusting it, has the chart's
+// webhooks refuse an invalid Cleaner and stamp a valid one's author; a restart keeps both Secrets.
 func TestChartWebhook(t *testing.T) {
 	const release = "kustos-wh"
 	ns := newNamespace(t, "kustos-webhook", nil)
 	w := renderWebhook(t, release, ns)
-	if w.config == nil || w.service == nil || w.secret == nil {
-		t.Fatalf("the chart rendered config %v, Service %v, Secret %v", w.config != nil, w.service != nil, w.secret != nil)
+	if w.config == nil || w.authors == nil || w.service == nil {
+		t.Fatalf("the chart rendered config %v, author config %v, Service %v", w.config != nil, w.authors != nil, w.service != nil)
+	}
+	if w.secret != nil || w.authorKey != nil {
+		t.Errorf("the chart renders Secrets (certificate %v, author key %v): a render must generate nothing", w.secret != nil, w.authorKey != nil)
 	}
 	if len(w.others) > 0 {
 		t.Errorf("unexpected kinds %v without cert-manager", slices.Collect(maps.Keys(w.others)))
@@ -555,81 +709,36 @@ func TestChartWebhook(t *testing.T) {
 		t.Errorf("timeoutSeconds %v, want 10", wh.TimeoutSeconds)
 	case wh.NamespaceSelector != nil || wh.ObjectSelector != nil:
 		t.Errorf("selectors %v %v, want every namespace and object", wh.NamespaceSelector, wh.ObjectSelector)
+	case len(wh.ClientConfig.CABundle) > 0 || len(w.authors.Webhooks[0].ClientConfig.CABundle) > 0:
+		t.Errorf("the chart renders a caBundle; Kustos puts it in")
 	}
 	svc := wh.ClientConfig.Service
 	if svc == nil || svc.Name != w.service.Name || svc.Namespace != ns || svc.Path == nil || *svc.Path != admission.Path ||
 		svc.Port == nil || *svc.Port != 443 {
 		t.Errorf("clientConfig.service %+v, want Service %s/%s port 443 path %s", svc, ns, w.service.Name, admission.Path)
 	}
-	w.checkServing(t, w.secret.Name)
+	w.checkServing(t, "")
 	// The API server takes them as rendered (server-side dry run: nothing is registered).
-	for _, o := range []client.Object{w.secret, w.service, w.config} {
+	for _, o := range []client.Object{w.service, w.config, w.authors} {
 		if err := k8s.Create(context.Background(), o.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
 			t.Errorf("the API server refuses %T %s: %v", o, o.GetName(), err)
 		}
 	}
+	args := w.container().Args
+	certSecret, authorSecret := argValue(args, "webhook-cert-secret"), argValue(args, "cleaner-author-key-secret")
+	if certSecret != ns+"/"+release+"-webhook-tls" || authorSecret != ns+"/"+release+"-cleaner-author" {
+		t.Fatalf("--webhook-cert-secret=%q --cleaner-author-key-secret=%q", certSecret, authorSecret)
+	}
 
-	// The certificate: the caBundle is the Secret's CA, and it verifies the serving
-	// certificate for the Service's DNS name, as the API server will.
-	checkCert := func(t *testing.T, s *corev1.Secret, caBundle []byte) {
-		t.Helper()
-		if s.Type != corev1.SecretTypeTLS || !bytes.Equal(caBundle, s.Data["ca.crt"]) {
-			t.Fatalf("Secret type %s; caBundle equal to its ca.crt: %v", s.Type, bytes.Equal(caBundle, s.Data["ca.crt"]))
-		}
-		if _, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
-			t.Errorf("tls.crt and tls.key: %v", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(caBundle) {
-			t.Fatalf("the caBundle holds no PEM certificate")
-		}
-		block, _ := pem.Decode(s.Data["tls.crt"])
-		if block == nil {
-			t.Fatal("tls.crt is not PEM")
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{w.service.Name + "." + ns + ".svc", w.service.Name + "." + ns + ".svc.cluster.local"} {
-			if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-				t.Errorf("the caBundle does not verify the serving certificate for %s: %v", name, err)
-			}
-		}
-		if cert.NotAfter.Before(time.Now().Add(5 * 365 * 24 * time.Hour)) {
-			t.Errorf("the serving certificate expires %s", cert.NotAfter)
-		}
-	}
-	checkCert(t, w.secret, wh.ClientConfig.CABundle)
-
-	// An upgrade keeps the Secret the Pods mount: with the Secret stored, a render that may look
-	// it up (helm upgrade, or --dry-run=server) renders the same Secret and caBundle.
-	if err := k8s.Create(context.Background(), w.secret); err != nil {
-		t.Fatal(err)
-	}
-	again := renderWebhook(t, release, ns, "--dry-run=server", "--kubeconfig", env.Kubeconfig)
-	if again.secret == nil || again.config == nil {
-		t.Fatal("the upgrade renders no Secret or configuration")
-	}
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		if !bytes.Equal(again.secret.Data[k], w.secret.Data[k]) {
-			t.Errorf("the upgrade generated a new %s", k)
-		}
-	}
-	checkCert(t, again.secret, again.config.Webhooks[0].ClientConfig.CABundle)
-
-	// The API server calls the chart's configuration, and Kustos answers. envtest rewrites the
-	// Service into a URL on a local port (keeping the chart's path) with a certificate of its own;
-	// the configuration is narrowed to this test's namespace so that no other test meets it.
+	// The API server calls the chart's configurations, and Kustos answers. envtest rewrites the
+	// Service into a URL on a local port (keeping the chart's path); its host is "localhost",
+	// so Kustos's certificate is made for a Service named localhost (a test's stand-in for the
+	// chart's Service, whose name no test DNS resolves). Kustos replaces envtest's caBundle by
+	// its own CA. The configurations are narrowed to this test's namespace so that no other
+	// test meets them.
 	cfg := w.config.DeepCopy()
 	cfg.Name = "kustos-chart-webhook-" + ns
 	cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
-	if w.authors == nil || len(w.authors.Webhooks) != 1 || w.authorKey == nil {
-		t.Fatalf("the chart rendered no author webhook configuration (%v) or no author key Secret (%v)", w.authors != nil, w.authorKey != nil)
-	}
-	if key := w.authorKey.Data["key"]; len(key) < authorship.MinKeyBytes {
-		t.Errorf("the author key has %d bytes, want at least %d", len(key), authorship.MinKeyBytes)
-	}
 	acfg := w.authors.DeepCopy()
 	acfg.Name = "kustos-chart-authors-" + ns
 	acfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
@@ -637,8 +746,9 @@ func TestChartWebhook(t *testing.T) {
 		ptr.Deref(acfg.Webhooks[0].FailurePolicy, "") != admissionregistrationv1.Fail {
 		t.Errorf("the author webhook calls %+v (failure policy %v), want the webhook Service at %s, Fail", svc, acfg.Webhooks[0].FailurePolicy, admission.AuthorPath)
 	}
-	install := envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
-		MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{acfg}}
+	install := envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1", LocalServingHostExternalName: "localhost",
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{cfg},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{acfg}}
 	if err := install.Install(env.Config); err != nil {
 		t.Fatal(err)
 	}
@@ -647,22 +757,59 @@ func TestChartWebhook(t *testing.T) {
 		_ = k8s.Delete(context.Background(), acfg)
 		_ = install.Cleanup()
 	})
-	startKustos(t, func(o *app.Options) {
-		o.Webhook = app.WebhookOptions{Host: install.LocalServingHost, Port: install.LocalServingPort, CertDir: install.LocalServingCertDir}
-	})
+	start := func() *kustos {
+		return startKustos(t, func(o *app.Options) {
+			o.Webhook = app.WebhookOptions{Host: "127.0.0.1", Port: install.LocalServingPort,
+				CertSecret: certSecret, Service: ns + "/localhost", Configurations: []string{cfg.Name, acfg.Name}}
+			o.Cleaners.AuthorKeySecret = authorSecret
+		})
+	}
+	k := start()
+	dumpOnFailure(t, k)
+	secretOf := func(nsName string) *corev1.Secret {
+		t.Helper()
+		namespace, name, _ := strings.Cut(nsName, "/")
+		var s corev1.Secret
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+			t.Fatalf("Secret %s: %v", nsName, err)
+		}
+		return &s
+	}
+	certs, authorKey := secretOf(certSecret), secretOf(authorSecret)
+	if certs.Type != corev1.SecretTypeTLS || len(authorKey.Data[app.SecretKeyField]) < authorship.MinKeyBytes {
+		t.Fatalf("Secret types %s, author key of %d bytes", certs.Type, len(authorKey.Data[app.SecretKeyField]))
+	}
 	bad := &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
 		Spec: v1alpha1.CleanerSpec{TTL: "1h", Targets: []v1alpha1.Target{{Name: "cm", Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "x"}}},
 			Conditions: []string{"cm == null", "cm.data.size( > 0"}},
 	}
-	var err error
-	eventually(t, "the chart's webhook answers", func() bool {
-		err = kc(t).Create(context.Background(), bad.DeepCopy())
-		return err != nil && !strings.Contains(err.Error(), "failed calling webhook")
-	})
-	if want := `admission webhook "cleaners.kustos.io" denied the request`; !apierrors.IsInvalid(err) ||
-		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.conditions[1]") {
-		t.Errorf("want Invalid from the webhook naming spec.conditions[1], got %v", err)
+	refused := func(name string) {
+		t.Helper()
+		b := bad.DeepCopy()
+		b.Name = name
+		var err error
+		eventually(t, "the chart's webhook answers with Kustos's certificate", func() bool {
+			err = kc(t).Create(context.Background(), b.DeepCopy())
+			return err != nil && !strings.Contains(err.Error(), "failed calling webhook")
+		})
+		if want := `admission webhook "cleaners.kustos.io" denied the request`; !apierrors.IsInvalid(err) ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "spec.conditions[1]") {
+			t.Errorf("want Invalid from the webhook naming spec.conditions[1], got %v", err)
+		}
+	}
+	refused("bad")
+	for _, c := range []struct{ kind, name string }{{"ValidatingWebhookConfiguration", cfg.Name}, {"MutatingWebhookConfiguration", acfg.Name}} {
+		var u unstructured.Unstructured
+		u.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(c.kind))
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: c.name}, &u); err != nil {
+			t.Fatal(err)
+		}
+		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+		bundle, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle")
+		if want := base64.StdEncoding.EncodeToString(certs.Data["ca.crt"]); bundle != want {
+			t.Errorf("%s %s: the caBundle is not the CA of Secret %s", c.kind, c.name, certSecret)
+		}
 	}
 	good := bad.DeepCopy()
 	good.Name, good.Spec.Conditions = "good", good.Spec.Conditions[:1]
@@ -670,10 +817,26 @@ func TestChartWebhook(t *testing.T) {
 	if err := kc(t).Create(context.Background(), good); err != nil {
 		t.Fatalf("a valid Cleaner was refused: %v", err)
 	}
-	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin.
+	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin,
+	// signed with the key of the Secret Kustos made.
+	signer, err := authorship.NewSigner(authorKey.Data[app.SecretKeyField])
+	if err != nil {
+		t.Fatal(err)
+	}
 	stored := getCleaner(t, ns, "good")
-	if a, err := (authorship.Cleaners{Signer: authorSigner}).Author(stored); err != nil || a.Username != adminAuthor.Username {
+	if a, err := (authorship.Cleaners{Signer: signer}).Author(stored); err != nil || a.Username != adminAuthor.Username {
 		t.Errorf("the stored Cleaner's author is %+v (%v), want %s stamped by the webhook", a, err, adminAuthor.Username)
+	}
+
+	// A restart uses the same Secrets: same certificate, same key, and the webhook still answers.
+	k.stop()
+	start()
+	refused("bad-after-restart")
+	if again := secretOf(certSecret); !bytes.Equal(again.Data["tls.crt"], certs.Data["tls.crt"]) || !bytes.Equal(again.Data["ca.crt"], certs.Data["ca.crt"]) {
+		t.Error("the restart made a new certificate")
+	}
+	if again := secretOf(authorSecret); !bytes.Equal(again.Data[app.SecretKeyField], authorKey.Data[app.SecretKeyField]) {
+		t.Error("the restart made a new author key")
 	}
 }
 
@@ -860,4 +1023,276 @@ func TestChartAllowedDestinations(t *testing.T) {
 		!strings.Contains(err.Error(), "/allowedDestinations/0") {
 		t.Errorf("an item with a comma: err %v, output %s", err, out)
 	}
+}
+
+// TestChartRendersTheSameBytes: the same values render the same bytes, every time. Argo CD
+// renders without cluster access and compares; a chart that generates a key or a certificate at
+// render time shows a permanent diff and replaces the key at every sync (killing the extension
+// links already mailed). Keys and the webhook certificate are made by Kustos itself, once
+// (package keyring), or by cert-manager.
+func TestChartRendersTheSameBytes(t *testing.T) {
+	pr := []string{"--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github", "--set", "github.appID=1", "--set", "github.installationID=2"}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"defaults", nil},
+		{"pr with the extension server and deletions", append(slices.Clone(pr), "--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com",
+			"--set", "expiry.extension.ingress.enabled=true", "--set", "expiry.extension.ingress.host=kustos.example.com", "--set", "expiry.deletion.namespaces=true")},
+		{"direct with inactivity", []string{"--set", "mode=direct", "--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}},
+		{"cert-manager", []string{"--set", "webhook.certManager.enabled=true"}},
+		{"no cleaners", []string{"--set", "cleaner.enabled=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var renders [][]byte
+			for range 2 {
+				out, err := helm(append([]string{"template", "kustos", chartDir(t), "--namespace", "kustos-system"}, tc.args...)...)
+				if err != nil {
+					t.Fatalf("helm template: %v", err)
+				}
+				renders = append(renders, out)
+			}
+			if !bytes.Equal(renders[0], renders[1]) {
+				a, b := strings.Split(string(renders[0]), "\n"), strings.Split(string(renders[1]), "\n")
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Fatalf("two renders differ first at line %d:\n%s\n%s", i+1, a[i], b[i])
+					}
+				}
+				t.Fatalf("two renders differ in length: %d and %d lines", len(a), len(b))
+			}
+		})
+	}
+}
+
+// TestChartCRD: the Cleaner CRD is a template (Helm upgrades it, unlike crds/), the very CRD
+// `make generate` writes, kept on uninstall (helm.sh/resource-policy: keep), and left out with
+// crds.install=false; the API server takes it as an update of the installed CRD.
+func TestChartCRD(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(chartDir(t), "crds")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the chart has a crds/ directory (%v): Helm never upgrades what it holds", err)
+	}
+	generated, err := os.ReadFile(filepath.Join(chartDir(t), "files", "crds", "kustos.io_cleaners.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want apiextensionsv1.CustomResourceDefinition
+	if err := utilyaml.Unmarshal(generated, &want); err != nil {
+		t.Fatal(err)
+	}
+	find := func(args ...string) *apiextensionsv1.CustomResourceDefinition {
+		t.Helper()
+		for _, o := range renderChart(t, "kustos", "kustos-system", args...) {
+			if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+				return crd
+			}
+		}
+		return nil
+	}
+	crd := find()
+	if crd == nil {
+		t.Fatal("the chart renders no CRD")
+	}
+	if crd.Name != "cleaners.kustos.io" || !equality.Semantic.DeepEqual(crd.Spec, want.Spec) {
+		t.Errorf("the rendered CRD %s differs from the generated one", crd.Name)
+	}
+	if crd.Annotations["helm.sh/resource-policy"] != "keep" || crd.Labels["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("annotations %v, labels %v", crd.Annotations, crd.Labels)
+	}
+	if find("--set", "crds.install=false") != nil {
+		t.Error("crds.install=false renders the CRD")
+	}
+	var live apiextensionsv1.CustomResourceDefinition
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: crd.Name}, &live); err != nil {
+		t.Fatal(err)
+	}
+	crd.ResourceVersion = live.ResourceVersion
+	if err := k8s.Update(context.Background(), crd, client.DryRunAll); err != nil {
+		t.Errorf("the API server refuses the rendered CRD as an upgrade: %v", err)
+	}
+}
+
+// TestChartExtras: extraEnv, extraVolumes, extraVolumeMounts and extraArgs reach the kustos
+// container (so flags without a value, such as --expiry-owners or --notify-mail-ca-file, can be
+// set with their files), github.caConfigMap becomes --github-ca-file on a mounted ConfigMap, and
+// the API server takes the Deployment as rendered.
+func TestChartExtras(t *testing.T) {
+	ns := newNamespace(t, "kustos-extras", nil)
+	objs := renderChart(t, "kustos", ns, "--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github",
+		"--set", "github.tokenKey=token", "--set", "github.apiURL=https://github.example.com/api/v3/", "--set", "github.caConfigMap=ghes-ca",
+		"--set-json", `extraEnv=[{"name":"HTTPS_PROXY","value":"http://proxy:3128"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]`,
+		"--set-json", `extraVolumes=[{"name":"owners","configMap":{"name":"kustos-owners"}},{"name":"mail-ca","configMap":{"name":"mail-ca"}}]`,
+		"--set-json", `extraVolumeMounts=[{"name":"owners","mountPath":"/etc/kustos/owners","readOnly":true},{"name":"mail-ca","mountPath":"/etc/kustos/mail-ca","readOnly":true}]`,
+		"--set-json", `extraArgs=["--expiry-owners=/etc/kustos/owners/owners.yaml","--notify-mail-ca-file=/etc/kustos/mail-ca/ca.crt"]`)
+	var d *appsv1.Deployment
+	for _, o := range objs {
+		if dep, ok := o.(*appsv1.Deployment); ok {
+			d = dep
+		}
+	}
+	if d == nil {
+		t.Fatal("no Deployment")
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	for _, want := range []string{"--expiry-owners=/etc/kustos/owners/owners.yaml", "--notify-mail-ca-file=/etc/kustos/mail-ca/ca.crt", "--github-ca-file=/etc/kustos/github-ca/ca.crt"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args lack %s: %q", want, c.Args)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if env["HTTPS_PROXY"].Value != "http://proxy:3128" || env["FROM_SECRET"].ValueFrom == nil || env["POD_NAMESPACE"].ValueFrom == nil {
+		t.Errorf("env %+v", c.Env)
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for name, path := range map[string]string{"owners": "/etc/kustos/owners", "mail-ca": "/etc/kustos/mail-ca", "github-ca": "/etc/kustos/github-ca", "github": "/var/run/secrets/kustos/github"} {
+		if _, ok := volumes[name]; !ok || mounts[name] != path {
+			t.Errorf("volume %s (%v) mounted at %q, want %s", name, ok, mounts[name], path)
+		}
+	}
+	if cm := volumes["github-ca"].ConfigMap; cm == nil || cm.Name != "ghes-ca" {
+		t.Errorf("github-ca volume %+v", volumes["github-ca"])
+	}
+	if err := k8s.Create(context.Background(), d, client.DryRunAll); err != nil {
+		t.Errorf("the API server refuses the Deployment: %v", err)
+	}
+}
+
+// TestChartReplicas: one replica gets no PodDisruptionBudget unless pdb.enabled (it would block
+// every drain); two get one (minAvailable 1, selecting the Pods) and are spread over nodes, and
+// the API server takes both as rendered; a budget no eviction could meet is refused.
+func TestChartReplicas(t *testing.T) {
+	ns := newNamespace(t, "kustos-replicas", nil)
+	render := func(args ...string) (pdb *policyv1.PodDisruptionBudget, d *appsv1.Deployment) {
+		t.Helper()
+		for _, o := range renderChart(t, "kustos", ns, args...) {
+			switch o := o.(type) {
+			case *policyv1.PodDisruptionBudget:
+				pdb = o
+			case *appsv1.Deployment:
+				d = o
+			}
+		}
+		return pdb, d
+	}
+	if pdb, d := render(); pdb != nil || d.Spec.Template.Spec.Affinity != nil {
+		t.Errorf("one replica: PDB %v, affinity %v; want neither", pdb != nil, d.Spec.Template.Spec.Affinity)
+	}
+	if pdb, _ := render("--set", "pdb.enabled=true"); pdb == nil {
+		t.Error("pdb.enabled renders no PDB")
+	}
+	pdb, d := render("--set", "replicaCount=2", "--set-json", `topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]`)
+	if pdb == nil || pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 {
+		t.Fatalf("two replicas: PDB %+v, want minAvailable 1", pdb)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the PDB's selector %v does not select the Pods %v (%v)", pdb.Spec.Selector, d.Spec.Template.Labels, err)
+	}
+	if *d.Spec.Replicas != 2 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true") {
+		t.Errorf("replicas %d, args %q", *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Args)
+	}
+	aa := d.Spec.Template.Spec.Affinity
+	if aa == nil || aa.PodAntiAffinity == nil || len(aa.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		aa.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname {
+		t.Errorf("two replicas: affinity %+v, want a preferred anti-affinity per node", aa)
+	}
+	if tsc := d.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelTopologyZone {
+		t.Errorf("topologySpreadConstraints %+v", tsc)
+	}
+	for _, o := range []client.Object{pdb, d} {
+		if err := k8s.Create(context.Background(), o, client.DryRunAll); err != nil {
+			t.Errorf("the API server refuses %T: %v", o, err)
+		}
+	}
+	if _, d := render("--set", "replicaCount=2", "--set", "podAntiAffinity=hard"); d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		t.Error("podAntiAffinity=hard renders no required anti-affinity")
+	}
+	if out, err := helm("template", "kustos", chartDir(t), "--set", "replicaCount=2", "--set", "pdb.minAvailable=2"); err == nil ||
+		!strings.Contains(string(out)+err.Error(), "pdb.minAvailable=2") {
+		t.Errorf("a PDB no eviction could meet was rendered: %v", err)
+	}
+}
+
+// TestChartOwnSecretsRBAC: the RBAC that lets Kustos make its own Secrets and inject its webhook
+// CA is that narrow: create Secrets in the release namespace, read only its own Secrets by
+// name (never list them, nor change or delete any), and read and patch only its own two
+// webhook configurations; with cert-manager and existing key Secrets, none of it.
+func TestChartOwnSecretsRBAC(t *testing.T) {
+	const release = "own-secrets"
+	const fullname = release + "-kustos"
+	ns := newNamespace(t, "kustos-own-secrets", nil)
+	// Each case has a release of its own (its own ServiceAccount), so that the authorizer's view
+	// of one case's RBAC, removed at its end, cannot answer for the next.
+	apply := func(t *testing.T, release string, args ...string) string {
+		t.Helper()
+		var serviceAccount string
+		for _, co := range renderChart(t, release, ns, args...) {
+			switch o := co.(type) {
+			case *corev1.ServiceAccount:
+				serviceAccount = o.Name
+			case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+				if err := k8s.Create(context.Background(), co); err != nil {
+					t.Fatalf("applying %T %s: %v", co, co.GetName(), err)
+				}
+				t.Cleanup(func() { _ = k8s.Delete(context.Background(), co) })
+			}
+		}
+		return "system:serviceaccount:" + ns + ":" + serviceAccount
+	}
+	may := func(t *testing.T, user, verb, group, resource, namespace, name string) bool {
+		t.Helper()
+		review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: group, Resource: resource, Name: name}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	webhooks := "admissionregistration.k8s.io"
+	t.Run("defaults", func(t *testing.T) {
+		user := apply(t, release)
+		allowed := [][6]string{
+			{"create", "", "secrets", ns, ""},
+			{"get", "", "secrets", ns, fullname + "-cleaner-author"}, {"get", "", "secrets", ns, fullname + "-webhook-tls"},
+			{"get", webhooks, "validatingwebhookconfigurations", "", fullname + "-cleaners"},
+			{"patch", webhooks, "mutatingwebhookconfigurations", "", fullname + "-cleaner-authors"},
+		}
+		for _, a := range allowed {
+			eventually(t, fmt.Sprintf("%s may %s %s %s/%s", user, a[0], a[2], a[3], a[4]), func() bool { return may(t, user, a[0], a[1], a[2], a[3], a[4]) })
+		}
+		for _, a := range [][6]string{
+			{"get", "", "secrets", ns, "someone-elses"}, {"list", "", "secrets", ns, ""}, {"watch", "", "secrets", ns, ""},
+			{"update", "", "secrets", ns, fullname + "-cleaner-author"}, {"delete", "", "secrets", ns, fullname + "-webhook-tls"},
+			{"create", "", "secrets", "default", ""}, {"get", "", "secrets", "default", fullname + "-cleaner-author"},
+			{"patch", webhooks, "validatingwebhookconfigurations", "", "another-webhook"}, {"delete", webhooks, "validatingwebhookconfigurations", "", fullname + "-cleaners"},
+		} {
+			if may(t, user, a[0], a[1], a[2], a[3], a[4]) {
+				t.Errorf("%s may %s %s %s/%s, want denied", user, a[0], a[2], a[3], a[4])
+			}
+		}
+	})
+	t.Run("no webhook and an existing key", func(t *testing.T) {
+		user := apply(t, "no-own-secrets", "--set", "webhook.enabled=false", "--set", "cleaner.authorKey.existingSecret=my-key")
+		eventually(t, "the ClusterRole is in force", func() bool { return may(t, user, "list", "", "namespaces", "", "") })
+		for _, a := range [][6]string{
+			{"create", "", "secrets", ns, ""}, {"get", "", "secrets", ns, "no-own-secrets-kustos-cleaner-author"},
+			{"patch", webhooks, "validatingwebhookconfigurations", "", "no-own-secrets-kustos-cleaners"},
+		} {
+			if may(t, user, a[0], a[1], a[2], a[3], a[4]) {
+				t.Errorf("%s may %s %s %s/%s, want denied", user, a[0], a[2], a[3], a[4])
+			}
+		}
+	})
 }

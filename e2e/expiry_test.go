@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -242,6 +243,43 @@ func TestExpiryPRMode(t *testing.T) {
 	}
 	waitEvents(t, ns, expiry.ReasonExpired, 1)
 	g.onePR(t, 2*time.Second)
+}
+
+// TestExpiryDeleteNotAllowed: deletion is an opt-in per detector and kind (--allow-delete).
+// With none, in PR mode an expired environment defined in Git still gets its removal pull
+// request (which needs no cluster right), one that no manifest defines is left in place with a
+// DeleteNotAllowed Warning Event naming the flag, and a pause (no deletion) is carried out.
+func TestExpiryDeleteNotAllowed(t *testing.T) {
+	ns := newNamespace(t, "expiry-nodelete", nil)
+	g := newGitOps(t, ns)
+	g.addManifest("add the preview", "preview.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: preview\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n")
+	expiring := map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s"}
+	newEnvironment(t, ns, "preview", expiring)
+	newEnvironment(t, ns, "orphan", expiring)
+	newEnvironmentOf(t, ns, "paused", 2, map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s", expiry.AnnotationOnExpiry: "pause"})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		expiryOptions(o)
+		o.AllowDelete = direct.DeletePolicy{} // nothing, as the flag's default
+	}))
+	dumpOnFailure(t, k)
+
+	g.waitPR(t, "the preview's removal PR", func(p githubtest.PullRequest) bool { return strings.Contains(p.Title, "preview") })
+	refused := waitEvents(t, ns, pipeline.ReasonDeleteNotAllowed, 1)[0]
+	if refused.InvolvedObject.Name != "orphan" || refused.Type != corev1.EventTypeWarning ||
+		!strings.Contains(refused.Message, "--allow-delete=expiry:apps/deployments") {
+		t.Errorf("DeleteNotAllowed Event about %s (%s): %s", refused.InvolvedObject.Name, refused.Type, refused.Message)
+	}
+	eventually(t, "paused scaled to zero", func() bool {
+		var d appsv1.Deployment
+		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "paused"}, &d) == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0
+	})
+	if !deploymentExists(t, ns, "orphan") || !deploymentExists(t, ns, "preview") {
+		t.Error("an environment was deleted without --allow-delete")
+	}
+	if len(k.logs.records(t, "change cannot be carried out")) == 0 {
+		t.Error("the refusal was not logged")
+	}
 }
 
 // TestExpiryPRWithdrawn: the removal PR of an expired preview is open (no auto-merge yet) when

@@ -19,10 +19,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 )
@@ -221,14 +223,35 @@ func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *k
 	if mutate != nil {
 		mutate(&o)
 	}
-	if o.Cleaners.AuthorKeyFile == "" {
+	if o.Cleaners.AuthorKeyFile == "" && o.Cleaners.AuthorKeySecret == "" {
 		o.Cleaners.AuthorKeyFile = authorKeyFile
+	}
+	if o.AllowDelete == nil {
+		// Deletion is an opt-in (--allow-delete); the tests of what a detector deletes opt in
+		// to the kinds they use, as an operator would. A test of the refusal passes an empty
+		// policy (direct.DeletePolicy{}).
+		o.AllowDelete = e2eDeletes
 	}
 	if o.StateNamespace == "" {
 		o.StateNamespace = newNamespace(t, "kustos-state", nil)
 	}
 	return startKustosWith(t, cfg, o)
 }
+
+// e2eDeletes lets every deleting detector delete the kinds the e2e tests create.
+var e2eDeletes = func() direct.DeletePolicy {
+	kinds := []schema.GroupResource{{Resource: "namespaces"}, {Resource: "configmaps"}, {Resource: "services"},
+		{Group: "apps", Resource: "deployments"}, {Group: "apps", Resource: "statefulsets"}, {Group: "kustos.io", Resource: "cleaners"},
+		{Group: "serving.knative.dev", Resource: "services"}, {Group: "serving.knative.dev", Resource: "revisions"}, {Resource: "secrets"}}
+	p := direct.DeletePolicy{}
+	for _, d := range app.DeletingDetectors {
+		p[d] = map[schema.GroupResource]bool{}
+		for _, k := range kinds {
+			p[d][k] = true
+		}
+	}
+	return p
+}()
 
 func startKustosWith(t *testing.T, cfg *rest.Config, o app.Options) *kustos {
 	t.Helper()

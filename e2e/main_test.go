@@ -41,7 +41,7 @@ func runMain(m *testing.M) int {
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true,
 		// Kustos's own CRD as the chart ships it, and Knative-shaped kinds for Cleaners to name.
-		CRDDirectoryPaths: []string{"../charts/kustos/crds", "testdata/crds"}})
+		CRDDirectoryPaths: []string{"../charts/kustos/files/crds", "testdata/crds"}})
 	if err != nil {
 		// Never skip: a missing control plane is a broken install step, not an excuse.
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

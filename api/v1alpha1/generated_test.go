@@ -28,7 +28,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	for generated, committed := range map[string]string{
 		filepath.Join(out, "object", "zz_generated.deepcopy.go"): filepath.Join(root, "api", "v1alpha1", "zz_generated.deepcopy.go"),
-		filepath.Join(out, "crd", "kustos.io_cleaners.yaml"):     filepath.Join(root, "charts", "kustos", "crds", "kustos.io_cleaners.yaml"),
+		filepath.Join(out, "crd", "kustos.io_cleaners.yaml"):     filepath.Join(root, "charts", "kustos", "files", "crds", "kustos.io_cleaners.yaml"),
 	} {
 		want, err := os.ReadFile(generated)
 		if err != nil {

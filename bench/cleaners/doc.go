@@ -10,7 +10,7 @@
 // # What a run does
 //
 // One control plane (etcd and kube-apiserver from bin/, started by internal/testenv, with the
-// CRDs of charts/kustos/crds/). Kustos runs as a separate process:
+// CRDs of charts/kustos/files/crds/). Kustos runs as a separate process:
 //
 //	kustos run --kubeconfig=… --mode=observe --enable-cleaners=true --state-namespace=kustos-bench
 //	  --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0 --log-level=error

@@ -7,7 +7,7 @@
 // # What a scenario does
 //
 // Each scenario gets a fresh control plane (etcd and kube-apiserver from bin/, started by
-// internal/testenv, with the CRDs of charts/kustos/crds/ as the chart installs them; no
+// internal/testenv, with the CRDs of charts/kustos/files/crds/ as the chart installs them; no
 // kube-controller-manager), so the figures of one scenario do not depend on another. Then:
 //
 //  1. Setup. N namespaces, each with one ResourceQuota "compute" whose spec.hard is

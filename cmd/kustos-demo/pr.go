@@ -108,7 +108,10 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 		"--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(), "--cleaner-author-key-file=" + authorKeyFile,
 		// The Cleaner act's CloudEvent sink listens on loopback, which a tenant's sink may not
 		// reach unless the operator allows it.
-		"--allowed-destinations=127.0.0.1/32"}
+		"--allowed-destinations=127.0.0.1/32",
+		// Deletion is an opt-in per detector and kind: the Cleaner act's preview (not in Git)
+		// and the Cleaner itself are deleted from the cluster.
+		"--allow-delete=ephemeral:serving.knative.dev/services,ephemeral:serving.knative.dev/revisions,ephemeral:kustos.io/cleaners"}
 	a.step("starting a second kustos run: " + strings.Join(redact(append(args[2:3:3], args[5:]...), tokenFile), " "))
 	stop, err := a.startKustos("kustos (PR mode)", kustosBin, args)
 	if err != nil {

@@ -34,6 +34,8 @@ func TestRealMain(t *testing.T) {
 		{"run: not a number", []string{"run", "--max-alerts=many"}, 2, "", `kustos run: invalid --max-alerts="many": want a whole number`},
 		{"run: a flag without its value", []string{"run", "--mode"}, 2, "", "kustos run: --mode needs a value"},
 		{"expiry plan: one dash", []string{"expiry", "plan", "-now", "2026-01-01T00:00:00Z"}, 2, "", "flags take two dashes: --now"},
+		{"run: allow-delete without a detector", []string{"run", "--allow-delete=namespaces", "--state-namespace=x"}, 2, "",
+			`--allow-delete: "namespaces": want detector:resource`},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
 		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
 		{"cleaner without eval", []string{"cleaner"}, 2, "", "Usage: kustos cleaner <command> [flags]\n\nCleaners, offline\n\nCommands:\n  eval "},
@@ -98,5 +100,19 @@ func TestRunFlagsAllowedDestinations(t *testing.T) {
 	}
 	if o, _, _, err = runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{}); err != nil || o.AllowedDestinations.String() != "" {
 		t.Errorf("default: %q, %v; want none (public addresses only)", o.AllowedDestinations.String(), err)
+	}
+}
+
+func TestRunFlagsAllowDelete(t *testing.T) {
+	o, _, _, err := runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{})
+	if err != nil || len(o.AllowDelete) != 0 {
+		t.Fatalf("default: %q, %v; want nothing deletable", o.AllowDelete.String(), err)
+	}
+	o, _, _, err = runFlags([]string{"--state-namespace=x", "--allow-delete=expiry:namespaces,ephemeral:kustos.io/cleaners,inactivity:apps/statefulsets"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.AllowDelete.String(); got != "ephemeral:kustos.io/cleaners,expiry:namespaces,inactivity:apps/statefulsets" {
+		t.Errorf("--allow-delete: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
@@ -34,6 +35,8 @@ type runFlagSet struct {
 	trustedProxies      string
 	mailTLS             string
 	allowedDestinations string
+	webhookConfigs      string
+	allowDelete         string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -47,6 +50,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
 		fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
 		fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
+		fs.StringVar(&r.allowDelete, "allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
 	})
 
 	cli.StateNamespace(fs, &o.StateNamespace)
@@ -64,6 +68,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&o.PR.GitHub.APIURL, "github-api-url", "", "GitHub REST API root; default https://api.github.com/, GitHub Enterprise: https://HOST/api/v3/")
 		fs.Int64Var(&o.PR.GitHub.AppID, "github-app-id", 0, "GitHub App ID")
 		fs.Int64Var(&o.PR.GitHub.InstallationID, "github-installation-id", 0, "installation ID of the GitHub App")
+		fs.StringVar(&o.PR.GitHub.CAFile, "github-ca-file", "", "PEM file of the private CA that signs a GitHub Enterprise Server's certificate, trusted besides the system's CAs for its API and Git")
 		fs.StringVar(&o.PR.GitHub.PrivateKeyFile, "github-private-key-file", "", "the GitHub App's PEM private key (mounted from a Secret)")
 		fs.StringVar(&o.PR.GitHub.TokenFile, "github-token-file", "", "a file holding a GitHub token, instead of App credentials")
 		fs.StringVar(&o.PR.GitHub.Repository, "git-repo", "", "the GitOps repository, owner/name")
@@ -81,6 +86,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		cli.Duration(fs, &o.Cleaners.ReadyRecheck, "cleaner-ready-recheck", false, "how often a Ready Cleaner is looked at when nothing changes")
 		cli.Duration(fs, &o.Cleaners.NotReadyRecheck, "cleaner-not-ready-recheck", false, "how often a Cleaner that is not Ready is looked at when nothing changes")
 		fs.StringVar(&o.Cleaners.AuthorKeyFile, "cleaner-author-key-file", "", "file holding the key (at least 32 bytes) that signs the author stamps the webhook puts on Cleaners; mount it from a Secret. Empty: no author can be verified and Cleaners delete nothing")
+		fs.StringVar(&o.Cleaners.AuthorKeySecret, "cleaner-author-key-secret", "", "instead of --cleaner-author-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
 	})
 
 	cli.InGroup(fs, cli.GroupExpiry, func() {
@@ -101,6 +107,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&r.extensionPeriods, "extension-periods", "3d,1w,2w", "the extensions offered in a warning, comma-separated durations")
 		cli.Duration(fs, &o.Expiry.Extension.Max, "extension-max", false, "the longest extension honoured, whatever a link says")
 		fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
+		fs.StringVar(&o.Expiry.Extension.KeySecret, "extension-key-secret", "", "instead of --extension-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
 		fs.StringVar(&r.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the reverse proxies in front of the extension server (the Ingress controller's pods); only their X-Forwarded-For names the client that is rate-limited; empty: none, the peer is the client")
 	})
 
@@ -137,6 +144,9 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 	cli.InGroup(fs, cli.GroupWebhook, func() {
 		fs.IntVar(&o.Webhook.Port, "webhook-port", 0, "HTTPS port of the admission webhook that refuses invalid Cleaners (the chart sets 9443); 0 serves none, as outside a cluster, where the API server cannot reach it")
 		fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", app.DefaultWebhookCertDir, "directory holding the webhook's serving certificate, tls.crt and tls.key (reloaded when they change)")
+		fs.StringVar(&o.Webhook.CertSecret, "webhook-cert-secret", "", "instead of --webhook-cert-dir: namespace/name of the kubernetes.io/tls Secret holding the webhook's serving certificate and its CA (ca.crt), created once (10 years) if absent; its CA is put into --webhook-configurations' caBundle")
+		fs.StringVar(&o.Webhook.Service, "webhook-service", "", "namespace/name of the webhook's Service, whose DNS names --webhook-cert-secret's certificate is for")
+		fs.StringVar(&r.webhookConfigs, "webhook-configurations", "", "comma-separated names of the Validating and Mutating webhook configurations whose caBundle gets --webhook-cert-secret's CA")
 		fs.StringVar(&r.allowedDestinations, "allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
 	})
 }
@@ -154,6 +164,10 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	o.PR.Labels = splitList(r.prLabels)
 	var err error
 	if o.AllowedDestinations, err = egress.ParsePolicy(r.allowedDestinations); err != nil {
+		return o, "", "", &cli.UsageError{Err: err}
+	}
+	o.Webhook.Configurations = splitList(r.webhookConfigs)
+	if o.AllowDelete, err = direct.ParseDeletePolicy(r.allowDelete, app.DeletingDetectors); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}
 	o.Expiry.Kinds, o.Expiry.Settings = r.expiry.Kinds, r.expiry.Settings

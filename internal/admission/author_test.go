@@ -26,9 +26,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -133,6 +135,9 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		o.Mode, o.Instance, o.MaxConcurrentReconciles = app.ModeDirect, "author-test", 2
 		o.InProcessReplica = true // another test of this package runs a manager too
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
+		// Deletion is an opt-in (--allow-delete): the kinds these Cleaners delete.
+		o.AllowDelete = direct.DeletePolicy{ephemeral.DetectorName: {{Resource: "secrets"}: true, {Resource: "configmaps"}: true,
+			{Group: "kustos.io", Resource: "cleaners"}: true}}
 	})
 
 	stampOf := func(name string) map[string]any {

@@ -282,7 +282,7 @@ func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate fun
 // configurations of webhooks (served on env.Webhooks' local address), stopped when the test ends.
 func startControlPlane(ctx context.Context, t *testing.T, webhooks envtest.WebhookInstallOptions) *testenv.Env {
 	t.Helper()
-	env, err := testenv.Start(ctx, testenv.Options{CRDDirectoryPaths: []string{"../../charts/kustos/crds"}, Webhooks: webhooks})
+	env, err := testenv.Start(ctx, testenv.Options{CRDDirectoryPaths: []string{"../../charts/kustos/files/crds"}, Webhooks: webhooks})
 	if err != nil {
 		t.Fatal(err)
 	}

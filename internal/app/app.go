@@ -37,6 +37,9 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
@@ -119,8 +122,15 @@ type Options struct {
 	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
 	// public addresses only.
 	AllowedDestinations egress.Policy
-	Log                 logr.Logger
+	// AllowDelete is --allow-delete: which resources each detector may delete from the cluster
+	// (direct mode, and in PR mode objects no manifest in Git defines). nil: none; a pull
+	// request removing a manifest from Git needs no such right.
+	AllowDelete direct.DeletePolicy
+	Log         logr.Logger
 }
+
+// DeletingDetectors are the detectors --allow-delete may name: those whose Changes delete.
+var DeletingDetectors = []string{expiry.DetectorName, inactivity.DetectorName, ephemeral.DetectorName}
 
 // Validate reports the first option that cannot work, naming it as a flag.
 func (o Options) Validate() error {
@@ -216,7 +226,11 @@ func newPRMode(o Options) (*prMode, error) {
 	var w *pr.Writer
 	// Git uses the client's own token (one ghinstallation transport for REST and Git, inside the
 	// client's retries, rate limits and metrics).
-	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken}
+	bundle, err := p.GitHub.CABundle()
+	if err != nil {
+		return nil, err
+	}
+	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
 	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose, closePR: gc.ClosePR}, gh: gc}, nil
 }
@@ -272,6 +286,8 @@ type baseRepo struct {
 	url    string
 	branch func(context.Context) (string, error)
 	token  func(context.Context) (string, error)
+	// caBundle is --github-ca-file's certificates, trusted by the clones besides the system's.
+	caBundle []byte
 
 	mu   sync.Mutex
 	repo *pr.GitRepo
@@ -285,7 +301,7 @@ func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error
 			b.mu.Unlock()
 			return nil, err
 		}
-		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token}
+		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token, CABundle: b.caBundle}
 	}
 	r := b.repo
 	b.mu.Unlock()
@@ -319,6 +335,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	// The webhook's serving certificate from its Secret (made once if absent) is needed to
+	// build the manager's webhook server.
+	serving, err := o.Webhook.servingCert(context.Background(), cfg, scheme, o.Now())
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(o.StateNamespace, append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches())...),
@@ -330,7 +352,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
-		WebhookServer:                 webhookServer(o.Webhook),
+		WebhookServer:                 webhookServer(o.Webhook, serving),
 		Logger:                        o.Log,
 	})
 	if err != nil {
@@ -342,13 +364,19 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
+
+	// Direct writes read the live object (not the cache) right before each conditional write.
+	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
 	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
 	// not this replica runs the detector.
-	signer, err := o.Cleaners.authorSigner()
+	signer, err := o.Cleaners.authorSigner(context.Background(), live)
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, signer); err != nil {
+	if err := setupWebhook(mgr, o.Webhook, serving, signer); err != nil {
 		return nil, err
 	}
 
@@ -365,11 +393,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
-	// Direct writes read the live object (not the cache) right before each conditional write.
-	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return nil, fmt.Errorf("creating the API client: %w", err)
-	}
+
 	pl := &pipeline.Pipeline{
 		Detector: quota.DetectorName,
 		Vocab:    quota.Vocabulary(),
@@ -397,7 +421,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
-		pl.Actuator = directActuator(live)
+		pl.Actuator = directActuator(live, o.AllowDelete)
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
 		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
@@ -452,7 +476,10 @@ const sentNoticesRemembered = 10000
 
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.
-func directActuator(live client.Client) *direct.Actuator { return &direct.Actuator{Client: live} }
+// It deletes only what allow gives the Change's detector.
+func directActuator(live client.Client, allow direct.DeletePolicy) *direct.Actuator {
+	return &direct.Actuator{Client: live, AllowDelete: allow}
+}
 
 func orDisabled(addr string) string {
 	if addr == "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -51,23 +52,55 @@ type CleanerOptions struct {
 	// that signs and verifies the author stamps the admission webhook puts on Cleaners. Empty:
 	// no Cleaner's author can be verified, and outside observer mode nothing is deleted for any.
 	AuthorKeyFile string
+	// AuthorKeySecret is --cleaner-author-key-secret (namespace/name), instead of the file: the
+	// key is read from that Secret, which Kustos creates once with a random key when it does
+	// not exist (package keyring), so that no render of the chart generates or replaces it.
+	AuthorKeySecret string
 }
 
-// authorSigner reads --cleaner-author-key-file; nil when none is set.
-func (c CleanerOptions) authorSigner() (*authorship.Signer, error) {
-	if c.AuthorKeyFile == "" {
-		return nil, nil
-	}
-	key, err := os.ReadFile(c.AuthorKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("--cleaner-author-key-file: %w", err)
+// authorSigner reads --cleaner-author-key-file or --cleaner-author-key-secret (through c); nil
+// when neither is set.
+func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*authorship.Signer, error) {
+	key, flag, err := readKey(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
+	if key == nil || err != nil {
+		return nil, err
 	}
 	s, err := authorship.NewSigner(key)
 	if err != nil {
-		return nil, fmt.Errorf("--cleaner-author-key-file=%s: %w", c.AuthorKeyFile, err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return s, nil
 }
+
+// readKey reads the key of --<flag>-file or, created if absent, of --<flag>-secret
+// (namespace/name, the key "key"); nil when neither is set. It returns the flag it read, as
+// "--flag=value", for errors.
+func readKey(ctx context.Context, c client.Client, flag, file, secret string) ([]byte, string, error) {
+	switch {
+	case file != "" && secret != "":
+		return nil, "", fmt.Errorf("--%s-file and --%s-secret: give one", flag, flag)
+	case file != "":
+		key, err := os.ReadFile(file)
+		if err != nil {
+			return nil, "", fmt.Errorf("--%s-file: %w", flag, err)
+		}
+		return key, fmt.Sprintf("--%s-file=%s", flag, file), nil
+	case secret != "":
+		name, err := keyring.ParseName(secret)
+		if err != nil {
+			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
+		}
+		key, err := keyring.Key(ctx, c, name, SecretKeyField)
+		if err != nil {
+			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
+		}
+		return key, fmt.Sprintf("--%s-secret=%s", flag, secret), nil
+	}
+	return nil, "", nil
+}
+
+// SecretKeyField is the field of a --…-key-secret Secret that holds the key.
+const SecretKeyField = "key"
 
 // cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
 func cleanerVocabulary() lifecycle.Vocabulary {
@@ -84,14 +117,14 @@ func cleanerVocabulary() lifecycle.Vocabulary {
 // precondition, and never when a GitOps tool's labels or annotations say it manages it).
 func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
-		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install charts/kustos/crds/ or pass --enable-cleaners=false: %w", err)
+		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
 	pl := *base
 	pl.Detector = ephemeral.DetectorName
 	pl.Vocab = cleanerVocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
 	}
 	rep, ok := base.Reporter.(ephemeral.Reporter)
 	if !ok {

@@ -59,6 +59,9 @@ type ExtensionOptions struct {
 	Max     time.Duration
 	// KeyFile is --extension-key-file: the HMAC key, from a Secret.
 	KeyFile string
+	// KeySecret is --extension-key-secret (namespace/name), instead of the file: the key is read
+	// from that Secret, which Kustos creates once with a random key when it does not exist.
+	KeySecret string
 	// TrustedProxies is --trusted-proxies: CIDRs of the proxies whose X-Forwarded-For names
 	// the client the server rate-limits (empty: none).
 	TrustedProxies []string
@@ -87,8 +90,8 @@ func (e ExpiryOptions) validate() error {
 		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", lifecycle.FormatDuration(e.DigestInterval))
 	case e.Extension.Addr != "" && e.Extension.URL == "":
 		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
-	case e.Extension.Addr != "" && e.Extension.KeyFile == "":
-		return fmt.Errorf("--extension-addr=%s needs --extension-key-file, the key that signs the links", e.Extension.Addr)
+	case e.Extension.Addr != "" && e.Extension.KeyFile == "" && e.Extension.KeySecret == "":
+		return fmt.Errorf("--extension-addr=%s needs --extension-key-file or --extension-key-secret, the key that signs the links", e.Extension.Addr)
 	}
 	if e.Extension.Addr != "" {
 		if _, err := extension.ParsePeriods(e.Extension.Periods, e.Extension.Max); err != nil {
@@ -124,7 +127,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	pl.Vocab = expiry.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
 	}
 	var uninstaller *helmrelease.Uninstaller
 	if o.Expiry.HelmReleases {
@@ -151,7 +154,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	pl.Notifier = nt.notifier
-	links, err := setupExtension(mgr, o)
+	links, err := setupExtension(mgr, o, live)
 	if err != nil {
 		return err
 	}
@@ -306,18 +309,18 @@ func (a releaseActuator) Apply(ctx context.Context, c lifecycle.Change, decidedA
 
 // setupExtension starts the extension server on every replica (a link may reach any of them)
 // and returns what mints its links; nil without --extension-addr.
-func setupExtension(mgr ctrl.Manager, o Options) (func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), error) {
+func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), error) {
 	e := o.Expiry.Extension
 	if e.Addr == "" {
 		return nil, nil
 	}
-	key, err := os.ReadFile(e.KeyFile)
+	key, flag, err := readKey(context.Background(), live, "extension-key", e.KeyFile, e.KeySecret)
 	if err != nil {
-		return nil, fmt.Errorf("--extension-key-file: %w", err)
+		return nil, err
 	}
 	signer, err := extension.NewSigner(key)
 	if err != nil {
-		return nil, fmt.Errorf("--extension-key-file=%s: %w", e.KeyFile, err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	periods, err := extension.ParsePeriods(e.Periods, e.Max)
 	if err != nil {

@@ -108,7 +108,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	pl.Vocab = inactivity.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", inactivity.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live)}
+		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
 	}
 	pl.Notifier = nt.notifier
 	rep, ok := base.Reporter.(inactivity.Reporter)

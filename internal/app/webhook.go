@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -8,11 +9,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/keyring"
 )
 
 // DefaultWebhookCertDir is where the webhook server reads tls.crt and tls.key unless
@@ -30,14 +35,56 @@ type WebhookOptions struct {
 	Host string
 	// Timeout bounds the check of one Cleaner; 0: admission.DefaultTimeout.
 	Timeout time.Duration
+	// CertSecret is --webhook-cert-secret (namespace/name), instead of CertDir: the serving
+	// certificate and its CA come from that Secret, which Kustos creates once (a CA and a
+	// certificate for Service's DNS names, valid for 10 years) when it does not exist, and the CA
+	// is put into the caBundle of Configurations. Nothing is generated at render time.
+	CertSecret string
+	// Service is --webhook-service (namespace/name): the Service in front of the webhook,
+	// whose DNS names the certificate is for. Needed with CertSecret.
+	Service string
+	// Configurations are --webhook-configurations: the Validating and Mutating webhook
+	// configurations whose caBundle gets CertSecret's CA.
+	Configurations []string
 }
 
-// webhookServer is the manager's webhook server, or nil (no server) when the port is 0.
-func webhookServer(o WebhookOptions) webhook.Server {
+// servingCert reads (or creates) --webhook-cert-secret; nil without it or without a webhook.
+func (o WebhookOptions) servingCert(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, now time.Time) (*keyring.ServingCert, error) {
+	if o.Port == 0 || o.CertSecret == "" {
+		return nil, nil
+	}
+	name, err := keyring.ParseName(o.CertSecret)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-cert-secret: %w", err)
+	}
+	svc, err := keyring.ParseName(o.Service)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-cert-secret needs --webhook-service, the webhook's Service: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+	sc, err := keyring.Serving(ctx, c, name, keyring.ServiceDNSNames(svc), now)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-cert-secret: %w", err)
+	}
+	return &sc, nil
+}
+
+// webhookServer is the manager's webhook server, or nil (no server) when the port is 0. With
+// serving it serves that certificate, else the files of CertDir (reloaded when they change).
+func webhookServer(o WebhookOptions, serving *keyring.ServingCert) webhook.Server {
 	if o.Port == 0 {
 		return nil
 	}
-	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.certDir(), TLSOpts: []func(*tls.Config){http1Only}})
+	opts := []func(*tls.Config){http1Only}
+	if serving != nil {
+		opts = append(opts, func(c *tls.Config) {
+			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &serving.Cert, nil }
+		})
+	}
+	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.certDir(), TLSOpts: opts})
 }
 
 // http1Only turns HTTP/2 off: every Pod in the cluster can reach the webhook server, and
@@ -57,24 +104,39 @@ func (o WebhookOptions) certDir() string {
 // a Service sends the API server's reviews only to replicas that answer them. Nothing is served
 // when the port is 0; the controller still reports invalid Cleaners as Ready=False/InvalidSpec.
 //
+// With serving (--webhook-cert-secret) and Configurations, the CA is put into their caBundle by
+// a keyring.CABundleInjector on every replica.
+//
 // With signer (--cleaner-author-key-file), the author stamper (admission.AuthorStamper) is
 // served too, at admission.AuthorPath, for a MutatingWebhookConfiguration: it records who
 // wrote each Cleaner.
-func setupWebhook(mgr ctrl.Manager, o WebhookOptions, signer *authorship.Signer) error {
+func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCert, signer *authorship.Signer) error {
 	if o.Port == 0 {
 		return nil
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--webhook-port=%d: want a port (1-65535), or 0 to serve no webhook", o.Port)
 	}
-	// The server would fail the same way once started; say here what to do about it.
-	for _, name := range []string{"tls.crt", "tls.key"} {
-		path := filepath.Join(o.certDir(), name)
-		if _, err := os.Stat(path); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("--webhook-port=%d: no serving certificate: %s does not exist: mount tls.crt and tls.key at --webhook-cert-dir (the chart does), or pass --webhook-port=0 to serve no Cleaner webhook", o.Port, path)
+	if serving != nil && len(o.Configurations) > 0 {
+		c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return fmt.Errorf("creating the API client: %w", err)
+		}
+		if err := mgr.Add(&keyring.CABundleInjector{Client: c, Names: o.Configurations, CA: serving.CA, Log: mgr.GetLogger().WithName("webhook-ca")}); err != nil {
+			return err
+		}
+	}
+	// Serving from --webhook-cert-dir, the server would fail the same way once started: say
+	// here what to do about it.
+	if serving == nil {
+		for _, name := range []string{"tls.crt", "tls.key"} {
+			path := filepath.Join(o.certDir(), name)
+			if _, err := os.Stat(path); err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("--webhook-port=%d: no serving certificate: %s does not exist: mount tls.crt and tls.key at --webhook-cert-dir (the chart does), or pass --webhook-port=0 to serve no Cleaner webhook", o.Port, path)
+				}
+				return fmt.Errorf("--webhook-cert-dir: %w", err)
 			}
-			return fmt.Errorf("--webhook-cert-dir: %w", err)
 		}
 	}
 	v := admission.NewCleanerValidator(admission.Options{Timeout: o.Timeout})

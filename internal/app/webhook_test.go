@@ -10,10 +10,10 @@ import (
 )
 
 func TestWebhookServerOnlyWithAPort(t *testing.T) {
-	if s := webhookServer(WebhookOptions{}); s != nil {
+	if s := webhookServer(WebhookOptions{}, nil); s != nil {
 		t.Errorf("port 0: got a server %T, want none", s)
 	}
-	s, ok := webhookServer(WebhookOptions{Port: 9443, Host: "127.0.0.1"}).(*webhook.DefaultServer)
+	s, ok := webhookServer(WebhookOptions{Port: 9443, Host: "127.0.0.1"}, nil).(*webhook.DefaultServer)
 	if !ok {
 		t.Fatal("port 9443: no server")
 	}
@@ -44,12 +44,12 @@ func TestSetupWebhookRefuses(t *testing.T) {
 		{WebhookOptions{Port: 70000}, "--webhook-port=70000: want a port"},
 		{WebhookOptions{Port: 9443, CertDir: dir}, "--webhook-port=9443: no serving certificate: " + dir + "/tls.crt does not exist"},
 	} {
-		err := setupWebhook(nil, tc.o, nil)
+		err := setupWebhook(nil, tc.o, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	if err := setupWebhook(nil, WebhookOptions{}, nil); err != nil {
+	if err := setupWebhook(nil, WebhookOptions{}, nil, nil); err != nil {
 		t.Errorf("port 0: %v", err)
 	}
 }

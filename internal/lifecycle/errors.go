@@ -36,6 +36,10 @@ var (
 	// (a helm release whose manifest or hooks name objects in another namespace, of a
 	// cluster-scoped kind, or that cannot be read): Kustos refuses it, whatever its own rights.
 	ErrOutsideNamespace = errors.New("outside the target's namespace")
+	// ErrDeleteNotAllowed: the change deletes an object of a kind its detector was not allowed
+	// to delete from the cluster (--allow-delete). Deletion is an explicit opt-in per detector
+	// and kind; a pull request removing the manifest from Git needs none.
+	ErrDeleteNotAllowed = errors.New("deletion not allowed")
 )
 
 // NewError returns a new sentinel error that reads msg and that errors.Is also matches against

@@ -87,6 +87,10 @@ const (
 	ReasonProposeFailed     = "ProposeFailed"
 	// ReasonManagedByGitOps: the direct actuator refused an object a GitOps tool manages.
 	ReasonManagedByGitOps = "ManagedByGitOps"
+	// ReasonDeleteNotAllowed: the direct actuator refused a deletion of a kind the detector was
+	// not allowed to delete (--allow-delete); the object stays, and so does the Warning until
+	// someone deletes it, opts the kind in, or the detector no longer wants it gone.
+	ReasonDeleteNotAllowed = "DeleteNotAllowed"
 	// ReasonForeignCommit: someone else pushed to a Kustos branch; Kustos leaves that PR to people.
 	ReasonForeignCommit = "ForeignCommit"
 	// ReasonInvalidState: the state Lease holds something Kustos cannot use (a hand edit, a
@@ -396,6 +400,11 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 			// No actuator can carry this change: say why, show it in observer form, and forget
 			// the pending decision; the detector goes on (the cooldown started with the decision).
 			r.log.Info("change cannot be carried out", "reason", reason, "error", err.Error())
+			if reason == ReasonDeleteNotAllowed {
+				// A detector wants something gone that the operator did not let it delete:
+				// visible on a dashboard, not only in Events.
+				metrics.InvalidInput.WithLabelValues(p.Detector, "delete_not_allowed").Inc()
+			}
 			if werr := r.notifyWarning(ctx, reason, err.Error(), reason+"|"+string(c.Key)+"|"+err.Error()); werr != nil {
 				return true, werr
 			}
@@ -722,6 +731,8 @@ func findingReason(err error) (string, bool) {
 		return ReasonSourceConflict, true
 	case errors.Is(err, lifecycle.ErrManagedByGitOps):
 		return ReasonManagedByGitOps, true
+	case errors.Is(err, lifecycle.ErrDeleteNotAllowed):
+		return ReasonDeleteNotAllowed, true
 	case errors.Is(err, lifecycle.ErrForeignCommit):
 		return ReasonForeignCommit, true
 	case errors.Is(err, lifecycle.ErrProposalBlocked), errors.Is(err, lifecycle.ErrInvalidChange):

@@ -100,7 +100,7 @@ func ControlPlane(ctx context.Context, binDir string, crds bool, logf Logf) (env
 		if err != nil {
 			return nil, nil, err
 		}
-		opts.CRDDirectoryPaths = []string{filepath.Join(root, "charts", "kustos", "crds")}
+		opts.CRDDirectoryPaths = []string{filepath.Join(root, "charts", "kustos", "files", "crds")}
 	}
 	t0 := time.Now()
 	if env, err = testenv.Start(ctx, opts); err != nil {

@@ -153,7 +153,7 @@ The notify webhook has a token Secret: "true" or "".
 {{- end }}
 
 {{/*
-The Secret holding the extension links' signing key.
+The Secret holding the key that signs Cleaners' author stamps.
 */}}
 {{- define "kustos.cleanerAuthorSecretName" -}}
 {{- default (printf "%s-cleaner-author" (include "kustos.fullname" .)) .Values.cleaner.authorKey.existingSecret }}
@@ -170,7 +170,38 @@ Name of the Secret holding the extension links' key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") .Values.cleaner.enabled (include "kustos.webhookEnabled" .) (include "kustos.extensionEnabled" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
+{{- end }}
+
+{{/*
+The Cleaner author key / the extension key comes from a Secret the user names, mounted as a
+file: "true" or "". Otherwise Kustos reads (and, the first time, creates) the chart-named Secret
+through the API (--…-key-secret): no render generates a key.
+*/}}
+{{- define "kustos.cleanerAuthorMounted" -}}
+{{- if and .Values.cleaner.enabled .Values.cleaner.authorKey.existingSecret }}true{{ end }}
+{{- end }}
+
+{{- define "kustos.extensionKeyMounted" -}}
+{{- if and (include "kustos.extensionEnabled" .) .Values.expiry.extension.existingSecret }}true{{ end }}
+{{- end }}
+
+{{/*
+The Secrets Kustos creates for itself in the release namespace (once, if absent), as a JSON list
+of names: the Role lets it create Secrets there and read only these.
+*/}}
+{{- define "kustos.ownSecrets" -}}
+{{- $out := list }}
+{{- if and .Values.cleaner.enabled (not .Values.cleaner.authorKey.existingSecret) }}
+{{- $out = append $out (include "kustos.cleanerAuthorSecretName" .) }}
+{{- end }}
+{{- if and (include "kustos.extensionEnabled" .) (not .Values.expiry.extension.existingSecret) }}
+{{- $out = append $out (include "kustos.extensionSecretName" .) }}
+{{- end }}
+{{- if include "kustos.webhookSelfCert" . }}
+{{- $out = append $out (include "kustos.webhookSecretName" .) }}
+{{- end }}
+{{- $out | toJson }}
 {{- end }}
 
 {{/*
@@ -200,4 +231,78 @@ The inactivity detector's template kind as an RBAC rule's API group: "" for the 
 {{- define "kustos.inactivityTemplateGroup" -}}
 {{- $parts := splitList "/" .Values.inactivity.templateKind }}
 {{- if eq (len $parts) 3 }}{{ index $parts 0 }}{{ end }}
+{{- end }}
+
+{{/*
+A kind's group/resource as --allow-delete and the deletion values write it: "apps/deployments",
+"namespaces" for the core group.
+*/}}
+{{- define "kustos.groupResource" -}}
+{{- if .apiGroup }}{{ .apiGroup }}/{{ end }}{{ .resource }}
+{{- end }}
+
+{{/*
+What each detector may delete from the cluster (--allow-delete), as a JSON list of
+"detector:group/resource": nothing in observe mode; otherwise expiry.deletion, inactivity.deletion
+(each entry checked against the detector's kinds), and for Cleaners their target kinds and the
+Cleaners themselves once their cleanup is done. The ClusterRole grants delete on exactly these.
+*/}}
+{{- define "kustos.allowDelete" -}}
+{{- $out := list }}
+{{- if ne (toString .Values.mode) "observe" }}
+{{- if .Values.expiry.enabled }}
+{{- if .Values.expiry.deletion.namespaces }}
+{{- $out = append $out "expiry:namespaces" }}
+{{- end }}
+{{- $known := list }}
+{{- range .Values.expiry.lifecycleKinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
+{{- range .Values.expiry.deletion.kinds }}
+{{- if not (has . $known) }}
+{{- fail (printf "\n\nexpiry.deletion.kinds: %q is none of expiry.lifecycleKinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
+{{- end }}
+{{- $out = append $out (printf "expiry:%s" .) }}
+{{- end }}
+{{- end }}
+{{- if .Values.inactivity.enabled }}
+{{- $known := list }}
+{{- range .Values.inactivity.kinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
+{{- range .Values.inactivity.deletion.kinds }}
+{{- if not (has . $known) }}
+{{- fail (printf "\n\ninactivity.deletion.kinds: %q is none of inactivity.kinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
+{{- end }}
+{{- $out = append $out (printf "inactivity:%s" .) }}
+{{- end }}
+{{- end }}
+{{- if .Values.cleaner.enabled }}
+{{- $out = append $out "ephemeral:kustos.io/cleaners" }}
+{{- range .Values.cleaner.targetKinds }}
+{{- $group := .apiGroup }}
+{{- range .resources }}
+{{- $out = append $out (printf "ephemeral:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out | uniq | toJson }}
+{{- end }}
+
+{{/*
+The resources --allow-delete names for any detector, as a JSON list of {apiGroup, resource},
+sorted: the ClusterRole's delete rules.
+*/}}
+{{- define "kustos.deletableResources" -}}
+{{- $seen := list }}
+{{- range include "kustos.allowDelete" . | fromJsonArray }}
+{{- $seen = append $seen (splitList ":" . | last) }}
+{{- end }}
+{{- $out := list }}
+{{- range $seen | uniq | sortAlpha }}
+{{- $parts := splitList "/" . }}
+{{- if eq (len $parts) 2 }}
+{{- $out = append $out (dict "apiGroup" (index $parts 0) "resource" (index $parts 1)) }}
+{{- else }}
+{{- $out = append $out (dict "apiGroup" "" "resource" .) }}
+{{- end }}
+{{- end }}
+{{- $out | toJson }}
 {{- end }}

@@ -14,7 +14,8 @@ Name of the Service in front of the webhook server; the serving certificate is f
 {{- end }}
 
 {{/*
-Name of the Secret holding ca.crt, tls.crt and tls.key: the chart's own, or cert-manager's.
+Name of the Secret holding ca.crt, tls.crt and tls.key: the one Kustos creates (once, at its
+first start: --webhook-cert-secret), or cert-manager's.
 */}}
 {{- define "kustos.webhookSecretName" -}}
 {{- if .Values.webhook.certManager.enabled }}
@@ -39,4 +40,18 @@ The DNS names the API server may use for the webhook Service, as a list.
 {{- $svc := include "kustos.webhookServiceName" . }}
 {{- $ns := .Release.Namespace }}
 {{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson }}
+{{- end }}
+
+{{/*
+Names of the webhook configurations, whose caBundle Kustos fills in without cert-manager.
+*/}}
+{{- define "kustos.webhookConfigurationNames" -}}
+{{- list (printf "%s-cleaners" (include "kustos.fullname" .)) (printf "%s-cleaner-authors" (include "kustos.fullname" .)) | toJson }}
+{{- end }}
+
+{{/*
+The webhook's certificate is Kustos's own (not cert-manager's): "true" or "".
+*/}}
+{{- define "kustos.webhookSelfCert" -}}
+{{- if and (include "kustos.webhookEnabled" .) (not .Values.webhook.certManager.enabled) }}true{{ end }}
 {{- end }}

@@ -34,6 +34,9 @@ type Actuator struct {
 	// ArgoTrackingAnnotation (always), is refused. See DefaultArgoTrackingLabels for why
 	// app.kubernetes.io/instance is not among the defaults.
 	ArgoTrackingLabels []string
+	// AllowDelete says which resources each detector (Change.Detector) may delete; nil allows
+	// none. A Delete it does not allow is refused with lifecycle.ErrDeleteNotAllowed.
+	AllowDelete DeletePolicy
 }
 
 // Apply carries out c on the live object c.Target. It returns Outcome{Applied: true} when it
@@ -42,6 +45,8 @@ type Actuator struct {
 //
 //   - lifecycle.ErrInvalidChange: c lacks what is needed, its kind is not served, or a field
 //     cannot take the value;
+//   - lifecycle.ErrDeleteNotAllowed: c is a Delete of a resource AllowDelete does not give
+//     c.Detector (checked before the object is read);
 //   - lifecycle.ErrSourceNotFound: the object does not exist (or is being deleted), except
 //     for Delete;
 //   - lifecycle.ErrManagedByGitOps: Flux or Argo CD manages the object;
@@ -63,10 +68,14 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, _
 	}
 	t := c.Target
 	gvk := schema.GroupVersionKind{Group: t.Group, Version: t.Version, Kind: t.Kind}
-	if err := a.checkScope(gvk, t); err != nil {
+	gr, err := a.checkScope(gvk, t)
+	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
-	var err error
+	if c.Edit.Op == lifecycle.EditDelete && !a.AllowDelete.Allows(c.Detector, gr) {
+		return lifecycle.Outcome{}, fmt.Errorf("direct: delete %s: the %s detector may not delete %s from the cluster (--allow-delete=%s:%s, the chart's deletion values, opts in): %w",
+			describe(t), c.Detector, groupResource(gr), c.Detector, groupResource(gr), lifecycle.ErrDeleteNotAllowed)
+	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		var out lifecycle.Outcome
 		out, err = a.applyOnce(ctx, c, gvk)
@@ -175,30 +184,30 @@ func validate(c lifecycle.Change) error {
 }
 
 // checkScope checks that the API server serves gvk and that t has a namespace exactly when
-// the kind is namespaced.
-func (a *Actuator) checkScope(gvk schema.GroupVersionKind, t lifecycle.Target) error {
+// the kind is namespaced, and returns the kind's resource.
+func (a *Actuator) checkScope(gvk schema.GroupVersionKind, t lifecycle.Target) (schema.GroupResource, error) {
 	mapper := a.Mapper
 	if mapper == nil {
 		mapper = a.Client.RESTMapper()
 	}
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("direct: %s: the API server serves no kind %s in %s: %w",
+		return schema.GroupResource{}, fmt.Errorf("direct: %s: the API server serves no kind %s in %s: %w",
 			describe(t), gvk.Kind, gvk.GroupVersion(), lifecycle.ErrInvalidChange)
 	}
 	if err != nil {
-		return fmt.Errorf("direct: resolving the kind of %s: %w", describe(t), err)
+		return schema.GroupResource{}, fmt.Errorf("direct: resolving the kind of %s: %w", describe(t), err)
 	}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
 	case namespaced && t.Namespace == "":
-		return fmt.Errorf("direct: %s: kind %s is namespaced but the target has no namespace: %w",
+		return schema.GroupResource{}, fmt.Errorf("direct: %s: kind %s is namespaced but the target has no namespace: %w",
 			describe(t), t.KindGroup(), lifecycle.ErrInvalidChange)
 	case !namespaced && t.Namespace != "":
-		return fmt.Errorf("direct: %s: kind %s is cluster-scoped but the target has a namespace: %w",
+		return schema.GroupResource{}, fmt.Errorf("direct: %s: kind %s is cluster-scoped but the target has a namespace: %w",
 			describe(t), t.KindGroup(), lifecycle.ErrInvalidChange)
 	}
-	return nil
+	return m.Resource.GroupResource(), nil
 }
 
 func (a *Actuator) fieldManager() string {

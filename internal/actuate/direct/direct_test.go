@@ -118,6 +118,13 @@ func customTarget(gvk schema.GroupVersionKind, ns, name string) lifecycle.Target
 	return lifecycle.Target{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: ns, Name: name}
 }
 
+// testDeletes lets the tests' detector delete every kind the tests create (deletion is an
+// explicit opt-in: an Actuator without AllowDelete deletes nothing, see TestDeleteNotAllowed).
+var testDeletes = direct.DeletePolicy{"test": {
+	{Resource: "configmaps"}: true, {Group: "apps", Resource: "deployments"}: true,
+	{Group: "example.com", Resource: "widgets"}: true, {Group: "example.com", Resource: "gadgets"}: true,
+}}
+
 func change(t lifecycle.Target, e lifecycle.Edit) lifecycle.Change {
 	return lifecycle.Change{
 		Key: lifecycle.KeyFor("test", t), Detector: "test", Target: t, Edit: e,
@@ -411,7 +418,7 @@ func TestOps(t *testing.T) {
 			ns := namespace(t)
 			c := tc.setup(t, ns)
 			var rec calls
-			a := &direct.Actuator{Client: interceptor.NewClient(k8s, rec.funcs())}
+			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, rec.funcs())}
 
 			out, err := apply(ctx, a, c)
 			if err != nil {
@@ -528,7 +535,7 @@ func TestRefusals(t *testing.T) {
 			ctx := t.Context()
 			ns := namespace(t)
 			before := createDeployment(t, ns, "web", 2, tc.meta)
-			a := &direct.Actuator{Client: k8s, ArgoTrackingLabels: tc.tracking}
+			a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s, ArgoTrackingLabels: tc.tracking}
 			for _, e := range edits {
 				out, err := apply(ctx, a, change(deploymentTarget(ns, "web"), e))
 				if !errors.Is(err, tc.kind) {
@@ -554,7 +561,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("message", func(t *testing.T) {
 		ns := namespace(t)
 		createConfigMap(t, ns, "cm", nil, meta{labels: map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"}})
-		_, err := apply(t.Context(), &direct.Actuator{Client: k8s}, change(configMapTarget(ns, "cm"), setAnnotations("a", "b")))
+		_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, change(configMapTarget(ns, "cm"), setAnnotations("a", "b")))
 		want := "direct: SetAnnotations ConfigMap " + ns + `/cm: the object carries the label kustomize.toolkit.fluxcd.io/name="apps": ` +
 			"it is managed by Flux, so the change belongs in Git: managed by a GitOps tool"
 		if err == nil || err.Error() != want {
@@ -593,7 +600,7 @@ func TestNotRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			createDeployment(t, ns, "web", 2, tc.meta)
-			a := &direct.Actuator{Client: k8s, ArgoTrackingLabels: tc.tracking}
+			a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s, ArgoTrackingLabels: tc.tracking}
 			out, err := apply(t.Context(), a, change(deploymentTarget(ns, "web"), scaleToZero))
 			if err != nil || !out.Applied {
 				t.Fatalf("Apply = %+v, %v; want Applied", out, err)
@@ -616,7 +623,7 @@ func TestSetFieldsConflict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			before := createConfigMap(t, ns, "cm", map[string]string{"a": "9"}, meta{})
-			_, err := apply(t.Context(), &direct.Actuator{Client: k8s}, change(configMapTarget(ns, "cm"), setFields(tc.field)))
+			_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, change(configMapTarget(ns, "cm"), setFields(tc.field)))
 			if !errors.Is(err, lifecycle.ErrSourceConflict) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want ErrSourceConflict saying %q", err, tc.msg)
 			}
@@ -630,7 +637,7 @@ func TestSetFieldsConflict(t *testing.T) {
 // TestNotFound: Delete of a missing object is done; anything else says the object is missing.
 func TestNotFound(t *testing.T) {
 	ns := namespace(t)
-	a := &direct.Actuator{Client: k8s}
+	a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s}
 	out, err := apply(t.Context(), a, change(configMapTarget(ns, "missing"), deleteEdit))
 	if err != nil || out.Applied {
 		t.Errorf("Delete of a missing object: %+v, %v; want not Applied, no error", out, err)
@@ -674,7 +681,7 @@ func TestInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := apply(t.Context(), &direct.Actuator{Client: k8s}, tc.c)
+			_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, tc.c)
 			if !errors.Is(err, lifecycle.ErrInvalidChange) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want ErrInvalidChange saying %q", err, tc.msg)
 			}
@@ -808,7 +815,7 @@ func TestDeleteRace(t *testing.T) {
 				rec.recordDelete(err, opts)
 				return err
 			}
-			a := &direct.Actuator{Client: interceptor.NewClient(k8s, funcs)}
+			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
 			out, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), deleteEdit))
 			tc.check(t, ns, old, out, err, rec)
 		})
@@ -833,7 +840,7 @@ func TestWriteRace(t *testing.T) {
 			}
 			return cl.Patch(ctx, obj, p, opts...)
 		}
-		a := &direct.Actuator{Client: interceptor.NewClient(k8s, funcs)}
+		a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
 		_, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), setFields(fieldFrom("1", "2", "data", "a"))))
 		if !errors.Is(err, lifecycle.ErrSourceConflict) {
 			t.Fatalf("err = %v, want ErrSourceConflict after the re-read", err)
@@ -860,7 +867,7 @@ func TestWriteRace(t *testing.T) {
 				return err
 			},
 		}
-		a := &direct.Actuator{Client: interceptor.NewClient(k8s, funcs)}
+		a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
 		out, err := apply(t.Context(), a, change(deploymentTarget(ns, "web"), scaleToZero))
 		if err != nil || !out.Applied {
 			t.Fatalf("Apply = %+v, %v; want Applied", out, err)
@@ -939,7 +946,7 @@ func TestDeletePreconditions(t *testing.T) {
 				}
 				return cl.Delete(ctx, obj, opts...)
 			}}
-			a := &direct.Actuator{Client: interceptor.NewClient(k8s, funcs)}
+			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
 			edit := deleteEdit
 			edit.Preconditions = &lifecycle.Preconditions{UID: string(decided.UID), ResourceVersion: decided.ResourceVersion}
 			out, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), edit))
@@ -955,6 +962,60 @@ func TestDeletePreconditions(t *testing.T) {
 			}
 			if err2 != nil {
 				t.Fatalf("the object is gone: %v", err2)
+			}
+		})
+	}
+}
+
+// TestDeleteNotAllowed: deletion is an explicit opt-in per detector and resource. A Delete
+// the policy does not allow makes no delete call, leaves the object and says which detector
+// may not delete which resource and how to allow it; other edits are not affected.
+func TestDeleteNotAllowed(t *testing.T) {
+	cm := schema.GroupResource{Resource: "configmaps"}
+	tests := []struct {
+		name        string
+		policy      direct.DeletePolicy
+		detector    string
+		edit        lifecycle.Edit
+		wantDeleted bool
+	}{
+		{name: "no policy: nothing is deleted", detector: "expiry", edit: deleteEdit},
+		{name: "another detector's kind", policy: direct.DeletePolicy{"ephemeral": {cm: true}}, detector: "expiry", edit: deleteEdit},
+		{name: "another kind of the detector", policy: direct.DeletePolicy{"expiry": {{Group: "apps", Resource: "deployments"}: true}}, detector: "expiry", edit: deleteEdit},
+		{name: "allowed", policy: direct.DeletePolicy{"expiry": {cm: true}}, detector: "expiry", edit: deleteEdit, wantDeleted: true},
+		{name: "an annotation needs no delete right", detector: "expiry", edit: setAnnotations("a", "b")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t)
+			createConfigMap(t, ns, "cm", map[string]string{"a": "1"}, meta{})
+			rec := &calls{}
+			a := &direct.Actuator{AllowDelete: tc.policy, Client: interceptor.NewClient(k8s, rec.funcs())}
+			c := change(configMapTarget(ns, "cm"), tc.edit)
+			c.Detector = tc.detector
+			out, err := apply(t.Context(), a, c)
+			gone := apierrors.IsNotFound(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "cm"}, &corev1.ConfigMap{}))
+			switch {
+			case tc.wantDeleted:
+				if err != nil || !out.Applied || !gone {
+					t.Fatalf("Apply = %+v, %v (gone: %v); want it deleted", out, err, gone)
+				}
+			case tc.edit.Op != lifecycle.EditDelete:
+				if err != nil || !out.Applied {
+					t.Fatalf("Apply = %+v, %v; want the annotation written", out, err)
+				}
+			default:
+				if !errors.Is(err, lifecycle.ErrDeleteNotAllowed) || out.Applied {
+					t.Fatalf("Apply = %+v, %v; want ErrDeleteNotAllowed", out, err)
+				}
+				for _, want := range []string{"expiry detector may not delete configmaps", "--allow-delete=expiry:configmaps"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				if gone || rec.deletes != 0 {
+					t.Fatalf("the refused delete reached the API server (%d calls, gone: %v)", rec.deletes, gone)
+				}
 			}
 		})
 	}

@@ -63,6 +63,9 @@ type GitRepo struct {
 	Token TokenSource
 	// Timeout bounds one clone (default 2 minutes).
 	Timeout time.Duration
+	// CABundle holds PEM certificates trusted besides the system's (a GitHub Enterprise
+	// Server's private CA, --github-ca-file); nil: the system's only.
+	CABundle []byte
 
 	mu   sync.Mutex
 	snap *gitSnapshot
@@ -100,6 +103,7 @@ func (r *GitRepo) clone(ctx context.Context) (*gitSnapshot, error) {
 		Depth:         1,
 		NoCheckout:    true,
 		Tags:          git.NoTags,
+		CABundle:      r.CABundle,
 	}
 	if r.Token != nil {
 		tok, err := r.Token(ctx)

@@ -39,6 +39,13 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	}
 	s := defaultSettings()
 	s.identity = cfg.identity()
+	bundle, err := cfg.CABundle()
+	if err != nil {
+		return nil, err
+	}
+	if bundle != nil {
+		s.base = caTransport(bundle)
+	}
 	for _, o := range opts {
 		o(&s)
 	}

@@ -39,6 +39,10 @@ type Config struct {
 	TokenFile string
 	// Repository is "owner/name" (--git-repo). Needed by NewClient, not by NewTransport.
 	Repository string
+	// CAFile is --github-ca-file: PEM certificates of the private CA that signs a GitHub
+	// Enterprise Server's certificate, trusted besides the system's (NewClient only; see
+	// CABundle for the Git clones). Empty: the system's CAs only.
+	CAFile string
 }
 
 // apiURL returns the normalised API root with a trailing slash.
