@@ -71,14 +71,17 @@ func TestInstallManifestIsCurrent(t *testing.T) {
 }
 
 // TestInstallManifest installs dist/install.yaml on the real control plane as `kubectl apply
-// --server-side -f` would (every object, in the file's order), creates the one Secret
-// docs/install.md asks for, and starts Kustos from the manifest's Deployment. There is no
+// --server-side -f` would (every object, in the file's order) and starts Kustos from the
+// manifest's Deployment, with nothing created by hand. There is no
 // kubelet, so the test plays its part: it runs bin/kustos with exactly the container's args
 // and env (downward-API values resolved for a Pod named like the Deployment's), the volumes'
 // Secrets and ConfigMaps written into a directory standing in for the container's file system,
 // and the ServiceAccount's token. Only the listening ports move to free ones (the Pod's network
 // is not ours). Kustos must become ready on the probe's path and do its job in observer mode: a
 // ResourceQuota over its threshold gets its recommendation Event, and no request is forbidden.
+// What the manifest leaves to Kustos it must do with the manifest's RBAC: create its Cleaner
+// author key and the webhook's serving certificate, and put that CA into both webhook
+// configurations.
 func TestInstallManifest(t *testing.T) {
 	root := repoRoot(t)
 	ctx := context.Background()
@@ -125,14 +128,6 @@ func TestInstallManifest(t *testing.T) {
 	if deploy == nil || len(deploy.Spec.Template.Spec.Containers) != 1 {
 		t.Fatal("dist/install.yaml has no Deployment with one container")
 	}
-	// The one step docs/install.md asks for before Kustos can start: the Cleaner author key.
-	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kustos-cleaner-author", Namespace: ns},
-		StringData: map[string]string{"key": "install-test-key-0123456789abcdef0123456789abcdef"}}
-	if err := k8s.Create(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), key) })
-
 	pod := deploy.Spec.Template.Spec
 	c := pod.Containers[0]
 	if len(c.Command) != 1 || c.Command[0] != "/kustos" {
@@ -222,11 +217,58 @@ func TestInstallManifest(t *testing.T) {
 	if !strings.Contains(evs[0].Message, "requests.cpu") {
 		t.Errorf("recommendation %q does not name requests.cpu", evs[0].Message)
 	}
+	ownSecrets(t, ns, c.Args)
+	for _, o := range objs {
+		if !strings.HasSuffix(o.GetKind(), "WebhookConfiguration") {
+			continue
+		}
+		eventually(t, "the CA in "+o.GetKind()+" "+o.GetName(), func() bool {
+			w := &unstructured.Unstructured{}
+			w.SetGroupVersionKind(o.GroupVersionKind())
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(o), w); err != nil {
+				t.Fatal(err)
+			}
+			hooks, _, _ := unstructured.NestedSlice(w.Object, "webhooks")
+			for _, h := range hooks {
+				ca, _, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "caBundle")
+				if ca == "" {
+					return false
+				}
+			}
+			return len(hooks) > 0
+		})
+	}
 	if errs := logs.records(t, "Reconciler error"); len(errs) > 0 {
 		t.Errorf("Kustos hit errors running from dist/install.yaml: %v", errs)
 	}
 	if strings.Contains(logs.String(), "forbidden") {
 		t.Errorf("a request of Kustos was forbidden: the manifest's RBAC is not enough")
+	}
+}
+
+// ownSecrets waits for the Secrets Kustos creates itself, named by its --…-secret arguments
+// (namespace/name), and deletes them when the test ends: they are not in the manifest.
+func ownSecrets(t *testing.T, ns string, args []string) {
+	t.Helper()
+	found := 0
+	for _, a := range args {
+		flag, ref, ok := strings.Cut(a, "=")
+		if !ok || !strings.HasSuffix(flag, "-secret") {
+			continue
+		}
+		secretNS, name, _ := strings.Cut(ref, "/")
+		if secretNS != ns {
+			t.Errorf("%s names a Secret outside the manifest's namespace %s", a, ns)
+		}
+		found++
+		s := &corev1.Secret{}
+		eventually(t, "Kustos creates Secret "+ref+" ("+flag+")", func() bool {
+			return k8s.Get(context.Background(), client.ObjectKey{Namespace: secretNS, Name: name}, s) == nil
+		})
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), s) })
+	}
+	if found == 0 {
+		t.Error("the Deployment names no Secret Kustos creates (--cleaner-author-key-secret, --webhook-cert-secret)")
 	}
 }
 
