@@ -106,20 +106,17 @@ func build(ctx context.Context, o buildOptions, log io.Writer) error {
 	return nil
 }
 
-// stampPackages hold the version, commit and date variables `kustos version` prints: main (where
-// version lives today) and internal/buildinfo (where the command line's rework of issue 16 moves
-// them). The linker ignores -X for a variable that does not exist, so both are stamped.
-var stampPackages = []string{"main", "github.com/kustos-dev/kustos/internal/buildinfo"}
+// stampPackage holds the version, commit and date variables `kustos version` prints and
+// kustos_build_info reports (the Makefile's build target stamps the same ones).
+const stampPackage = "github.com/kustos-dev/kustos/internal/buildinfo"
 
 // ldflags stamps the version, the commit and the date (the commit time, RFC 3339, so the binary
 // is reproducible too). -s -w drop the symbol table and DWARF; the build information `image
 // check` reads stays.
 func ldflags(version, commit string, date time.Time) string {
 	flags := []string{"-s", "-w"}
-	for _, pkg := range stampPackages {
-		flags = append(flags, "-X", pkg+".version="+version, "-X", pkg+".commit="+commit,
-			"-X", pkg+".date="+date.UTC().Format(time.RFC3339))
-	}
+	flags = append(flags, "-X", stampPackage+".version="+version, "-X", stampPackage+".commit="+commit,
+		"-X", stampPackage+".date="+date.UTC().Format(time.RFC3339))
 	return strings.Join(flags, " ")
 }
 

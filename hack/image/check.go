@@ -188,7 +188,7 @@ func checkBinary(bin []byte, plat v1.Platform, version string) []error {
 	// -trimpath leaves -ldflags out of the build information; the string -X wrote is in the
 	// binary's data.
 	if !bytes.Contains(bin, []byte(version)) {
-		problems = append(problems, fmt.Errorf("%s does not hold its version %q (-X main.version)", entrypoint, version))
+		problems = append(problems, fmt.Errorf("%s does not hold its version %q (-X buildinfo.version)", entrypoint, version))
 	}
 	return problems
 }
@@ -213,9 +213,8 @@ func runVersion(ctx context.Context, bin []byte, o checkOptions) (string, error)
 	if !strings.Contains(string(out), o.Version) {
 		return "", fmt.Errorf("/kustos version printed %q, which does not name version %s", strings.TrimSpace(string(out)), o.Version)
 	}
-	// A kustos that prints a commit (the command line's rework of issue 16 adds it) must print
-	// the one it was built from.
-	if strings.Contains(string(out), "commit") && !strings.Contains(string(out), o.Commit) {
+	// It must name the commit it was built from.
+	if !strings.Contains(string(out), "commit "+o.Commit) {
 		return "", fmt.Errorf("/kustos version printed %q, which does not name commit %s", strings.TrimSpace(string(out)), o.Commit)
 	}
 	return string(out), nil
