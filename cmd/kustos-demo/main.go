@@ -143,7 +143,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 		}
 		// Kustos's CRDs, and the Knative-shaped CRDs of the Cleaner act.
 		env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, CRDDirectoryPaths: []string{
-			filepath.Join(root, "charts", "kustos", "crds"), filepath.Join(root, "e2e", "testdata", "crds")}})
+			filepath.Join(root, "charts", "kustos", "files", "crds"), filepath.Join(root, "e2e", "testdata", "crds")}})
 		if err != nil {
 			return err
 		}
