@@ -1170,6 +1170,23 @@ func TestChartExtras(t *testing.T) {
 // TestChartReplicas: one replica gets no PodDisruptionBudget unless pdb.enabled (it would block
 // every drain); two get one (minAvailable 1, selecting the Pods) and are spread over nodes, and
 // the API server takes both as rendered; a budget no eviction could meet is refused.
+// TestChartNoServiceLinks: the Pod gets no service-link variables. Kustos reads every flag from
+// KUSTOS_<FLAG> as well, and the kubelet names the variables of a Service "kustos-webhook"
+// KUSTOS_WEBHOOK_PORT, KUSTOS_WEBHOOK_SERVICE_HOST, …: with links on, a Service of the
+// release's own (or any other named kustos-…) would set flags such as --webhook-port to
+// "tcp://10.96.0.12:443" and stop Kustos at start-up.
+func TestChartNoServiceLinks(t *testing.T) {
+	for _, o := range renderChart(t, "kustos", "kustos-system", "--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com") {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			if l := d.Spec.Template.Spec.EnableServiceLinks; l == nil || *l {
+				t.Errorf("the Deployment's enableServiceLinks is %v, want false", l)
+			}
+			return
+		}
+	}
+	t.Fatal("the chart renders no Deployment")
+}
+
 func TestChartReplicas(t *testing.T) {
 	ns := newNamespace(t, "kustos-replicas", nil)
 	render := func(args ...string) (pdb *policyv1.PodDisruptionBudget, d *appsv1.Deployment) {
