@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -27,28 +26,10 @@ import (
 var k8s client.Client
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		// Never skip: a missing control plane is a broken install step, not an excuse.
-		fmt.Fprintln(os.Stderr, "keyring: starting the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "keyring: stopping the control plane:", err)
-		}
-	}()
-	if k8s, err = client.New(env.Config, client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "keyring:", err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testenv.Main(m, "keyring", 3*time.Minute, testenv.Options{}, func(_ context.Context, env *testenv.Env) (err error) {
+		k8s, err = client.New(env.Config, client.Options{})
+		return err
+	}))
 }
 
 func namespace(t *testing.T) string {

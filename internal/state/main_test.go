@@ -18,23 +18,11 @@ import (
 // conflicts, preconditions on delete) are the API server's, so they are tested against one.
 var k8s client.Client
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		// Never skip: a missing control plane is a broken install step (make testbin).
-		fmt.Fprintln(os.Stderr, "state: starting the control plane:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if k8s, err = client.New(env.Config, client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "state:", err)
-		return 1
-	}
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, "state", 2*time.Minute, testenv.Options{}, func(_ context.Context, env *testenv.Env) (err error) {
+		k8s, err = client.New(env.Config, client.Options{})
+		return err
+	}))
 }
 
 var nsCounter int

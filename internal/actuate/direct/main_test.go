@@ -35,33 +35,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		// Never skip: a missing control plane is a broken install step, not an excuse.
-		fmt.Fprintln(os.Stderr, "direct: starting the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "direct: stopping the control plane:", err)
+	os.Exit(testenv.Main(m, "direct", 3*time.Minute, testenv.Options{}, func(ctx context.Context, env *testenv.Env) (err error) {
+		if err := installCRDs(ctx, env); err != nil {
+			return fmt.Errorf("installing the test CRDs: %w", err)
 		}
-	}()
-	if err := installCRDs(ctx, env); err != nil {
-		fmt.Fprintln(os.Stderr, "direct: installing the test CRDs:", err)
-		return 1
-	}
-	// Created after the CRDs are served, so its RESTMapper knows them from the start.
-	if k8s, err = client.NewWithWatch(env.Config, client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "direct:", err)
-		return 1
-	}
-	return m.Run()
+		// Created after the CRDs are served, so its RESTMapper knows them from the start.
+		k8s, err = client.NewWithWatch(env.Config, client.Options{})
+		return err
+	}))
 }
 
 // installCRDs creates the Widget and Gadget CRDs (as unstructured objects: the test needs no

@@ -2,7 +2,6 @@ package helmrelease
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -21,26 +20,10 @@ var (
 	k8s        kubernetes.Interface
 )
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		// Never skip: a missing control plane is a broken install step (make testbin).
-		fmt.Fprintln(os.Stderr, "helmrelease: starting the control plane:", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "helmrelease: stopping the control plane:", err)
-		}
-	}()
-	restConfig = env.Config
-	if k8s, err = kubernetes.NewForConfig(env.Config); err != nil {
-		fmt.Fprintln(os.Stderr, "helmrelease:", err)
-		return 1
-	}
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, "helmrelease", 2*time.Minute, testenv.Options{}, func(_ context.Context, env *testenv.Env) (err error) {
+		restConfig = env.Config
+		k8s, err = kubernetes.NewForConfig(env.Config)
+		return err
+	}))
 }
