@@ -215,6 +215,23 @@ type liveActivity struct {
 	ssh      *prometheus.GaugeVec
 }
 
+// keepUsing sends a request through the ingress to service every 500 ms, as a user of it
+// would, until the returned stop is called.
+func (l *liveActivity) keepUsing(ns, service string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+				l.requests.WithLabelValues(ns, service, "200").Inc()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 func startLiveActivity(t *testing.T, withBastion bool) *liveActivity {
 	t.Helper()
 	exp := promtest.NewExporter(t)
@@ -317,18 +334,7 @@ func TestInactivityDirectMode(t *testing.T) {
 	ns := newNamespace(t, "inactivity", map[string]string{inactivity.AnnotationTimeout: "6s"})
 	newEnvironmentOf(t, ns, "idle", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com"})
 	newEnvironmentOf(t, ns, "busy", 1, nil)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-				live.requests.WithLabelValues(ns, "busy", "200").Inc()
-			}
-		}
-	}()
+	defer live.keepUsing(ns, "busy")()
 	k := startKustos(t, inactivityOptions(t, live.prom.URL, sourcesWithRange(t, "3s")))
 	dumpOnFailure(t, k)
 

@@ -193,18 +193,7 @@ func TestInactivityPartialAnswer(t *testing.T) {
 	ns := newNamespace(t, "inactivity-partial", map[string]string{inactivity.AnnotationTimeout: "4s"})
 	newEnvironmentOf(t, ns, "idle", 1, nil)
 	newEnvironmentOf(t, ns, "busy", 1, nil)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-				live.requests.WithLabelValues(ns, "busy", "200").Inc()
-			}
-		}
-	}()
+	defer live.keepUsing(ns, "busy")()
 	k := startKustos(t, inactivityOptions(t, proxy.URL, sourcesWithRange(t, "3s")))
 	dumpOnFailure(t, k)
 
