@@ -35,6 +35,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
@@ -208,7 +209,7 @@ func (p PROptions) cloneURL() (string, error) {
 // prMode is PR mode's part of the pipeline: the writer as actuator and proposal follower, and
 // the GitHub client for the sweep.
 type prMode struct {
-	actuator prActuator
+	actuator *group.Actuator
 	gh       *github.Client
 }
 
@@ -232,52 +233,8 @@ func newPRMode(o Options) (*prMode, error) {
 	}
 	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	return &prMode{actuator: prActuator{Writer: w, afterPropose: p.AfterPropose, closePR: gc.ClosePR}, gh: gc}, nil
-}
-
-// prActuator adapts *pr.Writer to the pipeline: Apply proposes a Change, Status, ClosedSince
-// and Merge follow the proposal.
-type prActuator struct {
-	*pr.Writer
-	// afterPropose is PROptions.AfterPropose: it runs after a successful Propose, before the
-	// pipeline sees the result; its error is Propose's (the run stops before the Lease names
-	// the PR).
-	afterPropose func(key lifecycle.Key, res pr.Result) error
-	// closePR is the GitHub client's ClosePR (comment, then close; a closed PR is left alone).
-	closePR func(ctx context.Context, number int, comment string) error
-}
-
-var (
-	_ pipeline.Actuator  = prActuator{}
-	_ pipeline.Proposals = prActuator{}
-)
-
-func (w prActuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	res, err := w.Propose(ctx, c, opts)
-	if err != nil {
-		return lifecycle.Outcome{}, err
-	}
-	if w.afterPropose != nil {
-		if err := w.afterPropose(c.Key, res); err != nil {
-			return lifecycle.Outcome{}, err
-		}
-	}
-	return lifecycle.Outcome{Proposal: &lifecycle.Proposal{
-		AlreadyInBase: res.AlreadyInBase, Number: res.Number, URL: res.URL, HeadSHA: res.HeadSHA,
-		Created: res.Created, Committed: res.Committed, Edited: res.Edited,
-	}}, nil
-}
-
-func (w prActuator) Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
-	return w.StatusOf(ctx, key, number)
-}
-
-func (w prActuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
-	return w.MergeIfReady(ctx, key, st, true)
-}
-
-func (w prActuator) Withdraw(ctx context.Context, _ lifecycle.Key, number int, comment string) error {
-	return w.closePR(ctx, number, comment)
+	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, AfterPropose: p.AfterPropose, Now: o.Now,
+		Log: o.Log.WithName("proposals")}, gh: gc}, nil
 }
 
 // baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
@@ -418,6 +375,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if err := m.checkCredentials(o.Log); err != nil {
 			return nil, err
 		}
+		// The groups' Leases are read from the API server: every member of a group writes its
+		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
+		m.actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
@@ -702,7 +662,7 @@ func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, 
 // release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
 // why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
 func (m *prMode) release(ctx context.Context, rec state.Record) error {
-	n, ok := pipeline.HolderNumber(rec.Holder)
+	n, ok := state.HolderNumber(rec.Holder)
 	if !ok {
 		return nil // not a PR holder: nothing to close
 	}

@@ -251,7 +251,7 @@ func (f *soakForge) OwnCommit(_ context.Context, _ lifecycle.Key, sha string) (b
 }
 
 // Withdraw closes an open PR (the quota detector of the soak never withdraws one).
-func (f *soakForge) Withdraw(_ context.Context, key lifecycle.Key, number int, _ string) error {
+func (f *soakForge) Withdraw(_ context.Context, key lifecycle.Key, number int, _ string, _ lifecycle.Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p := f.prs[key]; p != nil && p.number == number && p.state == lifecycle.ProposalOpen {

@@ -87,6 +87,9 @@ type Change struct {
 	// OptOut tells a reviewer what closing the proposal means and how to stop the detector for
 	// the whole namespace; nil: the quota detector's (cooldown, resizer.io/enabled).
 	OptOut *OptOut `json:"optOut,omitempty"`
+	// Blocking: the target keeps work from running (a quota whose exhaustion failed pod
+	// creations); its proposal goes first when proposals wait for room (UrgencyOf).
+	Blocking bool `json:"blocking,omitempty"`
 }
 
 // PathString renders a field path as a dotted path; segments with dots or brackets are bracketed
@@ -113,4 +116,7 @@ type OptOut struct {
 	// Annotation and Value opt a namespace out: kustos.io/inactivity-ignore, "true".
 	Annotation string `json:"annotation"`
 	Value      string `json:"value"`
+	// Keep, when set, says how one target is kept while a proposal that carries it with others
+	// is open (its owner's extension link, using it again): Kustos then takes it out.
+	Keep string `json:"keep,omitempty"`
 }

@@ -11,6 +11,11 @@ type ProposeOptions struct {
 	// (empty: none). A proposal's head that is neither this commit nor one Kustos marked as its
 	// own is a human's, and is never overwritten.
 	Head string
+	// Open: the Key's Lease names an open proposal (an update or a rebuild, not a first
+	// proposal).
+	Open bool
+	// Group is the Request's Group: the proposal the Change joins (zero: its own).
+	Group Group
 }
 
 // Proposal says what proposing a Change (in PR mode: a pull request) found and did.

@@ -22,6 +22,9 @@ type Request struct {
 	Options ProposeOptions
 	// AutoMerge: the proposal may be merged by Kustos (the flag, and no opt-out on the target).
 	AutoMerge bool
+	// Group, when set, is the proposal the Key's Changes share with other targets' (PR mode);
+	// the zero Group gives the Key a proposal of its own.
+	Group Group
 }
 
 // View is what the pipeline remembers of a Key, as a detector sees it.

@@ -131,7 +131,7 @@ func (f *forge) Merge(_ context.Context, key lifecycle.Key, st lifecycle.Proposa
 	return true, 0, nil
 }
 
-func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comment string) error {
+func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comment string, _ lifecycle.Group) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.prs[key]

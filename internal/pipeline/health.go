@@ -28,6 +28,8 @@ var (
 		"Targets whose last look failed, by detector.", []string{"detector"}, nil)
 	descFailingFor = prometheus.NewDesc("kustos_change_failing_seconds",
 		"How long the target failing longest has failed at every look, by detector (0 when none).", []string{"detector"}, nil)
+	descQueued = prometheus.NewDesc("kustos_proposals_queued",
+		"Targets whose Change waits for room in the pull-request budget (--max-open-prs, --max-new-prs-per-hour) or for its group's window, by detector.", []string{"detector"}, nil)
 )
 
 func init() {
@@ -45,7 +47,7 @@ const staleAfter = time.Hour
 var clock = time.Now
 
 // tracked is every Pipeline's health, one process-wide collector as the metrics are.
-var tracked = &tracker{open: map[trackKey]openEntry{}, failing: map[trackKey]failEntry{}, detectors: map[string]bool{}}
+var tracked = &tracker{open: map[trackKey]openEntry{}, failing: map[trackKey]failEntry{}, queued: map[trackKey]time.Time{}, detectors: map[string]bool{}}
 
 var _ prometheus.Collector = (*tracker)(nil)
 
@@ -55,6 +57,8 @@ type trackKey struct {
 }
 
 type openEntry struct {
+	// number is the proposal's: the members of a group share one, which counts once.
+	number       int
 	opened, seen time.Time
 	stale        time.Duration
 }
@@ -68,17 +72,21 @@ type tracker struct {
 	mu      sync.Mutex
 	open    map[trackKey]openEntry
 	failing map[trackKey]failEntry
+	// queued holds when each waiting Key was last seen waiting.
+	queued map[trackKey]time.Time
 	// detectors are those that ran in this process: they report 0, not nothing, when all is well.
 	detectors map[string]bool
 }
 
 // proposalOpen records that k's proposal is open, opened at opened (zero: not known, keep the
 // time already recorded or take now), as seen at now.
-func (t *tracker) proposalOpen(k trackKey, opened, now time.Time, poll time.Duration) {
+func (t *tracker) proposalOpen(k trackKey, number int, opened, now time.Time, poll time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.detectors[k.detector] = true
+	delete(t.queued, k)
 	e, ok := t.open[k]
+	e.number = number
 	switch {
 	case !opened.IsZero():
 		e.opened = opened
@@ -94,6 +102,21 @@ func (t *tracker) proposalGone(k trackKey) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.open, k)
+}
+
+// proposalQueued records that k's Change waits for room, as seen at now.
+func (t *tracker) proposalQueued(k trackKey, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.detectors[k.detector] = true
+	t.queued[k] = now
+}
+
+// notQueued records that k's Change no longer waits (carried out, withdrawn, decided away).
+func (t *tracker) notQueued(k trackKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.queued, k)
 }
 
 // looked records how a Run of k ended.
@@ -120,6 +143,7 @@ func (t *tracker) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOldest
 	ch <- descFailing
 	ch <- descFailingFor
+	ch <- descQueued
 }
 
 // Collect implements prometheus.Collector: per detector, the open proposals and their oldest
@@ -131,6 +155,13 @@ func (t *tracker) Collect(ch chan<- prometheus.Metric) {
 		oldest time.Duration
 	}
 	open, failing := map[string]*agg{}, map[string]*agg{}
+	queued := map[string]int{}
+	// The members of a group share one proposal: it counts once, at its oldest age.
+	type proposal struct {
+		detector string
+		number   int
+	}
+	openAge := map[proposal]time.Duration{}
 	add := func(m map[string]*agg, detector string, age time.Duration) {
 		a := m[detector]
 		a.n++
@@ -147,7 +178,23 @@ func (t *tracker) Collect(ch chan<- prometheus.Metric) {
 			delete(t.open, k)
 			continue
 		}
-		add(open, k.detector, now.Sub(e.opened))
+		id := proposal{k.detector, e.number}
+		if e.number == 0 {
+			id.number = -len(openAge) - 1 // unknown number: its own
+		}
+		if age, ok := openAge[id]; !ok || now.Sub(e.opened) > age {
+			openAge[id] = now.Sub(e.opened)
+		}
+	}
+	for id, age := range openAge {
+		add(open, id.detector, age)
+	}
+	for k, seen := range t.queued {
+		if now.Sub(seen) > staleAfter {
+			delete(t.queued, k)
+			continue
+		}
+		queued[k.detector]++
 	}
 	for k, e := range t.failing {
 		if now.Sub(e.last) > staleAfter {
@@ -164,5 +211,6 @@ func (t *tracker) Collect(ch chan<- prometheus.Metric) {
 	for d, a := range failing {
 		ch <- prometheus.MustNewConstMetric(descFailing, prometheus.GaugeValue, float64(a.n), d)
 		ch <- prometheus.MustNewConstMetric(descFailingFor, prometheus.GaugeValue, max(a.oldest, 0).Seconds(), d)
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(queued[d]), d)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +31,7 @@ type Store interface {
 	Lock(ctx context.Context, rec state.Record, holder, proposed, head string) (state.Record, error)
 	Unlock(ctx context.Context, rec state.Record, t time.Time, closed string) (state.Record, error)
 	SetBag(ctx context.Context, rec state.Record, bag map[string]string) (state.Record, error)
+	SetQueued(ctx context.Context, rec state.Record, why string) (state.Record, error)
 }
 
 var _ Store = (*state.Store)(nil)
@@ -55,9 +55,11 @@ type Proposals interface {
 	// merged (now or before), retryAfter when to ask again, and errors matching
 	// lifecycle.ErrProposalDirty, ErrProposalClosed or ErrNoProposal.
 	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
-	// Withdraw closes the open proposal number, leaving comment; a proposal already closed
-	// or merged is left alone (so that a retry after a crash does nothing).
-	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string) error
+	// Withdraw takes key's Change out of the open proposal number, leaving comment: a proposal
+	// of its own is closed; a group's proposal is updated without it, and closed when no other
+	// target is left in it. A proposal already closed or merged is left alone (so that a retry
+	// after a crash does nothing).
+	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string, group lifecycle.Group) error
 	// OwnCommit reports whether the commit sha is one Kustos wrote for key. The pipeline asks
 	// when an open proposal's head is not the one its Lease records: after a crash between
 	// pushing a commit and recording it, the head is Kustos's own and must not be disowned.
@@ -99,6 +101,9 @@ const (
 	// ReasonWithdrawn: Kustos closed its own proposal because the detector no longer wants
 	// the change (Decision.Withdraw).
 	ReasonWithdrawn = "ProposalWithdrawn"
+	// ReasonQueued: the Change waits for room in the pull-request budget (or for the next
+	// proposal of its full group); it is proposed when room frees, the most urgent first.
+	ReasonQueued = "ProposalQueued"
 )
 
 // Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
@@ -220,11 +225,21 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			}
 		}
 	}
+	if s.pending == pendingOurs && rec.Queued != "" && !s.holder {
+		// Nothing of a queued decision reached the forge: the detector may still take it back
+		// (the environment was extended or used while it waited) or ask for more.
+		if done, err := r.requeue(ctx); done || err != nil {
+			return done, err
+		}
+		if r.rec.Version != rec.Version {
+			return false, nil
+		}
+	}
 	if rec.Proposed != "" {
 		_ = json.Unmarshal([]byte(rec.Proposed), &r.proposed) // unreadable: proposes nothing, so any change supersedes it
 	}
 	if s.proposing && s.holder && (s.pending == pendingOurs || s.pending == pendingNone) {
-		n, ok := parseHolder(rec.Holder)
+		n, ok := state.HolderNumber(rec.Holder)
 		if !ok {
 			s.proposal = proposalGone
 		} else {
@@ -235,7 +250,7 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			r.status = st
 			s.proposal = proposalOf(st.State)
 			if st.State == lifecycle.ProposalOpen {
-				tracked.proposalOpen(p.trackKey(rec.Key), st.OpenedAt, now, p.pollInterval())
+				tracked.proposalOpen(p.trackKey(rec.Key), st.Number, st.OpenedAt, now, p.pollInterval())
 			} else {
 				tracked.proposalGone(p.trackKey(rec.Key))
 			}
@@ -394,7 +409,14 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	decidedAt := r.rec.LastModified
 	opts := r.req.Options
 	opts.Head = r.rec.Head
+	opts.Open = r.rec.Holder != ""
+	opts.Group = r.req.Group
 	out, err := p.Actuator.Apply(ctx, c, decidedAt, opts)
+	var queued *lifecycle.QueuedError
+	if errors.As(err, &queued) {
+		return r.queued(ctx, c, queued)
+	}
+	tracked.notQueued(p.trackKey(c.Key))
 	if err != nil {
 		if reason, ok := findingReason(err); ok {
 			// No actuator can carry this change: say why, show it in observer form, and forget
@@ -450,10 +472,10 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 		fmt.Sprintf("proposed|%s|%d|%s", c.Key, res.Number, describe(c))); err != nil {
 		return true, err
 	}
-	if r.rec, err = p.Store.Lock(ctx, r.rec, holderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
+	if r.rec, err = p.Store.Lock(ctx, r.rec, state.HolderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
 		return r.conflictOr(err)
 	}
-	tracked.proposalOpen(p.trackKey(c.Key), time.Time{}, r.req.Now, p.pollInterval())
+	tracked.proposalOpen(p.trackKey(c.Key), res.Number, time.Time{}, r.req.Now, p.pollInterval())
 	switch {
 	case res.Created:
 		metrics.PRs.WithLabelValues(p.Detector, "opened").Inc()
@@ -465,11 +487,80 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	return true, nil
 }
 
+// requeue asks the detector about a queued decision as if its proposal were open (it is, in
+// Kustos's queue): a withdrawal drops it, a Change that supersedes it replaces it (keeping the
+// cooldown where it was), anything else keeps it waiting. done is true when the step ends
+// here; a changed Lease (r.rec) sends Run to look again.
+func (r *run) requeue(ctx context.Context) (done bool, err error) {
+	p, rec := r.p, r.rec
+	pending := *r.pending
+	d := r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: true, Declined: rec.ClosedValues != "", Bag: rec.Bag, Proposed: &pending})
+	r.decision = d
+	if err := r.reportFindings(ctx, d.Findings); err != nil {
+		return true, err
+	}
+	if d.Bag != nil && !maps.Equal(d.Bag, rec.Bag) {
+		if r.rec, err = p.Store.SetBag(ctx, rec, d.Bag); err != nil {
+			if errors.Is(err, state.ErrBag) {
+				return true, fmt.Errorf("detector %s: %w", p.Detector, err)
+			}
+			return r.conflictOr(err)
+		}
+		return false, nil
+	}
+	switch {
+	case d.Change == nil && d.Withdraw != "":
+		msg := fmt.Sprintf("The queued proposal %s is dropped: %s", describe(pending), d.Withdraw)
+		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn, msg, "dequeued|"+string(rec.Key)+"|"+rec.PendingSince.UTC().Format(time.RFC3339Nano)); err != nil {
+			return true, err
+		}
+		tracked.notQueued(p.trackKey(rec.Key))
+		r.log.Info("queued proposal dropped", "why", d.Withdraw)
+		*r.carried = true
+		r.rec, err = p.Store.ClearPending(ctx, rec)
+		return r.next(err)
+	case d.Change != nil:
+		if next, ok := r.supersedes(*d.Change, pending); ok {
+			return r.commit(ctx, next, rec.LastModified)
+		}
+	}
+	return false, nil
+}
+
+// queued keeps the pending decision waiting for room (the budget) or for its group's window:
+// one ProposalQueued Event per decision and reason (a group's gathering is by design and says
+// nothing), the reason in the Lease for `kustos status`, and a look again when it may go.
+func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedError) (bool, error) {
+	p := r.p
+	tracked.proposalQueued(p.trackKey(c.Key), r.req.Now)
+	r.log.V(1).Info("proposal waits", "reason", q.Reason, "message", q.Message, "until", q.Until)
+	if q.Reason != lifecycle.QueuedGathering {
+		msg := fmt.Sprintf("The proposal %s waits: %s", describe(c), q.Message)
+		id := fmt.Sprintf("queued|%s|%s|%s", c.Key, q.Reason, r.rec.PendingSince.UTC().Format(time.RFC3339Nano))
+		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonQueued, msg, id); err != nil {
+			return true, err
+		}
+	}
+	// The reason in the Lease, for `kustos status` and for the next look (requeue).
+	if why := q.Reason + ": " + q.Message; r.rec.Queued != why {
+		var err error
+		if r.rec, err = p.Store.SetQueued(ctx, r.rec, why); err != nil {
+			return r.conflictOr(err)
+		}
+	}
+	d := q.Until.Sub(r.req.Now)
+	if d < time.Second {
+		d = time.Second
+	}
+	r.out.RequeueAfter = minPositive(d, r.decision.RequeueAfter)
+	return true, nil
+}
+
 // merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
 // starts the cooldown and the memory of a declined proposal is forgotten.
 func (r *run) merged(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
-	n, _ := parseHolder(rec.Holder)
+	n, _ := state.HolderNumber(rec.Holder)
 	msg := fmt.Sprintf("Pull request #%d was merged", n)
 	if p.Vocab.MergedNote != "" {
 		msg += "; " + p.Vocab.MergedNote
@@ -496,7 +587,7 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 // Change it carried (the pending one, when an update was under way).
 func (r *run) declined(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
-	n, ok := parseHolder(rec.Holder)
+	n, ok := state.HolderNumber(rec.Holder)
 	if !ok && r.pending != nil {
 		n, _, _ = p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
 	}
@@ -538,9 +629,9 @@ func declinedMessage(number int, note string) string {
 // the Event and the unlock happen once and no human is said to have declined it.
 func (r *run) withdraw(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
-	n, _ := parseHolder(rec.Holder)
+	n, _ := state.HolderNumber(rec.Holder)
 	why := r.decision.Withdraw
-	if err := p.Proposals.Withdraw(ctx, rec.Key, n, "Kustos closes this pull request because "+why); err != nil {
+	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); err != nil {
 		return r.forgeError("closing the proposal", err)
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn,
@@ -739,21 +830,6 @@ func findingReason(err error) (string, bool) {
 		return ReasonProposeFailed, true
 	}
 	return "", false
-}
-
-func holderOf(number int) string { return "pr-" + strconv.Itoa(number) }
-
-// HolderNumber is the pull request number a Lease holder ("pr-12") names; ok is false for any
-// other holder.
-func HolderNumber(h string) (number int, ok bool) { return parseHolder(h) }
-
-func parseHolder(h string) (int, bool) {
-	s, ok := strings.CutPrefix(h, "pr-")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n > 0
 }
 
 // describe is a Change in a few words: "requests.cpu → 12, requests.memory → 24Gi".

@@ -260,7 +260,7 @@ func TestRun(t *testing.T) {
 					w.events.count(ReasonWithdrawn) != 1 || w.events.count("Declined") != 0 {
 					t.Errorf("open %d, comments %q, record %+v, events %s", w.forge.openPRs(), w.forge.withdrawn, r, w.events)
 				}
-				if len(w.forge.withdrawn) == 1 && w.forge.withdrawn[0] != "Kustos closes this pull request because the environment was used again" {
+				if len(w.forge.withdrawn) == 1 && w.forge.withdrawn[0] != "the environment was used again" {
 					t.Errorf("comment %q", w.forge.withdrawn[0])
 				}
 			}},

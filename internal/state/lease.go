@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ const (
 	// AnnotationClosedValues holds the Change of the last PR a human closed without merging, as
 	// JSON (PR mode): nothing smaller is proposed again for the key.
 	AnnotationClosedValues = "kustos.io/closed-values"
+	// AnnotationQueued says why the pending decision waits to be proposed (the pull-request
+	// budget is spent, its group is gathering); it goes with the pending decision.
+	AnnotationQueued = "kustos.io/queued"
 	// BagPrefix starts the annotations of a Record's Bag: detector state such as alerts sent.
 	BagPrefix = "bag.kustos.io/"
 )
@@ -117,6 +121,20 @@ func sanitize(n string) string {
 	return strings.Trim(string(b), "-.")
 }
 
+// HolderOf is the Lease holder that names pull request number: "pr-12".
+func HolderOf(number int) string { return "pr-" + strconv.Itoa(number) }
+
+// HolderNumber is the pull request number a Lease holder ("pr-12") names; ok is false for any
+// other holder.
+func HolderNumber(h string) (number int, ok bool) {
+	s, ok := strings.CutPrefix(h, "pr-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
+}
+
 // SplitKey splits a Key into detector, namespace and name (the kind segment of a multi-kind
 // Key is dropped). A malformed Key gives what it has, left to right.
 func SplitKey(key lifecycle.Key) (detector, namespace, name string) {
@@ -149,6 +167,8 @@ type Record struct {
 	Head string
 	// ClosedValues is the Change of the last PR a human closed (PR mode), JSON.
 	ClosedValues string
+	// Queued says why the pending decision waits to be proposed; empty when it does not.
+	Queued string
 	// Bag is detector state (counts, timestamps) kept with the Key, at most MaxBagEntries
 	// entries of at most MaxBagValueBytes each. Nil when empty.
 	Bag map[string]string
@@ -277,7 +297,7 @@ func (s *Store) read(ctx context.Context, name string) (*coordinationv1.Lease, e
 func recordFromLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) {
 	a := l.Annotations
 	r := Record{Key: key, name: l.Name, lease: l, Version: l.ResourceVersion, Pending: a[AnnotationPending], PendingBy: a[AnnotationPendingBy],
-		Proposed: a[AnnotationProposed], Head: a[AnnotationHead], ClosedValues: a[AnnotationClosedValues]}
+		Proposed: a[AnnotationProposed], Head: a[AnnotationHead], ClosedValues: a[AnnotationClosedValues], Queued: a[AnnotationQueued]}
 	if l.Spec.HolderIdentity != nil {
 		r.Holder = *l.Spec.HolderIdentity
 	}
@@ -362,6 +382,7 @@ func (s *Store) TakePending(ctx context.Context, rec Record) (Record, error) {
 }
 
 func (s *Store) setPending(l *coordinationv1.Lease, pending string, t time.Time) {
+	delete(l.Annotations, AnnotationQueued)
 	if pending == "" {
 		delete(l.Annotations, AnnotationPending)
 		delete(l.Annotations, AnnotationPendingBy)
@@ -375,6 +396,19 @@ func (s *Store) setPending(l *coordinationv1.Lease, pending string, t time.Time)
 	} else {
 		delete(l.Annotations, AnnotationPendingBy)
 	}
+}
+
+// SetQueued records why the pending decision waits to be proposed (empty: it no longer
+// waits), for `kustos status` and for people reading the Lease. Recording, clearing or
+// replacing the pending decision clears it.
+func (s *Store) SetQueued(ctx context.Context, rec Record, why string) (Record, error) {
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		if why == "" {
+			delete(l.Annotations, AnnotationQueued)
+			return
+		}
+		l.Annotations[AnnotationQueued] = truncate(why, 512)
+	})
 }
 
 // ClearPending marks the pending decision as fully carried out.

@@ -26,7 +26,10 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // --git-path prefixes, or the git-path override) and the kustomization in p's own directory,
 // which may lie outside an override that names p itself. Kustomizations that list p's
 // directory are left alone. The edits are in path order.
-func (w *Writer) unlist(snap Snapshot, p, gitPath string) ([]FileChange, error) {
+//
+// edited holds the files an earlier edit of the same commit changed (another deleted file taken
+// out of the same kustomization); a kustomization is edited from its content there when it is.
+func (w *Writer) unlist(snap Snapshot, p, gitPath string, edited map[string][]byte) ([]FileChange, error) {
 	prefixes := w.cfg.Paths
 	if gitPath != "" {
 		prefixes = []string{gitPath}
@@ -45,9 +48,11 @@ func (w *Writer) unlist(snap Snapshot, p, gitPath string) ([]FileChange, error) 
 	sort.Strings(candidates)
 	var out []FileChange
 	for _, k := range candidates {
-		content, err := fs.ReadFile(snap, k)
-		if err != nil {
-			return nil, fmt.Errorf("read %s to take out %s: %w", k, p, err)
+		content, ok := edited[k]
+		if !ok {
+			if content, err = fs.ReadFile(snap, k); err != nil {
+				return nil, fmt.Errorf("read %s to take out %s: %w", k, p, err)
+			}
 		}
 		next, removed, err := yamledit.RemoveResource(content, k, p)
 		if err != nil {

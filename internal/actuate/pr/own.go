@@ -3,6 +3,7 @@ package pr
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	gh "github.com/google/go-github/v60/github"
@@ -25,7 +26,8 @@ const (
 var ErrForeignHead = lifecycle.NewError("pr: the branch head is a commit Kustos did not write", lifecycle.ErrForeignCommit)
 
 // IsOwnCommit reports whether cm is a commit Kustos wrote for key: its message carries exactly
-// one Kustos-Key trailer naming key and exactly one Kustos-Tree trailer naming cm's own tree.
+// one Kustos-Key trailer naming key (or, for a group's commit, naming the group, with a
+// Kustos-Member trailer naming key) and exactly one Kustos-Tree trailer naming cm's own tree.
 //
 // It is how Kustos recognises its head after a crash between pushing it and recording it in the
 // Lease: the Lease's head is then the older commit, and without this the newer one would be
@@ -37,7 +39,13 @@ func IsOwnCommit(cm *gh.Commit, key lifecycle.Key) bool {
 		return false
 	}
 	keys, trees := trailerValues(cm.GetMessage(), TrailerKey), trailerValues(cm.GetMessage(), TrailerTree)
-	return len(keys) == 1 && keys[0] == string(key) && len(trees) == 1 && trees[0] != "" && trees[0] == cm.GetTree().GetSHA()
+	if len(keys) != 1 || len(trees) != 1 || trees[0] == "" || trees[0] != cm.GetTree().GetSHA() {
+		return false
+	}
+	if keys[0] == string(key) {
+		return true
+	}
+	return lifecycle.Key(keys[0]).IsGroup() && slices.Contains(trailerValues(cm.GetMessage(), TrailerMember), string(key))
 }
 
 // trailerValues returns the values of every line "name: value" of msg's last paragraph (Git's

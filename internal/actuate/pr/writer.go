@@ -246,31 +246,56 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		// The file held only this object: delete the file, and take it out of the
 		// kustomizations that list it, in the same commit.
 		files[0].Content = nil
-		unlisted, err := w.unlist(snap, loc.Path, opts.GitPath)
+		unlisted, err := w.unlist(snap, loc.Path, opts.GitPath, nil)
 		if err != nil {
 			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 		}
 		files = append(files, unlisted...)
-	}
-	wantTree, err := snap.TreeAfter(files...)
-	if err != nil {
-		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 	}
 	title := Title(c, ed)
 	var also []string
 	for _, f := range files[1:] {
 		also = append(also, f.Path)
 	}
-	body := Body(c, ed, loc, w.cfg.Cluster, also...)
+	err = w.publish(ctx, &res, publication{
+		key: c.Key, base: base, snap: snap, files: files, title: title,
+		body: Body(c, ed, loc, w.cfg.Cluster, also...), head: opts.Head,
+		message: func(title, tree string) string { return CommitMessage(c, title, tree) },
+	})
+	return res, err
+}
 
-	// 2. The one open PR of the key, if any, and whether its branch is already right.
+// publication is what publish writes: one commit of files on the base, on the key's branch,
+// and the PR that proposes it.
+type publication struct {
+	key     lifecycle.Key
+	base    string
+	snap    Snapshot
+	files   []FileChange
+	title   string
+	body    string
+	head    string
+	message func(title, tree string) string
+}
+
+// publish makes sure exactly one open PR of the key proposes p's files on the base head: the
+// open one is adopted (unless a human's commit heads it), its branch rewritten when its tree or
+// base differ, and its title, body and labels brought up to date.
+func (w *Writer) publish(ctx context.Context, res *Result, p publication) error {
+	key, branch := p.key, res.Branch
+	wantTree, err := p.snap.TreeAfter(p.files...)
+	if err != nil {
+		return fmt.Errorf("pr: %s: %w", key, err)
+	}
+
+	// The one open PR of the key, if any, and whether its branch is already right.
 	pr, err := w.gh.FindOpenPR(ctx, branch)
 	if err != nil {
-		return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+		return fmt.Errorf("pr: %s: %w", key, err)
 	}
 	if pr != nil {
-		if err := checkMarker(pr, c.Key); err != nil {
-			return res, err
+		if err := checkMarker(pr, key); err != nil {
+			return err
 		}
 		res.Adopted = true
 	}
@@ -279,75 +304,75 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		head := pr.GetHead().GetSHA()
 		cm, err := w.gh.GetCommit(ctx, head)
 		if err != nil {
-			return res, fmt.Errorf("pr: %s: read head of #%d: %w", c.Key, pr.GetNumber(), err)
+			return fmt.Errorf("pr: %s: read head of #%d: %w", key, pr.GetNumber(), err)
 		}
 		// A human's commit on the branch (pushed while the Lease did not name the PR yet, or
 		// since the pipeline last looked) is never overwritten by a force-push.
-		if head != opts.Head && !IsOwnCommit(cm, c.Key) {
-			return res, fmt.Errorf("%w: pull request #%d (%s) has head %s; Kustos leaves it to people", ErrForeignHead,
+		if head != p.head && !IsOwnCommit(cm, key) {
+			return fmt.Errorf("%w: pull request #%d (%s) has head %s; Kustos leaves it to people", ErrForeignHead,
 				pr.GetNumber(), pr.GetHTMLURL(), head)
 		}
-		upToDate = cm.GetTree().GetSHA() == wantTree && len(cm.Parents) == 1 && cm.Parents[0].GetSHA() == snap.Commit()
+		upToDate = cm.GetTree().GetSHA() == wantTree && len(cm.Parents) == 1 && cm.Parents[0].GetSHA() == p.snap.Commit()
 		res.HeadSHA = head
 	}
 
-	// 3. Commit on the base head and point the branch at it.
+	// Commit on the base head and point the branch at it.
 	if !upToDate {
-		sha, err := w.commit(ctx, c, snap, files, title)
+		sha, err := w.commit(ctx, p.snap, p.files, p.title, p.message)
 		if err != nil {
-			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			return fmt.Errorf("pr: %s: %w", key, err)
 		}
 		if pr != nil {
 			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
-				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+				return fmt.Errorf("pr: %s: %w", key, err)
 			}
 			res.Rebuilt = true
 		} else if _, err := w.gh.CreateRef(ctx, branch, sha); err != nil {
 			if !errors.Is(err, github.ErrAlreadyExists) {
-				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+				return fmt.Errorf("pr: %s: %w", key, err)
 			}
 			// Left by a crash before the PR, or by a PR closed earlier: our commit replaces it.
 			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
-				return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+				return fmt.Errorf("pr: %s: %w", key, err)
 			}
 			res.Rebuilt = true
 		}
 		res.Committed, res.HeadSHA = true, sha
 	}
 
-	// 4. Open the PR, or bring the open one up to date.
+	// Open the PR, or bring the open one up to date.
 	if pr == nil {
 		var adopted bool
-		pr, adopted, err = w.gh.CreatePR(ctx, github.NewPR{Title: title, Body: body, Head: branch, Base: base})
+		pr, adopted, err = w.gh.CreatePR(ctx, github.NewPR{Title: p.title, Body: p.body, Head: branch, Base: p.base})
 		if err != nil {
-			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			return fmt.Errorf("pr: %s: %w", key, err)
 		}
 		if adopted {
-			if err := checkMarker(pr, c.Key); err != nil {
-				return res, err
+			if err := checkMarker(pr, key); err != nil {
+				return err
 			}
 		}
 		res.Created, res.Adopted = !adopted, adopted
 	}
-	w.Track(c.Key, pr.GetNumber())
+	w.Track(key, pr.GetNumber())
 	res.Number, res.URL = pr.GetNumber(), pr.GetHTMLURL()
-	if pr.GetTitle() != title || pr.GetBody() != body {
-		if _, err := w.gh.EditPR(ctx, pr.GetNumber(), title, body); err != nil {
-			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+	if pr.GetTitle() != p.title || pr.GetBody() != p.body {
+		if _, err := w.gh.EditPR(ctx, pr.GetNumber(), p.title, p.body); err != nil {
+			return fmt.Errorf("pr: %s: %w", key, err)
 		}
 		res.Edited = true
 	}
 	if missing := missingLabels(pr, w.cfg.Labels); len(missing) > 0 {
 		if err := w.gh.AddLabels(ctx, pr.GetNumber(), missing...); err != nil {
-			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
+			return fmt.Errorf("pr: %s: %w", key, err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // commit creates one tree on the base's tree holding every file change (a deleted file is an
 // entry without content or SHA) and the commit of that tree whose parent is the base head.
-func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, files []FileChange, title string) (string, error) {
+func (w *Writer) commit(ctx context.Context, snap Snapshot, files []FileChange, title string, message func(title, tree string) string) (string, error) {
 	entries := make([]*gh.TreeEntry, 0, len(files))
 	for _, f := range files {
 		mode := "100644"
@@ -364,7 +389,7 @@ func (w *Writer) commit(ctx context.Context, c lifecycle.Change, snap Snapshot, 
 	if err != nil {
 		return "", err
 	}
-	cm, err := w.gh.CreateCommit(ctx, CommitMessage(c, title, t.GetSHA()), t.GetSHA(), []string{snap.Commit()})
+	cm, err := w.gh.CreateCommit(ctx, message(title, t.GetSHA()), t.GetSHA(), []string{snap.Commit()})
 	if err != nil {
 		return "", err
 	}

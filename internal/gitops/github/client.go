@@ -351,3 +351,9 @@ func (c *Client) AddLabels(ctx context.Context, number int, labels ...string) er
 	_, _, err := c.gh.Issues.AddLabelsToIssue(ctx, c.owner, c.repo, number, labels)
 	return classify(fmt.Sprintf("add labels to #%d", number), err)
 }
+
+// CommentPR adds comment to pull request number's conversation (why Kustos changed it).
+func (c *Client) CommentPR(ctx context.Context, number int, comment string) error {
+	_, _, err := c.gh.Issues.CreateComment(ctx, c.owner, c.repo, number, &gh.IssueComment{Body: gh.String(comment)})
+	return classify(fmt.Sprintf("comment on pull request #%d", number), err)
+}

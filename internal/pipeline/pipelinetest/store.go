@@ -107,7 +107,7 @@ func (s *ReplicaStore) Get(_ context.Context, key lifecycle.Key) (state.Record, 
 // MarkModified records a decision at t, pending by this replica.
 func (s *ReplicaStore) MarkModified(_ context.Context, rec state.Record, t time.Time, pending string) (state.Record, error) {
 	return s.m.write("MarkModified", rec, func(r *state.Record) {
-		r.LastModified, r.Pending, r.PendingBy, r.PendingSince = t, pending, s.identity, t
+		r.LastModified, r.Pending, r.PendingBy, r.PendingSince, r.Queued = t, pending, s.identity, t, ""
 		if pending == "" {
 			r.PendingBy, r.PendingSince = "", time.Time{}
 		}
@@ -148,4 +148,11 @@ func (s *ReplicaStore) SetBag(_ context.Context, rec state.Record, bag map[strin
 	return s.m.write("SetBag", rec, func(r *state.Record) { r.Bag = bag })
 }
 
-func clearPending(r *state.Record) { r.Pending, r.PendingBy, r.PendingSince = "", "", time.Time{} }
+// SetQueued records why the pending decision waits to be proposed.
+func (s *ReplicaStore) SetQueued(_ context.Context, rec state.Record, why string) (state.Record, error) {
+	return s.m.write("SetQueued", rec, func(r *state.Record) { r.Queued = why })
+}
+
+func clearPending(r *state.Record) {
+	r.Pending, r.PendingBy, r.PendingSince, r.Queued = "", "", time.Time{}, ""
+}

@@ -1,0 +1,477 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// Writer is the part of *pr.Writer the Actuator uses.
+type Writer interface {
+	Propose(ctx context.Context, c lifecycle.Change, opts lifecycle.ProposeOptions) (pr.Result, error)
+	ProposeGroup(ctx context.Context, g lifecycle.Group, members []pr.Member, head string) (pr.GroupResult, error)
+	StatusOf(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error)
+	MergeIfReady(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState, allowed bool) (bool, time.Duration, error)
+	ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error)
+	OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error)
+}
+
+var _ Writer = (*pr.Writer)(nil)
+
+// Forge closes and comments on pull requests (*github.Client).
+type Forge interface {
+	// ClosePR comments, then closes; a pull request already closed or merged is left alone.
+	ClosePR(ctx context.Context, number int, comment string) error
+	CommentPR(ctx context.Context, number int, comment string) error
+}
+
+// Leases reads the members' Leases and reads and writes the groups' (*state.Store over the API
+// server: a group's Lease is written by every member in turn, and a cache a moment behind would
+// make each write a conflict).
+type Leases interface {
+	Get(ctx context.Context, key lifecycle.Key) (state.Record, error)
+	GetGroup(ctx context.Context, key lifecycle.Key) (state.GroupRecord, error)
+	PutGroup(ctx context.Context, g state.GroupRecord, namespace string) (state.GroupRecord, error)
+}
+
+var _ Leases = (*state.Store)(nil)
+
+// Actuator proposes Changes as pull requests, alone or in groups, within a Budget.
+type Actuator struct {
+	Writer Writer
+	Forge  Forge
+	Leases Leases
+	// Budget limits new pull requests; nil: no limit.
+	Budget *Budget
+	// AfterPropose, a test hook, runs after a successful proposal and before the pipeline sees
+	// it; its error is the proposal's (a crash before the Lease names the pull request).
+	AfterPropose func(key lifecycle.Key, res pr.Result) error
+	// StatusTTL is how long a pull request's status read for one member serves the others
+	// (default 10 s).
+	StatusTTL time.Duration
+	Now       func() time.Time
+	Log       logr.Logger
+
+	mu     sync.Mutex
+	locks  map[lifecycle.Key]*sync.Mutex
+	status map[int]cachedStatus
+}
+
+type cachedStatus struct {
+	st lifecycle.ProposalState
+	at time.Time
+}
+
+// errGroupConflict: the group's Lease changed under a write (another replica); the member
+// tries again in a moment.
+type errGroupConflict struct {
+	err   error
+	retry time.Time
+}
+
+func (e *errGroupConflict) Error() string              { return e.err.Error() }
+func (e *errGroupConflict) Unwrap() error              { return e.err }
+func (e *errGroupConflict) RetryAt() (time.Time, bool) { return e.retry, true }
+func (a *Actuator) conflict(err error) *errGroupConflict {
+	return &errGroupConflict{err, a.now().Add(time.Second)}
+}
+
+func (a *Actuator) now() time.Time {
+	if a.Now == nil {
+		return time.Now()
+	}
+	return a.Now()
+}
+
+// lock serialises the work on one group in this process (one writer of its Lease at a time;
+// another replica's writes are caught by the Lease's resourceVersion).
+func (a *Actuator) lock(key lifecycle.Key) func() {
+	a.mu.Lock()
+	if a.locks == nil {
+		a.locks = map[lifecycle.Key]*sync.Mutex{}
+	}
+	l := a.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		a.locks[key] = l
+	}
+	a.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Apply proposes c: on its own (the zero Group), or as a member of opts.Group.
+func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	if !opts.Group.IsZero() {
+		return a.applyGrouped(ctx, c, opts)
+	}
+	if !opts.Open {
+		ok, until, why, err := a.Budget.Admit(ctx, Ask{Key: c.Key, Urgency: lifecycle.UrgencyOf(c), Since: decidedAt})
+		if err != nil {
+			return lifecycle.Outcome{}, err
+		}
+		if !ok {
+			return lifecycle.Outcome{}, &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: why, Until: until}
+		}
+	}
+	res, err := a.Writer.Propose(ctx, c, opts)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	return a.outcome(c.Key, res)
+}
+
+func (a *Actuator) outcome(key lifecycle.Key, res pr.Result) (lifecycle.Outcome, error) {
+	if a.AfterPropose != nil {
+		if err := a.AfterPropose(key, res); err != nil {
+			return lifecycle.Outcome{}, err
+		}
+	}
+	a.forget(res.Number)
+	return lifecycle.Outcome{Proposal: &lifecycle.Proposal{
+		AlreadyInBase: res.AlreadyInBase, Number: res.Number, URL: res.URL, HeadSHA: res.HeadSHA,
+		Created: res.Created, Committed: res.Committed, Edited: res.Edited,
+	}}, nil
+}
+
+// applyGrouped joins c to its group and, once the group may propose, proposes every member.
+func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	g := opts.Group
+	defer a.lock(g.Key)()
+	now := a.now()
+	rec, err := a.Leases.GetGroup(ctx, g.Key)
+	if err != nil {
+		if !errors.Is(err, state.ErrGroupLease) || !rec.Exists() {
+			return lifecycle.Outcome{}, err
+		}
+		// A hand edit: its members join again as they come.
+		a.Log.Error(err, "group lease cannot be read; its members join again", "group", string(g.Key))
+	}
+	hash := state.ChangeHash(c)
+	m, member := rec.Members[c.Key]
+	// A replay of a member whose Change is in the head of the open pull request: nothing to do.
+	if rec.Holder != "" && member && m.In && m.Hash == hash && !opts.Open {
+		if n, ok := state.HolderNumber(rec.Holder); ok {
+			return lifecycle.Outcome{Proposal: &lifecycle.Proposal{Number: n, URL: rec.URL, HeadSHA: rec.Head}}, nil
+		}
+	}
+	dirty := false
+	if rec.Holder != "" {
+		open, err := a.stillOpen(ctx, g.Key, rec)
+		if err != nil {
+			return lifecycle.Outcome{}, err
+		}
+		if !open {
+			// Merged or closed: its members are done with it (their own Leases say how); the
+			// group starts a new pull request with whoever waits.
+			for k, mm := range rec.Members {
+				if mm.In {
+					delete(rec.Members, k)
+				}
+			}
+			rec.Holder, rec.Head, rec.URL, rec.Gathering = "", "", "", time.Time{}
+			m, member = rec.Members[c.Key]
+			dirty = true
+		}
+	}
+	if !member || m.Hash != hash || m.GitPath != opts.GitPath {
+		if !member && len(rec.Members) >= state.MaxGroupMembers {
+			return lifecycle.Outcome{}, &lifecycle.QueuedError{Reason: lifecycle.QueuedGroupFull,
+				Message: fmt.Sprintf("the pull request of %s carries %d targets, as many as one may; the next one takes it", g.Label, state.MaxGroupMembers),
+				Until:   now.Add(a.statusTTL() * 6)}
+		}
+		joined := now
+		if member {
+			joined = m.Joined
+		}
+		rec.Members[c.Key] = state.GroupMember{Hash: hash, GitPath: opts.GitPath, Joined: joined, Urgency: lifecycle.UrgencyOf(c)}
+		dirty = true
+	}
+	if rec.Holder == "" {
+		if rec.Gathering.IsZero() {
+			rec.Gathering, dirty = now, true
+		}
+		if q := a.mayOpen(ctx, g, rec, now); q != nil {
+			if dirty {
+				if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
+					return lifecycle.Outcome{}, a.conflict(err)
+				}
+			}
+			return lifecycle.Outcome{}, q
+		}
+	}
+	members, err := a.members(ctx, &rec, &pr.Member{Change: c, GitPath: opts.GitPath}, false)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	res, err := a.Writer.ProposeGroup(ctx, g, members, rec.Head)
+	if err != nil {
+		if dirty {
+			_, _ = a.Leases.PutGroup(ctx, rec, g.Namespace) // keep who joined; the proposal is tried again
+		}
+		return lifecycle.Outcome{}, err
+	}
+	a.record(&rec, res, members)
+	if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
+		// The pull request holds the members; the next member's look records it.
+		return lifecycle.Outcome{}, a.conflict(err)
+	}
+	mine := res.Members[c.Key]
+	switch {
+	case mine.Err != nil:
+		return lifecycle.Outcome{}, fmt.Errorf("pr: %s: %w", c.Key, mine.Err)
+	case mine.AlreadyInBase || res.Number == 0:
+		return lifecycle.Outcome{Proposal: &lifecycle.Proposal{AlreadyInBase: true}}, nil
+	}
+	return a.outcome(c.Key, res.Result)
+}
+
+// mayOpen says why a group without a pull request may not open one yet (nil: it may): it is
+// gathering members, or the budget has no room.
+func (a *Actuator) mayOpen(ctx context.Context, g lifecycle.Group, rec state.GroupRecord, now time.Time) error {
+	waiting := 0
+	urgency := lifecycle.UrgencyOther
+	for _, m := range rec.Members {
+		if !m.In {
+			waiting++
+			urgency = min(urgency, m.Urgency)
+		}
+	}
+	end := rec.Gathering.Add(g.Window)
+	if now.Before(end) && (g.Expect <= 0 || waiting < g.Expect) {
+		return &lifecycle.QueuedError{Reason: lifecycle.QueuedGathering,
+			Message: fmt.Sprintf("gathering the targets of %s until %s (%d so far)", g.Label, end.UTC().Format(time.RFC3339), waiting), Until: end}
+	}
+	ok, until, why, err := a.Budget.Admit(ctx, Ask{Key: g.Key, Urgency: urgency, Since: rec.Gathering})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: why, Until: until}
+	}
+	return nil
+}
+
+// members reads each member's Change from its own Lease: its pending decision (the newest),
+// else the Change its Lease holds in the group's pull request. A member whose Lease holds
+// neither left (its decision was taken back, carried out, or swept) and is dropped. self, when
+// set, is the member asking now, with its Change as it asks; onlyIn keeps the members in the
+// pull request's head.
+func (a *Actuator) members(ctx context.Context, rec *state.GroupRecord, self *pr.Member, onlyIn bool) ([]pr.Member, error) {
+	out := []pr.Member{}
+	for _, k := range rec.Keys() {
+		if self != nil && k == self.Change.Key {
+			out = append(out, *self)
+			continue
+		}
+		if onlyIn && !rec.Members[k].In {
+			continue
+		}
+		mr, err := a.Leases.Get(ctx, k)
+		if err != nil && !mr.Exists() {
+			return nil, err
+		}
+		raw := mr.Pending
+		if raw == "" && rec.Holder != "" && mr.Holder == rec.Holder {
+			raw = mr.Proposed
+		}
+		var mc lifecycle.Change
+		if raw == "" || json.Unmarshal([]byte(raw), &mc) != nil || mc.Key != k {
+			delete(rec.Members, k)
+			continue
+		}
+		out = append(out, pr.Member{Change: mc, GitPath: rec.Members[k].GitPath})
+	}
+	return out, nil
+}
+
+// record writes what proposing the group did into its record: who is in the head, who is not
+// (their own looks get their error or their "already done"), the pull request and its head.
+func (a *Actuator) record(rec *state.GroupRecord, res pr.GroupResult, members []pr.Member) {
+	for _, m := range members {
+		k := m.Change.Key
+		r := res.Members[k]
+		if !r.Included {
+			delete(rec.Members, k)
+			continue
+		}
+		e := rec.Members[k]
+		e.Hash, e.In = state.ChangeHash(m.Change), true
+		rec.Members[k] = e
+	}
+	if res.Number != 0 {
+		rec.Holder, rec.Head, rec.URL = state.HolderOf(res.Number), res.HeadSHA, res.URL
+		rec.Gathering = time.Time{}
+	}
+}
+
+// stillOpen reports whether the group's pull request is open.
+func (a *Actuator) stillOpen(ctx context.Context, key lifecycle.Key, rec state.GroupRecord) (bool, error) {
+	n, ok := state.HolderNumber(rec.Holder)
+	if !ok {
+		return false, nil
+	}
+	st, err := a.Status(ctx, key, n)
+	if err != nil {
+		return false, err
+	}
+	return st.State == lifecycle.ProposalOpen, nil
+}
+
+// Status reads pull request number, once per StatusTTL for all the members that ask.
+func (a *Actuator) Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
+	now := a.now()
+	a.mu.Lock()
+	c, ok := a.status[number]
+	a.mu.Unlock()
+	if ok && now.Sub(c.at) < a.statusTTL() {
+		return c.st, nil
+	}
+	st, err := a.Writer.StatusOf(ctx, key, number)
+	if err != nil {
+		return st, err
+	}
+	a.mu.Lock()
+	if a.status == nil {
+		a.status = map[int]cachedStatus{}
+	}
+	if len(a.status) > 4096 {
+		clear(a.status)
+	}
+	a.status[number] = cachedStatus{st: st, at: now}
+	a.mu.Unlock()
+	return st, nil
+}
+
+func (a *Actuator) statusTTL() time.Duration {
+	if a.StatusTTL <= 0 {
+		return 10 * time.Second
+	}
+	return a.StatusTTL
+}
+
+// forget drops the cached status of a pull request Kustos just changed.
+func (a *Actuator) forget(number int) {
+	a.mu.Lock()
+	delete(a.status, number)
+	a.mu.Unlock()
+}
+
+// ClosedSince reports a proposal of c's own branch closed since (a crash between opening it
+// and recording it).
+func (a *Actuator) ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error) {
+	return a.Writer.ClosedSince(ctx, c, since)
+}
+
+// Merge merges the pull request st, pinned to its head.
+func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
+	merged, retry, err := a.Writer.MergeIfReady(ctx, key, st, true)
+	if merged {
+		a.forget(st.Number)
+		a.Budget.Released()
+	}
+	return merged, retry, err
+}
+
+// OwnCommit reports whether sha is a commit Kustos wrote for key (alone or in a group).
+func (a *Actuator) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error) {
+	return a.Writer.OwnCommit(ctx, key, sha)
+}
+
+// Withdraw takes key's Change out of pull request number: a pull request of its own is closed;
+// a group's is proposed again without it, and closed when it was the last one in.
+func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, why string, g lifecycle.Group) error {
+	if g.IsZero() {
+		return a.close(ctx, number, "Kustos closes this pull request because "+why)
+	}
+	defer a.lock(g.Key)()
+	rec, err := a.Leases.GetGroup(ctx, g.Key)
+	if err != nil {
+		return err
+	}
+	if rec.Holder != state.HolderOf(number) {
+		// The group moved on to another pull request (or none): number is done, and closing
+		// it could take other members with it.
+		return nil
+	}
+	delete(rec.Members, key)
+	in := 0
+	for _, m := range rec.Members {
+		if m.In {
+			in++
+		}
+	}
+	if in == 0 {
+		if err := a.close(ctx, number, "Kustos closes this pull request because "+why); err != nil {
+			return err
+		}
+		rec.Holder, rec.Head, rec.URL = "", "", ""
+		if len(rec.Members) > 0 {
+			rec.Gathering = a.now()
+		}
+		if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
+			return a.conflict(err)
+		}
+		return nil
+	}
+	// Propose the others again, without key's Change.
+	members, err := a.members(ctx, &rec, nil, true)
+	if err != nil {
+		return err
+	}
+	res, err := a.Writer.ProposeGroup(ctx, g, members, rec.Head)
+	if err != nil {
+		return err
+	}
+	a.record(&rec, res, members)
+	if res.Number == 0 {
+		// Nothing left to propose (the others are done): close it.
+		if err := a.close(ctx, number, "Kustos closes this pull request because "+why); err != nil {
+			return err
+		}
+		rec.Holder, rec.Head, rec.URL = "", "", ""
+	}
+	if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
+		return a.conflict(err)
+	}
+	a.forget(number)
+	if res.Number != 0 {
+		return a.Forge.CommentPR(ctx, number, fmt.Sprintf("Kustos took `%s` out of this pull request because %s.", describeKey(key), strings.TrimSuffix(why, ".")))
+	}
+	return nil
+}
+
+func (a *Actuator) close(ctx context.Context, number int, comment string) error {
+	if err := a.Forge.ClosePR(ctx, number, comment); err != nil {
+		return err
+	}
+	a.forget(number)
+	a.Budget.Released()
+	return nil
+}
+
+// describeKey names a member's target from its Key: "Deployment team-a/web".
+func describeKey(k lifecycle.Key) string {
+	p, ok := k.Parts()
+	if !ok {
+		return string(k)
+	}
+	kind := p.KindGroup
+	if kind == "" {
+		kind = p.Detector
+	}
+	if p.Namespace == "" {
+		return kind + " " + p.Name
+	}
+	return kind + " " + p.Namespace + "/" + p.Name
+}
