@@ -74,8 +74,14 @@ func readFile(t testing.TB, p string) string {
 // injected fault reaches the Writer) and without a pause between mutations.
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvFrom(t, "testdata/repo")
+}
+
+// newEnvFrom is newEnv with acme/gitops seeded from dir.
+func newEnvFrom(t testing.TB, dir string) *env {
+	t.Helper()
 	s := githubtest.New(t, githubtest.Options{})
-	s.SeedRepoFromDir(owner, repoName, "main", "testdata/repo")
+	s.SeedRepoFromDir(owner, repoName, "main", dir)
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte(s.Token()), 0o600); err != nil {
 		t.Fatal(err)
