@@ -141,3 +141,80 @@ func (e *QueuedError) Is(target error) bool { return target == ErrQueued }
 
 // RetryAt implements RetryAfter: the proposal may be tried again at Until.
 func (e *QueuedError) RetryAt() (time.Time, bool) { return e.Until, !e.Until.IsZero() }
+
+// GroupBy is what a detector's targets share when their Changes are proposed together.
+type GroupBy string
+
+const (
+	// GroupByNone: every target has a proposal of its own.
+	GroupByNone GroupBy = "none"
+	// GroupByNamespace: one proposal per namespace (a cluster-scoped target is alone).
+	GroupByNamespace GroupBy = "namespace"
+	// GroupByOwner: one proposal per owner (kustos.io/owner); a target without one is grouped
+	// by its namespace.
+	GroupByOwner GroupBy = "owner"
+)
+
+// GroupingDetectors are the detectors --group-by may name, and DefaultGrouping what each does
+// without it: the removals and pauses of short-lived environments come in bursts (a CI job's
+// previews, a lab's desktops) and go per namespace; a quota is its namespace's own business.
+var (
+	GroupingDetectors = []string{"quota", "expiry", "inactivity"}
+	DefaultGrouping   = map[string]GroupBy{"quota": GroupByNone, "expiry": GroupByNamespace, "inactivity": GroupByNamespace}
+)
+
+// ParseGroupBy reads --group-by: "namespace" (or "owner", "none") sets expiry and inactivity;
+// "quota=namespace,expiry=owner" sets each detector named. Detectors not named keep
+// DefaultGrouping.
+func ParseGroupBy(s string) (map[string]GroupBy, error) {
+	out := map[string]GroupBy{}
+	for d, b := range DefaultGrouping {
+		out[d] = b
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return out, nil
+	}
+	parse := func(v string) (GroupBy, error) {
+		switch b := GroupBy(strings.TrimSpace(v)); b {
+		case GroupByNone, GroupByNamespace, GroupByOwner:
+			return b, nil
+		}
+		return "", fmt.Errorf("%q: want namespace, owner or none", Clip(v, 40))
+	}
+	if !strings.Contains(s, "=") {
+		b, err := parse(s)
+		if err != nil {
+			return nil, err
+		}
+		out["expiry"], out["inactivity"] = b, b
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		d, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want detector=namespace|owner|none", Clip(part, 40))
+		}
+		d = strings.TrimSpace(d)
+		if _, known := DefaultGrouping[d]; !known {
+			return nil, fmt.Errorf("%q: not a detector that groups; want one of %s", Clip(d, 40), strings.Join(GroupingDetectors, ", "))
+		}
+		b, err := parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		out[d] = b
+	}
+	return out, nil
+}
+
+// For is the Group of detector's target t, owned by owner, gathering for window.
+func (b GroupBy) For(detector string, t Target, owner string, window time.Duration) Group {
+	switch {
+	case b == GroupByOwner && owner != "":
+		return Group{Key: GroupKey(detector, string(b), owner), Label: "owner " + owner, Window: window}
+	case (b == GroupByNamespace || b == GroupByOwner) && t.Namespace != "":
+		return Group{Key: GroupKey(detector, string(GroupByNamespace), t.Namespace), Label: "namespace " + t.Namespace, Namespace: t.Namespace, Window: window}
+	}
+	return Group{}
+}
