@@ -14,6 +14,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 )
 
@@ -37,6 +38,7 @@ type runFlagSet struct {
 	allowedDestinations string
 	webhookConfigs      string
 	allowDelete         string
+	groupBy             string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -63,7 +65,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 
 	r.quota.AddFlags(fs)
 
-	o.PR.PollInterval = time.Minute
+	o.PR.PollInterval, o.PR.GroupWindow = time.Minute, 2*time.Minute
 	cli.InGroup(fs, cli.GroupPR, func() {
 		fs.StringVar(&o.PR.GitHub.APIURL, "github-api-url", "", "GitHub REST API root; default https://api.github.com/, GitHub Enterprise: https://HOST/api/v3/")
 		fs.Int64Var(&o.PR.GitHub.AppID, "github-app-id", 0, "GitHub App ID")
@@ -78,6 +80,10 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&r.prLabels, "pr-labels", "", "comma-separated labels added to every pull request")
 		fs.BoolVar(&o.PR.AutoMerge, "enable-auto-merge", false, "squash-merge pull requests when GitHub reports them mergeable with clean checks; annotation resizer.io/auto-merge: \"false\" opts a namespace out")
 		cli.Duration(fs, &o.PR.PollInterval, "pr-poll-interval", false, "how often an open pull request is checked")
+		fs.StringVar(&r.groupBy, "group-by", string(lifecycle.GroupByNamespace), "what the Changes proposed in one pull request share: namespace, owner (kustos.io/owner; namespace without one) or none, for the expiry and inactivity detectors; or per detector, quota=namespace,expiry=owner (quota proposes one pull request per quota unless named). A Cleaner's Changes are always one pull request")
+		cli.Duration(fs, &o.PR.GroupWindow, "group-window", false, "how long a group gathers the Changes that fall due together before its pull request opens")
+		fs.IntVar(&o.PR.MaxOpenPRs, "max-open-prs", 10, "most pull requests of Kustos open at once in the repository, across detectors and replicas; further Changes wait (ProposalQueued) and go, most urgent first, as room frees; 0: no limit")
+		fs.IntVar(&o.PR.MaxNewPRsPerHour, "max-new-prs-per-hour", 20, "most pull requests Kustos opens in the repository per hour; 0: no limit")
 	})
 
 	o.Cleaners.ReadyRecheck, o.Cleaners.NotReadyRecheck = 30*time.Minute, 10*time.Second
@@ -163,6 +169,9 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	o.PR.Paths = r.gitPaths
 	o.PR.Labels = splitList(r.prLabels)
 	var err error
+	if o.PR.Grouping, err = lifecycle.ParseGroupBy(r.groupBy); err != nil {
+		return o, "", "", &cli.UsageError{Err: fmt.Errorf("--group-by: %w", err)}
+	}
 	if o.AllowedDestinations, err = egress.ParsePolicy(r.allowedDestinations); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}

@@ -77,6 +77,12 @@ type PROptions struct {
 	// AutoMerge is --enable-auto-merge; PollInterval is --pr-poll-interval.
 	AutoMerge    bool
 	PollInterval time.Duration
+	// Grouping is --group-by (per detector; nil: lifecycle.DefaultGrouping) and GroupWindow
+	// --group-window.
+	Grouping    map[string]lifecycle.GroupBy
+	GroupWindow time.Duration
+	// MaxOpenPRs is --max-open-prs and MaxNewPRsPerHour --max-new-prs-per-hour; 0: no limit.
+	MaxOpenPRs, MaxNewPRsPerHour int
 	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
 	CloneURL string
 	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
@@ -177,6 +183,14 @@ func (p PROptions) validate() error {
 	if p.PollInterval <= 0 {
 		return fmt.Errorf("--pr-poll-interval=%s: must be positive", lifecycle.FormatDuration(p.PollInterval))
 	}
+	switch {
+	case p.GroupWindow < 0:
+		return fmt.Errorf("--group-window=%s: must not be negative", lifecycle.FormatDuration(p.GroupWindow))
+	case p.MaxOpenPRs < 0:
+		return fmt.Errorf("--max-open-prs=%d: must not be negative (0: no limit)", p.MaxOpenPRs)
+	case p.MaxNewPRsPerHour < 0:
+		return fmt.Errorf("--max-new-prs-per-hour=%d: must not be negative (0: no limit)", p.MaxNewPRsPerHour)
+	}
 	for _, path := range p.Paths {
 		if strings.TrimSpace(path) == "" || strings.HasPrefix(path, "/") {
 			return fmt.Errorf("--git-path=%q: want a path relative to the repository root", path)
@@ -204,6 +218,14 @@ func (p PROptions) cloneURL() (string, error) {
 	}
 	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
 	return u.Scheme + "://" + u.Host + prefix + "/" + p.GitHub.Repository + ".git", nil
+}
+
+// grouping is what detector's Changes share in one pull request (--group-by).
+func (p PROptions) grouping(detector string) lifecycle.GroupBy {
+	if b, ok := p.Grouping[detector]; ok {
+		return b
+	}
+	return lifecycle.DefaultGrouping[detector]
 }
 
 // prMode is PR mode's part of the pipeline: the writer as actuator and proposal follower, and
@@ -394,6 +416,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Defaults:        o.Defaults,
 		DefaultCooldown: o.DefaultCooldown,
 		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
+		Grouping:        o.PR.grouping(quota.DetectorName),
+		GroupWindow:     o.PR.GroupWindow,
 		Now:             o.Now,
 		Log:             o.Log.WithName("quota"),
 	}

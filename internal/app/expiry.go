@@ -171,6 +171,8 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			Scalable:     expiry.Scalable(k),
 			Settings:     settings,
 			AutoMerge:    o.Mode == ModePR && o.PR.AutoMerge,
+			Grouping:     o.PR.grouping(expiry.DetectorName),
+			GroupWindow:  o.PR.GroupWindow,
 			Links:        links,
 			LeaseTrigger: extensionRecorded,
 			Now:          o.Now,

@@ -158,6 +158,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 			Objects: objects, Meta: mgr.GetClient(), Pipeline: &pl, Reporter: rep, Kind: k, Settings: settings,
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
+			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {

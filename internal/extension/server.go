@@ -162,7 +162,7 @@ func (s *Server) check(q url.Values) (link, int, error) {
 	c, err := s.Signer.Verify(l.token, l.key, name, s.Now())
 	switch {
 	case errors.Is(err, ErrExpired):
-		return l, http.StatusGone, errors.New("this link has expired: the environment's deadline has passed")
+		return l, http.StatusGone, errors.New("this link has expired: the environment's deadline passed a week ago")
 	case err != nil:
 		return l, http.StatusForbidden, errors.New("this link is not valid: it was changed or is not from Kustos (a longer period cannot be chosen by editing the link)")
 	}

@@ -72,6 +72,10 @@ type Reconciler struct {
 	Settings Settings
 	// AutoMerge is --enable-auto-merge.
 	AutoMerge bool
+	// Grouping is --group-by for this detector and GroupWindow --group-window: in PR mode the
+	// removals and pauses that fall due together are proposed together.
+	Grouping    lifecycle.GroupBy
+	GroupWindow time.Duration
 	// Links, when set, mints the extension links of a warning (the extension server): they go
 	// to the owner in the warning's Notice, never into an Event.
 	Links func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
@@ -134,6 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	key := lifecycle.KeyFor(DetectorName, target)
 	req2 := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
 	req2.AutoMerge = r.AutoMerge
+	req2.Group = r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow)
 	res, err := r.Pipeline.Run(ctx, req2)
 	countCommitted(res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
@@ -172,7 +177,7 @@ func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now t
 				msg := WarningMessage(target, policy, last.Deadline, last.At)
 				n := notice(id, NoticeWarning, target, policy, last, msg, now)
 				if links != nil {
-					ls, err := links(key, last.Deadline, last.At)
+					ls, err := links(key, last.Deadline, last.At.Add(LinkGrace))
 					if err != nil {
 						log.Error(err, "cannot make extension links; the warning goes without them")
 					}
@@ -191,6 +196,12 @@ func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now t
 		Supersedes: Supersedes,
 	}
 }
+
+// LinkGrace is how long an extension link works after the environment would go: in PR mode its
+// removal may wait for room in the pull-request budget or for a reviewer, and until it is merged
+// the owner can still keep it (an extension takes it out of the queue or the pull request).
+// A link still works once; one used after the removal extends nothing that exists.
+const LinkGrace = 7 * 24 * time.Hour
 
 // Notice kinds.
 const (

@@ -391,5 +391,6 @@ func change(s Snapshot, d Decision) *lifecycle.Change {
 
 // optOut is the "Opting out" of an expiry proposal.
 func optOut() *lifecycle.OptOut {
-	return &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: LabelIgnore, Value: "true"}
+	return &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: LabelIgnore, Value: "true",
+		Keep: "its owner extends it with a link in Kustos's warning, or sets a later " + AnnotationExpiresAt}
 }

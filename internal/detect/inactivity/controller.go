@@ -93,6 +93,10 @@ type Reconciler struct {
 	Prober        Prober
 	ProbeInterval time.Duration
 	AutoMerge     bool
+	// Grouping is --group-by for this detector and GroupWindow --group-window: in PR mode the
+	// pauses and removals that fall due together are proposed together.
+	Grouping    lifecycle.GroupBy
+	GroupWindow time.Duration
 	// Checked receives a signal after every activity check.
 	Checked <-chan Checked
 	Now     func() time.Time
@@ -200,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	uid := string(obj.GetUID())
 	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
 		Key: key, Target: target, UID: uid, Now: now, AutoMerge: r.AutoMerge,
+		Group: r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow),
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			st, bad := ParseState(v.Bag)
 			for _, b := range bad {

@@ -432,7 +432,8 @@ func change(s Snapshot, reason, why string, idleSince time.Time) *lifecycle.Chan
 		Detector: DetectorName,
 		Target:   s.Target,
 		Reason:   reason,
-		OptOut:   &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: AnnotationIgnore, Value: "true"},
+		OptOut: &lifecycle.OptOut{Declined: declinedNote + ".", Annotation: AnnotationIgnore, Value: "true",
+			Keep: "it is used again (activity in its sources)"},
 	}
 	ev := map[string]string{"owner": s.Policy.Owner, "idleSince": idleSince.UTC().Format(time.RFC3339), "from": s.Policy.From}
 	if !s.State.LastActivity.IsZero() {

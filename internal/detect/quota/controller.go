@@ -62,6 +62,10 @@ type Reconciler struct {
 	DefaultCooldown time.Duration
 	// AutoMerge is --enable-auto-merge; a namespace opts out with resizer.io/auto-merge: "false".
 	AutoMerge bool
+	// Grouping is --group-by for quotas (none by default: a quota is its namespace's own
+	// business) and GroupWindow --group-window.
+	Grouping    lifecycle.GroupBy
+	GroupWindow time.Duration
 	// Now is the clock; injected so tests control time.
 	Now func() time.Time
 	Log logr.Logger
@@ -150,6 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Supersedes: Supersedes,
 		Options:    lifecycle.ProposeOptions{GitPath: strings.TrimSpace(ns.Annotations[AnnotationGitPath])},
 		AutoMerge:  r.AutoMerge && !strings.EqualFold(strings.TrimSpace(ns.Annotations[AnnotationAutoMerge]), "false"),
+		Group:      r.Grouping.For(DetectorName, quotaTarget(q.Namespace, q.Name), "", r.GroupWindow),
 	})
 	for _, p := range last.Problems {
 		metrics.InvalidInput.WithLabelValues(DetectorName, "quantity").Inc()

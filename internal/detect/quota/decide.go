@@ -404,6 +404,8 @@ func (d Decision) Change() *lifecycle.Change {
 		})
 		c.Evidence = append(c.Evidence, r.Evidence())
 		msgs = append(msgs, r.Message)
+		// Pods failed to be created for want of it: its proposal goes first when proposals wait.
+		c.Blocking = c.Blocking || r.Trigger == TriggerDeficit
 	}
 	c.Summary = strings.Join(msgs, "; ")
 	return c
