@@ -1,6 +1,7 @@
 package statusreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,8 +23,15 @@ type Row struct {
 	PullRequest string `json:"pullRequest,omitempty"`
 	// LastAction is the last decision, merge or decline; nil if none.
 	LastAction *time.Time `json:"lastAction,omitempty"`
-	// Pending: a decision recorded and not yet carried out (by the replica named).
+	// Pending: a decision recorded and not yet carried out (by the replica named), or waiting
+	// to be proposed ("queued (budget)").
 	Pending string `json:"pending,omitempty"`
+	// Queued says why the decision waits to be proposed (the pull-request budget, its group
+	// gathering).
+	Queued string `json:"queued,omitempty"`
+	// Group names the group whose pull request carries the target's Change
+	// ("expiry/@namespace/team-a"); empty when it has a pull request of its own.
+	Group string `json:"group,omitempty"`
 	// Ready and Reason are a Cleaner's root Ready condition; empty for Keys without conditions.
 	Ready  string `json:"ready,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -41,6 +49,18 @@ type Row struct {
 // are not Kustos state are skipped.
 func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.Time) []Row {
 	var rows []Row
+	groupOf := map[string]string{}
+	for i := range leases {
+		if leases[i].Labels[state.LabelRole] != state.RoleGroup {
+			continue
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal([]byte(leases[i].Annotations[state.AnnotationMembers]), &members) == nil {
+			for k := range members {
+				groupOf[k] = leases[i].Annotations[state.AnnotationGroup]
+			}
+		}
+	}
 	for i := range leases {
 		l := &leases[i]
 		rec, ok, err := state.ParseLease(l)
@@ -72,6 +92,11 @@ func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.T
 				row.Pending = "by " + rec.PendingBy
 			}
 		}
+		if rec.Queued != "" {
+			why, _, _ := strings.Cut(rec.Queued, ":")
+			row.Pending, row.Queued = "queued ("+why+")", rec.Queued
+		}
+		row.Group = groupOf[string(rec.Key)]
 		rows = append(rows, row)
 	}
 	for i := range cleaners {

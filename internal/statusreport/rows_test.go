@@ -79,3 +79,36 @@ func TestRows(t *testing.T) {
 		t.Errorf("json: %s", buf.String())
 	}
 }
+
+// TestRowsGroupAndQueue: a target in a group's pull request says so, and a queued one says why
+// it waits; the group's own Lease is not a row.
+func TestRowsGroupAndQueue(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	in := "expiry/Deployment.apps/team-a/preview-1"
+	waiting := "expiry/Deployment.apps/team-b/preview-2"
+	group := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "group-expiry-namespace-team-a", Namespace: "kustos-system",
+		Labels: map[string]string{state.LabelManagedBy: state.ManagedByValue, state.LabelRole: state.RoleGroup},
+		Annotations: map[string]string{state.AnnotationGroup: "expiry/@namespace/team-a", state.AnnotationMembers: `{"` + in + `":{"hash":"x","in":true}}`}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pr-7")}}
+	leases := []coordinationv1.Lease{group,
+		lease("a", in, "pr-7", nil, now),
+		lease("b", waiting, "", map[string]string{state.AnnotationPending: `{"key":"` + waiting + `"}`,
+			state.AnnotationQueued: "budget: 10 of Kustos's pull requests are open (--max-open-prs=10)"}, now)}
+	rows := Rows(leases, nil, now)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2 (the group's Lease is not a target): %+v", len(rows), rows)
+	}
+	if rows[0].Group != "expiry/@namespace/team-a" || rows[0].PullRequest != "#7" {
+		t.Errorf("member row %+v", rows[0])
+	}
+	if rows[1].Pending != "queued (budget)" || !strings.Contains(rows[1].Queued, "--max-open-prs=10") {
+		t.Errorf("queued row %+v", rows[1])
+	}
+	var buf bytes.Buffer
+	if err := Print(&buf, rows, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "#7 (group)") || !strings.Contains(buf.String(), "queued (budget)") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}

@@ -147,7 +147,11 @@ func Print(w io.Writer, rows []Row, format string) error {
 		if r.Problem != "" {
 			reason = "InvalidState: " + r.Problem
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Detector, r.Target, dash(r.PullRequest), ts(r.LastAction),
+		pr := r.PullRequest
+		if pr != "" && r.Group != "" {
+			pr += " (group)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Detector, r.Target, dash(pr), ts(r.LastAction),
 			dash(r.Pending), dash(r.Ready), dash(reason), ts(r.NextCheck), r.Age)
 	}
 	return tw.Flush()
