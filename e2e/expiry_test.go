@@ -264,7 +264,7 @@ func TestExpiryDeleteNotAllowed(t *testing.T) {
 	}))
 	dumpOnFailure(t, k)
 
-	g.waitPR(t, "the preview's removal PR", func(p githubtest.PullRequest) bool { return strings.Contains(p.Title, "preview") })
+	g.waitPR(t, "the preview's removal PR", func(p githubtest.PullRequest) bool { return strings.Contains(p.Body, "/preview`") })
 	refused := waitEvents(t, ns, pipeline.ReasonDeleteNotAllowed, 1)[0]
 	if refused.InvolvedObject.Name != "orphan" || refused.Type != corev1.EventTypeWarning ||
 		!strings.Contains(refused.Message, "--allow-delete=expiry:apps/deployments") {

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/pipeline"
+)
+
+// previewManifest is a preview Deployment as CI writes it into the GitOps repository.
+func previewManifest(name string) string {
+	return "# preview of merge request " + name + ", created by CI\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name +
+		"\n  annotations:\n    kustos.io/owner: ci@example.com\n    kustos.io/ttl: 3s\nspec:\n  replicas: 0\n"
+}
+
+// seedPreviews commits n previews per namespace (one file each, listed in the namespace's
+// kustomization) and creates them in the cluster, as a CI job would; it returns their names.
+func seedPreviews(t *testing.T, g *gitops, namespaces []string, n int) []string {
+	t.Helper()
+	files := map[string]string{"clusters/e2e/kustomization.yaml": "resources:\n  - " + strings.Join(namespaces, "\n  - ") + "\n"}
+	var names []string
+	for _, ns := range namespaces {
+		kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n"
+		for i := 1; i <= n; i++ {
+			name := fmt.Sprintf("preview-%d", i)
+			files["clusters/e2e/"+ns+"/"+name+".yaml"] = previewManifest(name)
+			kust += "  - " + name + ".yaml\n"
+			names = append(names, ns+"/"+name)
+		}
+		files["clusters/e2e/"+ns+"/kustomization.yaml"] = kust
+	}
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "CI: previews", files)
+	for _, ns := range namespaces {
+		for i := 1; i <= n; i++ {
+			newEnvironment(t, ns, fmt.Sprintf("preview-%d", i), map[string]string{expiry.AnnotationOwner: "ci@example.com", expiry.AnnotationTTL: "3s"})
+		}
+	}
+	return names
+}
+
+// TestExpiryGroupedPRs: 30 previews of one CI run in 3 namespaces expire together: one pull
+// request per namespace, each one commit deleting its namespace's 10 files. One preview is
+// extended while its pull request is open: it is taken out (the pull request is updated, with a
+// comment) and the rest are merged once the checks pass; the extended one stays in Git.
+func TestExpiryGroupedPRs(t *testing.T) {
+	namespaces := []string{newNamespace(t, "group-a", nil), newNamespace(t, "group-b", nil), newNamespace(t, "group-c", nil)}
+	g := newGitOps(t, namespaces[0])
+	g.s.SetRequiredChecks(ghOwner, ghRepo, "ci/validate")
+	seedPreviews(t, g, namespaces, 10)
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		o.PR.GroupWindow = 4 * time.Second
+		expiryOptions(o)
+	}))
+	dumpOnFailure(t, k)
+
+	var prs []githubtest.PullRequest
+	eventually(t, "one pull request per namespace carrying its 10 previews", func() bool {
+		prs = g.prs()
+		if len(prs) > 3 {
+			t.Fatalf("%d pull requests for 3 namespaces: %+v", len(prs), titles(prs))
+		}
+		for _, p := range prs {
+			if strings.Count(p.Body, "/preview-") < 10 {
+				return false
+			}
+		}
+		return len(prs) == 3
+	})
+	byNS := map[string]githubtest.PullRequest{}
+	for _, p := range prs {
+		for _, ns := range namespaces {
+			if strings.HasSuffix(p.Head, "/group-namespace/"+ns) {
+				byNS[ns] = p
+			}
+		}
+		if !strings.Contains(p.Title, "delete 10 Deployments") {
+			t.Errorf("#%d title %q", p.Number, p.Title)
+		}
+	}
+	if len(byNS) != 3 {
+		t.Fatalf("pull requests not one per namespace: %v", titles(prs))
+	}
+	for _, ns := range namespaces {
+		for i := 1; i <= 10; i++ {
+			if _, ok := g.s.FileAt(ghOwner, ghRepo, byNS[ns].Head, fmt.Sprintf("clusters/e2e/%s/preview-%d.yaml", ns, i)); ok {
+				t.Errorf("%s/preview-%d.yaml is still on %s", ns, i, byNS[ns].Head)
+			}
+		}
+	}
+	if n := g.s.CountRequests("POST", "/repos/{owner}/{repo}/pulls"); n != 3 {
+		t.Errorf("%d pull requests created, want 3", n)
+	}
+
+	// The owner of group-b/preview-7 wants it for a day more (the new TTL synced to the cluster).
+	extended := namespaces[1]
+	var d appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: extended, Name: "preview-7"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Annotations[expiry.AnnotationTTL] = "1d"
+	if err := k8s.Patch(context.Background(), &d, patch); err != nil {
+		t.Fatal(err)
+	}
+	var updated githubtest.PullRequest
+	eventually(t, "preview-7 taken out of its namespace's pull request", func() bool {
+		updated, _ = g.s.PR(ghOwner, ghRepo, byNS[extended].Number)
+		return updated.State == "open" && !strings.Contains(updated.Body, extended+"/preview-7`") && len(updated.Comments) == 1
+	})
+	if !strings.Contains(updated.Comments[0], "preview-7` out of this pull request because") {
+		t.Errorf("comment %q", updated.Comments[0])
+	}
+	if _, ok := g.s.FileAt(ghOwner, ghRepo, updated.Head, "clusters/e2e/"+extended+"/preview-7.yaml"); !ok {
+		t.Error("preview-7.yaml is still deleted on the updated branch")
+	}
+	waitEvents(t, extended, pipeline.ReasonWithdrawn, 1)
+
+	// CI passes on every head: Kustos merges the three.
+	for _, ns := range namespaces {
+		p, _ := g.s.PR(ghOwner, ghRepo, byNS[ns].Number)
+		g.s.SetCheck(ghOwner, ghRepo, p.HeadSHA, "ci/validate", "success")
+	}
+	eventually(t, "the three pull requests merged", func() bool {
+		for _, ns := range namespaces {
+			if p, _ := g.s.PR(ghOwner, ghRepo, byNS[ns].Number); !p.Merged {
+				return false
+			}
+		}
+		return true
+	})
+	for _, ns := range namespaces {
+		for i := 1; i <= 10; i++ {
+			_, inGit := g.s.FileAt(ghOwner, ghRepo, "main", fmt.Sprintf("clusters/e2e/%s/preview-%d.yaml", ns, i))
+			if want := ns == extended && i == 7; inGit != want {
+				t.Errorf("%s/preview-%d.yaml on main: %v, want %v", ns, i, inGit, want)
+			}
+		}
+		waitEvents(t, ns, expiry.ReasonMerged, map[bool]int{true: 9, false: 10}[ns == extended])
+	}
+	never(t, extended, expiry.ReasonDeclined, 0, time.Second)
+	if n := len(g.prs()); n != 3 {
+		t.Errorf("%d pull requests after the merges, want 3", n)
+	}
+}
+
+func titles(prs []githubtest.PullRequest) []string {
+	var out []string
+	for _, p := range prs {
+		out = append(out, fmt.Sprintf("#%d %s (%s)", p.Number, p.Title, p.State))
+	}
+	return out
+}
