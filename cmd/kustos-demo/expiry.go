@@ -34,7 +34,12 @@ const (
 	expiryTTL        = 20 * time.Second
 	expiryWarnBefore = 15 * time.Second
 	expiryInterval   = 8 * time.Second
+	// expiryGroupWindow gathers the previews that fall due together into one pull request.
+	expiryGroupWindow = 5 * time.Second
 )
+
+// previews are the act's preview environments: the first is extended, the other two go.
+var previews = []string{"preview-pr-41", "preview-pr-42", "preview-pr-43"}
 
 // previewManifest is a preview environment as a team declares it in Git: its owner and its
 // lifetime next to it.
@@ -61,16 +66,16 @@ spec:
 `
 }
 
-// expiryAct is the demo's last act: two preview environments defined in Git with a 20 s
+// expiryAct is the demo's last act: three preview environments defined in Git with a 20 s
 // lifetime, Kustos in PR mode with short warning and notification intervals, a webhook that
 // receives the owner's warnings with their extension links. One link is clicked: the preview
-// is extended and Kustos writes the new deadline back to Git by a pull request; the other
-// preview is removed by a pull request at its deadline.
+// is extended and Kustos writes the new deadline back to Git by a pull request; the other two
+// fall due together and are removed by one grouped pull request at their deadline.
 func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub) error {
 	out, s, tb, tokenFile := a.out, g.s, g.tb, g.tokenFile
 	a.watch(expiryNamespace, expiryStateNS)
 	dir := tb.TempDir()
-	a.step("Expiry: a real SMTP server (Mailpit, from bin/) and a webhook receiver for the owner's notices, and two preview environments in Git and in the cluster")
+	a.step("Expiry: a real SMTP server (Mailpit, from bin/) and a webhook receiver for the owner's notices, and three preview environments in Git and in the cluster")
 	hook, err := startHook(ctx)
 	if err != nil {
 		return err
@@ -78,11 +83,12 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	mp := mailpittest.Start(tb, mailpittest.AcceptAny...) //nolint:contextcheck // test tooling: it bounds its own requests and stops with tb's cleanups
 	files := map[string]string{
 		expiryDir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + expiryNamespace +
-			"\nresources:\n  - preview-pr-41.yaml\n  - preview-pr-42.yaml\n",
-		expiryDir + "preview-pr-41.yaml": previewManifest("preview-pr-41"),
-		expiryDir + "preview-pr-42.yaml": previewManifest("preview-pr-42"),
+			"\nresources:\n  - preview-pr-41.yaml\n  - preview-pr-42.yaml\n  - preview-pr-43.yaml\n",
 	}
-	s.PushBaseCommit(ghOwner, ghRepo, baseBranch, "add two preview environments", files)
+	for _, name := range previews {
+		files[expiryDir+name+".yaml"] = previewManifest(name)
+	}
+	s.PushBaseCommit(ghOwner, ghRepo, baseBranch, "add three preview environments", files)
 	fmt.Fprint(out, indent(files[expiryDir+"preview-pr-41.yaml"], "     | "))
 	for _, ns := range []string{expiryNamespace, expiryStateNS} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -90,7 +96,7 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 		}
 	}
 	created := time.Now()
-	for _, name := range []string{"preview-pr-41", "preview-pr-42"} {
+	for _, name := range previews {
 		labels := map[string]string{"app": name}
 		if err := c.Create(ctx, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: expiryNamespace, Name: name,
@@ -118,13 +124,13 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=demo", "--git-path=clusters/demo/", "--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(),
-		"--enable-cleaners=false",
+		"--group-window=" + expiryGroupWindow.String(), "--enable-cleaners=false",
 		"--expiry-warning-before=" + expiryWarnBefore.String(), "--notification-interval=" + expiryInterval.String(),
 		"--extension-addr=" + addr, "--extension-url=http://" + addr, "--extension-periods=1m,5m", "--extension-max=10m",
 		"--extension-key-file=" + keyFile, "--notify-webhook-url=" + hook.url,
 		"--notify-mail-host=127.0.0.1", fmt.Sprintf("--notify-mail-port=%d", mp.Port), "--notify-mail-tls=none",
 		"--notify-mail-from=Kustos <kustos@example.com>", "--notify-mail-batch-window=2s"}
-	a.step("starting kustos run --mode=pr --expiry-warning-before=15s --notification-interval=8s --extension-addr=… --notify-webhook-url=… --notify-mail-host=…")
+	a.step("starting kustos run --mode=pr --group-window=5s --expiry-warning-before=15s --notification-interval=8s --extension-addr=… --notify-webhook-url=… --notify-mail-host=…")
 	stop, err := a.startKustos("kustos (expiry)", kustosBin, args)
 	if err != nil {
 		return err
@@ -135,7 +141,7 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	var warnings map[string]lifecycle.Notice
 	if err := poll(ctx, func() (bool, error) {
 		warnings = hook.byTarget("expiry.warning")
-		return len(warnings) == 2, nil
+		return len(warnings) == len(previews), nil
 	}); err != nil {
 		return fmt.Errorf("no warnings: %w", err)
 	}
@@ -183,22 +189,30 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	}); err != nil {
 		return fmt.Errorf("no warning mail at Mailpit: %w", err)
 	}
-	batched := "one mail for both previews (batched)"
+	batched := "one mail for the three previews (batched)"
 	if len(mails) > 1 {
 		batched = fmt.Sprintf("%d mails (the warnings came further apart than the 2 s batch window)", len(mails))
 	}
 	fmt.Fprintf(out, "     the same warnings reached the owner by mail too: %s, subject %q, Message-ID %s; its text part:\n", batched, mails[0].Subject, mails[0].MessageID)
 	fmt.Fprint(out, indent(shortenTokens(mails[0].Text)+"\n", "       | "))
 
-	a.step("waiting for Kustos's pull requests: the extension written back to Git, the other preview removed at its deadline")
+	a.step("waiting for Kustos's pull requests: the extension written back to Git, the two other previews removed together at their deadline")
 	seen := map[int]bool{}
 	var merged []githubtest.PullRequest
+	done := func() bool {
+		p41, _ := s.FileAt(ghOwner, ghRepo, baseBranch, expiryDir+"preview-pr-41.yaml")
+		_, has42 := s.FileAt(ghOwner, ghRepo, baseBranch, expiryDir+"preview-pr-42.yaml")
+		_, has43 := s.FileAt(ghOwner, ghRepo, baseBranch, expiryDir+"preview-pr-43.yaml")
+		return strings.Contains(p41, "kustos.io/expires-at") && !has42 && !has43
+	}
 	if err := poll(ctx, func() (bool, error) {
+		open := 0
 		for _, p := range s.PRs(ghOwner, ghRepo) {
 			if !strings.Contains(p.Head, "expiry") || seen[p.Number] {
 				continue
 			}
 			if p.State == "open" && p.HeadSHA != "" {
+				open++
 				s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success") // CI passes
 			}
 			if p.Merged {
@@ -206,23 +220,32 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 				merged = append(merged, p)
 			}
 		}
-		return len(merged) == 2, nil
+		return open == 0 && done(), nil
 	}); err != nil {
-		return fmt.Errorf("want two merged expiry pull requests: %w", err)
+		return fmt.Errorf("want the extension in Git and preview-pr-42 and preview-pr-43 removed from it by merged pull requests (merged: %d): %w", len(merged), err)
 	}
+	grouped := false
 	for _, p := range merged {
-		fmt.Fprintf(out, "\n     Pull request #%d merged: %s\n", p.Number, p.Title)
-		path := expiryDir + "preview-pr-41.yaml"
-		if strings.Contains(p.Head, "preview-pr-42") {
-			path = expiryDir + "preview-pr-42.yaml"
+		_, kept42 := s.FileAt(ghOwner, ghRepo, p.HeadSHA, expiryDir+"preview-pr-42.yaml")
+		_, kept43 := s.FileAt(ghOwner, ghRepo, p.HeadSHA, expiryDir+"preview-pr-43.yaml")
+		grouped = grouped || (!kept42 && !kept43 && strings.Contains(p.Head, "/group-namespace/"))
+		fmt.Fprintf(out, "\n     Pull request #%d merged: %s  (branch %s)\n", p.Number, p.Title, p.Head)
+		for _, name := range previews {
+			path := expiryDir + name + ".yaml"
+			before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
+			after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
+			if before == after {
+				continue
+			}
+			diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, before, after)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(out, indent(diff, "       "))
 		}
-		before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
-		after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
-		diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, before, after)
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(out, indent(diff, "       "))
+	}
+	if !grouped {
+		return fmt.Errorf("preview-pr-42 and preview-pr-43 fell due together but no one pull request of their namespace's group removed both")
 	}
 	fmt.Fprintln(out)
 	all, err := kustosEvents(ctx, c)
@@ -238,7 +261,7 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "Summary (expiry): the owner was warned about both previews (webhook, and one batched mail) with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 was removed from Git at its deadline, a full notification interval after its warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
+	fmt.Fprintln(out, "Summary (expiry): the owner was warned about the three previews (webhook, and batched mail) with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 and preview-pr-43 fell due together and were removed from Git by one grouped pull request (one per namespace, --group-by=namespace), a full notification interval after their warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
 	return nil
 }
 

@@ -167,7 +167,7 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=demo", "--git-path=clusters/demo/", "--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(),
-		"--enable-cleaners=false", "--enable-expiry=false",
+		"--group-window=2s", "--enable-cleaners=false", "--enable-expiry=false",
 		"--enable-inactivity", "--prometheus-url=" + prom.URL, "--inactivity-config=" + sourcesFile,
 		"--inactivity-check-interval=" + labCheck.String(), "--activity-min-step=1s",
 		fmt.Sprintf("--max-alerts=%d", labMaxAlerts), "--notification-interval=" + labInterval.String(),
@@ -178,7 +178,7 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	// The timeout is the environments' own (kustos.io/inactivity-timeout, in Git), not
 	// --inactivity-timeout: that would apply to every Deployment of the cluster, the observer
 	// act's team-b/web included (not in Git: it would be paused directly).
-	a.step(fmt.Sprintf("starting kustos run --mode=pr --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=…",
+	a.step(fmt.Sprintf("starting kustos run --mode=pr --group-window=2s --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=…",
 		prom.URL, labMinRange, labCheck, labMaxAlerts, labInterval))
 	stop, err := a.startKustos("kustos (inactivity)", kustosBin, args)
 	if err != nil {
@@ -224,8 +224,8 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 		return fmt.Errorf("no pause pull request: %w", err)
 	}
 	path := labDir + labIdle + ".yaml"
-	if !strings.Contains(p.Head, labIdle) {
-		return fmt.Errorf("the pull request %s is not about %s", p.Head, labIdle)
+	if !strings.Contains(p.Body, "/"+labIdle+"`") {
+		return fmt.Errorf("the pull request %s is not about %s:\n%s", p.Head, labIdle, p.Body)
 	}
 	before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
 	after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
@@ -307,7 +307,7 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 		return err
 	}
 	for _, pr := range s.PRs(ghOwner, ghRepo) {
-		if strings.Contains(pr.Head, labUsed) {
+		if strings.Contains(pr.Body, "/"+labUsed+"`") {
 			return fmt.Errorf("a pull request for %s, which is used: #%d %s", labUsed, pr.Number, pr.Title)
 		}
 	}
