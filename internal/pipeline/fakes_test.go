@@ -34,6 +34,8 @@ type forge struct {
 	// failWithdraw fails the next Withdraw after the PR was closed (a crash before the
 	// answer came back).
 	failWithdraw error
+	// full, when set, is the budget's answer to a Change that needs a new proposal.
+	full *lifecycle.QueuedError
 }
 
 type fakePR struct {
@@ -66,6 +68,11 @@ func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, opts l
 		return lifecycle.Outcome{}, lifecycle.NewError("head "+p.head+" is not Kustos's", lifecycle.ErrForeignCommit)
 	}
 	res := lifecycle.Proposal{}
+	if (p == nil || p.state != lifecycle.ProposalOpen) && f.full != nil {
+		q := *f.full
+		f.mu.Unlock()
+		return lifecycle.Outcome{}, &q
+	}
 	if p == nil || p.state != lifecycle.ProposalOpen {
 		f.next++
 		p = &fakePR{number: f.next, state: lifecycle.ProposalOpen, mergeable: "clean"}

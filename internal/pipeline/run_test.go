@@ -107,6 +107,11 @@ func TestRun(t *testing.T) {
 	crashBefore := func(op string) step { return func(w *world) { w.store.FailNext(op, errCrash) } }
 	die := func(id string) step { return func(w *world) { w.alive[id] = false } }
 	noCooldown := func(w *world) { w.cooldown = 0 }
+	// full: the budget has no room for a new proposal; room: it has.
+	full := func(w *world) {
+		w.forge.full = &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: "10 of 10 pull requests are open", Until: w.now.Add(15 * time.Second)}
+	}
+	room := func(w *world) { w.forge.full = nil }
 
 	cases := []struct {
 		name  string
@@ -531,6 +536,47 @@ func TestRun(t *testing.T) {
 				r := w.rec()
 				if w.forge.next != 1 || r.Holder != "" || r.Pending != "" || w.events.count("Declined") != 1 {
 					t.Errorf("PRs created %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
+		{"pr: over budget the Change waits in its Lease with one ProposalQueued Event, then goes when room frees", "pr", false,
+			[]step{want(12), full, run("a"), run("a"), run("a"), func(w *world) {
+				r := w.rec()
+				if w.forge.next != 0 || r.Pending == "" || r.Queued != "budget: 10 of 10 pull requests are open" || w.events.count(ReasonQueued) != 1 {
+					w.t.Fatalf("while full: PRs %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}, room, run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Holder != "pr-1" || r.Pending != "" || r.Queued != "" || w.events.count("Proposed") != 1 {
+					t.Errorf("after room freed: PRs %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
+		{"pr: a queued Change its detector takes back is dropped, never proposed", "pr", false,
+			[]step{want(12), full, run("a"), withdraw, run("a"), room, run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 0 || r.Pending != "" || r.Queued != "" || w.events.count(ReasonWithdrawn) != 1 {
+					t.Errorf("PRs %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
+		{"pr: a queued Change that grows is replaced while it waits, and the larger one is proposed", "pr", false,
+			[]step{want(12), full, run("a"), want(14), run("a"), func(w *world) {
+				var c lifecycle.Change
+				if err := jsonUnmarshal(w.rec().Pending, &c); err != nil || cpuOf(c) != 14 {
+					w.t.Fatalf("pending while queued: %q, %v", w.rec().Pending, err)
+				}
+			}, room, run("a")},
+			func(t *testing.T, w *world) {
+				p := w.forge.prs[testKey]
+				if w.forge.next != 1 || p == nil || cpuOf(p.change) != 14 || w.events.count(ReasonQueued) != 1 {
+					t.Errorf("PRs %d, proposed %+v, events %s (one ProposalQueued per decision)", w.forge.next, p, w.events)
+				}
+			}},
+		{"pr: a queued decision of a replica that is gone is taken over by another", "pr", false,
+			[]step{want(12), full, run("a"), die("a"), room, run("b")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); w.forge.next != 1 || r.Holder != "pr-1" {
+					t.Errorf("PRs %d, record %+v", w.forge.next, r)
 				}
 			}},
 		{"pr: the Lease changed under us (conflict): nothing carried out", "pr", false,
