@@ -7,13 +7,15 @@ import (
 	"sync"
 	"time"
 
+	gh "github.com/google/go-github/v60/github"
+
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // Counter counts Kustos's pull requests on the forge (*github.Client): those whose head branch
 // starts with headPrefix. GitHub's own count is what every replica and every restart agrees on.
 type Counter interface {
-	OpenPullRequestCount(ctx context.Context, headPrefix string) (int, error)
+	OpenPullRequests(ctx context.Context, headPrefix string) ([]*gh.PullRequest, error)
 	PullRequestsCreatedSince(ctx context.Context, headPrefix string, since time.Time) (int, error)
 }
 
@@ -173,10 +175,11 @@ func (b *Budget) count(ctx context.Context, now time.Time) error {
 	if fresh {
 		return nil
 	}
-	open, err := b.Counter.OpenPullRequestCount(ctx, b.HeadPrefix)
+	prs, err := b.Counter.OpenPullRequests(ctx, b.HeadPrefix)
 	if err != nil {
 		return fmt.Errorf("counting open pull requests: %w", err)
 	}
+	open := len(prs)
 	hourly := 0
 	if b.MaxPerHour > 0 {
 		if hourly, err = b.Counter.PullRequestsCreatedSince(ctx, b.HeadPrefix, now.Add(-time.Hour)); err != nil {

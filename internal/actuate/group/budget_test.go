@@ -1,0 +1,143 @@
+package group
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// counter is the forge's count of Kustos's pull requests (Counter), which the test moves.
+type counter struct {
+	mu            sync.Mutex
+	open, created int
+	calls         int
+}
+
+func (c *counter) OpenPullRequests(context.Context, string) ([]*gh.PullRequest, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return make([]*gh.PullRequest, c.open), nil
+}
+
+func (c *counter) PullRequestsCreatedSince(context.Context, string, time.Time) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.created, nil
+}
+
+func TestBudget(t *testing.T) {
+	ctx := context.Background()
+	now := t0
+	ask := func(key string, u lifecycle.Urgency, since time.Duration) Ask {
+		return Ask{Key: lifecycle.Key(key), Urgency: u, Since: t0.Add(since)}
+	}
+	type admit struct {
+		ask Ask
+		ok  bool
+		why string
+	}
+	for _, tc := range []struct {
+		name          string
+		maxOpen, hour int
+		open, created int
+		steps         []admit
+	}{
+		{"room: granted, and counted before the forge's next count", 2, 0, 1, 0, []admit{
+			{ask("a", lifecycle.UrgencyOther, 0), true, ""},
+			{ask("b", lifecycle.UrgencyOther, 0), false, "2 of Kustos's pull requests are open (--max-open-prs=2)"},
+		}},
+		{"the hour's limit", 0, 3, 0, 3, []admit{
+			{ask("a", lifecycle.UrgencyBlocking, 0), false, "opened 3 pull requests in the last hour (--max-new-prs-per-hour=3)"},
+		}},
+		{"full: every asker waits; the most urgent is first when room frees", 1, 0, 1, 0, []admit{
+			{ask("pause", lifecycle.UrgencyPause, 0), false, "are open"},
+			{ask("removal-late", lifecycle.UrgencyRemoval, 2*time.Minute), false, "are open"},
+			{ask("removal-early", lifecycle.UrgencyRemoval, time.Minute), false, "are open"},
+		}},
+		{"no limit", 0, 0, 500, 500, []admit{{ask("a", lifecycle.UrgencyOther, 0), true, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &counter{open: tc.open, created: tc.created}
+			b := &Budget{Counter: c, HeadPrefix: "kustos/prod/", MaxOpen: tc.maxOpen, MaxPerHour: tc.hour, Now: func() time.Time { return now }}
+			for i, s := range tc.steps {
+				ok, until, why, err := b.Admit(ctx, s.ask)
+				if err != nil || ok != s.ok || !strings.Contains(why, s.why) || (!ok && !until.After(now)) {
+					t.Fatalf("step %d (%s): ok %v until %s why %q err %v; want ok %v why %q", i, s.ask.Key, ok, until, why, err, s.ok, s.why)
+				}
+			}
+		})
+	}
+
+	t.Run("room frees: the most urgent waiter goes first, then the longest waiting", func(t *testing.T) {
+		c := &counter{open: 1}
+		b := &Budget{Counter: c, MaxOpen: 1, Now: func() time.Time { return now }}
+		for _, a := range []Ask{ask("pause", lifecycle.UrgencyPause, 0), ask("removal-late", lifecycle.UrgencyRemoval, 2*time.Minute),
+			ask("removal-early", lifecycle.UrgencyRemoval, time.Minute)} {
+			if ok, _, _, _ := b.Admit(ctx, a); ok {
+				t.Fatalf("%s granted while full", a.Key)
+			}
+		}
+		b.Released() // Kustos merged its one pull request
+		done := map[lifecycle.Key]bool{}
+		for _, want := range []string{"removal-early", "removal-late", "pause"} {
+			var granted []string
+			for _, a := range []Ask{ask("pause", lifecycle.UrgencyPause, 0), ask("removal-late", lifecycle.UrgencyRemoval, 2*time.Minute),
+				ask("removal-early", lifecycle.UrgencyRemoval, time.Minute)} {
+				if done[a.Key] {
+					continue // it has its pull request
+				}
+				if ok, _, why, _ := b.Admit(ctx, a); ok {
+					done[a.Key] = true
+					granted = append(granted, string(a.Key))
+				} else if a.Key == lifecycle.Key(want) {
+					t.Fatalf("%s refused: %s", a.Key, why)
+				}
+			}
+			if len(granted) != 1 || granted[0] != want {
+				t.Fatalf("granted %v, want only %s", granted, want)
+			}
+			// Its pull request is opened, then merged; the forge's next count says so.
+			now = now.Add(31 * time.Second)
+			c.mu.Lock()
+			c.open = 0
+			c.mu.Unlock()
+		}
+	})
+
+	t.Run("a waiter that stops asking stops holding the others back", func(t *testing.T) {
+		c := &counter{open: 1}
+		b := &Budget{Counter: c, MaxOpen: 1, Now: func() time.Time { return now }}
+		_, _, _, _ = b.Admit(ctx, ask("withdrawn", lifecycle.UrgencyBlocking, 0))
+		c.mu.Lock()
+		c.open = 0
+		c.mu.Unlock()
+		now = now.Add(31 * time.Second)
+		if ok, _, why, _ := b.Admit(ctx, ask("other", lifecycle.UrgencyOther, 0)); ok {
+			t.Fatalf("granted while a more urgent waiter asked %s ago", 31*time.Second)
+		} else if !strings.Contains(why, "1 more urgent or longer waiting proposals go first") {
+			t.Fatalf("why %q", why)
+		}
+		now = now.Add(time.Minute)
+		if ok, _, why, _ := b.Admit(ctx, ask("other", lifecycle.UrgencyOther, 0)); !ok {
+			t.Fatalf("refused after the withdrawn waiter stopped asking: %s", why)
+		}
+	})
+
+	t.Run("the forge is asked at most once per Refresh", func(t *testing.T) {
+		c := &counter{}
+		b := &Budget{Counter: c, MaxOpen: 100, Now: func() time.Time { return now }}
+		for i := 0; i < 50; i++ {
+			_, _, _, _ = b.Admit(ctx, ask(string(rune('a'+i%26))+"x", lifecycle.UrgencyOther, 0))
+		}
+		if c.calls != 1 {
+			t.Errorf("%d counts for 50 asks within 30 s", c.calls)
+		}
+	})
+}
