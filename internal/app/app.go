@@ -634,6 +634,14 @@ func (s *leaseSweeper) Start(ctx context.Context) error {
 			metrics.LeasesSwept.Add(float64(n))
 			s.log.Info("deleted state leases of deleted namespaces", "count", n)
 		}
+		g, err := s.store.SweepGroups(ctx)
+		if err != nil {
+			s.log.Error(err, "group lease sweep failed; will try again")
+		}
+		if g > 0 {
+			metrics.LeasesSwept.Add(float64(g))
+			s.log.Info("deleted the leases of groups no target needs", "count", g)
+		}
 		select {
 		case <-ctx.Done():
 			return nil

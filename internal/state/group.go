@@ -232,3 +232,39 @@ func setOrDelete(m map[string]string, k, v string) {
 	}
 	m[k] = v
 }
+
+// SweepGroups deletes the Leases of groups no member needs any more: none waits with a pending
+// decision, and none is locked on the group's pull request (it was merged or closed, and every
+// member has seen it). A group of an owner who left, or whose pull requests are all done,
+// would otherwise keep its Lease for ever. Deletion is conditional on the resourceVersion read.
+func (s *Store) SweepGroups(ctx context.Context) (int, error) {
+	groups, err := s.Groups(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, g := range groups {
+		needed := false
+		for _, k := range g.Keys() {
+			rec, err := s.Get(ctx, k)
+			if err != nil && !rec.Exists() {
+				return deleted, err
+			}
+			if rec.Pending != "" || (g.Holder != "" && rec.Holder == g.Holder) {
+				needed = true
+				break
+			}
+		}
+		if needed {
+			continue
+		}
+		if err := s.DeleteGroup(ctx, g); err != nil {
+			if apierrors.IsConflict(errors.Unwrap(err)) || apierrors.IsConflict(err) {
+				continue // written meanwhile: a member joined
+			}
+			return deleted, err
+		}
+		deleted++
+	}
+	return deleted, nil
+}

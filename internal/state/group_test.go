@@ -80,3 +80,50 @@ func TestGroupLeaseName(t *testing.T) {
 		t.Errorf("not a valid name: %q", n)
 	}
 }
+
+func TestSweepGroups(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	member := func(name string) lifecycle.Key {
+		return lifecycle.KeyFor("expiry", lifecycle.Target{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: name})
+	}
+	put := func(key lifecycle.Key, holder string, members ...lifecycle.Key) {
+		g, _ := s.GetGroup(ctx, key)
+		g.Holder = holder
+		for _, m := range members {
+			g.Members[m] = GroupMember{Hash: "h", In: holder != ""}
+		}
+		if _, err := s.PutGroup(ctx, g, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// open: its member is locked on its pull request. waiting: a member has a pending decision.
+	// done: its pull request was merged and its member unlocked.
+	open, waiting, done := lifecycle.GroupKey("expiry", "owner", "ana"), lifecycle.GroupKey("expiry", "owner", "bob"), lifecycle.GroupKey("expiry", "owner", "cleo")
+	put(open, "pr-1", member("a"))
+	put(waiting, "", member("b"))
+	put(done, "pr-3", member("c"))
+	rec, _ := s.Get(ctx, member("a"))
+	if _, err := s.Lock(ctx, rec, "pr-1", "{}", "sha"); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = s.Get(ctx, member("b"))
+	if _, err := s.MarkModified(ctx, rec, t0, `{"key":"x"}`); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = s.Get(ctx, member("c"))
+	if rec, err := s.Lock(ctx, rec, "pr-3", "{}", "sha"); err != nil {
+		t.Fatal(err)
+	} else if _, err := s.Unlock(ctx, rec, t0, ""); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.SweepGroups(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v; want the done group only", n, err)
+	}
+	for key, want := range map[lifecycle.Key]bool{open: true, waiting: true, done: false} {
+		if g, _ := s.GetGroup(ctx, key); g.Exists() != want {
+			t.Errorf("group %s kept: %v, want %v", key, g.Exists(), want)
+		}
+	}
+}
