@@ -295,7 +295,7 @@ type releaseActuator struct {
 }
 
 func (a releaseActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	if !expiry.IsRelease(c.Target) {
+	if !lifecycle.IsRelease(c.Target) {
 		return a.base.Apply(ctx, c, decidedAt, opts)
 	}
 	if c.Edit.Op != lifecycle.EditDelete {
