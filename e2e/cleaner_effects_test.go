@@ -15,6 +15,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -136,5 +137,56 @@ func TestCleanerEffectsThroughPipeline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCleanerNewSinkWhileUndelivered: a Cleaner whose sink refuses its CloudEvent keeps it
+// pending (sent again at each look, with the same id); when its author points it at another
+// sink, the event decided for the old generation is dropped, not sent there again, and the new
+// generation's event goes to the new sink — once — before the Cleaner goes.
+func TestCleanerNewSinkWhileUndelivered(t *testing.T) {
+	ns := newNamespace(t, "cleaner-new-sink", nil)
+	old, next := startSink(t), startSink(t)
+	next.accept.Store(true)
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}, Spec: v1alpha1.CleanerSpec{
+		TTL: "1s", CloudEventSink: old.url,
+	}})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.AllowedDestinations = allowLoopback(t) // the sinks listen on 127.0.0.1
+	})
+	dumpOnFailure(t, k)
+
+	waitCondition(t, ns, "preview", v1alpha1.StepEventDelivered, metav1.ConditionFalse, "NotDelivered")
+	eventually(t, "the refused event sent again at a later look", func() bool { return old.tries.Load() >= 2 })
+
+	// The author points the Cleaner at the other sink: a new generation, signed as the
+	// admission webhook would.
+	cl := getCleaner(t, ns, "preview")
+	cl.Spec.CloudEventSink = next.url
+	digest, err := authorship.SpecDigest(cl.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Annotations[authorship.StampAnnotation], err = authorSigner.Sign(ns, cl.Name, digest, adminAuthor, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc(t).Update(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Cleaner gone", func() bool { return getCleaner(t, ns, "preview") == nil })
+	tries := old.tries.Load()
+	evs := next.events()
+	if len(evs) != 1 || evs[0].ID() != string(cl.UID)+"/2" {
+		var ids []string
+		for _, e := range evs {
+			ids = append(ids, e.ID())
+		}
+		t.Fatalf("the new sink got events %v, want one with id %s/2", ids, cl.UID)
+	}
+	time.Sleep(2 * time.Second)
+	if got := old.tries.Load(); got != tries {
+		t.Errorf("the old sink was asked %d more times after the Cleaner went", got-tries)
 	}
 }
