@@ -117,6 +117,18 @@ func TestCleanerEffectsThroughPipeline(t *testing.T) {
 				if n := len(s.events()); n != 1 {
 					t.Errorf("the sink got %d events after the Cleaner went, want 1", n)
 				}
+				// The same shape in both modes: each removal reported where it happened, the
+				// cleanup announced once on the Cleaner.
+				applied := map[string]int{}
+				for _, e := range waitEvents(t, ns, "CleanedUp", 3) {
+					applied[e.InvolvedObject.Kind]++
+				}
+				if applied["ConfigMap"] != 1 || applied[lifecycle.ReleaseKind] != 1 || applied["Cleaner"] != 1 {
+					t.Errorf("CleanedUp events by kind %v, want one each on the ConfigMap, the release and the Cleaner", applied)
+				}
+				if due := kustosEvents(t, ns, "CleanupDue"); len(due) != 1 || due[0].InvolvedObject.Kind != "Cleaner" {
+					t.Errorf("CleanupDue events %v, want the Cleaner's announcement only", messages(due))
+				}
 				if g != nil && len(g.prs()) != 0 {
 					t.Errorf("PR mode opened %d pull requests for effects no manifest in Git defines", len(g.prs()))
 				}
