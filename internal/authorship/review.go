@@ -90,8 +90,8 @@ type answers struct {
 }
 
 // get returns the answer for key given less than ttl before now.
-func (a *answers) get(key [sha256.Size]byte, max int, now time.Time, ttl time.Duration) (allowed, ok bool) {
-	a.init(max)
+func (a *answers) get(key [sha256.Size]byte, entries int, now time.Time, ttl time.Duration) (allowed, ok bool) {
+	a.init(entries)
 	if v, found := a.cache.Get(key); found {
 		if ans := v.(answer); now.Sub(ans.at) < ttl {
 			return ans.allowed, true
@@ -100,17 +100,17 @@ func (a *answers) get(key [sha256.Size]byte, max int, now time.Time, ttl time.Du
 	return false, false
 }
 
-func (a *answers) add(key [sha256.Size]byte, max int, allowed bool, now time.Time) {
-	a.init(max)
+func (a *answers) add(key [sha256.Size]byte, entries int, allowed bool, now time.Time) {
+	a.init(entries)
 	a.cache.Add(key, answer{allowed: allowed, at: now})
 }
 
-func (a *answers) init(max int) {
+func (a *answers) init(entries int) {
 	a.once.Do(func() {
-		if max <= 0 {
-			max = DefaultMaxEntries
+		if entries <= 0 {
+			entries = DefaultMaxEntries
 		}
-		a.cache = lru.New(max)
+		a.cache = lru.New(entries)
 	})
 }
 
