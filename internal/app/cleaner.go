@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
+	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
@@ -124,7 +123,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	pl.Vocab = cleanerVocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
 	}
 	rep, ok := base.Reporter.(ephemeral.Reporter)
 	if !ok {
@@ -163,19 +162,25 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Client:    c,
 		Live:      mgr.GetAPIReader(),
 		Proposing: o.Mode == ModePR,
-		Access:    &accessReviewer{client: live, ttl: time.Minute, now: o.Now},
+		Access:    &authorship.SelfReviewer{Client: live, TTL: time.Minute, Now: o.Now},
 		Pipeline:  &pl,
 		Reporter:  rep,
 		Observe:   o.Mode == ModeObserve,
 		AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 		Releases:  uninstaller,
-		Sink:      sink,
 		Policy:    conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
 		Now:       o.Now,
 		Log:       o.Log.WithName("cleaner"),
 
 		ReleaseTouches: uninstaller,
 		MetadataCache:  metadataCache,
+	}
+	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
+	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
+	// and the rest goes on to the mode's actuator (proposed, or deleted directly).
+	if o.Mode != ModeObserve {
+		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
+			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}
@@ -266,6 +271,23 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 		return false, nil
 	}
 	kind, group, _ := strings.Cut(p.KindGroup, ".")
+	switch {
+	case p.Detector == ephemeral.DetectorName && kind == ephemeral.CloudEventKind && group == ephemeral.CloudEventGroup:
+		// A Cleaner's CloudEvent is no object: its Key lives as long as its Cleaner.
+		kind, group = "Cleaner", v1alpha1.GroupVersion.Group
+	case kind == lifecycle.ReleaseKind && group == lifecycle.ReleaseGroup:
+		// No API server serves helm releases: a release lives in its Secrets (helm's storage).
+		var secrets metav1.PartialObjectMetadataList
+		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+		if err := s.live.List(ctx, &secrets, client.InNamespace(p.Namespace),
+			client.MatchingLabels{expiry.HelmOwnerLabel: expiry.HelmOwnerValue, expiry.HelmNameLabel: p.Name}); err != nil {
+			if apierrors.IsForbidden(err) {
+				return false, nil // a Kustos that may not read helm's Secrets keeps the Lease
+			}
+			return false, err
+		}
+		return len(secrets.Items) == 0, nil
+	}
 	m, err := s.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 	if meta.IsNoMatchError(err) {
 		return true, nil // the kind itself is gone (its CRD deleted)
@@ -282,70 +304,14 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 	return false, err
 }
 
-// fallbackActuator proposes a Change and, when no manifest in the repository defines the
-// target, carries it out directly instead (the Cleaner detector's PR mode).
-type fallbackActuator struct{ primary, fallback pipeline.Actuator }
-
 var (
-	_ pipeline.Actuator  = fallbackActuator{}
-	_ ephemeral.Releases = (*helmrelease.Uninstaller)(nil)
-	_ ephemeral.Sink     = (*cloudevent.Sender)(nil)
-
+	_ pipeline.Actuator        = fallback.Actuator{}
+	_ pipeline.Actuator        = cloudevent.Actuator{}
+	_ pipeline.Actuator        = helmrelease.Actuator{}
+	_ ephemeral.Releases       = (*helmrelease.Uninstaller)(nil)
+	_ ephemeral.Access         = (*authorship.SelfReviewer)(nil)
+	_ cloudevent.Current       = (*ephemeral.Reconciler)(nil)
 	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
 	_ ephemeral.Authors        = authorship.Cleaners{}
 	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
 )
-
-func (f fallbackActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	out, err := f.primary.Apply(ctx, c, decidedAt, opts)
-	switch {
-	case errors.Is(err, lifecycle.ErrSourceNotFound):
-		return f.fallback.Apply(ctx, c, decidedAt, opts)
-	case err == nil && c.Edit.Op == lifecycle.EditDelete && out.Proposal != nil && out.Proposal.AlreadyInBase:
-		// No manifest defines the object (a Delete finds nothing to remove from Git): it never
-		// lived in Git, or a merged removal is waiting for the GitOps tool. Either way the
-		// object should be gone; the direct actuator still refuses what Flux or Argo CD manages.
-		return f.fallback.Apply(ctx, c, decidedAt, opts)
-	}
-	return out, err
-}
-
-// accessReviewer asks the API server what Kustos may do (SelfSubjectAccessReview), and
-// remembers the answers for ttl so that a Cleaner's reconcile costs no extra request.
-type accessReviewer struct {
-	client client.Client
-	ttl    time.Duration
-	now    func() time.Time
-
-	mu      sync.Mutex
-	answers map[authorizationv1.ResourceAttributes]accessAnswer
-}
-
-type accessAnswer struct {
-	allowed bool
-	at      time.Time
-}
-
-var _ ephemeral.Access = (*accessReviewer)(nil)
-
-func (a *accessReviewer) Allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error) {
-	attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}
-	now := a.now()
-	a.mu.Lock()
-	if ans, ok := a.answers[attrs]; ok && now.Sub(ans.at) < a.ttl {
-		a.mu.Unlock()
-		return ans.allowed, nil
-	}
-	a.mu.Unlock()
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
-	if err := a.client.Create(ctx, review); err != nil {
-		return false, fmt.Errorf("asking whether Kustos may %s %s: %w", verb, gvr.GroupResource(), err)
-	}
-	a.mu.Lock()
-	if a.answers == nil {
-		a.answers = map[authorizationv1.ResourceAttributes]accessAnswer{}
-	}
-	a.answers[attrs] = accessAnswer{allowed: review.Status.Allowed, at: now}
-	a.mu.Unlock()
-	return review.Status.Allowed, nil
-}

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
@@ -127,7 +128,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	pl.Vocab = expiry.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
 	}
 	var uninstaller *helmrelease.Uninstaller
 	if o.Expiry.HelmReleases {
@@ -135,7 +136,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 		uninstaller = &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 		if o.Mode != ModeObserve {
-			pl.Actuator = releaseActuator{base: pl.Actuator, releases: uninstaller}
+			pl.Actuator = helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
 		}
 	}
 	rep, ok := base.Reporter.(expiry.Reporter)
@@ -286,27 +287,6 @@ func (h helmReleases) Release(ctx context.Context, namespace, name string) (expi
 
 func (h helmReleases) Check(ctx context.Context, namespace, name string) error {
 	return h.u.Check(ctx, namespace, name)
-}
-
-// releaseActuator uninstalls helm releases whose removal is due (hooks run, history purged);
-// every other Change goes to base. Releases are never in Git as such (a Flux-managed one is
-// left to people, see expiry.HelmReconciler), so there is nothing to propose.
-type releaseActuator struct {
-	base     pipeline.Actuator
-	releases *helmrelease.Uninstaller
-}
-
-func (a releaseActuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	if !expiry.IsRelease(c.Target) {
-		return a.base.Apply(ctx, c, decidedAt, opts)
-	}
-	if c.Edit.Op != lifecycle.EditDelete {
-		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s: only an uninstall is possible, not %s", lifecycle.ErrInvalidChange, c.Target, c.Edit.Op)
-	}
-	if _, err := a.releases.Uninstall(ctx, c.Target.Namespace, c.Target.Name); err != nil {
-		return lifecycle.Outcome{}, err
-	}
-	return lifecycle.Outcome{Applied: true}, nil
 }
 
 // setupExtension starts the extension server on every replica (a link may reach any of them)

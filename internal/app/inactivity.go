@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -108,7 +109,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	pl.Vocab = inactivity.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", inactivity.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallbackActuator{primary: base.Actuator, fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
 	}
 	pl.Notifier = nt.notifier
 	rep, ok := base.Reporter.(inactivity.Reporter)

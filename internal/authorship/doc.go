@@ -14,5 +14,6 @@
 // Reviewer asks a SubjectAccessReview (authorization.k8s.io/v1) for the author before every
 // deletion a Cleaner causes, and keeps the answers for a short time in a bounded cache keyed
 // by the author and the request, so that many Cleaners do not flood the API server and an
-// answer never outlives a change of author.
+// answer never outlives a change of author. SelfReviewer asks the same of Kustos itself
+// (SelfSubjectAccessReview): whether its own RBAC lets it watch or delete a Cleaner's targets.
 package authorship

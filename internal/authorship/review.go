@@ -75,8 +75,7 @@ type Reviewer struct {
 	MaxEntries int
 	Now        func() time.Time
 
-	once  sync.Once
-	cache *lru.Cache
+	answers answers
 }
 
 type answer struct {
@@ -84,54 +83,76 @@ type answer struct {
 	at      time.Time
 }
 
+// answers is a Reviewer's (and a SelfReviewer's) bounded cache of answers by review digest.
+type answers struct {
+	once  sync.Once
+	cache *lru.Cache
+}
+
+// get returns the answer for key given less than ttl before now.
+func (a *answers) get(key [sha256.Size]byte, entries int, now time.Time, ttl time.Duration) (allowed, ok bool) {
+	a.init(entries)
+	if v, found := a.cache.Get(key); found {
+		if ans := v.(answer); now.Sub(ans.at) < ttl {
+			return ans.allowed, true
+		}
+	}
+	return false, false
+}
+
+func (a *answers) add(key [sha256.Size]byte, entries int, allowed bool, now time.Time) {
+	a.init(entries)
+	a.cache.Add(key, answer{allowed: allowed, at: now})
+}
+
+func (a *answers) init(entries int) {
+	a.once.Do(func() {
+		if entries <= 0 {
+			entries = DefaultMaxEntries
+		}
+		a.cache = lru.New(entries)
+	})
+}
+
 // Allowed reports whether author may make the request at, as the API server's authorizers
 // answer a SubjectAccessReview.
 func (r *Reviewer) Allowed(ctx context.Context, author Author, at Attributes) (bool, error) {
-	r.once.Do(func() {
-		n := r.MaxEntries
-		if n <= 0 {
-			n = DefaultMaxEntries
-		}
-		r.cache = lru.New(n)
-	})
 	review := Request(author, at)
-	key, err := cacheKey(review)
+	key, err := cacheKey(review.Spec)
 	if err != nil {
 		return false, err
 	}
-	now := r.now()
-	if v, ok := r.cache.Get(key); ok {
-		if a := v.(answer); now.Sub(a.at) < r.ttl() {
-			return a.allowed, nil
-		}
+	now := nowOf(r.Now)
+	if allowed, ok := r.answers.get(key, r.MaxEntries, now, ttlOf(r.TTL)); ok {
+		return allowed, nil
 	}
 	if err := r.Client.Create(ctx, review); err != nil {
 		return false, fmt.Errorf("asking whether %s may %s: %w", author, at, err)
 	}
 	allowed := review.Status.Allowed && !review.Status.Denied
-	r.cache.Add(key, answer{allowed: allowed, at: now})
+	r.answers.add(key, r.MaxEntries, allowed, now)
 	return allowed, nil
 }
 
-// cacheKey is a digest of the review's spec: every field the answer depends on.
-func cacheKey(review *authorizationv1.SubjectAccessReview) ([sha256.Size]byte, error) {
-	b, err := json.Marshal(review.Spec)
+// cacheKey is a digest of a review's spec: every field the answer depends on.
+func cacheKey(spec any) ([sha256.Size]byte, error) {
+	b, err := json.Marshal(spec)
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(b), nil
 }
 
-func (r *Reviewer) ttl() time.Duration {
-	if r.TTL > 0 {
-		return r.TTL
+func ttlOf(ttl time.Duration) time.Duration {
+	if ttl > 0 {
+		return ttl
 	}
 	return DefaultTTL
 }
 
-func (r *Reviewer) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+func nowOf(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
 	}
 	return time.Now()
 }

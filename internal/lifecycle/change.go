@@ -42,6 +42,10 @@ const (
 	// EditSetAnnotations sets metadata.annotations entries (Edit.Annotations), e.g. an
 	// extended expiry written back to the manifest in Git.
 	EditSetAnnotations EditOp = "SetAnnotations"
+	// EditSendCloudEvent sends a CloudEvent (Edit.CloudEvent) to its sink: the Cleaner's news
+	// that its cleanup is done. Nothing in the cluster or in Git changes, so it is never
+	// proposed; observer mode reports what would be sent.
+	EditSendCloudEvent EditOp = "SendCloudEvent"
 )
 
 // FieldChange is one field of an EditSetFields: the path below the object root, the value the
@@ -63,6 +67,8 @@ type Edit struct {
 	// changed since is decided again rather than acted on (the Cleaner's conditions were
 	// evaluated on it). Proposals ignore them: a reviewer sees the live object anyway.
 	Preconditions *Preconditions `json:"preconditions,omitempty"`
+	// CloudEvent is the event an EditSendCloudEvent sends (NewCloudEvent bounds it).
+	CloudEvent *CloudEvent `json:"cloudEvent,omitempty"`
 }
 
 // Preconditions identify one object in one state.

@@ -88,3 +88,8 @@ func RetryAt(err error) (time.Time, bool) {
 // ErrManagedByGitOps: the direct actuator refuses to change an object a GitOps tool manages
 // (Flux or Argo CD labels and annotations); the change belongs in Git.
 var ErrManagedByGitOps = errors.New("managed by a GitOps tool")
+
+// ErrNotDelivered: a message Kustos sends outside the cluster (a Cleaner's CloudEvent) was not
+// acknowledged by its destination; the decision stays pending and is sent again, with the same
+// id, at the next look.
+var ErrNotDelivered = errors.New("not delivered")

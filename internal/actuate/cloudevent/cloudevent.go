@@ -19,6 +19,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // TypeCleaned is the CloudEvent type Kustos sends when a Cleaner's cleanup is done. The
@@ -37,6 +38,7 @@ const (
 
 var (
 	// ErrNotDelivered is wrapped by every error of Send: the sink did not acknowledge the event.
+	// Send's errors match lifecycle.ErrNotDelivered too, which the detectors know.
 	ErrNotDelivered = errors.New("cloudevent not delivered")
 	// ErrRejected is wrapped, with ErrNotDelivered, when the sink answered with a 4xx that a
 	// retry cannot change (anything but 408, 409, 425 and 429): the event itself, or the
@@ -291,7 +293,7 @@ type notDelivered struct {
 func (e *notDelivered) Error() string { return e.msg }
 func (e *notDelivered) Unwrap() error { return e.cause }
 func (e *notDelivered) Is(target error) bool {
-	return target == ErrNotDelivered || (e.rejected && target == ErrRejected) || (e.refused && target == egress.ErrRefused)
+	return target == ErrNotDelivered || target == lifecycle.ErrNotDelivered || (e.rejected && target == ErrRejected) || (e.refused && target == egress.ErrRefused)
 }
 
 // Detail is the message with what the sink answered (the start of its body) or the network's

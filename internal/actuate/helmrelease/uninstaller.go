@@ -202,6 +202,17 @@ func (u *Uninstaller) Release(ctx context.Context, namespace, release string) (i
 	return o.info, o.found, nil
 }
 
+// Installed reports whether release is installed in namespace (as Release finds it) and names
+// that installation: the time it was first deployed, which an upgrade keeps and an uninstall
+// and install anew changes. A detector that decides once per installation keys on it.
+func (u *Uninstaller) Installed(ctx context.Context, namespace, release string) (installation string, found bool, err error) {
+	info, found, err := u.Release(ctx, namespace, release)
+	if err != nil || !found {
+		return "", false, err
+	}
+	return info.FirstDeployed.UTC().Format(time.RFC3339Nano), true, nil
+}
+
 // session is one call's helm configuration, for one release.
 type session struct {
 	cfg       *action.Configuration

@@ -16,8 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,13 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -129,30 +124,23 @@ type Access interface {
 	Allowed(ctx context.Context, verb string, gvr schema.GroupVersionResource, namespace string) (bool, error)
 }
 
-// Releases removes plain helm releases (internal/actuate/helmrelease.Uninstaller): hooks run,
-// the release history goes with it.
+// Releases reads plain helm releases (internal/actuate/helmrelease.Uninstaller). Removing one
+// is a Change (lifecycle.ReleaseTarget) that the pipeline's helm release actuator carries out.
 type Releases interface {
-	// Uninstall is idempotent: a release that is not installed is not an error. A release
-	// whose manifest or hooks name objects outside namespace (or of cluster-scoped kinds) is
-	// not touched: the error matches lifecycle.ErrOutsideNamespace and names them.
-	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
-	// Check is the same refusal without uninstalling (nil: Uninstall would go ahead), for
-	// observer mode to report what it would do.
+	// Installed reports whether the release is installed and names that installation (it
+	// changes when the release is installed anew): a removal is decided once per installation.
+	Installed(ctx context.Context, namespace, release string) (installation string, found bool, err error)
+	// Check returns an error matching lifecycle.ErrOutsideNamespace, naming the objects, when
+	// the release's manifest or hooks name objects outside namespace (or of cluster-scoped
+	// kinds): Kustos refuses to uninstall it, and says so in every mode before handing anything
+	// over. Nil when it may be uninstalled.
 	Check(ctx context.Context, namespace, release string) error
 }
 
-// Sink delivers the CloudEvent of a finished cleanup (internal/actuate/cloudevent.Sender). It
-// returns nil only when the sink acknowledged; id is stable for one cleanup, so a repeat after a
-// crash is recognisable as one. Its error's text may be shown to the Cleaner's author (the class
-// of the failure, egress.ErrRefused wrapped when the destination is refused); an error with a
-// Detail method has more for the operator's log.
-type Sink interface {
-	Send(ctx context.Context, sink, id, subject string, data any) error
-}
-
 // detailed is an error that holds more than its author may see (cloudevent's: the sink's
-// answer, the network's words).
+// answer, the network's words): its Error is for the author, its Detail for the operator's log.
 type detailed interface {
+	error
 	Detail() string
 }
 
@@ -177,10 +165,9 @@ type Reconciler struct {
 	Proposing bool
 	// AutoMerge: the pipeline may merge the removal pull requests (--enable-auto-merge).
 	AutoMerge bool
-	// Releases removes helm releases; nil: a Cleaner that lists releases to delete is blocked.
+	// Releases reads helm releases; nil: a Cleaner that lists releases to delete is blocked
+	// (outside observer mode).
 	Releases Releases
-	// Sink sends the CloudEvent of a finished cleanup; nil: a Cleaner with a sink is blocked.
-	Sink Sink
 	// Authors verifies who wrote a Cleaner, and AuthorAccess asks what that author may do:
 	// outside observer mode nothing is deleted for a Cleaner unless its author may delete it
 	// (nil: nothing is deleted for any Cleaner).
@@ -250,95 +237,6 @@ func indexTargets(o client.Object) []string {
 	return keys
 }
 
-// resourceKey renders "<resource>.<group>/<version>" ("<resource>/<version>" for core).
-func resourceKey(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "/" + gvr.Version
-	}
-	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
-}
-
-// mapObject finds the Cleaners a change of o (of kind gvk) concerns: those that resolved it by
-// name, and those with a selector target of its kind in its namespace.
-func (r *Reconciler) mapObject(ctx context.Context, gvk schema.GroupVersionKind, o client.Object) []reconcile.Request {
-	m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		r.Log.Error(err, "mapping a target change to Cleaners", "kind", gvk.String())
-		return nil
-	}
-	kind := resourceKey(m.Resource)
-	seen := map[types.NamespacedName]bool{}
-	var out []reconcile.Request
-	for _, key := range []string{o.GetName() + "." + kind, "*." + kind} {
-		var list v1alpha1.CleanerList
-		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexTargets: key}); err != nil {
-			r.Log.Error(err, "listing Cleaners for a target change", "key", key)
-			continue
-		}
-		for i := range list.Items {
-			n := types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, reconcile.Request{NamespacedName: n})
-			}
-		}
-	}
-	r.Log.V(1).Info("target changed", "kind", kind, "namespace", o.GetNamespace(), "name", o.GetName(), "cleaners", len(out))
-	return out
-}
-
-// watchKey is one informer of a target kind: whole objects, or their metadata only.
-type watchKey struct {
-	gvk          schema.GroupVersionKind
-	metadataOnly bool
-}
-
-// watch makes changes of kind gvk reach the Cleaners that read them (once per kind and form):
-// metadataOnly watches (and caches) the objects' metadata only.
-func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := watchKey{gvk: gvk, metadataOnly: metadataOnly}
-	if r.watching[key] || r.controller == nil {
-		return nil
-	}
-	var src source.Source
-	if metadataOnly {
-		o := &metav1.PartialObjectMetadata{}
-		o.SetGroupVersionKind(gvk)
-		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-			return r.mapObject(ctx, gvk, o)
-		}))
-	} else {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		src = source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
-			return r.mapObject(ctx, gvk, o)
-		}))
-	}
-	if err := r.controller.Watch(src); err != nil {
-		return err
-	}
-	r.watching[key] = true
-	return nil
-}
-
-func (r *Reconciler) metadataCache() cache.Cache {
-	if r.MetadataCache != nil {
-		return r.MetadataCache
-	}
-	return r.cache
-}
-
-// metadataOnly reports whether a target's objects are read as metadata only: when no condition
-// reads them (a target only deleted), and always for Secrets, whose data Kustos never caches
-// (a condition over a Secret sees its apiVersion, kind and metadata).
-func metadataOnly(t Target, m *meta.RESTMapping) bool {
-	return !t.Evaluated || isSecret(m.Resource.GroupResource())
-}
-
-func isSecret(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
-
 func (r *Reconciler) compile(cl *v1alpha1.Cleaner) compiled {
 	name := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
 	r.mu.Lock()
@@ -380,6 +278,8 @@ type outcome struct {
 	act func(*outcome) error
 	// failed: act reported a failure and stopped.
 	failed bool
+	// delivered: the sink acknowledged the CloudEvent (or none is configured).
+	delivered bool
 	// refused are the refusals of helm releases that reach outside the Cleaner's namespace.
 	refused []string
 }
@@ -431,14 +331,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The Cleaner goes like any object it deletes: through the pipeline, so that a Cleaner
 		// defined in Git is removed by a pull request (deleted directly, Flux or Argo CD would
 		// create it again) and one that is not is deleted with preconditions.
-		target := lifecycle.Target{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: "Cleaner",
-			Namespace: cl.Namespace, Name: cl.Name}
 		summary := fmt.Sprintf("Cleaner %s/%s: its cleanup is done (every target and release marked for deletion is gone); the Cleaner itself goes",
 			cl.Namespace, cl.Name)
-		_, _, res, err := r.remove(ctx, &cl, target, &cl, summary, now, false)
+		h, err := r.hand(ctx, &cl, r.deletion(&cl, cleanerTarget(&cl), &cl, summary), string(cl.UID), objectVersion(&cl), now, false)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		res := h.res
 		log.V(1).Info("cleanup done; the Cleaner's own deletion is handed to the pipeline")
 		if res.RequeueAfter > 0 {
 			return reconcile.Result{RequeueAfter: res.RequeueAfter}, nil
@@ -604,369 +503,6 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 	return out, nil
 }
 
-// act hands every object marked for deletion to the pipeline and, once they are all gone,
-// deletes the Cleaner (not in observer mode).
-//
-// resumed: the due evaluation was recorded by an earlier look, and targets were read again
-// since. An object decided on then that has changed since is not acted on: the cleanup is
-// withdrawn and the conditions are evaluated afresh.
-func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
-	if !r.Observe {
-		// Kustos's rights are not lent: all of the cleanup must be what its author may do.
-		if refused, err := r.authorize(ctx, cl, spec, targets, now, out); err != nil || refused {
-			return err
-		}
-	}
-	var remaining, blocked, names, changed []string
-	for _, t := range targets {
-		if !t.Delete {
-			continue
-		}
-		for _, o := range t.objects {
-			if o.GetDeletionTimestamp() != nil {
-				continue // being deleted
-			}
-			target := lifecycle.Target{Group: t.mapping.GroupVersionKind.Group, Version: t.mapping.GroupVersionKind.Version,
-				Kind: t.mapping.GroupVersionKind.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
-			names = append(names, target.String())
-			if !r.Observe {
-				ok, err := r.Access.Allowed(ctx, "delete", t.mapping.Resource, cl.Namespace)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission,
-						fmt.Sprintf("Kustos may not delete %s in %s: add the kind to the chart value cleaner.targetKinds", t.mapping.Resource.GroupResource(), cl.Namespace))
-					return nil
-				}
-			}
-			stuck, moved, res, err := r.remove(ctx, cl, target, o, "", now, resumed)
-			if err != nil {
-				return err
-			}
-			if moved {
-				changed = append(changed, target.String())
-				continue
-			}
-			if res.RequeueAfter > 0 && (out.retry == 0 || res.RequeueAfter < out.retry) {
-				out.retry = res.RequeueAfter
-			}
-			remaining = append(remaining, target.String())
-			if stuck {
-				blocked = append(blocked, target.String())
-			}
-		}
-	}
-	releases, err := r.removeReleases(ctx, cl, spec, now, resumed, out, &remaining, &blocked, &changed)
-	if err != nil || out.failed {
-		return err
-	}
-	if len(changed) > 0 {
-		msg := "changed since the conditions were evaluated: " + strings.Join(changed, ", ") + "; evaluating again"
-		log.Info("cleanup withdrawn", "changed", changed)
-		out.evaluation = &v1alpha1.Evaluation{Time: metav1.NewTime(now), Due: false}
-		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionUnknown, "TargetChanged", msg)
-		out.retry = time.Second
-		return nil
-	}
-	if !resumed && out.evaluation != nil {
-		out.evaluation.Deletes = setOf(append([]string{}, names...), maxResolvedTargets)
-	}
-	if err := r.announce(ctx, cl, append(names, releasesOf(releases)...), now); err != nil {
-		return err
-	}
-	switch {
-	case len(out.refused) > 0:
-		// Before observer mode: what it reports is what Kustos would do.
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonReleaseOutsideNamespace,
-			clip(strings.Join(out.refused, "; "), 2048))
-		return nil
-	case r.Observe:
-		msg := "the cleanup is due; observer mode only reports it"
-		if len(names) > 0 {
-			msg = "the cleanup is due (would delete " + strings.Join(names, ", ") + "); observer mode only reports it"
-		}
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonObserverMode, msg)
-		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonObserverMode, "observer mode sends no CloudEvent")
-		return nil
-	case len(blocked) > 0:
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonCleanupBlocked,
-			"still present after the decision to delete them (see their Warning Events): "+strings.Join(blocked, ", "))
-		return nil
-	case len(remaining) > 0:
-		// In progress (a pull request to merge, a deletion to observe): Unknown, which seed 002
-		// keeps out of the root conditions; the Cleaner is looked at again when they go.
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(remaining, ", ")+" to go")
-		return nil
-	}
-	out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonCleanedUp, "every target and release marked for deletion is gone")
-	if spec.Sink != "" {
-		if r.Sink == nil {
-			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, "this Kustos sends no CloudEvents")
-			return nil
-		}
-		var deleted []string
-		if ev := cl.Status.LastEvaluation; ev != nil {
-			deleted = ev.Deletes
-		}
-		if out.evaluation != nil && len(out.evaluation.Deletes) > 0 {
-			deleted = out.evaluation.Deletes
-		}
-		data := lifecycle.Cleaned{Cleaner: cl.Namespace + "/" + cl.Name, Targets: orEmpty(deleted), Releases: orEmpty(releases), At: now.UTC()}
-		id := fmt.Sprintf("%s/%d", cl.UID, cl.Generation)
-		if delivered(cl) {
-			// Sent and acknowledged at an earlier look; the Cleaner now waits for its own
-			// removal (a pull request to merge): the sink gets the event once.
-			out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonDelivered, "the sink acknowledged the CloudEvent "+id)
-		} else if err := r.Sink.Send(ctx, spec.Sink, id, data.Cleaner, data); err != nil {
-			if d := detailed(nil); errors.As(err, &d) {
-				log.Info("CloudEvent not delivered", "detail", d.Detail())
-			}
-			msg := clip(err.Error(), 1024)
-			if errors.Is(err, egress.ErrRefused) {
-				// Only the operator can change that (--allowed-destinations, then a restart,
-				// which looks at every Cleaner), or the author (a new sink, a new generation).
-				out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonDestinationRefused, msg+" (the Cleaner stays until the sink acknowledges)")
-				out.retry = r.Policy.RecheckAfter(true)
-				return r.warn(ctx, cl, ReasonDestinationRefused, msg, now)
-			}
-			out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg+" (the Cleaner stays until the sink acknowledges)")
-			out.retry = r.Policy.RecheckAfter(false)
-			return r.warn(ctx, cl, ReasonNotDelivered, msg, now)
-		}
-		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonDelivered, "the sink acknowledged the CloudEvent "+id)
-	} else {
-		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNoSink, "no CloudEvent sink is configured")
-	}
-	log.Info("cleanup done", "deleted", len(names), "releases", len(releases))
-	out.deleteCleaner = true
-	return nil
-}
-
-// delivered reports whether the sink acknowledged this generation's CloudEvent already.
-func delivered(cl *v1alpha1.Cleaner) bool {
-	c := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.StepEventDelivered)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonDelivered && c.ObservedGeneration == cl.Generation
-}
-
-// remove hands the deletion of one object to the pipeline: a pull request when the GitOps
-// repository defines it, a preconditioned delete when it does not, an Event in observer mode.
-// stuck reports that this very version was decided on before and is still here: the
-// pipeline reported why (a refusal, a declined pull request), and no second decision is made
-// for it.
-//
-// moved (only when resumed) reports that another version of the object was decided on before:
-// it changed since, and nothing is decided.
-func (r *Reconciler) remove(ctx context.Context, cl *v1alpha1.Cleaner, target lifecycle.Target, o metav1.Object, summary string, now time.Time, resumed bool) (stuck, moved bool, res lifecycle.Result, err error) {
-	version := string(o.GetUID()) + "/" + o.GetResourceVersion()
-	if summary == "" {
-		summary = fmt.Sprintf("Cleaner %s/%s: its TTL passed and every condition holds; %s is to be deleted", cl.Namespace, cl.Name, target)
-	}
-	change := lifecycle.Change{
-		Key: lifecycle.KeyFor(DetectorName, target), Detector: DetectorName, Target: target,
-		Edit: lifecycle.Edit{Op: lifecycle.EditDelete, Preconditions: &lifecycle.Preconditions{
-			UID: string(o.GetUID()), ResourceVersion: o.GetResourceVersion()}},
-		Reason:  ReasonCleanupDue,
-		Summary: summary,
-		Evidence: []map[string]string{{
-			"cleaner": cl.Namespace + "/" + cl.Name, "expiresAt": cl.CreationTimestamp.Add(r.compile(cl).spec.TTL).UTC().Format(time.RFC3339),
-			"conditions": strings.Join(cl.Spec.Conditions, " && "), "uid": string(o.GetUID()), "resourceVersion": o.GetResourceVersion(),
-		}},
-	}
-	res, err = r.Pipeline.Run(ctx, lifecycle.Request{
-		Key: change.Key, Target: target, UID: string(o.GetUID()), Now: now, AutoMerge: r.AutoMerge,
-		Decide: func(v lifecycle.View) lifecycle.Decision {
-			// The bag names the version decided on and the Key's last decision time before it.
-			// The pipeline writes the bag before it records the decision, so a bag whose
-			// "before" is still the last decision time is a decision not recorded yet (made in
-			// this Run, or cut short by a crash): decide it (again). Once recorded, this version
-			// is never decided a second time: one Event, one pull request, one delete per version.
-			before := v.LastModified.UTC().Format(time.RFC3339Nano)
-			if resumed && v.Bag[bagDecided] != "" && v.Bag[bagDecided] != version && !v.ProposalOpen {
-				moved = true
-				return lifecycle.Decision{}
-			}
-			if v.Bag[bagDecided] == version && v.Bag[bagBefore] != before {
-				if !v.ProposalOpen && !r.Proposing && !r.Observe {
-					stuck = true
-				}
-				return lifecycle.Decision{}
-			}
-			bag := map[string]string{bagDecided: version, bagBefore: before}
-			if v.Bag[bagDecided] == version {
-				bag[bagBefore] = v.Bag[bagBefore]
-			}
-			return lifecycle.Decision{Change: &change, Bag: bag}
-		},
-	})
-	return stuck, moved, res, err
-}
-
-// announce writes one CleanupDue Event on the Cleaner per generation.
-func (r *Reconciler) announce(ctx context.Context, cl *v1alpha1.Cleaner, names []string, now time.Time) error {
-	msg := "Every condition holds"
-	if len(names) > 0 {
-		msg += "; deleting " + strings.Join(names, ", ")
-	}
-	if r.Observe {
-		msg += " (observer mode: reported only)"
-	}
-	return r.Reporter.Notify(ctx, cleanerRef(cl), corev1.EventTypeNormal, ReasonCleanupDue, msg,
-		fmt.Sprintf("cleanupdue|%s|%d", cl.UID, cl.Generation), now)
-}
-
-// warn writes one Warning Event on the Cleaner per generation and message.
-func (r *Reconciler) warn(ctx context.Context, cl *v1alpha1.Cleaner, reason, msg string, now time.Time) error {
-	r.Log.Info("Cleaner cannot proceed", "cleaner", cl.Namespace+"/"+cl.Name, "reason", reason, "message", msg)
-	return r.Reporter.Notify(ctx, cleanerRef(cl), corev1.EventTypeWarning, reason, msg,
-		fmt.Sprintf("%s|%s|%d|%s", reason, cl.UID, cl.Generation, msg), now)
-}
-
-func cleanerRef(cl *v1alpha1.Cleaner) corev1.ObjectReference {
-	return corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Cleaner",
-		Namespace: cl.Namespace, Name: cl.Name, UID: cl.UID}
-}
-
-// resolvedTarget is a target with its kind resolved and its objects read.
-type resolvedTarget struct {
-	Target
-	mapping  *meta.RESTMapping
-	objects  []*unstructured.Unstructured
-	resolved []string
-}
-
-// resolve maps every target's kind (kind or resource name, any case) through the RESTMapper,
-// refuses cluster-scoped kinds, checks that Kustos may watch them, watches them, and reads their
-// objects from the cache. A non-empty reason says why the targets cannot be used.
-func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec) (out []resolvedTarget, reason, msg string, err error) {
-	for i, t := range spec.Targets {
-		path := fmt.Sprintf("spec.targets[%d]", i)
-		m, merr := r.mapping(t)
-		if merr != nil {
-			if meta.IsNoMatchError(merr) {
-				return nil, ReasonKindNotFound, fmt.Sprintf("%s: the API server serves no kind %q in %s/%s", path, t.Kind, t.Group, t.Version), nil
-			}
-			return nil, "", "", merr
-		}
-		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			return nil, ReasonForbidden, fmt.Sprintf("%s: %s is cluster-scoped; a Cleaner acts only in its own namespace", path, m.GroupVersionKind.Kind), nil
-		}
-		for _, verb := range []string{"list", "watch"} {
-			ok, aerr := r.Access.Allowed(ctx, verb, m.Resource, "")
-			if aerr != nil {
-				return nil, "", "", aerr
-			}
-			if !ok {
-				return nil, ReasonMissingPermission, fmt.Sprintf("%s: Kustos may not %s %s: add the kind to the chart value cleaner.targetKinds",
-					path, verb, m.Resource.GroupResource()), nil
-			}
-		}
-		metaOnly := metadataOnly(t, m)
-		if err := r.watch(m.GroupVersionKind, metaOnly); err != nil {
-			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
-		}
-		rt := resolvedTarget{Target: t, mapping: m}
-		kind := resourceKey(m.Resource)
-		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly)
-		if err != nil {
-			return nil, "", "", err
-		}
-		rt.objects = objs
-		if t.Selector == nil {
-			rt.resolved = []string{t.ObjectName + "." + kind}
-		} else {
-			for _, o := range objs {
-				rt.resolved = append(rt.resolved, o.GetName()+"."+kind)
-			}
-		}
-		out = append(out, rt)
-	}
-	return out, "", "", nil
-}
-
-// read returns the target's objects in namespace from the cache, sorted by name: whole, or
-// (metaOnly) as apiVersion, kind and metadata.
-func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	if t.Selector == nil {
-		var err error
-		if metaOnly {
-			o := &metav1.PartialObjectMetadata{}
-			o.SetGroupVersionKind(gvk)
-			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
-				var u *unstructured.Unstructured
-				if u, err = fromMetadata(gvk, o); err == nil {
-					out = append(out, u)
-				}
-			}
-		} else {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
-				out = append(out, u)
-			}
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, namespace, t.ObjectName, err)
-		}
-		return out, nil
-	}
-	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: t.Selector}}
-	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if metaOnly {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(listKind)
-		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
-		}
-		for i := range list.Items {
-			u, err := fromMetadata(gvk, &list.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, u)
-		}
-	} else {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(listKind)
-		if err := r.Client.List(ctx, list, opts...); err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out, nil
-}
-
-// fromMetadata is o as the conditions see an object read as metadata: apiVersion, kind and
-// metadata, nothing else.
-func fromMetadata(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"metadata": m}}
-	u.SetGroupVersionKind(gvk)
-	return u, nil
-}
-
-// mapping resolves a target's kind, which may be a kind (Service) or a resource name (service,
-// services) in any case, to the served kind as the API spells it.
-func (r *Reconciler) mapping(t Target) (*meta.RESTMapping, error) {
-	gvk, err := r.Mapper.KindFor(schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: strings.ToLower(t.Kind)})
-	if err != nil {
-		// Not a resource name: a kind, as written.
-		m, kerr := r.Mapper.RESTMapping(schema.GroupKind{Group: t.Group, Kind: t.Kind}, t.Version)
-		if kerr != nil {
-			return nil, err
-		}
-		gvk = m.GroupVersionKind
-	}
-	return r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-}
-
 func allForbidden(errs field.ErrorList) bool {
 	for _, e := range errs {
 		if e.Type != field.ErrorTypeForbidden {
@@ -1038,132 +574,4 @@ func clip(s string, n int) string {
 
 func statusEqual(a, b *v1alpha1.CleanerStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// removeReleases removes the helm releases marked for deletion: one that a Flux HelmRelease
-// object manages goes through the pipeline like any object (a pull request removing it from
-// Git); a plain one is uninstalled with helm (hooks run), unless its manifest or hooks reach
-// outside the Cleaner's namespace (out.refused). Observer mode only lists them, and refuses the
-// same releases. It returns the releases that are (or would be) removed.
-func (r *Reconciler) removeReleases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, now time.Time, resumed bool,
-	out *outcome, remaining, blocked, changed *[]string) ([]string, error) {
-	var names []string
-	for _, rel := range spec.Releases {
-		if !rel.Delete {
-			continue
-		}
-		names = append(names, rel.Name)
-		if r.Observe {
-			if r.Releases == nil {
-				continue
-			}
-			if err := r.Releases.Check(ctx, cl.Namespace, rel.Name); err != nil {
-				if !errors.Is(err, lifecycle.ErrOutsideNamespace) {
-					return names, err
-				}
-				names = names[:len(names)-1]
-				if err := r.refuseRelease(ctx, cl, err, now, out); err != nil {
-					return names, err
-				}
-			}
-			continue
-		}
-		hr, m, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
-		if err != nil {
-			return names, err
-		}
-		if hr != nil {
-			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
-				Namespace: cl.Namespace, Name: rel.Name}
-			stuck, moved, res, err := r.remove(ctx, cl, target, hr, "", now, resumed)
-			if err != nil {
-				return names, err
-			}
-			switch {
-			case moved:
-				*changed = append(*changed, target.String())
-			case stuck:
-				*blocked = append(*blocked, target.String())
-				*remaining = append(*remaining, target.String())
-			default:
-				*remaining = append(*remaining, target.String())
-			}
-			if res.RequeueAfter > 0 && (out.retry == 0 || res.RequeueAfter < out.retry) {
-				out.retry = res.RequeueAfter
-			}
-			continue
-		}
-		if r.Releases == nil {
-			out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonUninstallFailed, "this Kustos cannot uninstall helm releases")
-			out.failed = true
-			return names, nil
-		}
-		if _, err := r.Releases.Uninstall(ctx, cl.Namespace, rel.Name); err != nil {
-			if errors.Is(err, lifecycle.ErrOutsideNamespace) {
-				names = names[:len(names)-1]
-				if err := r.refuseRelease(ctx, cl, err, now, out); err != nil {
-					return names, err
-				}
-				continue
-			}
-			msg := fmt.Sprintf("helm release %s/%s: %s", cl.Namespace, rel.Name, clip(err.Error(), 1024))
-			out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonUninstallFailed, msg)
-			out.failed = true
-			return names, r.warn(ctx, cl, ReasonUninstallFailed, msg, now)
-		}
-	}
-	return names, nil
-}
-
-// refuseRelease reports a release that would have Kustos act outside the Cleaner's namespace
-// (refusal matches lifecycle.ErrOutsideNamespace and names the objects): a Warning Event, a log
-// line, a count, and out.refused for the status. The Cleaner's other releases go on; this one is
-// refused again at every look (the Cleaner is not ready, so looked at after the not-ready
-// recheck), with one Event per generation and message.
-func (r *Reconciler) refuseRelease(ctx context.Context, cl *v1alpha1.Cleaner, refusal error, now time.Time, out *outcome) error {
-	msg := clip(refusal.Error(), 1024)
-	out.refused = append(out.refused, msg)
-	metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
-	return r.warn(ctx, cl, ReasonReleaseOutsideNamespace, msg, now)
-}
-
-// fluxRelease returns the Flux HelmRelease object named name, or nil when Flux is not installed
-// or defines no such release.
-func (r *Reconciler) fluxRelease(ctx context.Context, namespace, name string) (*unstructured.Unstructured, *meta.RESTMapping, error) {
-	m, err := r.Mapper.RESTMapping(fluxHelmRelease)
-	if meta.IsNoMatchError(err) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(m.GroupVersionKind)
-	reader := r.Live
-	if reader == nil {
-		reader = r.Client
-	}
-	err = reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
-	if apierrors.IsNotFound(err) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading HelmRelease %s/%s: %w", namespace, name, err)
-	}
-	return u, m, nil
-}
-
-func releasesOf(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = "helm release " + n
-	}
-	return out
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

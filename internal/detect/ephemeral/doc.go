@@ -9,4 +9,12 @@
 // found by a binary search when the conditions are monotonic in time). CEL runs with
 // Kubernetes' cost limits and a deadline; a condition that cannot be evaluated is false, never
 // a deletion.
+//
+// Its controller gathers a Cleaner's snapshot, decides, and hands every effect of a due cleanup
+// to the change pipeline as a Change with a Key of its own — each object's deletion, each helm
+// release's removal (lifecycle.ReleaseTarget), the CloudEvent (an EditSendCloudEvent), the
+// Cleaner's own deletion — all built by cleanupRequest; then it writes the status. It carries
+// out nothing itself: the pipeline's actuators do (observe reports, direct and pr act, the
+// helm release and CloudEvent actuators uninstall and send), so that observer, direct and PR
+// mode treat a Cleaner's whole effect alike.
 package ephemeral

@@ -24,26 +24,24 @@ import (
 	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
-// Helm releases are targets of their own kind: helm keeps a release in Secrets labelled
-// owner=helm, name=<release> (its default storage driver), and its lifetime in the values
-// env-cleaner sets (`helm install --set ec_owner=ana --set ec_ttl=1d`).
+// Helm releases are targets of their own kind (lifecycle.ReleaseTarget, shared with the Cleaner
+// detector): helm keeps a release in Secrets labelled owner=helm, name=<release> (its default
+// storage driver), and its lifetime in the values env-cleaner sets
+// (`helm install --set ec_owner=ana --set ec_ttl=1d`).
 const (
-	ReleaseGroup   = "helm.sh"
-	ReleaseVersion = "v3"
-	ReleaseKind    = "Release"
+	ReleaseGroup   = lifecycle.ReleaseGroup
+	ReleaseVersion = lifecycle.ReleaseVersion
+	ReleaseKind    = lifecycle.ReleaseKind
 	// HelmOwnerLabel and HelmNameLabel are the labels of helm's release Secrets.
 	HelmOwnerLabel = "owner"
 	HelmOwnerValue = "helm"
 	HelmNameLabel  = "name"
 )
 
-// ReleaseTarget is the Target of a helm release.
+// ReleaseTarget is the Target of a helm release (lifecycle.ReleaseTarget).
 func ReleaseTarget(namespace, name string) lifecycle.Target {
-	return lifecycle.Target{Group: ReleaseGroup, Version: ReleaseVersion, Kind: ReleaseKind, Namespace: namespace, Name: name}
+	return lifecycle.ReleaseTarget(namespace, name)
 }
-
-// IsRelease reports whether t is a helm release (its removal is an uninstall).
-func IsRelease(t lifecycle.Target) bool { return t.Group == ReleaseGroup && t.Kind == ReleaseKind }
 
 // Release is what the detector reads of a release (internal/actuate/helmrelease.Info).
 type Release struct {

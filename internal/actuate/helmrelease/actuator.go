@@ -1,0 +1,61 @@
+package helmrelease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// Applier carries out a Change (the pipeline's Actuator); the Actuator hands it what is not a
+// helm release.
+type Applier interface {
+	Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error)
+}
+
+// Remover uninstalls a release (*Uninstaller).
+type Remover interface {
+	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
+}
+
+var (
+	_ Applier = Actuator{}
+	_ Remover = (*Uninstaller)(nil)
+)
+
+// Actuator removes helm releases for every detector that decides so (expiry's due releases, a
+// Cleaner's releases marked delete): a Change whose Target is a release (lifecycle.IsRelease)
+// is uninstalled, hooks run and history purged; every other Change goes to Next. A plain release
+// is never in Git as such (a Flux-managed one is a HelmRelease object, which is not this
+// Target), so there is nothing to propose: in PR mode too, the uninstall happens here. Observer
+// mode does not use it: the observe actuator reports what would be uninstalled.
+//
+// Its errors are what the pipeline reports: a release that reaches outside its namespace is
+// refused with an error matching lifecycle.ErrOutsideNamespace (naming the objects), any other
+// Edit than a Delete with lifecycle.ErrInvalidChange, and helm's failures as they are (the
+// pipeline keeps the decision pending and tries again).
+type Actuator struct {
+	Releases Remover
+	Next     Applier
+}
+
+// Apply uninstalls c's release, or passes c on.
+func (a Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	if !lifecycle.IsRelease(c.Target) {
+		if a.Next == nil {
+			return lifecycle.Outcome{}, fmt.Errorf("%w: %s: no actuator for it", lifecycle.ErrInvalidChange, c.Target)
+		}
+		return a.Next.Apply(ctx, c, decidedAt, opts)
+	}
+	if c.Edit.Op != lifecycle.EditDelete {
+		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s: only an uninstall is possible, not %s", lifecycle.ErrInvalidChange, c.Target, c.Edit.Op)
+	}
+	if c.Target.Namespace == "" {
+		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s has no namespace", lifecycle.ErrInvalidChange, c.Target)
+	}
+	if _, err := a.Releases.Uninstall(ctx, c.Target.Namespace, c.Target.Name); err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	return lifecycle.Outcome{Applied: true}, nil
+}

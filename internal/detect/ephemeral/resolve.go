@@ -1,0 +1,255 @@
+package ephemeral
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+)
+
+// Gathering a Cleaner's snapshot: its targets' kinds resolved through the RESTMapper, watched as
+// Cleaners come to need them, and their objects read from the caches.
+
+// resourceKey renders "<resource>.<group>/<version>" ("<resource>/<version>" for core).
+func resourceKey(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "/" + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
+}
+
+// mapObject finds the Cleaners a change of o (of kind gvk) concerns: those that resolved it by
+// name, and those with a selector target of its kind in its namespace.
+func (r *Reconciler) mapObject(ctx context.Context, gvk schema.GroupVersionKind, o client.Object) []reconcile.Request {
+	m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		r.Log.Error(err, "mapping a target change to Cleaners", "kind", gvk.String())
+		return nil
+	}
+	kind := resourceKey(m.Resource)
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	for _, key := range []string{o.GetName() + "." + kind, "*." + kind} {
+		var list v1alpha1.CleanerList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexTargets: key}); err != nil {
+			r.Log.Error(err, "listing Cleaners for a target change", "key", key)
+			continue
+		}
+		for i := range list.Items {
+			n := types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, reconcile.Request{NamespacedName: n})
+			}
+		}
+	}
+	r.Log.V(1).Info("target changed", "kind", kind, "namespace", o.GetNamespace(), "name", o.GetName(), "cleaners", len(out))
+	return out
+}
+
+// watchKey is one informer of a target kind: whole objects, or their metadata only.
+type watchKey struct {
+	gvk          schema.GroupVersionKind
+	metadataOnly bool
+}
+
+// watch makes changes of kind gvk reach the Cleaners that read them (once per kind and form):
+// metadataOnly watches (and caches) the objects' metadata only.
+func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := watchKey{gvk: gvk, metadataOnly: metadataOnly}
+	if r.watching[key] || r.controller == nil {
+		return nil
+	}
+	var src source.Source
+	if metadataOnly {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(gvk)
+		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			return r.mapObject(ctx, gvk, o)
+		}))
+	} else {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		src = source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+			return r.mapObject(ctx, gvk, o)
+		}))
+	}
+	if err := r.controller.Watch(src); err != nil {
+		return err
+	}
+	r.watching[key] = true
+	return nil
+}
+
+func (r *Reconciler) metadataCache() cache.Cache {
+	if r.MetadataCache != nil {
+		return r.MetadataCache
+	}
+	return r.cache
+}
+
+// metadataOnly reports whether a target's objects are read as metadata only: when no condition
+// reads them (a target only deleted), and always for Secrets, whose data Kustos never caches
+// (a condition over a Secret sees its apiVersion, kind and metadata).
+func metadataOnly(t Target, m *meta.RESTMapping) bool {
+	return !t.Evaluated || isSecret(m.Resource.GroupResource())
+}
+
+func isSecret(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
+
+// resolvedTarget is a target with its kind resolved and its objects read.
+type resolvedTarget struct {
+	Target
+	mapping  *meta.RESTMapping
+	objects  []*unstructured.Unstructured
+	resolved []string
+}
+
+// resolve maps every target's kind (kind or resource name, any case) through the RESTMapper,
+// refuses cluster-scoped kinds, checks that Kustos may watch them, watches them, and reads their
+// objects from the cache. A non-empty reason says why the targets cannot be used.
+func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec) (out []resolvedTarget, reason, msg string, err error) {
+	for i, t := range spec.Targets {
+		path := fmt.Sprintf("spec.targets[%d]", i)
+		m, merr := r.mapping(t)
+		if merr != nil {
+			if meta.IsNoMatchError(merr) {
+				return nil, ReasonKindNotFound, fmt.Sprintf("%s: the API server serves no kind %q in %s/%s", path, t.Kind, t.Group, t.Version), nil
+			}
+			return nil, "", "", merr
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return nil, ReasonForbidden, fmt.Sprintf("%s: %s is cluster-scoped; a Cleaner acts only in its own namespace", path, m.GroupVersionKind.Kind), nil
+		}
+		for _, verb := range []string{"list", "watch"} {
+			ok, aerr := r.Access.Allowed(ctx, verb, m.Resource, "")
+			if aerr != nil {
+				return nil, "", "", aerr
+			}
+			if !ok {
+				return nil, ReasonMissingPermission, fmt.Sprintf("%s: Kustos may not %s %s: add the kind to the chart value cleaner.targetKinds",
+					path, verb, m.Resource.GroupResource()), nil
+			}
+		}
+		metaOnly := metadataOnly(t, m)
+		if err := r.watch(m.GroupVersionKind, metaOnly); err != nil {
+			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
+		}
+		rt := resolvedTarget{Target: t, mapping: m}
+		kind := resourceKey(m.Resource)
+		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly)
+		if err != nil {
+			return nil, "", "", err
+		}
+		rt.objects = objs
+		if t.Selector == nil {
+			rt.resolved = []string{t.ObjectName + "." + kind}
+		} else {
+			for _, o := range objs {
+				rt.resolved = append(rt.resolved, o.GetName()+"."+kind)
+			}
+		}
+		out = append(out, rt)
+	}
+	return out, "", "", nil
+}
+
+// read returns the target's objects in namespace from the cache, sorted by name: whole, or
+// (metaOnly) as apiVersion, kind and metadata.
+func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	if t.Selector == nil {
+		var err error
+		if metaOnly {
+			o := &metav1.PartialObjectMetadata{}
+			o.SetGroupVersionKind(gvk)
+			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+				var u *unstructured.Unstructured
+				if u, err = fromMetadata(gvk, o); err == nil {
+					out = append(out, u)
+				}
+			}
+		} else {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
+				out = append(out, u)
+			}
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, namespace, t.ObjectName, err)
+		}
+		return out, nil
+	}
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: t.Selector}}
+	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	if metaOnly {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			u, err := fromMetadata(gvk, &list.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	} else {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.Client.List(ctx, list, opts...); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
+}
+
+// fromMetadata is o as the conditions see an object read as metadata: apiVersion, kind and
+// metadata, nothing else.
+func fromMetadata(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": m}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// mapping resolves a target's kind, which may be a kind (Service) or a resource name (service,
+// services) in any case, to the served kind as the API spells it.
+func (r *Reconciler) mapping(t Target) (*meta.RESTMapping, error) {
+	gvk, err := r.Mapper.KindFor(schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: strings.ToLower(t.Kind)})
+	if err != nil {
+		// Not a resource name: a kind, as written.
+		m, kerr := r.Mapper.RESTMapping(schema.GroupKind{Group: t.Group, Kind: t.Kind}, t.Version)
+		if kerr != nil {
+			return nil, err
+		}
+		gvk = m.GroupVersionKind
+	}
+	return r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
