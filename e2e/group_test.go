@@ -8,8 +8,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
@@ -159,4 +162,54 @@ func titles(prs []githubtest.PullRequest) []string {
 		out = append(out, fmt.Sprintf("#%d %s (%s)", p.Number, p.Title, p.State))
 	}
 	return out
+}
+
+// TestCleanerGroupedPR: a Cleaner whose five targets the GitOps repository defines removes them
+// with one pull request — one commit deleting the five files and taking them out of the
+// kustomization — and its status names that pull request while it is open.
+func TestCleanerGroupedPR(t *testing.T) {
+	ns := newNamespace(t, "cleaner-group", nil)
+	g := newGitOps(t, ns)
+	g.s.SetRequiredChecks(ghOwner, ghRepo, "ci/validate")
+	dir := "clusters/e2e/" + ns + "/"
+	files := map[string]string{}
+	kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n"
+	var targets []v1alpha1.Target
+	for i := 1; i <= 5; i++ {
+		name := fmt.Sprintf("scratch-%d", i)
+		files[dir+name+".yaml"] = "# scratch data of job " + name + "\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n"
+		kust += "  - " + name + ".yaml\n"
+		if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, v1alpha1.Target{Name: fmt.Sprintf("t%d", i), Delete: true,
+			Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: name}})
+	}
+	files[dir+"kustomization.yaml"] = kust
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "five scratch ConfigMaps", files)
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scratch"}, Spec: v1alpha1.CleanerSpec{TTL: "1s", Targets: targets}})
+	startCleanersPR(t, g)
+
+	p := g.waitPR(t, "one pull request for the Cleaner's five targets", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	if !strings.Contains(p.Title, "delete 5 ConfigMaps") || !strings.Contains(p.Head, "group-cleaner") {
+		t.Errorf("#%d %q from %s", p.Number, p.Title, p.Head)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, ok := g.s.FileAt(ghOwner, ghRepo, p.Head, fmt.Sprintf("%sscratch-%d.yaml", dir, i)); ok {
+			t.Errorf("scratch-%d.yaml is still on %s", i, p.Head)
+		}
+	}
+	if k, _ := g.s.FileAt(ghOwner, ghRepo, p.Head, dir+"kustomization.yaml"); strings.Contains(k, "scratch") || !strings.Contains(k, "quota.yaml") {
+		t.Errorf("kustomization on the branch:\n%s", k)
+	}
+	if n := g.s.CountRequests("POST", "/repos/{owner}/{repo}/git/commits"); n != 1 {
+		t.Errorf("%d commits, want 1", n)
+	}
+	eventually(t, "the Cleaner's status names the pull request", func() bool {
+		cl := getCleaner(t, ns, "scratch")
+		return len(cl.Status.PullRequests) == 1 && cl.Status.PullRequests[0] == fmt.Sprintf("#%d", p.Number)
+	})
+	g.s.SetCheck(ghOwner, ghRepo, p.HeadSHA, "ci/validate", "success")
+	g.waitPR(t, "the pull request merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	g.onePR(t, 2*time.Second)
 }

@@ -221,6 +221,14 @@ type CleanerStatus struct {
 	// +optional
 	LastEvaluation *Evaluation `json:"lastEvaluation,omitempty"`
 
+	// PullRequests are the open pull requests (PR mode) that carry the Cleaner's removals, as
+	// "#<number>": one, since a Cleaner's removals are proposed together. Empty when none is
+	// open.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	PullRequests []string `json:"pullRequests,omitempty"`
+
 	// Conditions: Ready (available at the current generation), Available (last known good
 	// generation), and one per step (TargetsResolved, ConditionsEvaluated, ActionsDone,
 	// EventDelivered).

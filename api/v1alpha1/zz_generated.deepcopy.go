@@ -127,6 +127,11 @@ func (in *CleanerStatus) DeepCopyInto(out *CleanerStatus) {
 		*out = new(Evaluation)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PullRequests != nil {
+		in, out := &in.PullRequests, &out.PullRequests
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

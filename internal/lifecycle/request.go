@@ -33,6 +33,9 @@ type View struct {
 	LastModified time.Time
 	// ProposalOpen: a proposal is open; updating it is not held back by a cooldown.
 	ProposalOpen bool
+	// ProposalNumber is the open proposal's number (PR mode; 0 without one, or while the
+	// Change waits to be proposed): a group's, when the Key's Change is in one.
+	ProposalNumber int
 	// Declined: a human closed the last proposal for this Key without merging it, and no
 	// proposal has been merged since (PR mode).
 	Declined bool

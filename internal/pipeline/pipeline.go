@@ -93,6 +93,10 @@ const (
 	// not allowed to delete (--allow-delete); the object stays, and so does the Warning until
 	// someone deletes it, opts the kind in, or the detector no longer wants it gone.
 	ReasonDeleteNotAllowed = "DeleteNotAllowed"
+	// ReasonOutsideNamespace: carrying the change out would act outside the target's namespace
+	// (a helm release whose manifest or hooks reach further); nothing is done. The detectors'
+	// own ReleaseOutsideNamespace reason, for a refusal an actuator met first.
+	ReasonOutsideNamespace = "ReleaseOutsideNamespace"
 	// ReasonForeignCommit: someone else pushed to a Kustos branch; Kustos leaves that PR to people.
 	ReasonForeignCommit = "ForeignCommit"
 	// ReasonInvalidState: the state Lease holds something Kustos cannot use (a hand edit, a
@@ -281,6 +285,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		open := s.proposing && s.holder && s.proposal == proposalOpen
 		declined := !s.holder && rec.ClosedValues != ""
 		v := View{LastModified: rec.LastModified, ProposalOpen: open, Declined: declined, Bag: rec.Bag}
+		if open {
+			v.ProposalNumber, _ = state.HolderNumber(rec.Holder)
+		}
 		if s.holder && r.proposed.Key != "" {
 			proposed := r.proposed
 			v.Proposed = &proposed
@@ -422,10 +429,13 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 			// No actuator can carry this change: say why, show it in observer form, and forget
 			// the pending decision; the detector goes on (the cooldown started with the decision).
 			r.log.Info("change cannot be carried out", "reason", reason, "error", err.Error())
-			if reason == ReasonDeleteNotAllowed {
+			switch reason {
+			case ReasonDeleteNotAllowed:
 				// A detector wants something gone that the operator did not let it delete:
 				// visible on a dashboard, not only in Events.
 				metrics.InvalidInput.WithLabelValues(p.Detector, "delete_not_allowed").Inc()
+			case ReasonOutsideNamespace:
+				metrics.InvalidInput.WithLabelValues(p.Detector, "helm_release").Inc()
 			}
 			if werr := r.notifyWarning(ctx, reason, err.Error(), reason+"|"+string(c.Key)+"|"+err.Error()); werr != nil {
 				return true, werr
@@ -824,6 +834,8 @@ func findingReason(err error) (string, bool) {
 		return ReasonManagedByGitOps, true
 	case errors.Is(err, lifecycle.ErrDeleteNotAllowed):
 		return ReasonDeleteNotAllowed, true
+	case errors.Is(err, lifecycle.ErrOutsideNamespace):
+		return ReasonOutsideNamespace, true
 	case errors.Is(err, lifecycle.ErrForeignCommit):
 		return ReasonForeignCommit, true
 	case errors.Is(err, lifecycle.ErrProposalBlocked), errors.Is(err, lifecycle.ErrInvalidChange):
@@ -839,6 +851,11 @@ func describe(c lifecycle.Change) string {
 		return "scaling " + c.Target.String() + " to zero"
 	case lifecycle.EditDelete:
 		return "deleting " + c.Target.String()
+	case lifecycle.EditSendCloudEvent:
+		if e := c.Edit.CloudEvent; e != nil {
+			return "sending CloudEvent " + e.ID + " to " + e.SinkForDisplay()
+		}
+		return "sending a CloudEvent"
 	case lifecycle.EditSetAnnotations:
 		keys := make([]string, 0, len(c.Edit.Annotations))
 		for k, v := range c.Edit.Annotations {

@@ -87,7 +87,7 @@ func TestRowsGroupAndQueue(t *testing.T) {
 	in := "expiry/Deployment.apps/team-a/preview-1"
 	waiting := "expiry/Deployment.apps/team-b/preview-2"
 	group := coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "group-expiry-namespace-team-a", Namespace: "kustos-system",
-		Labels: map[string]string{state.LabelManagedBy: state.ManagedByValue, state.LabelRole: state.RoleGroup},
+		Labels:      map[string]string{state.LabelManagedBy: state.ManagedByValue, state.LabelRole: state.RoleGroup},
 		Annotations: map[string]string{state.AnnotationGroup: "expiry/@namespace/team-a", state.AnnotationMembers: `{"` + in + `":{"hash":"x","in":true}}`}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pr-7")}}
 	leases := []coordinationv1.Lease{group,

@@ -126,7 +126,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) pipeline(a *Actuator, store pipeline.Store) *pipeline.Pipeline {
 	return &pipeline.Pipeline{
 		Detector: "expiry", Store: store, Actuator: a, Proposals: a, Reporter: w.ev, Identity: "replica-a",
-		Vocab: lifecycle.Vocabulary{Proposed: "ExpiryProposed", Merged: "ExpiryMerged", Declined: "ExpiryDeclined"},
+		Vocab:        lifecycle.Vocabulary{Proposed: "ExpiryProposed", Merged: "ExpiryMerged", Declined: "ExpiryDeclined"},
 		PollInterval: time.Minute, Log: logr.Discard(),
 	}
 }

@@ -165,6 +165,9 @@ type Reconciler struct {
 	Proposing bool
 	// AutoMerge: the pipeline may merge the removal pull requests (--enable-auto-merge).
 	AutoMerge bool
+	// GroupWindow is --group-window: in PR mode a Cleaner's removals are one pull request,
+	// opened once every one of them has joined, or after this long.
+	GroupWindow time.Duration
 	// Releases reads helm releases; nil: a Cleaner that lists releases to delete is blocked
 	// (outside observer mode).
 	Releases Releases
@@ -282,6 +285,9 @@ type outcome struct {
 	delivered bool
 	// refused are the refusals of helm releases that reach outside the Cleaner's namespace.
 	refused []string
+	// acted: act ran; pullRequests are the open pull requests carrying what it handed over.
+	acted        bool
+	pullRequests []string
 }
 
 func (o *outcome) report(step string, status metav1.ConditionStatus, reason, msg string) {
@@ -333,7 +339,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// create it again) and one that is not is deleted with preconditions.
 		summary := fmt.Sprintf("Cleaner %s/%s: its cleanup is done (every target and release marked for deletion is gone); the Cleaner itself goes",
 			cl.Namespace, cl.Name)
-		h, err := r.hand(ctx, &cl, r.deletion(&cl, cleanerTarget(&cl), &cl, summary), string(cl.UID), objectVersion(&cl), now, false)
+		h, err := r.hand(ctx, &cl, r.deletion(&cl, cleanerTarget(&cl), &cl, summary), string(cl.UID), objectVersion(&cl), now, false, lifecycle.Group{})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -382,6 +388,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, log logr.Logger, cl *v1alp
 	}
 	if out.evaluation != nil {
 		st.LastEvaluation = out.evaluation
+	}
+	if out.act == nil || out.acted {
+		// Not due, or acted on in this look: the pull requests are what it found (a look
+		// before acting keeps the last ones).
+		st.PullRequests = out.pullRequests
 	}
 	if statusEqual(before, st) {
 		return root, nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,22 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		}
 	}
 	var p progress
+	out.acted = true
+	defer func() { out.pullRequests = setOf(p.prs, 16) }()
+	fluxReleases := 0
+	for _, rel := range spec.Releases {
+		if !rel.Delete {
+			continue
+		}
+		hr, _, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
+		if err != nil {
+			return err
+		}
+		if hr != nil {
+			fluxReleases++
+		}
+	}
+	p.group = r.cleanupGroup(cl, removals(targets)+fluxReleases)
 	for _, t := range targets {
 		if !t.Delete {
 			continue
@@ -62,7 +79,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 					return nil
 				}
 			}
-			h, err := r.hand(ctx, cl, r.deletion(cl, target, o, ""), string(o.GetUID()), objectVersion(o), now, resumed)
+			h, err := r.hand(ctx, cl, r.deletion(cl, target, o, ""), string(o.GetUID()), objectVersion(o), now, resumed, p.group)
 			if err != nil {
 				return err
 			}
@@ -140,6 +157,26 @@ type progress struct {
 	// decided on before and still there (the pipeline said why), changed those decided on in
 	// another version (only when resumed).
 	names, remaining, blocked, changed []string
+	// group is the Cleaner's removals' group (cleanupGroup); prs the open pull requests
+	// carrying them.
+	group lifecycle.Group
+	prs   []string
+}
+
+// removals counts the objects of targets marked for deletion that are not being deleted.
+func removals(targets []resolvedTarget) int {
+	n := 0
+	for _, t := range targets {
+		if !t.Delete {
+			continue
+		}
+		for _, o := range t.objects {
+			if o.GetDeletionTimestamp() == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // account adds one Change's hand-over to p, and its requeue to out.
@@ -150,6 +187,14 @@ func (p *progress) account(name string, h handed, blocked bool, out *outcome) {
 	}
 	if rq := h.res.RequeueAfter; rq > 0 && (out.retry == 0 || rq < out.retry) {
 		out.retry = rq
+	}
+	if h.proposal > 0 {
+		// The pull request carrying it (the Cleaner's one, in PR mode): where a reviewer acts.
+		pr := fmt.Sprintf("#%d", h.proposal)
+		name += " (pull request " + pr + ")"
+		if !slices.Contains(p.prs, pr) {
+			p.prs = append(p.prs, pr)
+		}
 	}
 	p.remaining = append(p.remaining, name)
 	if blocked {
@@ -185,7 +230,7 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 		if hr != nil {
 			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
 				Namespace: cl.Namespace, Name: rel.Name}
-			h, err := r.hand(ctx, cl, r.deletion(cl, target, hr, ""), string(hr.GetUID()), objectVersion(hr), now, resumed)
+			h, err := r.hand(ctx, cl, r.deletion(cl, target, hr, ""), string(hr.GetUID()), objectVersion(hr), now, resumed, p.group)
 			if err != nil {
 				return names, err
 			}
@@ -218,7 +263,7 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 			continue
 		}
 		target := lifecycle.ReleaseTarget(cl.Namespace, rel.Name)
-		h, err := r.hand(ctx, cl, r.releaseRemoval(cl, target), "", "release/"+installation, now, resumed)
+		h, err := r.hand(ctx, cl, r.releaseRemoval(cl, target), "", "release/"+installation, now, resumed, lifecycle.Group{})
 		switch {
 		case errors.Is(err, lifecycle.ErrOutsideNamespace):
 			// Rewritten since the check above: the actuator refused it, on the revision helm
@@ -280,7 +325,7 @@ func (r *Reconciler) deliver(ctx context.Context, log logr.Logger, cl *v1alpha1.
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg)
 		return r.warn(ctx, cl, ReasonNotDelivered, msg, now)
 	}
-	h, err := r.hand(ctx, cl, change, string(cl.UID), id, now, false)
+	h, err := r.hand(ctx, cl, change, string(cl.UID), id, now, false, lifecycle.Group{})
 	if err != nil {
 		if !errors.Is(err, lifecycle.ErrNotDelivered) && !errors.Is(err, egress.ErrRefused) {
 			return err

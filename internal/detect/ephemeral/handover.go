@@ -41,8 +41,9 @@ type handed struct {
 	recorded bool
 	// decidedNow: this Run recorded the decision.
 	decidedNow bool
-	// proposalOpen: a proposal (PR mode) carries it.
+	// proposalOpen: a proposal (PR mode) carries it; proposal is its number.
 	proposalOpen bool
+	proposal     int
 	// moved (only when resumed): another version was decided on before; nothing is decided.
 	moved bool
 	res   lifecycle.Result
@@ -55,9 +56,15 @@ func (h handed) stuck() bool { return h.recorded && !h.decidedNow && !h.proposal
 
 // hand runs one Change of cl's cleanup through the pipeline, decided on once per version (of the
 // object, the release installation or the cleanup id) with uid linking its Events.
-func (r *Reconciler) hand(ctx context.Context, cl *v1alpha1.Cleaner, change lifecycle.Change, uid, version string, now time.Time, resumed bool) (handed, error) {
+//
+// g is the group whose one pull request carries the Change in PR mode (the Cleaner's removals);
+// the zero Group for what is never proposed (a plain release, the CloudEvent) and for the
+// Cleaner's own deletion, which comes after its targets are gone.
+func (r *Reconciler) hand(ctx context.Context, cl *v1alpha1.Cleaner, change lifecycle.Change, uid, version string, now time.Time, resumed bool, g lifecycle.Group) (handed, error) {
 	var h handed
-	res, err := r.Pipeline.Run(ctx, r.cleanupRequest(cl, change, uid, version, now, resumed, &h))
+	req := r.cleanupRequest(cl, change, uid, version, now, resumed, &h)
+	req.Group = g
+	res, err := r.Pipeline.Run(ctx, req)
 	h.res = res
 	return h, err
 }
@@ -75,7 +82,7 @@ func (r *Reconciler) cleanupRequest(cl *v1alpha1.Cleaner, change lifecycle.Chang
 	return lifecycle.Request{
 		Key: change.Key, Target: change.Target, UID: uid, Now: now, AutoMerge: r.AutoMerge,
 		Decide: func(v lifecycle.View) lifecycle.Decision {
-			h.proposalOpen, h.recorded = v.ProposalOpen, false
+			h.proposalOpen, h.proposal, h.recorded = v.ProposalOpen, v.ProposalNumber, false
 			before := v.LastModified.UTC().Format(time.RFC3339Nano)
 			if resumed && v.Bag[bagDecided] != "" && v.Bag[bagDecided] != version && !v.ProposalOpen {
 				h.moved = true
@@ -94,6 +101,21 @@ func (r *Reconciler) cleanupRequest(cl *v1alpha1.Cleaner, change lifecycle.Chang
 		},
 	}
 }
+
+// cleanupGroup is the group of cl's removals that Git may hold (its targets, its Flux
+// HelmReleases): one pull request per Cleaner, opened once the expect removals handed over in
+// this look have joined (or after the group window).
+func (r *Reconciler) cleanupGroup(cl *v1alpha1.Cleaner, expect int) lifecycle.Group {
+	// Every removal joins within one look, so the group opens as soon as they all have; the
+	// window only bounds the wait for one that cannot join (it fails, or was carried out).
+	window := max(r.GroupWindow, minCleanupWindow)
+	return lifecycle.Group{Key: lifecycle.GroupKey(DetectorName, "cleaner", cl.Namespace+"/"+cl.Name),
+		Label: "Cleaner " + cl.Namespace + "/" + cl.Name, Namespace: cl.Namespace, Window: window, Expect: expect}
+}
+
+// minCleanupWindow bounds a Cleaner's gathering from below: with --group-window=0 its removals
+// still go as one pull request.
+const minCleanupWindow = time.Minute
 
 // objectVersion is what a deletion is decided on: the object's UID and resourceVersion.
 func objectVersion(o metav1.Object) string { return string(o.GetUID()) + "/" + o.GetResourceVersion() }
