@@ -49,6 +49,9 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&s)
 	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
 	creds, err := newCredentials(cfg, s.chain(), s.clock, s.credentialRecheck)
 	if err != nil {
 		return nil, err
