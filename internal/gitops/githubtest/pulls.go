@@ -217,11 +217,17 @@ func (r *repo) refreshPulls(s *Server) {
 		}
 	}
 	s.mu.Unlock()
+	if len(open) == 0 {
+		return
+	}
+	// One git process for every branch: a process per pull request made each call cost
+	// O(open pull requests) processes, which a bench with hundreds of them cannot afford.
+	heads := r.branchSHAs()
 	for _, p := range open {
 		s.mu.Lock()
 		head, base := p.head, p.base
 		s.mu.Unlock()
-		hs, bs := r.branchSHA(head), r.branchSHA(base)
+		hs, bs := heads[head], heads[base]
 		s.mu.Lock()
 		if p.state != "open" {
 			// Merged or closed since it was listed (the lock was let go to read the branches):
