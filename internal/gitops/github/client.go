@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 )
@@ -210,6 +211,81 @@ func (c *Client) FindPRs(ctx context.Context, head, state string) ([]*gh.PullReq
 		}
 	}
 	return out, nil
+}
+
+// maxListPages bounds the pages one listing reads (100 pull requests each), so that a server
+// whose Link header never ends cannot hold a caller forever.
+const maxListPages = 200
+
+// OpenPullRequests returns every open pull request of the repository whose head branch starts
+// with headPrefix and lives in the repository itself (not a fork), oldest first: what the PR
+// budget counts as Kustos's open pull requests. It reads every page (100 a page, oldest
+// first, so that a pull request opened meanwhile lands on a later page rather than moving the
+// others); each page is a conditional request (ETag), so an unchanged list spends no rate
+// limit.
+func (c *Client) OpenPullRequests(ctx context.Context, headPrefix string) ([]*gh.PullRequest, error) {
+	op := "list open pull requests from " + headPrefix + "*"
+	opts := &gh.PullRequestListOptions{State: "open", Sort: "created", Direction: "asc", ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
+	var out []*gh.PullRequest
+	seen := map[int]bool{}
+	for range maxListPages {
+		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
+		if err != nil {
+			return nil, classify(op, err)
+		}
+		for _, pr := range prs {
+			if c.ours(pr, headPrefix) && !seen[pr.GetNumber()] {
+				seen[pr.GetNumber()] = true
+				out = append(out, pr)
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return nil, &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
+}
+
+// PullRequestsCreatedSince counts the pull requests of the repository, in any state, whose
+// head branch starts with headPrefix (in the repository itself) and that were created at or
+// after since: what the PR budget counts as new pull requests of the last hour, whatever
+// became of them. It reads the list newest first and stops at the first page that reaches
+// back before since.
+func (c *Client) PullRequestsCreatedSince(ctx context.Context, headPrefix string, since time.Time) (int, error) {
+	op := "count pull requests from " + headPrefix + "* created since " + since.UTC().Format(time.RFC3339)
+	opts := &gh.PullRequestListOptions{State: "all", Sort: "created", Direction: "desc", ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
+	n := 0
+	seen := map[int]bool{}
+	for range maxListPages {
+		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
+		if err != nil {
+			return 0, classify(op, err)
+		}
+		for _, pr := range prs {
+			if pr.GetCreatedAt().Time.Before(since) {
+				return n, nil
+			}
+			if c.ours(pr, headPrefix) && !seen[pr.GetNumber()] {
+				seen[pr.GetNumber()] = true
+				n++
+			}
+		}
+		if resp.NextPage == 0 {
+			return n, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return 0, &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
+}
+
+// ours reports a pull request from a branch of this repository whose name starts with
+// headPrefix. A fork's branch of the same name is someone else's; a pull request whose head
+// repository was deleted has none.
+func (c *Client) ours(pr *gh.PullRequest, headPrefix string) bool {
+	head := pr.GetHead()
+	return strings.HasPrefix(head.GetRef(), headPrefix) &&
+		strings.EqualFold(head.GetRepo().GetFullName(), c.owner+"/"+c.repo)
 }
 
 // NewPR describes a pull request to open.
