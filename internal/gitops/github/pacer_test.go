@@ -9,6 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
 
 // sendLog is a base transport that answers 200 and records the clock's time of every request
@@ -146,9 +151,16 @@ func TestWriteBudgetFreesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	deferred := metricValue(t, deferredTotal.WithLabelValues(waitWriteBudget))
 	var rl *RateLimitError
 	if err := write(t, rt, "/repos/o/r/git/trees"); !errors.As(err, &rl) {
 		t.Fatalf("4th write: %v, want *RateLimitError", err)
+	}
+	if d := metricValue(t, deferredTotal.WithLabelValues(waitWriteBudget)) - deferred; d != 1 {
+		t.Errorf("kustos_github_requests_deferred_total{reason=write_budget} grew by %v, want 1", d)
+	}
+	if got := metricValue(t, writeTokens.WithLabelValues("hour")); got != 0 {
+		t.Errorf("kustos_github_write_tokens_available{window=hour} = %v, want 0", got)
 	}
 	req, _ := http.NewRequest("GET", "http://github.invalid/repos/o/r", http.NoBody)
 	if _, err := roundTrip(rt, req); err != nil {
@@ -360,4 +372,44 @@ func TestPacingOptionsAreChecked(t *testing.T) {
 			t.Errorf("err = %v, want a negative value refused", err)
 		}
 	}
+}
+
+// TestSecondaryPauseCoversTheTokenExchange: the App's installation-token request (which Git
+// over HTTPS uses too) goes through the same pause: a secondary-limit answer to it holds back
+// the REST calls, and nothing more reaches GitHub before the pause ends.
+func TestSecondaryPauseCoversTheTokenExchange(t *testing.T) {
+	s, _, keyFile := appServer(t, githubtest.Options{})
+	clk := newFakeClock()
+	c, err := NewClient(appConfig(s, keyFile), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Inject(githubtest.FaultSpec{Method: "POST", PathPattern: tokenEndpoint, Status: 403, RetryAfter: 10 * time.Minute})
+	ctx := context.Background()
+	if _, err := c.GitToken(ctx); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("GitToken: %v, want ErrRateLimited", err)
+	}
+	if _, err := c.DefaultBranch(ctx); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("a REST read during the pause: %v, want ErrRateLimited", err)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Fatalf("%d requests reached GitHub during the pause, want only the refused token request: %+v", n, s.Requests())
+	}
+	_ = clk.Sleep(ctx, 10*time.Minute)
+	if _, err := c.DefaultBranch(ctx); err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
+}
+
+// metricValue reads a counter or gauge.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.GetCounter().GetValue()
+	}
+	return d.GetGauge().GetValue()
 }
