@@ -224,59 +224,66 @@ const maxListPages = 200
 // others); each page is a conditional request (ETag), so an unchanged list spends no rate
 // limit.
 func (c *Client) OpenPullRequests(ctx context.Context, headPrefix string) ([]*gh.PullRequest, error) {
-	op := "list open pull requests from " + headPrefix + "*"
-	opts := &gh.PullRequestListOptions{State: "open", Sort: "created", Direction: "asc", ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
 	var out []*gh.PullRequest
-	seen := map[int]bool{}
-	for range maxListPages {
-		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
-		if err != nil {
-			return nil, classify(op, err)
-		}
-		for _, pr := range prs {
-			if c.ours(pr, headPrefix) && !seen[pr.GetNumber()] {
-				seen[pr.GetNumber()] = true
+	err := c.eachPullRequest(ctx, "list open pull requests from "+headPrefix+"*", "open", "asc",
+		func(pr *gh.PullRequest) bool {
+			if c.ours(pr, headPrefix) {
 				out = append(out, pr)
 			}
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
-	return nil, &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
+			return true
+		})
+	return out, err
 }
 
 // PullRequestsCreatedSince counts the pull requests of the repository, in any state, whose
 // head branch starts with headPrefix (in the repository itself) and that were created at or
 // after since: what the PR budget counts as new pull requests of the last hour, whatever
-// became of them. It reads the list newest first and stops at the first page that reaches
-// back before since.
+// became of them. It reads the list newest first and stops at the first pull request created
+// before since.
 func (c *Client) PullRequestsCreatedSince(ctx context.Context, headPrefix string, since time.Time) (int, error) {
-	op := "count pull requests from " + headPrefix + "* created since " + since.UTC().Format(time.RFC3339)
-	opts := &gh.PullRequestListOptions{State: "all", Sort: "created", Direction: "desc", ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
 	n := 0
+	err := c.eachPullRequest(ctx, "count pull requests from "+headPrefix+"* created since "+since.UTC().Format(time.RFC3339), "all", "desc",
+		func(pr *gh.PullRequest) bool {
+			if pr.GetCreatedAt().Time.Before(since) {
+				return false
+			}
+			if c.ours(pr, headPrefix) {
+				n++
+			}
+			return true
+		})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// eachPullRequest calls fn with the pull requests in state, sorted by creation in direction,
+// page after page (each once, even if the list moves between pages), until fn returns false
+// or the list ends.
+func (c *Client) eachPullRequest(ctx context.Context, op, state, direction string, fn func(*gh.PullRequest) bool) error {
+	opts := &gh.PullRequestListOptions{State: state, Sort: "created", Direction: direction, ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
 	seen := map[int]bool{}
 	for range maxListPages {
 		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
 		if err != nil {
-			return 0, classify(op, err)
+			return classify(op, err)
 		}
 		for _, pr := range prs {
-			if pr.GetCreatedAt().Time.Before(since) {
-				return n, nil
+			if seen[pr.GetNumber()] {
+				continue
 			}
-			if c.ours(pr, headPrefix) && !seen[pr.GetNumber()] {
-				seen[pr.GetNumber()] = true
-				n++
+			seen[pr.GetNumber()] = true
+			if !fn(pr) {
+				return nil
 			}
 		}
 		if resp.NextPage == 0 {
-			return n, nil
+			return nil
 		}
 		opts.Page = resp.NextPage
 	}
-	return 0, &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
+	return &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
 }
 
 // ours reports a pull request from a branch of this repository whose name starts with
