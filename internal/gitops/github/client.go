@@ -244,7 +244,7 @@ func (c *Client) PullRequestsCreatedSince(ctx context.Context, headPrefix string
 	n := 0
 	err := c.eachPullRequest(ctx, "count pull requests from "+headPrefix+"* created since "+since.UTC().Format(time.RFC3339), "all", "desc",
 		func(pr *gh.PullRequest) bool {
-			if pr.GetCreatedAt().Time.Before(since) {
+			if pr.GetCreatedAt().Before(since) {
 				return false
 			}
 			if c.ours(pr, headPrefix) {

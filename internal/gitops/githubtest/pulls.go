@@ -471,7 +471,7 @@ func (c *call) listPulls() reply {
 	for i := lo; i < len(ps) && i < lo+perPage; i++ {
 		out = append(out, c.s.pullJSONLocked(c.repo, ps[i], false))
 	}
-	if link := pageLinks(c.s.api()+c.r.URL.Path[strings.Index(c.r.URL.Path, "/repos/"):], q, page, (len(ps)+perPage-1)/perPage); link != "" {
+	if link := pageLinks(c.s.api()+"/repos/"+c.repo.owner+"/"+c.repo.name+"/pulls", q, page, (len(ps)+perPage-1)/perPage); link != "" {
 		c.header.Set("Link", link)
 	}
 	return ok(200, out)
