@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -171,5 +172,29 @@ func TestListingKustosPullRequests(t *testing.T) {
 				t.Errorf("read %d pages, want %d", got, tt.wantPages)
 			}
 		})
+	}
+}
+
+// TestWriteBudgetIsARetryTime: a Client call the hourly write budget holds back is
+// ErrRateLimited with the time to try again (the pipeline requeues until then), sent nowhere.
+func TestWriteBudgetIsARetryTime(t *testing.T) {
+	c, s, clk, sha := limitedServerClient(t, WithWriteRate(0, 4), WithMutationInterval(0))
+	first := clk.Now() // the tree and the commit of limitedServerClient were written now
+	ctx := context.Background()
+	for _, b := range []string{"kustos/a", "kustos/b"} {
+		if _, err := c.CreateRef(ctx, b, sha); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := s.CountRequests("POST", "")
+	_, err := c.CreateRef(ctx, "kustos/c", sha)
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("5th write: %v, want ErrRateLimited", err)
+	}
+	if at, ok := RetryAt(err); !ok || !at.Equal(first.Add(time.Hour)) {
+		t.Errorf("RetryAt = %v, %v; want %v (an hour after the first write)", at, ok, first.Add(time.Hour))
+	}
+	if got := s.CountRequests("POST", ""); got != writes {
+		t.Errorf("the held-back write reached GitHub")
 	}
 }
