@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 )
@@ -48,6 +49,9 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(&s)
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	creds, err := newCredentials(cfg, s.chain(), s.clock, s.credentialRecheck)
 	if err != nil {
@@ -207,6 +211,88 @@ func (c *Client) FindPRs(ctx context.Context, head, state string) ([]*gh.PullReq
 		}
 	}
 	return out, nil
+}
+
+// maxListPages bounds the pages one listing reads (100 pull requests each), so that a server
+// whose Link header never ends cannot hold a caller forever.
+const maxListPages = 200
+
+// OpenPullRequests returns every open pull request of the repository whose head branch starts
+// with headPrefix and lives in the repository itself (not a fork), oldest first: what the PR
+// budget counts as Kustos's open pull requests. It reads every page (100 a page, oldest
+// first, so that a pull request opened meanwhile lands on a later page rather than moving the
+// others); each page is a conditional request (ETag), so an unchanged list spends no rate
+// limit.
+func (c *Client) OpenPullRequests(ctx context.Context, headPrefix string) ([]*gh.PullRequest, error) {
+	var out []*gh.PullRequest
+	err := c.eachPullRequest(ctx, "list open pull requests from "+headPrefix+"*", "open", "asc",
+		func(pr *gh.PullRequest) bool {
+			if c.ours(pr, headPrefix) {
+				out = append(out, pr)
+			}
+			return true
+		})
+	return out, err
+}
+
+// PullRequestsCreatedSince counts the pull requests of the repository, in any state, whose
+// head branch starts with headPrefix (in the repository itself) and that were created at or
+// after since: what the PR budget counts as new pull requests of the last hour, whatever
+// became of them. It reads the list newest first and stops at the first pull request created
+// before since.
+func (c *Client) PullRequestsCreatedSince(ctx context.Context, headPrefix string, since time.Time) (int, error) {
+	n := 0
+	err := c.eachPullRequest(ctx, "count pull requests from "+headPrefix+"* created since "+since.UTC().Format(time.RFC3339), "all", "desc",
+		func(pr *gh.PullRequest) bool {
+			if pr.GetCreatedAt().Before(since) {
+				return false
+			}
+			if c.ours(pr, headPrefix) {
+				n++
+			}
+			return true
+		})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// eachPullRequest calls fn with the pull requests in state, sorted by creation in direction,
+// page after page (each once, even if the list moves between pages), until fn returns false
+// or the list ends.
+func (c *Client) eachPullRequest(ctx context.Context, op, state, direction string, fn func(*gh.PullRequest) bool) error {
+	opts := &gh.PullRequestListOptions{State: state, Sort: "created", Direction: direction, ListOptions: gh.ListOptions{PerPage: maxFindPRs}}
+	seen := map[int]bool{}
+	for range maxListPages {
+		prs, resp, err := c.gh.PullRequests.List(ctx, c.owner, c.repo, opts)
+		if err != nil {
+			return classify(op, err)
+		}
+		for _, pr := range prs {
+			if seen[pr.GetNumber()] {
+				continue
+			}
+			seen[pr.GetNumber()] = true
+			if !fn(pr) {
+				return nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return &APIError{Op: op, Message: fmt.Sprintf("more than %d pages", maxListPages), kinds: []error{ErrValidation}}
+}
+
+// ours reports a pull request from a branch of this repository whose name starts with
+// headPrefix. A fork's branch of the same name is someone else's; a pull request whose head
+// repository was deleted has none.
+func (c *Client) ours(pr *gh.PullRequest, headPrefix string) bool {
+	head := pr.GetHead()
+	return strings.HasPrefix(head.GetRef(), headPrefix) &&
+		strings.EqualFold(head.GetRepo().GetFullName(), c.owner+"/"+c.repo)
 }
 
 // NewPR describes a pull request to open.

@@ -15,8 +15,14 @@ import (
 // CacheHeader marks a response served from the ETag cache after GitHub answered 304.
 const CacheHeader = "X-Kustos-Cache"
 
-// maxCachedBody bounds one cached body; larger responses are passed through uncached.
-const maxCachedBody = 1 << 20
+// maxCachedBody bounds one cached body; larger responses are passed through uncached. A page
+// of 100 pull requests is about 1.5 MB (each embeds its head and base repositories), and
+// listing Kustos's pull requests for the PR budget should cost no rate limit while nothing
+// changed.
+const maxCachedBody = 4 << 20
+
+// maxCacheBytes bounds the bodies of the whole cache; the least recently used go first.
+const maxCacheBytes = 64 << 20
 
 // etagCache makes every GET conditional: it remembers the last 200 body and ETag per
 // (credential identity, Accept, URL), sends If-None-Match, and turns GitHub's 304 (which costs
@@ -25,10 +31,12 @@ type etagCache struct {
 	next     http.RoundTripper
 	identity string
 	max      int
+	maxBytes int // of all cached bodies (maxCacheBytes)
 
 	mu    sync.Mutex
 	ll    *list.List // front = most recent; values *cacheEntry
 	items map[string]*list.Element
+	bytes int // of the cached bodies
 }
 
 type cacheEntry struct {
@@ -39,7 +47,7 @@ type cacheEntry struct {
 }
 
 func newETagCache(next http.RoundTripper, maxEntries int, identity string) *etagCache {
-	return &etagCache{next: next, identity: identity, max: maxEntries, ll: list.New(), items: map[string]*list.Element{}}
+	return &etagCache{next: next, identity: identity, max: maxEntries, maxBytes: maxCacheBytes, ll: list.New(), items: map[string]*list.Element{}}
 }
 
 func (c *etagCache) key(req *http.Request) string {
@@ -65,15 +73,18 @@ func (c *etagCache) put(e *cacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[e.key]; ok {
+		c.bytes += len(e.body) - len(el.Value.(*cacheEntry).body)
 		el.Value = e
 		c.ll.MoveToFront(el)
-		return
+	} else {
+		c.items[e.key] = c.ll.PushFront(e)
+		c.bytes += len(e.body)
 	}
-	c.items[e.key] = c.ll.PushFront(e)
-	for c.ll.Len() > c.max {
+	for c.ll.Len() > c.max || (c.bytes > c.maxBytes && c.ll.Len() > 1) {
 		old := c.ll.Back()
 		c.ll.Remove(old)
 		delete(c.items, old.Value.(*cacheEntry).key)
+		c.bytes -= len(old.Value.(*cacheEntry).body)
 	}
 }
 
@@ -83,6 +94,7 @@ func (c *etagCache) remove(k string) {
 	if el, ok := c.items[k]; ok {
 		c.ll.Remove(el)
 		delete(c.items, k)
+		c.bytes -= len(el.Value.(*cacheEntry).body)
 	}
 }
 

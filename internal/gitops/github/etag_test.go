@@ -118,3 +118,31 @@ func TestETagCacheSkipsNonGET(t *testing.T) {
 		t.Errorf("non-GET cached: len=%d inm=%q", cache.Len(), srv.inm)
 	}
 }
+
+// TestETagCacheBoundsBytes: the least recently used bodies go when the cache's bodies
+// together pass the byte bound, however few entries there are.
+func TestETagCacheBoundsBytes(t *testing.T) {
+	srv := &etagServer{version: map[string]int{}, notFound: map[string]bool{}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	cache := newETagCache(http.DefaultTransport, 100, "id")
+	one := len(fmt.Sprintf(`{"path":%q,"version":%d}`, "/a", 0))
+	cache.maxBytes = 2*one + 1
+	for _, p := range []string{"/a", "/b", "/c", "/c"} {
+		req, _ := http.NewRequest("GET", hs.URL+p, http.NoBody)
+		if _, err := roundTrip(cache, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cache.Len() != 2 || cache.get(cache.key(mustGET(hs.URL+"/a"))) != nil {
+		t.Errorf("cache holds %d entries (want /b and /c; /a evicted by the byte bound)", cache.Len())
+	}
+	if cache.bytes != 2*one {
+		t.Errorf("cache counts %d bytes, want %d", cache.bytes, 2*one)
+	}
+}
+
+func mustGET(url string) *http.Request {
+	req, _ := http.NewRequest("GET", url, http.NoBody)
+	return req
+}

@@ -31,10 +31,31 @@ var (
 		Name: "kustos_github_retries_total",
 		Help: "GitHub requests retried, by reason (network, server_error, rate_limit, secondary_rate_limit).",
 	}, []string{"reason"})
+
+	writeTokens = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_github_write_tokens_available",
+		Help: "Content-creating GitHub requests the client may send now without waiting, by window: minute (the paced rate's bucket) and hour (the hourly budget).",
+	}, []string{"window"})
+
+	waitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kustos_github_wait_seconds",
+		Help:    "Waits of GitHub requests before they were sent, by reason: write_rate, write_budget (pacing of content-creating requests), in_flight (the cap on concurrent requests), secondary_rate_limit, rate_limit (GitHub's answers).",
+		Buckets: []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 3600},
+	}, []string{"reason"})
+
+	deferredTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_github_requests_deferred_total",
+		Help: "GitHub requests not sent because the wait would have been longer than the maximum rate-limit wait (the caller retries at the reset), by reason: write_rate, write_budget, secondary_rate_limit, rate_limit.",
+	}, []string{"reason"})
+
+	inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kustos_github_requests_in_flight",
+		Help: "GitHub requests on the wire now (sent, response not read to the end).",
+	})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(apiCalls, rateLimitRemaining, errorsTotal, retriesTotal)
+	ctrlmetrics.Registry.MustRegister(apiCalls, rateLimitRemaining, errorsTotal, retriesTotal, writeTokens, waitSeconds, deferredTotal, inFlight)
 }
 
 // instrumented counts every attempt and records rate-limit headers. It sits just above the

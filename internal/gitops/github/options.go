@@ -1,6 +1,7 @@
 package github
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -16,6 +17,14 @@ const (
 	DefaultSecondaryRetryAfter = 60 * time.Second
 	DefaultCacheEntries        = 1000
 	DefaultMutationInterval    = time.Second
+	// DefaultWritesPerMinute and DefaultWritesPerHour pace content-creating requests below
+	// GitHub's secondary limits of 80 a minute and 500 an hour (see writePacer: with the
+	// bucket's burst of a quarter minute, at most 75 writes leave in any minute).
+	DefaultWritesPerMinute = 60
+	DefaultWritesPerHour   = 450
+	// DefaultMaxInFlight caps the requests of one client on the wire at once (GitHub allows
+	// 100 concurrent requests per App installation or token).
+	DefaultMaxInFlight = 8
 )
 
 // settings configures the transport chain; Options change it.
@@ -33,6 +42,9 @@ type settings struct {
 	mutationInterval  time.Duration
 	identity          string
 	credentialRecheck time.Duration
+	writesPerMinute   int
+	writesPerHour     int
+	maxInFlight       int
 }
 
 func defaultSettings() settings {
@@ -49,6 +61,9 @@ func defaultSettings() settings {
 		cacheEntries:      DefaultCacheEntries,
 		mutationInterval:  DefaultMutationInterval,
 		credentialRecheck: DefaultCredentialRecheck,
+		writesPerMinute:   DefaultWritesPerMinute,
+		writesPerHour:     DefaultWritesPerHour,
+		maxInFlight:       DefaultMaxInFlight,
 	}
 }
 
@@ -99,6 +114,21 @@ func WithMutationInterval(d time.Duration) Option {
 	return func(s *settings) { s.mutationInterval = d }
 }
 
+// WithWriteRate paces the client's content-creating requests (every method but GET, HEAD
+// and OPTIONS; the App's token exchange excepted): at most perMinute a minute, with a burst of
+// a quarter of that, and at most perHour in any hour (defaults 60 and 450, below GitHub's
+// secondary limits of 80 and 500). A write that would wait for the hourly budget longer than
+// the maximum rate-limit wait fails with *RateLimitError{Secondary: true} whose Reset is when
+// a write is free. 0 turns that limit off (tests, or a GitHub Enterprise Server without
+// secondary limits); NewClient refuses negative values.
+func WithWriteRate(perMinute, perHour int) Option {
+	return func(s *settings) { s.writesPerMinute, s.writesPerHour = perMinute, perHour }
+}
+
+// WithMaxInFlight caps how many requests (reads too) the client has on the wire at once
+// (default 8; 0 turns the cap off). NewClient refuses a negative value.
+func WithMaxInFlight(n int) Option { return func(s *settings) { s.maxInFlight = n } }
+
 // WithCredentialRecheck sets how long a refusal of the App's credentials by the token
 // endpoint is remembered before the exchange is tried again (default 1 min).
 func WithCredentialRecheck(d time.Duration) Option {
@@ -110,20 +140,38 @@ func WithCredentialRecheck(d time.Duration) Option {
 func WithCacheIdentity(id string) Option { return func(s *settings) { s.identity = id } }
 
 // NewChain returns the resilience chain over the base transport, outermost first:
-// serialize mutations → ETag cache → retries and rate limits → per-attempt timeout →
-// metrics → base. Credentials go on top of it (see NewClient).
+// serialize mutations → ETag cache → retries and rate limits → pacing (write budget, requests
+// in flight, the secondary-limit pause) → per-attempt timeout → metrics → base. Credentials go
+// on top of it (see NewClient). It panics on a negative rate or cap (NewClient returns an
+// error instead).
 func NewChain(opts ...Option) http.RoundTripper {
 	s := defaultSettings()
 	for _, o := range opts {
 		o(&s)
 	}
+	if err := s.validate(); err != nil {
+		panic(err)
+	}
 	return s.chain()
 }
 
+// validate refuses settings no request could be paced by.
+func (s settings) validate() error {
+	switch {
+	case s.writesPerMinute < 0 || s.writesPerHour < 0:
+		return fmt.Errorf("github: write rate %d a minute, %d an hour: must not be negative (0 turns a limit off)", s.writesPerMinute, s.writesPerHour)
+	case s.maxInFlight < 0:
+		return fmt.Errorf("github: %d requests in flight: must not be negative (0 turns the cap off)", s.maxInFlight)
+	}
+	return nil
+}
+
 func (s settings) chain() http.RoundTripper {
+	limits := newRateLimits()
 	var rt http.RoundTripper = &instrumented{next: s.base}
 	rt = &timeoutTransport{next: rt, timeout: s.timeout}
-	rt = &retryTransport{next: rt, s: s, limits: newRateLimits()}
+	rt = newPacedTransport(rt, s, limits)
+	rt = &retryTransport{next: rt, s: s, limits: limits}
 	if s.cacheEntries > 0 {
 		rt = newETagCache(rt, s.cacheEntries, s.identity)
 	}

@@ -164,8 +164,10 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if wait > t.s.maxWait {
 				closeBody(req)
+				deferredTotal.WithLabelValues(limitReason(rl)).Inc()
 				return nil, rl
 			}
+			waitSeconds.WithLabelValues(limitReason(rl)).Observe(wait.Seconds())
 			if err := waitOutsideSlot(ctx, clock, wait); err != nil {
 				closeBody(req)
 				return nil, err
@@ -181,7 +183,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var reason string
 		switch {
 		case err != nil:
-			if ctx.Err() != nil || last || !(safe || neverSent(err)) {
+			var paced *RateLimitError
+			if errors.As(err, &paced) || ctx.Err() != nil || last || !(safe || neverSent(err)) {
+				// The pacer underneath refused to wait that long: requeue, do not retry.
 				return nil, err
 			}
 			wait, reason = t.backoff(attempt), "network"
@@ -199,12 +203,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				}
 				if limitWait > t.s.maxWait {
 					drain(resp)
+					deferredTotal.WithLabelValues(kind).Inc()
 					return nil, &RateLimitError{Reset: reset, Resource: resp.Header.Get("X-RateLimit-Resource"), Secondary: kind == "secondary_rate_limit"}
 				}
 				if last {
 					return resp, nil
 				}
 				wait, reason = limitWait, kind
+				waitSeconds.WithLabelValues(kind).Observe(wait.Seconds())
 			case "server_error":
 				if last || !safe {
 					return resp, nil
@@ -222,6 +228,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// limitReason is the metric label of a rate-limit wait.
+func limitReason(rl *RateLimitError) string {
+	if rl.Secondary {
+		return "secondary_rate_limit"
+	}
+	return "rate_limit"
 }
 
 // classify tells whether resp is a rate-limit or server error, and how long to wait.

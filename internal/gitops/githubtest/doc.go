@@ -30,7 +30,8 @@
 //	POST   /repos/{owner}/{repo}/git/commits               (verification.verified: true)
 //	POST   /repos/{owner}/{repo}/git/trees                 (base_tree, nested paths, sha: null deletes)
 //	GET    /repos/{owner}/{repo}/contents/{path}?ref=
-//	GET    /repos/{owner}/{repo}/pulls?state=&head=&base=
+//	GET    /repos/{owner}/{repo}/pulls?state=&head=&base=&sort=&direction=&per_page=&page=
+//	       (sort created or updated; a Link header with next/last/prev/first, as GitHub)
 //	POST   /repos/{owner}/{repo}/pulls                     (422 "A pull request already exists for o:b.")
 //	GET    /repos/{owner}/{repo}/pulls/{pull_number}       (mergeable null first, ETag/If-None-Match → 304)
 //	PATCH  /repos/{owner}/{repo}/pulls/{pull_number}
@@ -55,6 +56,22 @@
 // Git), and one narrowed to permissions gets 403 "Resource not accessible by integration" from
 // an endpoint needing more (each route names the permissions it needs; fetching needs
 // contents: read, pushing contents: write). [Server.Token] has all of the installation's.
+//
+// # Secondary rate limits
+//
+// The server enforces GitHub's secondary rate limits on REST calls ([SecondaryLimits], by
+// default GitHub's numbers): at most 100 requests in progress at once, 80 content-creating
+// requests (POST, PATCH, PUT, DELETE; the token exchange excepted) in any minute and 500 in any
+// hour, and 900 points per endpoint (method and path template) in any minute, a read costing 1
+// and a write 5. A request over a limit gets GitHub's answer: 403 with "You have exceeded a
+// secondary rate limit…", its documentation_url and Retry-After (seconds until the window
+// frees; 60 for concurrency), checked against the contract like any other error answer. It
+// does nothing and is not counted in the windows.
+// [Server.SecondaryLimited] and [Server.SecondaryLimitedBy] count them, and the request log
+// names the limit (Request.Limited), so a test or a bench can assert that a client met none.
+// The windows run on [Options].Now, which a test shares with a client's fake clock to pace
+// hours of traffic in a second; the same clock stamps pull requests, statuses, check runs and
+// comments (created_at, updated_at). Git over HTTP is not limited.
 //
 // # Contract checking
 //

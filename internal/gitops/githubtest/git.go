@@ -127,6 +127,22 @@ func (r *repo) branchSHA(branch string) string {
 	return strings.TrimSpace(out)
 }
 
+// branchSHAs returns the commit of every branch, by name (nil when git fails).
+func (r *repo) branchSHAs() map[string]string {
+	out, err := r.git(nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		sha, ref, ok := strings.Cut(line, " ")
+		if ok {
+			m[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		}
+	}
+	return m
+}
+
 func (r *repo) objectType(sha string) string {
 	out, err := r.git(nil, "cat-file", "-t", sha)
 	if err != nil {

@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"errors"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,8 @@ type PullRequest struct {
 	// Mergeable is nil until computed for the current head and base.
 	Mergeable      *bool
 	MergeableState string
+	// Created is when it was opened, by the server's clock (Options.Now).
+	Created time.Time
 }
 
 type commitStatus struct {
@@ -107,7 +110,7 @@ func (s *Server) SetCheck(owner, name, sha, checkName, state string) {
 	if r.checks[sha] == nil {
 		r.checks[sha] = map[string]*checkRun{}
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	cr := r.checks[sha][checkName]
 	if cr == nil {
 		s.nextID++
@@ -132,7 +135,7 @@ func (s *Server) SetStatus(owner, name, sha, context, state string) {
 	if r.statuses[sha] == nil {
 		r.statuses[sha] = map[string]*commitStatus{}
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	st := r.statuses[sha][context]
 	if st == nil {
 		s.nextID++
@@ -153,7 +156,7 @@ func (s *Server) ClosePR(owner, name string, number int) {
 		return // not reached: Fatalf does not return (see TB)
 	}
 	if p.state == "open" {
-		now := time.Now().UTC()
+		now := s.now().UTC()
 		p.state, p.closedAt, p.updated = "closed", &now, now
 	}
 }
@@ -180,6 +183,7 @@ func (s *Server) PR(owner, name string, number int) (PullRequest, bool) {
 		Number: p.number, Title: p.title, Body: p.body, State: p.state, Head: p.head, Base: p.base,
 		HeadSHA: p.headSHA, BaseSHA: p.baseSHA, Merged: p.merged, MergeCommitSHA: p.mergeSHA,
 		Labels: append([]string(nil), p.labels...), Comments: comments, Mergeable: m, MergeableState: st,
+		Created: p.created,
 	}, true
 }
 
@@ -217,11 +221,17 @@ func (r *repo) refreshPulls(s *Server) {
 		}
 	}
 	s.mu.Unlock()
+	if len(open) == 0 {
+		return
+	}
+	// One git process for every branch: a process per pull request made each call cost
+	// O(open pull requests) processes, which a bench with hundreds of them cannot afford.
+	heads := r.branchSHAs()
 	for _, p := range open {
 		s.mu.Lock()
 		head, base := p.head, p.base
 		s.mu.Unlock()
-		hs, bs := r.branchSHA(head), r.branchSHA(base)
+		hs, bs := heads[head], heads[base]
 		s.mu.Lock()
 		if p.state != "open" {
 			// Merged or closed since it was listed (the lock was let go to read the branches):
@@ -231,7 +241,7 @@ func (r *repo) refreshPulls(s *Server) {
 			continue
 		}
 		if hs != "" && hs != p.headSHA {
-			p.headSHA, p.updated = hs, time.Now().UTC()
+			p.headSHA, p.updated = hs, s.now().UTC()
 		}
 		if bs != "" {
 			p.baseSHA = bs
@@ -428,12 +438,25 @@ func (c *call) listPulls() reply {
 		}
 		ps = append(ps, p)
 	}
-	desc := q.Get("direction") != "asc"
-	sort.SliceStable(ps, func(i, j int) bool {
-		if desc {
-			return ps[i].number > ps[j].number
+	// sort: created (the default; pull request numbers follow creation) or updated; GitHub's
+	// popularity and long-running need activity the fake does not keep, so they sort as
+	// created. direction, as GitHub: desc by default for created, asc for the others.
+	by, dir := q.Get("sort"), q.Get("direction")
+	if dir == "" {
+		dir = "asc"
+		if by == "" || by == "created" {
+			dir = "desc"
 		}
-		return ps[i].number < ps[j].number
+	}
+	less := func(a, b *pull) bool { return a.number < b.number }
+	if by == "updated" {
+		less = func(a, b *pull) bool { return a.updated.Before(b.updated) }
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		if dir == "desc" {
+			return less(ps[j], ps[i])
+		}
+		return less(ps[i], ps[j])
 	})
 	perPage, _ := strconv.Atoi(q.Get("per_page"))
 	if perPage <= 0 || perPage > 100 {
@@ -448,7 +471,34 @@ func (c *call) listPulls() reply {
 	for i := lo; i < len(ps) && i < lo+perPage; i++ {
 		out = append(out, c.s.pullJSONLocked(c.repo, ps[i], false))
 	}
+	if link := pageLinks(c.s.api()+"/repos/"+c.repo.owner+"/"+c.repo.name+"/pulls", q, page, (len(ps)+perPage-1)/perPage); link != "" {
+		c.header.Set("Link", link)
+	}
 	return ok(200, out)
+}
+
+// pageLinks is GitHub's Link header for page of last pages at base with query q: next and
+// last after a page that is not the last, first and prev after one that is not the first.
+func pageLinks(base string, q url.Values, page, last int) string {
+	at := func(n int) string {
+		v := url.Values{}
+		for k, vs := range q {
+			v[k] = append([]string(nil), vs...)
+		}
+		v.Set("page", strconv.Itoa(n))
+		return "<" + base + "?" + v.Encode() + ">"
+	}
+	var parts []string
+	if page > 1 {
+		parts = append(parts, at(page-1)+`; rel="prev"`)
+	}
+	if page < last {
+		parts = append(parts, at(page+1)+`; rel="next"`, at(last)+`; rel="last"`)
+	}
+	if page > 1 {
+		parts = append(parts, at(1)+`; rel="first"`)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (c *call) createPull() reply {
@@ -491,7 +541,7 @@ func (c *call) createPull() reply {
 				"message": "A pull request already exists for " + c.repo.owner + ":" + headBranch + "."})
 		}
 	}
-	now := time.Now().UTC()
+	now := c.s.now().UTC()
 	c.s.nextID++
 	p := &pull{
 		number: len(c.repo.pulls) + 1, id: c.s.nextID, title: in.Title, body: in.Body, state: "open",
@@ -570,7 +620,7 @@ func (c *call) updatePull() reply {
 	if p.merged && (in.State != nil || in.Base != nil) {
 		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "Cannot change a merged pull request"})
 	}
-	now := time.Now().UTC()
+	now := c.s.now().UTC()
 	if in.Title != nil {
 		p.title = *in.Title
 	}
@@ -695,7 +745,7 @@ func (c *call) mergePull() reply {
 	if in.MergeMethod == "merge" {
 		parents = append(parents, headSHA)
 	}
-	now := time.Now().UTC()
+	now := c.s.now().UTC()
 	bot := ident{Name: c.s.opts.AppSlug + "[bot]", Email: "4242+" + c.s.opts.AppSlug + "[bot]@users.noreply.github.com", Date: ts(now)}
 	sha, err := c.repo.commitTree(tree, parents, message, bot, ident{Name: "GitHub", Email: "noreply@github.com", Date: ts(now)})
 	if err != nil {
@@ -879,7 +929,7 @@ func (c *call) updateBranch() reply {
 	if conflict {
 		return validationFailed(doc, map[string]any{"resource": "PullRequest", "code": "custom", "message": "merge conflict between base and head"})
 	}
-	now := time.Now().UTC()
+	now := c.s.now().UTC()
 	bot := ident{Name: c.s.opts.AppSlug + "[bot]", Email: "4242+" + c.s.opts.AppSlug + "[bot]@users.noreply.github.com", Date: ts(now)}
 	sha, err := c.repo.commitTree(tree, []string{headSHA, baseSHA}, "Merge branch '"+base+"' into "+head, bot, ident{Name: "GitHub", Email: "noreply@github.com", Date: ts(now)})
 	if err != nil {
@@ -918,7 +968,7 @@ func (c *call) createComment() reply {
 		return ghError(404, "Not Found", doc)
 	}
 	c.s.nextID++
-	cm := &comment{id: c.s.nextID, number: n, body: *in.Body, created: time.Now().UTC()}
+	cm := &comment{id: c.s.nextID, number: n, body: *in.Body, created: c.s.now().UTC()}
 	c.repo.comments = append(c.repo.comments, cm)
 	u := c.s.api() + "/repos/" + c.repo.owner + "/" + c.repo.name
 	self := u + "/issues/comments/" + strconv.FormatInt(cm.id, 10)

@@ -44,6 +44,14 @@ type Options struct {
 	// ContractErrorf reports contract violations; default t.Errorf. Tests of the checker
 	// replace it.
 	ContractErrorf func(format string, args ...any)
+	// Limits are the secondary rate limits the server enforces; the zero value is GitHub's
+	// (see SecondaryLimits).
+	Limits SecondaryLimits
+	// Now is the server's clock for the windows of Limits and the times of pull requests,
+	// statuses, check runs and comments (created_at, updated_at, …); default time.Now. A test
+	// pacing a client on a fake clock gives the server the same clock. Installation tokens
+	// expire by the real time.
+	Now func() time.Time
 }
 
 // Request is one entry of the request log.
@@ -58,6 +66,8 @@ type Request struct {
 	Status int
 	// Faulted is true when the response came from Inject.
 	Faulted bool
+	// Limited names the secondary limit that refused the request (LimitConcurrent, …), or "".
+	Limited string
 	// Git is true for smart HTTP (clone/fetch/push) requests.
 	Git bool
 }
@@ -80,6 +90,7 @@ type Server struct {
 	opts     Options
 	srv      *httptest.Server
 	contract *Contract
+	lim      *limiter
 	root     string // GIT_PROJECT_ROOT
 	backend  string // git-http-backend
 	started  time.Time
@@ -134,6 +145,7 @@ func New(t TB, opts Options) *Server {
 		t:             t,
 		opts:          opts,
 		contract:      c,
+		lim:           newLimiter(opts.Limits),
 		root:          t.TempDir(),
 		backend:       backend,
 		started:       time.Now(),
@@ -265,9 +277,11 @@ type call struct {
 type reply struct {
 	status int
 	v      any
+	// limited names the secondary limit that answered (for the request log).
+	limited string
 }
 
-func ok(status int, v any) reply { return reply{status, v} }
+func ok(status int, v any) reply { return reply{status: status, v: v} }
 
 // rawBody is a reply body sent as is (custom media types such as application/vnd.github.raw).
 type rawBody struct {
@@ -286,14 +300,14 @@ func ghError(status int, message, doc string) reply {
 	if doc == "" {
 		doc = docsBase
 	}
-	return reply{status, map[string]any{"message": message, "documentation_url": doc, "status": strconv.Itoa(status)}}
+	return reply{status: status, v: map[string]any{"message": message, "documentation_url": doc, "status": strconv.Itoa(status)}}
 }
 
 func notFound() reply { return ghError(404, "Not Found", docsBase) }
 
 // validationFailed is GitHub's 422 body with one error entry.
 func validationFailed(doc string, e map[string]any) reply {
-	return reply{422, map[string]any{
+	return reply{status: 422, v: map[string]any{
 		"message":           "Validation Failed",
 		"errors":            []any{e},
 		"documentation_url": doc,
@@ -320,7 +334,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 
-	// Faults come first: GitHub's front end answers before the application does.
+	// Secondary limits come first: GitHub's front end answers before the application does.
+	if reason, wait := s.lim.admit(r.Method, rt.template, s.now()); reason != "" {
+		res, hdr := s.secondaryLimitReply(reason, wait)
+		s.writeREST(w, r, rt.template, params, res, hdr)
+		return
+	}
+	defer s.lim.done()
+
+	// Then faults, for the same reason.
 	if f := s.takeFault(r.Method, rt.template, p); f != nil {
 		if f.Delay > 0 {
 			select {
@@ -431,7 +453,7 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, template stri
 	// Logged before the client can see the response, so a test counting calls right after a
 	// call returns sees it.
 	if template != "" {
-		s.logRequest(Request{Method: r.Method, Path: template, URL: r.URL.RequestURI(), Status: status})
+		s.logRequest(Request{Method: r.Method, Path: template, URL: r.URL.RequestURI(), Status: status, Limited: res.limited})
 	}
 	for k, v := range hdr {
 		w.Header()[k] = v
