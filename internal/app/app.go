@@ -83,6 +83,9 @@ type PROptions struct {
 	GroupWindow time.Duration
 	// MaxOpenPRs is --max-open-prs and MaxNewPRsPerHour --max-new-prs-per-hour; 0: no limit.
 	MaxOpenPRs, MaxNewPRsPerHour int
+	// BudgetRefresh is how long GitHub's count of Kustos's pull requests is trusted (0: 30 s);
+	// a waiting proposal asks again every half of it. Tests shorten it.
+	BudgetRefresh time.Duration
 	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
 	CloneURL string
 	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
@@ -255,7 +258,12 @@ func newPRMode(o Options) (*prMode, error) {
 	}
 	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, AfterPropose: p.AfterPropose, Now: o.Now,
+	var budget *group.Budget
+	if p.MaxOpenPRs > 0 || p.MaxNewPRsPerHour > 0 {
+		budget = &group.Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour,
+			Refresh: p.BudgetRefresh, Recheck: p.BudgetRefresh / 2, Now: o.Now}
+	}
+	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: p.AfterPropose, Now: o.Now,
 		Log: o.Log.WithName("proposals")}, gh: gc}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -27,6 +28,11 @@ type Writer interface {
 }
 
 var _ Writer = (*pr.Writer)(nil)
+
+var (
+	_ Forge   = (*github.Client)(nil)
+	_ Counter = (*github.Client)(nil)
+)
 
 // Forge closes and comments on pull requests (*github.Client).
 type Forge interface {

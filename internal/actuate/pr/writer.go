@@ -137,6 +137,15 @@ func (w *Writer) Branch(c lifecycle.Change) string {
 	return strings.Join(parts, "/")
 }
 
+// BranchPrefix is what every branch of this Writer starts with, "kustos/<cluster>/": the
+// pull requests it names are Kustos's own in this cluster.
+func (w *Writer) BranchPrefix() string {
+	if w.cfg.Cluster != "" {
+		return "kustos/" + refComponent(w.cfg.Cluster) + "/"
+	}
+	return "kustos/"
+}
+
 // BaseBranch returns the configured base branch or, once, the repository's default branch.
 func (w *Writer) BaseBranch(ctx context.Context) (string, error) {
 	w.mu.Lock()
