@@ -213,3 +213,106 @@ func TestCleanerGroupedPR(t *testing.T) {
 	g.waitPR(t, "the pull request merged", func(p githubtest.PullRequest) bool { return p.Merged })
 	g.onePR(t, 2*time.Second)
 }
+
+// TestPRBudget: with --max-open-prs=2, two namespaces' pauses open their pull requests; three
+// more groups fall due (a pause, then two removals) and wait, each with a ProposalQueued Event;
+// as pull requests merge, the waiting ones go most urgent first — the removals, oldest first,
+// then the pause that waited longest — and never more than two are open.
+func TestPRBudget(t *testing.T) {
+	names := []string{"p1", "p2", "r1", "r2", "p3"}
+	ns := map[string]string{}
+	for _, n := range names {
+		ns[n] = newNamespace(t, "budget-"+n, nil)
+	}
+	g := newGitOps(t, ns["p1"])
+	g.s.SetRequiredChecks(ghOwner, ghRepo, "ci/validate")
+	files := map[string]string{"clusters/e2e/kustomization.yaml": "resources:\n"}
+	for _, n := range names {
+		files["clusters/e2e/kustomization.yaml"] += "  - " + ns[n] + "\n"
+		dir := "clusters/e2e/" + ns[n] + "/"
+		files[dir+"kustomization.yaml"] = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns[n] + "\nresources:\n  - env.yaml\n"
+		onExpiry := "delete"
+		if n[0] == 'p' {
+			onExpiry = "pause"
+		}
+		files[dir+"env.yaml"] = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: env\n  annotations:\n    kustos.io/owner: ci@example.com\n" +
+			"    kustos.io/ttl: 3s\n    kustos.io/on-expiry: " + onExpiry + "\nspec:\n  replicas: 2\n"
+	}
+	g.s.PushBaseCommit(ghOwner, ghRepo, "main", "five environments", files)
+	create := func(n string) {
+		a := map[string]string{expiry.AnnotationOwner: "ci@example.com", expiry.AnnotationTTL: "3s"}
+		if n[0] == 'p' {
+			a[expiry.AnnotationOnExpiry] = "pause"
+		}
+		newEnvironmentOf(t, ns[n], "env", 2, a)
+	}
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		o.PR.MaxOpenPRs, o.PR.BudgetRefresh = 2, 2*time.Second
+		expiryOptions(o)
+	}))
+	dumpOnFailure(t, k)
+	prOf := func(n string) (githubtest.PullRequest, bool) {
+		for _, p := range g.prs() {
+			if strings.HasSuffix(p.Head, "/group-namespace/"+ns[n]) {
+				return p, true
+			}
+		}
+		return githubtest.PullRequest{}, false
+	}
+	openPRs := func() int {
+		n := 0
+		for _, p := range g.prs() {
+			if p.State == "open" {
+				n++
+			}
+		}
+		if n > 2 {
+			t.Fatalf("%d pull requests open with --max-open-prs=2: %v", n, titles(g.prs()))
+		}
+		return n
+	}
+
+	create("p1")
+	create("p2")
+	eventually(t, "the two pauses proposed", func() bool { _, a := prOf("p1"); _, b := prOf("p2"); return a && b })
+	// One after the other: the pause p3 waits longest, then r1, then r2. The removals still go
+	// first (more urgent), r1 before r2 (longer waiting).
+	for _, n := range []string{"p3", "r1", "r2"} {
+		create(n)
+		e := waitEvents(t, ns[n], pipeline.ReasonQueued, 1)[0]
+		if !strings.Contains(e.Message, "--max-open-prs=2") {
+			t.Errorf("%s: ProposalQueued %q", n, e.Message)
+		}
+		if _, ok := prOf(n); ok {
+			t.Fatalf("%s has a pull request while two are open", n)
+		}
+	}
+	// CI passes on one pull request at a time; each merge makes room for the next.
+	merge := func(n string) {
+		p, _ := prOf(n)
+		g.s.SetCheck(ghOwner, ghRepo, p.HeadSHA, "ci/validate", "success")
+		eventually(t, n+"'s pull request merged", func() bool { q, _ := prOf(n); openPRs(); return q.Merged })
+	}
+	next := func(want string) {
+		eventually(t, want+" proposed next", func() bool {
+			openPRs()
+			_, ok := prOf(want)
+			return ok
+		})
+	}
+	merge("p1")
+	next("r1")
+	merge("p2")
+	next("r2")
+	merge("r1")
+	next("p3")
+	// Pull request numbers follow the order they were opened in.
+	r1, _ := prOf("r1")
+	r2, _ := prOf("r2")
+	p3, _ := prOf("p3")
+	if !(r1.Number < r2.Number && r2.Number < p3.Number) {
+		t.Errorf("opened in the order %v, want r1, r2 (removals, oldest first), then p3 (a pause)", titles(g.prs()))
+	}
+	never(t, ns["p3"], pipeline.ReasonQueued, 1, time.Second)
+}
