@@ -12,8 +12,9 @@ type ProposeOptions struct {
 	// own is a human's, and is never overwritten.
 	Head string
 	// Open: the Key's Lease names an open proposal (an update or a rebuild, not a first
-	// proposal).
-	Open bool
+	// proposal). Queued: the Change waited to be proposed (the actuator looks for a proposal
+	// of it a human closed meanwhile, which the pipeline does not while it waits).
+	Open, Queued bool
 	// Group is the Request's Group: the proposal the Change joins (zero: its own).
 	Group Group
 }

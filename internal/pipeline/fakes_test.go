@@ -68,10 +68,17 @@ func (f *forge) Apply(_ context.Context, c lifecycle.Change, _ time.Time, opts l
 		return lifecycle.Outcome{}, lifecycle.NewError("head "+p.head+" is not Kustos's", lifecycle.ErrForeignCommit)
 	}
 	res := lifecycle.Proposal{}
-	if (p == nil || p.state != lifecycle.ProposalOpen) && f.full != nil {
+	// The budget is asked before anything is written for a decision not yet locked on a
+	// proposal, as the group actuator does (even when a crash left its PR open).
+	if !opts.Open && f.full != nil {
 		q := *f.full
 		f.mu.Unlock()
 		return lifecycle.Outcome{}, &q
+	}
+	if opts.Queued && p != nil && p.state == lifecycle.ProposalClosedByHuman {
+		// It waited, and a human closed its proposal meanwhile (the group actuator's look).
+		f.mu.Unlock()
+		return lifecycle.Outcome{}, fmt.Errorf("%w: #%d", lifecycle.ErrProposalClosed, p.number)
 	}
 	if p == nil || p.state != lifecycle.ProposalOpen {
 		f.next++

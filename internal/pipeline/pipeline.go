@@ -273,7 +273,9 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 	if !s.holder {
 		tracked.proposalGone(p.trackKey(r.req.Key))
 	}
-	if s.proposing && !s.holder && s.pending == pendingOurs {
+	if s.proposing && !s.holder && s.pending == pendingOurs && rec.Queued == "" {
+		// A queued decision is not looked for on the forge at every look (hundreds of them
+		// would spend GitHub's limits on nothing): the actuator looks once, when it may go.
 		_, closed, err := p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
 		if err != nil {
 			return r.forgeError("looking for a closed proposal", err)
@@ -417,6 +419,7 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	opts := r.req.Options
 	opts.Head = r.rec.Head
 	opts.Open = r.rec.Holder != ""
+	opts.Queued = r.rec.Queued != ""
 	opts.Group = r.req.Group
 	out, err := p.Actuator.Apply(ctx, c, decidedAt, opts)
 	var queued *lifecycle.QueuedError
@@ -424,6 +427,11 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 		return r.queued(ctx, c, queued)
 	}
 	tracked.notQueued(p.trackKey(c.Key))
+	if errors.Is(err, lifecycle.ErrProposalClosed) {
+		// A human closed the proposal of this decision while it waited (it reached the forge
+		// before a crash, then queued): declined, never proposed again.
+		return r.declined(ctx)
+	}
 	if err != nil {
 		if reason, ok := findingReason(err); ok {
 			// No actuator can carry this change: say why, show it in observer form, and forget

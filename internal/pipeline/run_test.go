@@ -572,6 +572,14 @@ func TestRun(t *testing.T) {
 					t.Errorf("PRs %d, proposed %+v, events %s (one ProposalQueued per decision)", w.forge.next, p, w.events)
 				}
 			}},
+		{"pr: a decision that opened its PR before a crash, then waited, is declined when a human closed that PR meanwhile", "pr", false,
+			[]step{want(12), crashBefore("Lock"), run("a"), full, run("a"), human("close"), room, run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Pending != "" || r.Holder != "" || r.ClosedValues == "" || w.events.count("Declined") != 1 {
+					t.Errorf("PRs %d, record %+v, events %s", w.forge.next, r, w.events)
+				}
+			}},
 		{"pr: a queued decision of a replica that is gone is taken over by another", "pr", false,
 			[]step{want(12), full, run("a"), die("a"), room, run("b")},
 			func(t *testing.T, w *world) {

@@ -130,6 +130,15 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time
 			return lifecycle.Outcome{}, &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: why, Until: until}
 		}
 	}
+	if opts.Queued {
+		// It waited: a proposal of it opened before a crash may have been closed by a human
+		// meanwhile, and must not be followed by a second one.
+		if n, closed, err := a.Writer.ClosedSince(ctx, c, decidedAt); err != nil {
+			return lifecycle.Outcome{}, err
+		} else if closed {
+			return lifecycle.Outcome{}, fmt.Errorf("%w: #%d", lifecycle.ErrProposalClosed, n)
+		}
+	}
 	res, err := a.Writer.Propose(ctx, c, opts)
 	if err != nil {
 		return lifecycle.Outcome{}, err
