@@ -708,6 +708,9 @@ func (m *prMode) release(ctx context.Context, rec state.Record) error {
 	}
 	_, ns, _ := state.SplitKey(rec.Key)
 	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
+	if rec.Key.IsGroup() {
+		comment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
+	}
 	return m.gh.ClosePR(ctx, n, comment)
 }
 

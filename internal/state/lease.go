@@ -575,6 +575,9 @@ func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context,
 		}
 		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && release != nil {
 			key := lifecycle.Key(l.Annotations[AnnotationKey])
+			if l.Labels[LabelRole] == RoleGroup {
+				key = lifecycle.Key(l.Annotations[AnnotationGroup])
+			}
 			rec, _ := recordFromLease(key, l)
 			if err := release(ctx, rec); err != nil {
 				errs = append(errs, fmt.Errorf("state lease %s/%s holds %s: %w", l.Namespace, l.Name, *l.Spec.HolderIdentity, err))

@@ -391,7 +391,8 @@ func (a *Actuator) ClosedSince(ctx context.Context, c lifecycle.Change, since ti
 // Merge merges the pull request st, pinned to its head.
 func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
 	merged, retry, err := a.Writer.MergeIfReady(ctx, key, st, true)
-	if merged {
+	if merged && st.State == lifecycle.ProposalOpen {
+		// This call merged it (a group's other members find it merged): its room is free.
 		a.forget(st.Number)
 		a.Budget.Released()
 	}

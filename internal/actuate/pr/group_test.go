@@ -17,7 +17,7 @@ import (
 // goldenGroupEnv seeds acme/gitops from testdata/group/<name>/input.
 func goldenGroupEnv(t *testing.T, name string) *env {
 	t.Helper()
-	return newEnvFrom(t, filepath.Join("testdata/group", name, "input"))
+	return newEnvFrom(t, filepath.Join("testdata", "group", name, "input"))
 }
 
 func expiring(ns, name string, op lifecycle.EditOp) lifecycle.Change {
@@ -35,7 +35,7 @@ func expiring(ns, name string, op lifecycle.EditOp) lifecycle.Change {
 // byte, and that every input file missing from expected is gone from it.
 func branchMatches(t *testing.T, e *env, name, branch string) {
 	t.Helper()
-	dir := filepath.Join("testdata/group", name)
+	dir := filepath.Join("testdata", "group", name)
 	err := filepath.WalkDir(filepath.Join(dir, "input"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
