@@ -298,15 +298,7 @@ func TestExpiryPRWithdrawn(t *testing.T) {
 
 	// The owner wants it for a day more: the new TTL reaches the cluster (as the GitOps tool
 	// would sync it).
-	var d appsv1.Deployment
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "preview"}, &d); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Annotations[expiry.AnnotationTTL] = "1d"
-	if err := k8s.Patch(context.Background(), &d, patch); err != nil {
-		t.Fatal(err)
-	}
+	setTTL(t, ns, "preview", "1d")
 	closed := g.waitPR(t, "the removal PR closed by Kustos", func(q githubtest.PullRequest) bool { return q.Number == p.Number && q.State == "closed" })
 	if closed.Merged || len(closed.Comments) != 1 || !strings.HasPrefix(closed.Comments[0], "Kustos closes this pull request because Deployment.apps/"+ns+"/preview is not due before") {
 		t.Errorf("merged %v, comments %q", closed.Merged, closed.Comments)
@@ -316,6 +308,21 @@ func TestExpiryPRWithdrawn(t *testing.T) {
 	never(t, ns, expiry.ReasonDeclined, 0, time.Second)
 	if !deploymentExists(t, ns, "preview") {
 		t.Error("the preview is gone")
+	}
+}
+
+// setTTL gives the Deployment ns/name the lifetime ttl, as the GitOps tool syncs a new
+// kustos.io/ttl from Git.
+func setTTL(t *testing.T, ns, name, ttl string) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Annotations[expiry.AnnotationTTL] = ttl
+	if err := k8s.Patch(context.Background(), &d, patch); err != nil {
+		t.Fatal(err)
 	}
 }
 

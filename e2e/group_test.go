@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
@@ -106,15 +104,7 @@ func TestExpiryGroupedPRs(t *testing.T) {
 
 	// The owner of group-b/preview-7 wants it for a day more (the new TTL synced to the cluster).
 	extended := namespaces[1]
-	var d appsv1.Deployment
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: extended, Name: "preview-7"}, &d); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Annotations[expiry.AnnotationTTL] = "1d"
-	if err := k8s.Patch(context.Background(), &d, patch); err != nil {
-		t.Fatal(err)
-	}
+	setTTL(t, extended, "preview-7", "1d")
 	var updated githubtest.PullRequest
 	eventually(t, "preview-7 taken out of its namespace's pull request", func() bool {
 		updated, _ = g.s.PR(ghOwner, ghRepo, byNS[extended].Number)

@@ -227,7 +227,7 @@ func BenchmarkBurst(b *testing.B) {
 		o    burst
 	}{
 		{"group-by=namespace", burst{grouped: true, maxOpen: 10, perHour: 20, limit: time.Hour}},
-		{"group-by=none,budget=10open,20perhour", burst{maxOpen: 10, perHour: 20, limit: time.Hour}},
+		{"group-by=none,budget=10open,20perhour", burst{maxOpen: 10, perHour: 20, limit: 10 * time.Minute}},
 		{"group-by=none,no-budget", burst{limit: 12 * time.Hour}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -76,19 +76,10 @@ func (w *Writer) ProposeGroup(ctx context.Context, g lifecycle.Group, members []
 			out.Members[m.Change.Key] = MemberResult{Err: err}
 		}
 	}
-	branch := w.GroupBranch(g.Key)
-	out.Branch = branch
-	base, err := w.BaseBranch(ctx)
+	out.Branch = w.GroupBranch(g.Key)
+	base, snap, err := w.baseHead(ctx, g.Key)
 	if err != nil {
 		return out, err
-	}
-	ref, err := w.gh.GetRef(ctx, base)
-	if err != nil {
-		return out, fmt.Errorf("pr: %s: read base %s: %w", g.Key, base, err)
-	}
-	snap, err := w.repo.Snapshot(ctx, ref.GetObject().GetSHA())
-	if err != nil {
-		return out, fmt.Errorf("pr: %s: read base %s: %w", g.Key, base, err)
 	}
 	files, included, err := w.groupEdits(snap, members, out.Members)
 	if err != nil {

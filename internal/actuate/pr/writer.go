@@ -206,19 +206,10 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 	if err := validate(c); err != nil {
 		return Result{}, err
 	}
-	branch := w.Branch(c)
-	res := Result{Branch: branch}
-	base, err := w.BaseBranch(ctx)
+	res := Result{Branch: w.Branch(c)}
+	base, snap, err := w.baseHead(ctx, c.Key)
 	if err != nil {
 		return res, err
-	}
-	ref, err := w.gh.GetRef(ctx, base)
-	if err != nil {
-		return res, fmt.Errorf("pr: %s: read base %s: %w", c.Key, base, err)
-	}
-	snap, err := w.repo.Snapshot(ctx, ref.GetObject().GetSHA())
-	if err != nil {
-		return res, fmt.Errorf("pr: %s: read base %s: %w", c.Key, base, err)
 	}
 
 	// 1. Locate and edit the manifest at the base head.
@@ -272,6 +263,23 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		message: func(title, tree string) string { return CommitMessage(c, title, tree) },
 	})
 	return res, err
+}
+
+// baseHead reads the base branch's head commit: the base's name and its snapshot.
+func (w *Writer) baseHead(ctx context.Context, key lifecycle.Key) (string, Snapshot, error) {
+	base, err := w.BaseBranch(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	ref, err := w.gh.GetRef(ctx, base)
+	if err != nil {
+		return base, nil, fmt.Errorf("pr: %s: read base %s: %w", key, base, err)
+	}
+	snap, err := w.repo.Snapshot(ctx, ref.GetObject().GetSHA())
+	if err != nil {
+		return base, nil, fmt.Errorf("pr: %s: read base %s: %w", key, base, err)
+	}
+	return base, snap, nil
 }
 
 // publication is what publish writes: one commit of files on the base, on the key's branch,
