@@ -611,8 +611,9 @@ func TestExpiryMail(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Errorf("%d mails, want one warning and one removal message (batched): %v", len(msgs), mailpittest.Summaries(msgs))
 	}
-	// A link from the mail's text works: its page names the environment. (The environments are
-	// removed by now, so the link is past its expiry: the page says so, and nothing changes.)
+	// A link from the mail's text is Kustos's: its page says what became of the environment. (The
+	// environments are removed by now, so the link extends nothing: the page says so, and
+	// nothing changes.)
 	link := regexp.MustCompile(`http://[^\s)\]]+/extend\?[^\s)\]]+`).FindString(warning.Text)
 	if link == "" {
 		t.Fatalf("no extension link in the mail's text:\n%s", warning.Text)
@@ -623,7 +624,7 @@ func TestExpiryMail(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusGone || !strings.Contains(string(body), "expired") {
+	if resp.StatusCode != http.StatusGone || !strings.Contains(string(body), "was removed") {
 		t.Errorf("the mail's link after the removal: %d\n%s", resp.StatusCode, body)
 	}
 	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {

@@ -16,6 +16,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline/pipelinetest"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 var (
@@ -89,6 +90,9 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, store: pipelinetest.NewMemStore(), now: now}
+	// The environment was warned about its deadline: its Lease says so (a link is minted only
+	// with a warning).
+	h.store.Put(state.Record{Key: key, Bag: expiry.State{WarningFor: deadline, WarnedAt: now}.Bag()})
 	periods, err := ParsePeriods([]string{"3d", "1w", "2w"}, 14*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -309,5 +313,39 @@ func TestParsePeriods(t *testing.T) {
 	}
 	if p, err := ParsePeriods([]string{"1d"}, 7*24*time.Hour); err != nil || p[0].D != 24*time.Hour {
 		t.Errorf("1d: %v, %v", p, err)
+	}
+}
+
+// TestLinkAfterTheDeadline: a link works past its deadline while the removal waits (for room in
+// the pull-request budget, for a reviewer), and not once the removal it warned about happened,
+// or Kustos keeps nothing of the environment any more (swept with it).
+func TestLinkAfterTheDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.mu.Lock()
+	h.now = deadline.Add(30 * time.Minute) // past the deadline (links minted here work an hour past it): the removal waits
+	h.mu.Unlock()
+	ls := h.links()
+	if code, body := h.do(http.MethodGet, ls["3d"]); code != http.StatusOK {
+		t.Fatalf("GET past the deadline, removal waiting: %d %s", code, body)
+	}
+	if code, body := h.do(http.MethodPost, ls["3d"]); code != http.StatusOK {
+		t.Fatalf("POST past the deadline, removal waiting: %d %s", code, body)
+	}
+
+	// The removal happened: the owner was told for this deadline.
+	rec := h.store.Record(key)
+	st, _ := expiry.ParseState(rec.Bag)
+	st.NotifiedFor = deadline
+	rec.Bag = st.Bag()
+	h.store.Put(rec)
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if code, body := h.do(m, ls["1w"]); code != http.StatusGone || !strings.Contains(body, "was removed (or paused)") {
+			t.Errorf("%s after the removal: %d %s", m, code, body)
+		}
+	}
+	// Swept with its target: nothing kept.
+	h.store.Put(state.Record{Key: key})
+	if code, _ := h.do(http.MethodGet, ls["2w"]); code != http.StatusGone {
+		t.Errorf("GET for an environment Kustos keeps nothing of: %d", code)
 	}
 }

@@ -183,6 +183,15 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if s.linkLimited(w, l) {
 		return
 	}
+	rec, err := s.Store.Get(r.Context(), l.key)
+	if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
+		s.page(w, http.StatusServiceUnavailable, pageData{Title: "Please try again", Message: "Kustos could not read the environment just now; the link still works."})
+		return
+	}
+	if gone(rec, l) {
+		s.page(w, http.StatusGone, pageData{Title: "Cannot extend", Message: goneMessage})
+		return
+	}
 	p, _ := l.key.Parts()
 	s.page(w, http.StatusOK, pageData{
 		Title:       "Extend " + p.Name,
@@ -214,6 +223,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 	case errors.Is(err, errUsed):
 		s.page(w, http.StatusConflict, pageData{Title: "Already used", Message: "This link was already used; each link works once. Use another link from the message, or extend in Git (kustos.io/expires-at)."})
 		return
+	case errors.Is(err, errGone):
+		s.page(w, http.StatusGone, pageData{Title: "Cannot extend", Message: goneMessage})
+		return
 	case err != nil:
 		// Never log the token or the link: the key is enough to find the environment, and the
 		// token's id (useless without its MAC) names the link.
@@ -225,7 +237,24 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack})
 }
 
-var errUsed = errors.New("token already used")
+var (
+	errUsed = errors.New("token already used")
+	errGone = errors.New("environment removed")
+)
+
+// goneMessage is the page of a link whose environment went: a link works past the deadline
+// (its removal may wait for room or for a reviewer), but not after the removal it warned about.
+const goneMessage = "this link no longer extends anything: the environment was removed (or paused) at the deadline it names"
+
+// gone reports that the removal (or pause) l warned about has happened: the detector told the
+// owner so for l's deadline or a later one, or no longer keeps any state for the environment.
+func gone(rec state.Record, l link) bool {
+	if len(rec.Bag) == 0 && rec.LastModified.IsZero() {
+		return true // swept with its target: a warned environment's state names its warning
+	}
+	st, _ := expiry.ParseState(rec.Bag)
+	return !st.NotifiedFor.IsZero() && !st.NotifiedFor.Before(l.claim.Deadline)
+}
 
 // linkLimited limits one verified link, from whatever addresses it comes: a leaked or
 // forwarded link hammered by many clients costs at most LinkPerMinute API-server reads a
@@ -253,6 +282,9 @@ func (s *Server) extend(ctx context.Context, l link) (time.Time, error) {
 		st, _ := expiry.ParseState(rec.Bag)
 		if slices.Contains(st.UsedTokens, l.claim.ID) {
 			return time.Time{}, errUsed
+		}
+		if gone(rec, l) {
+			return time.Time{}, errGone
 		}
 		now := s.Now()
 		until := newDeadline(l.claim.Deadline, l.period.D, now)
