@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
@@ -88,8 +89,14 @@ type errGroupConflict struct {
 func (e *errGroupConflict) Error() string              { return e.err.Error() }
 func (e *errGroupConflict) Unwrap() error              { return e.err }
 func (e *errGroupConflict) RetryAt() (time.Time, bool) { return e.retry, true }
-func (a *Actuator) conflict(err error) *errGroupConflict {
-	return &errGroupConflict{err, a.now().Add(time.Second)}
+
+// conflict makes a write conflict on the group's Lease a retry in a second; any other error
+// stays as it is (the controller's backoff).
+func (a *Actuator) conflict(err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return &errGroupConflict{err, a.now().Add(time.Second)}
+	}
+	return err
 }
 
 func (a *Actuator) now() time.Time {
