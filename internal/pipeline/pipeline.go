@@ -294,18 +294,8 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 			proposed := r.proposed
 			v.Proposed = &proposed
 		}
-		r.decision = r.req.Decide(v)
-		if err := r.reportFindings(ctx, r.decision.Findings); err != nil {
-			return true, err
-		}
-		if r.decision.Bag != nil && !maps.Equal(r.decision.Bag, rec.Bag) {
-			if r.rec, err = p.Store.SetBag(ctx, rec, r.decision.Bag); err != nil {
-				if errors.Is(err, state.ErrBag) {
-					return true, fmt.Errorf("detector %s: %w", p.Detector, err)
-				}
-				return r.conflictOr(err)
-			}
-			return false, nil
+		if stop, done, err := r.heed(ctx, r.req.Decide(v)); stop {
+			return done, err
 		}
 		s.withdraw = r.decision.Change == nil && r.decision.Withdraw != ""
 		if c := r.decision.Change; c != nil {
@@ -505,6 +495,28 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	return true, nil
 }
 
+// heed takes in what the detector decided besides its Change: the decision becomes the step's,
+// its Findings are reported and a changed Bag is written. stop is true when the step ends with
+// that (an error, or the Bag written: Run looks again on the newer Lease), and done and err are
+// then what the step returns.
+func (r *run) heed(ctx context.Context, d Decision) (stop, done bool, err error) {
+	r.decision = d
+	if err := r.reportFindings(ctx, d.Findings); err != nil {
+		return true, true, err
+	}
+	if d.Bag == nil || maps.Equal(d.Bag, r.rec.Bag) {
+		return false, false, nil
+	}
+	if r.rec, err = r.p.Store.SetBag(ctx, r.rec, d.Bag); err != nil {
+		if errors.Is(err, state.ErrBag) {
+			return true, true, fmt.Errorf("detector %s: %w", r.p.Detector, err)
+		}
+		done, err = r.conflictOr(err)
+		return true, done, err
+	}
+	return true, false, nil
+}
+
 // requeue asks the detector about a queued decision as if its proposal were open (it is, in
 // Kustos's queue): a withdrawal drops it, a Change that supersedes it replaces it (keeping the
 // cooldown where it was), anything else keeps it waiting. done is true when the step ends
@@ -513,18 +525,8 @@ func (r *run) requeue(ctx context.Context) (done bool, err error) {
 	p, rec := r.p, r.rec
 	pending := *r.pending
 	d := r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: true, Declined: rec.ClosedValues != "", Bag: rec.Bag, Proposed: &pending})
-	r.decision = d
-	if err := r.reportFindings(ctx, d.Findings); err != nil {
-		return true, err
-	}
-	if d.Bag != nil && !maps.Equal(d.Bag, rec.Bag) {
-		if r.rec, err = p.Store.SetBag(ctx, rec, d.Bag); err != nil {
-			if errors.Is(err, state.ErrBag) {
-				return true, fmt.Errorf("detector %s: %w", p.Detector, err)
-			}
-			return r.conflictOr(err)
-		}
-		return false, nil
+	if stop, done, err := r.heed(ctx, d); stop {
+		return done, err
 	}
 	switch {
 	case d.Change == nil && d.Withdraw != "":
