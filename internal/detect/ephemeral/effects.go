@@ -43,20 +43,11 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 	var p progress
 	out.acted = true
 	defer func() { out.pullRequests = setOf(p.prs, 16) }()
-	fluxReleases := 0
-	for _, rel := range spec.Releases {
-		if !rel.Delete {
-			continue
-		}
-		hr, _, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
-		if err != nil {
-			return err
-		}
-		if hr != nil {
-			fluxReleases++
-		}
+	flux, err := r.fluxReleases(ctx, cl, spec)
+	if err != nil {
+		return err
 	}
-	p.group = r.cleanupGroup(cl, removals(targets)+fluxReleases)
+	p.group = r.cleanupGroup(cl, removals(targets)+len(flux))
 	for _, t := range targets {
 		if !t.Delete {
 			continue
@@ -86,7 +77,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 			p.account(target.String(), h, r.blocks(h), out)
 		}
 	}
-	releases, err := r.releases(ctx, cl, spec, now, resumed, out, &p)
+	releases, err := r.releases(ctx, cl, spec, flux, now, resumed, out, &p)
 	if err != nil || out.failed {
 		return err
 	}
@@ -215,19 +206,16 @@ func (r *Reconciler) blocks(h handed) bool {
 // the helm release actuator uninstalls (hooks run) and observer mode reports. A release whose
 // manifest or hooks reach outside the Cleaner's namespace is not handed over at all: it is
 // refused here (out.refused), in every mode. It returns the releases that are (or would be)
-// removed.
-func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, now time.Time, resumed bool, out *outcome, p *progress) ([]string, error) {
+// removed. flux are the releases Flux manages (fluxReleases).
+func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, flux map[string]fluxObject, now time.Time, resumed bool, out *outcome, p *progress) ([]string, error) {
 	var names []string
 	for _, rel := range spec.Releases {
 		if !rel.Delete {
 			continue
 		}
-		hr, m, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
-		if err != nil {
-			return names, err
-		}
 		names = append(names, rel.Name)
-		if hr != nil {
+		if f, ok := flux[rel.Name]; ok {
+			hr, m := f.object, f.mapping
 			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
 				Namespace: cl.Namespace, Name: rel.Name}
 			h, err := r.hand(ctx, cl, r.deletion(cl, target, hr, ""), string(hr.GetUID()), objectVersion(hr), now, resumed, p.group)
@@ -383,6 +371,32 @@ func actuatorMessage(err error) string {
 		}
 	}
 	return strings.TrimPrefix(err.Error(), "carrying out the change: ")
+}
+
+// fluxObject is a Flux HelmRelease object and its mapping.
+type fluxObject struct {
+	object  *unstructured.Unstructured
+	mapping *meta.RESTMapping
+}
+
+// fluxReleases reads, once per look, the Flux HelmRelease objects of the releases spec marks
+// for deletion, by release name: their removals are Git's (a pull request of the Cleaner's
+// group), the others helm's.
+func (r *Reconciler) fluxReleases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec) (map[string]fluxObject, error) {
+	out := map[string]fluxObject{}
+	for _, rel := range spec.Releases {
+		if !rel.Delete {
+			continue
+		}
+		hr, m, err := r.fluxRelease(ctx, cl.Namespace, rel.Name)
+		if err != nil {
+			return nil, err
+		}
+		if hr != nil {
+			out[rel.Name] = fluxObject{object: hr, mapping: m}
+		}
+	}
+	return out, nil
 }
 
 // fluxRelease returns the Flux HelmRelease object named name, or nil when Flux is not installed
