@@ -5,6 +5,7 @@
 //	kustos recommend  make the same decisions offline, from YAML/JSON objects
 //	kustos cleaner eval  evaluate Cleaners offline against YAML/JSON objects
 //	kustos status     one row per tracked Key, from the state Leases and the Cleaners
+//	kustos submit     archive a directory as a ZIP and upload it (an exam's submission)
 //	kustos version    print the version, commit, build date and Go version
 //
 // The flags of every command, their environment variables and defaults are in docs/cli.md,
@@ -38,6 +39,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/recommend"
 	"github.com/kustos-dev/kustos/internal/statusreport"
+	"github.com/kustos-dev/kustos/internal/submit"
 )
 
 func main() {
@@ -79,6 +81,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		group("expiry", "the expiry detector, offline", expiryplan.NewCommand(stdin, stdout, stderr), stderr),
 		group("inactivity", "the inactivity detector, offline", inactivityplan.NewCommand(stdin, stdout, stderr), stderr),
 		statusreport.NewCommand(stdout, stderr),
+		submit.NewCommand(stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root
