@@ -65,7 +65,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		fs.StringVar(&s.name, "name", "", "the submission's name, 1-128 of A-Z a-z 0-9 . _ - (default: --from's last element)")
 		fs.IntVar(&s.maxAttempts, "max-attempts", DefaultMaxAttempts, "attempts in a row that bring the upload no further before it fails (1: no retry)")
 		cli.Duration(fs, &s.timeout, "timeout", true, "limit of the whole submission (never: none)")
-		fs.BoolVar(&s.allowHTTP, "allow-http", false, "accept an http:// --to: the archive and the token travel unencrypted (tests, a server on loopback)")
+		fs.BoolVar(&s.allowHTTP, "allow-http", false, "accept --to with the http scheme: the archive and the token travel unencrypted (tests, a server on loopback)")
 	})
 	return cmd
 }

@@ -3,16 +3,15 @@ package submit
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -279,13 +278,9 @@ func backoff(base, limit time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	d = min(d, limit)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + time.Duration(binary.LittleEndian.Uint64(b[:])%uint64(half+1))
+	return half + rand.N(d-half+1) //nolint:gosec // G404: jitter only spreads retries
+
 }
 
 // create opens the upload session and returns its URL, which must be on the endpoint's scheme
