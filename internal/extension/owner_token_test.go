@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -96,4 +97,51 @@ func FuzzVerifyOwner(f *testing.F) {
 			t.Fatalf("a token with byte %d changed to %q still verifies: %q", i, b, changed)
 		}
 	})
+}
+
+type noticeSink struct{ got []lifecycle.Notice }
+
+func (s *noticeSink) Send(_ context.Context, n lifecycle.Notice) error {
+	s.got = append(s.got, n)
+	return nil
+}
+
+// TestOwnerPages: a notice about an owner's environment gets a new page link that opens that
+// owner's page until the link grace past its latest time (deadline, the action, or now); a
+// notice to nobody's environment (the orphan digest) gets none.
+func TestOwnerPages(t *testing.T) {
+	srv := &Server{Signer: signer(t), BaseURL: "https://kustos.example", Now: func() time.Time { return now }}
+	sink := &noticeSink{}
+	o := OwnerPages{Server: srv, Next: sink}
+	for _, tc := range []struct {
+		name  string
+		n     lifecycle.Notice
+		until time.Time
+	}{
+		{"a warning: the link grace past the removal", lifecycle.Notice{Owner: "ana@example.com", Deadline: deadline, At: deadline.Add(time.Hour)}, deadline.Add(time.Hour + expiry.LinkGrace)},
+		{"removed: the link grace past now", lifecycle.Notice{Owner: "ana@example.com", Deadline: now.Add(-time.Hour), At: now.Add(-time.Minute)}, now.Add(expiry.LinkGrace)},
+		{"an inactivity alert without a deadline", lifecycle.Notice{Owner: "bo"}, now.Add(expiry.LinkGrace)},
+		{"the orphan digest: no owner, no link", lifecycle.Notice{To: "ops@example.com"}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink.got = nil
+			if err := o.Send(t.Context(), tc.n); err != nil || len(sink.got) != 1 {
+				t.Fatalf("Send: %v, %d sent", err, len(sink.got))
+			}
+			p := sink.got[0].OwnerPage
+			if tc.until.IsZero() {
+				if p != nil {
+					t.Errorf("a page link for nobody: %+v", p)
+				}
+				return
+			}
+			if p == nil || p.Label != OwnerPageLabel || !p.Expires.Equal(tc.until) || !strings.HasPrefix(p.URL, "https://kustos.example/environment/?token=o1.") {
+				t.Fatalf("page link %+v", p)
+			}
+			c, err := srv.Signer.VerifyOwner(strings.TrimPrefix(p.URL, "https://kustos.example/environment/?token="), now)
+			if err != nil || c.Owner != lifecycle.OwnerID(tc.n.Owner) || !c.Expires.Equal(tc.until) {
+				t.Errorf("the link's token: %+v, %v", c, err)
+			}
+		})
+	}
 }
