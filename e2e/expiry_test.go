@@ -29,6 +29,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	extsrv "github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -419,6 +420,26 @@ func TestExpiryExtension(t *testing.T) {
 	if warning.To != "ana@example.com" || len(warning.Links) != 2 || warning.Target.Name != "preview" {
 		t.Fatalf("warning notice: %+v", warning)
 	}
+	// The owner's page: a link of its own, not spelling the owner out, listing the warned
+	// environment with its extend links.
+	if p := warning.OwnerPage; p == nil || p.Label != extsrv.OwnerPageLabel || !strings.Contains(p.URL, "/environment/?token=") ||
+		strings.Contains(p.URL, "ana") || !p.Expires.Equal(warning.At.Add(expiry.LinkGrace).Truncate(time.Second)) {
+		t.Errorf("the warning's owner's page link: %+v", warning.OwnerPage)
+	} else {
+		req, _ := http.NewRequest(http.MethodGet, p.URL, http.NoBody)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page extsrv.OwnerPage
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || page.Owner != "ana@example.com" || len(page.Environments) != 1 || page.Environments[0].Name != "preview" ||
+			page.Environments[0].Namespace != ns || page.Environments[0].State != extsrv.StateWarned || len(page.Environments[0].Extend) != 2 {
+			t.Errorf("the owner's page: %+v, %v", page, err)
+		}
+	}
 	for _, e := range kustosEvents(t, ns, expiry.ReasonExpiryWarning) {
 		if strings.Contains(e.Message, "token=") {
 			t.Errorf("the warning Event carries a link: %s", e.Message)
@@ -610,6 +631,36 @@ func TestExpiryMail(t *testing.T) {
 	}
 	if len(msgs) != 2 {
 		t.Errorf("%d mails, want one warning and one removal message (batched): %v", len(msgs), mailpittest.Summaries(msgs))
+	}
+	// Each mail carries one link to ana's page, a new one each; the page lists both previews,
+	// removed by now, with nothing left to extend.
+	pageRE := regexp.MustCompile(`http://[^\s)\]"]+/environment/\?token=[^\s)\]"]+`)
+	pages := map[string]bool{}
+	for _, m := range msgs {
+		if n := len(pageRE.FindAllString(m.Text, -1)); n != 1 || !strings.Contains(m.HTML, "All your environments") {
+			t.Errorf("%d owner's page links in a mail, want 1:\n%s", n, m.Text)
+		}
+		pages[pageRE.FindString(m.Text)] = true
+	}
+	if len(pages) != 2 {
+		t.Errorf("the two mails share a page link: %v", pages)
+	}
+	req, _ := http.NewRequest(http.MethodGet, pageRE.FindString(done.Text), http.NoBody)
+	req.Header.Set("Accept", "application/json")
+	pageResp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page extsrv.OwnerPage
+	err = json.NewDecoder(pageResp.Body).Decode(&page)
+	pageResp.Body.Close()
+	if err != nil || page.Owner != "ana" || len(page.Environments) != 2 {
+		t.Errorf("ana's page: %+v, %v", page, err)
+	}
+	for _, e := range page.Environments {
+		if e.State != extsrv.StateRemoved || len(e.Extend) != 0 {
+			t.Errorf("a removed preview on the page: %+v", e)
+		}
 	}
 	// A link from the mail's text is Kustos's: its page says what became of the environment. (The
 	// environments are removed by now, so the link extends nothing: the page says so, and

@@ -444,7 +444,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if o.Expiry.Enabled {
-		if err := setupExpiry(mgr, o, pl, live, nt); err != nil {
+		// setupExpiry adds the owner's page link to nt's notices when it serves the page.
+		if err := setupExpiry(mgr, o, pl, live, &nt); err != nil {
 			return nil, err
 		}
 	}

@@ -122,7 +122,7 @@ func expiryWatches(o Options) []lifecycle.Watches {
 // Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
 // actuators of the quota detector's. In PR mode a target no manifest defines is removed
 // directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers) error {
+func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers) error {
 	pl := *base
 	pl.Detector = expiry.DetectorName
 	pl.Vocab = expiry.Vocabulary()
@@ -154,11 +154,20 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			}
 		}
 	}
-	pl.Notifier = nt.notifier
-	links, err := setupExtension(mgr, o, live)
+	srv, err := setupExtension(mgr, o, live)
 	if err != nil {
 		return err
 	}
+	var links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)
+	if srv != nil {
+		links = extensionLinks(srv)
+		if nt.notifier != nil {
+			// Every notice about an owner's environment (expiry's, and inactivity's, set up
+			// after this) carries a new link to the owner's page.
+			nt.notifier = extension.OwnerPages{Server: srv, Next: nt.notifier}
+		}
+	}
+	pl.Notifier = nt.notifier
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	for _, k := range kinds {
 		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
@@ -289,9 +298,9 @@ func (h helmReleases) Check(ctx context.Context, namespace, name string) error {
 	return h.u.Check(ctx, namespace, name)
 }
 
-// setupExtension starts the extension server on every replica (a link may reach any of them)
-// and returns what mints its links; nil without --extension-addr.
-func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), error) {
+// setupExtension starts the extension server on every replica (a link may reach any of them):
+// the extension links and the owner's page; nil without --extension-addr.
+func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (*extension.Server, error) {
 	e := o.Expiry.Extension
 	if e.Addr == "" {
 		return nil, nil
@@ -312,10 +321,13 @@ func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (func(lifec
 	if err != nil {
 		return nil, fmt.Errorf("--trusted-proxies: %w", err)
 	}
+	// The API server, not the cache: a link used on another replica a moment ago must be seen,
+	// and an owner's page lists their Leases by label selector without a cache of every Lease.
+	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)}
 	srv := &extension.Server{
 		Signer: signer, Periods: periods, Max: e.Max, BaseURL: strings.TrimRight(e.URL, "/"),
-		// The API server, not the cache: a link used on another replica a moment ago must be seen.
-		Store:          &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)},
+		Store:          store,
+		Owners:         store,
 		WriteBack:      o.Mode != ModeObserve,
 		TrustedProxies: proxies,
 		Now:            o.Now,
@@ -324,6 +336,11 @@ func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (func(lifec
 	if err := mgr.Add(&httpRunnable{addr: e.Addr, handler: srv, log: o.Log.WithName("extension")}); err != nil {
 		return nil, err
 	}
+	return srv, nil
+}
+
+// extensionLinks mints a warning's extension links on srv.
+func extensionLinks(srv *extension.Server) func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error) {
 	return func(k lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error) {
 		ls, err := srv.Links(k, deadline, expires)
 		out := make([]lifecycle.NoticeLink, 0, len(ls))
@@ -331,7 +348,7 @@ func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (func(lifec
 			out = append(out, lifecycle.NoticeLink{Label: "Extend by " + l.Period, URL: l.URL})
 		}
 		return out, err
-	}, nil
+	}
 }
 
 // httpRunnable serves handler on addr on every replica until the manager stops.

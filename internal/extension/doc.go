@@ -11,6 +11,11 @@
 // is one of --trusted-proxies: the right-most address no trusted proxy holds. Tokens are never
 // logged: the access log names the path, the client and a verified link's id.
 //
+// The owner's page (/environment/, seed 001's) lists one owner's environments with an extend
+// button each: a token per owner (HMAC over the owner's id and an expiry, under a MAC label of
+// its own so it never works as an extension token), minted into every notice by OwnerPages;
+// GET only reads, finding the owner's Leases by their kustos.io/owner-id label.
+//
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git).
 package extension

@@ -57,8 +57,8 @@ func ParsePeriods(list []string, longest time.Duration) ([]Period, error) {
 
 // Link is one extension link of a warning.
 type Link struct {
-	Period string
-	URL    string
+	Period string `json:"period"`
+	URL    string `json:"url"`
 }
 
 // Server serves the extension links: GET shows what the link would do and a button; only
@@ -81,7 +81,10 @@ type Server struct {
 	LinkPerMinute int
 	// TrustedProxies are --trusted-proxies, whose X-Forwarded-For names the client.
 	TrustedProxies TrustedProxies
-	Log            logr.Logger
+	// Owners, when set, serves the owner's page (/environment/): one owner's environments by
+	// the owner's id.
+	Owners OwnerLister
+	Log    logr.Logger
 
 	limitOnce      sync.Once
 	clients, links *limiter
@@ -102,7 +105,8 @@ func (s *Server) Links(key lifecycle.Key, deadline, expires time.Time) ([]Link, 
 	return out, nil
 }
 
-// ServeHTTP answers /extend (GET: the page; POST: extend) and /healthz.
+// ServeHTTP answers /extend (GET: the page; POST: extend), /environment/ (the owner's page,
+// GET only) and /healthz.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the URL
@@ -112,6 +116,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 		return
 	case "/extend":
+	case OwnerPagePath:
+		if s.Owners == nil {
+			http.NotFound(w, r)
+			return
+		}
 	default:
 		http.NotFound(w, r)
 		return
@@ -128,6 +137,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// a link's holder can spend its bucket; see linkLimited).
 	clients, _ := s.limiters()
 	if s.limited(w, clients, "client", c.Key()) {
+		return
+	}
+	if r.URL.Path == OwnerPagePath {
+		s.ownerPage(w, r)
 		return
 	}
 	switch r.Method {
@@ -355,6 +368,13 @@ func (s *Server) client(r *http.Request) Client {
 
 // limited answers 429 with Retry-After when key has no request left this minute.
 func (s *Server) limited(w http.ResponseWriter, l *limiter, by, key string) bool {
+	return s.limitedBy(w, l, by, key, func(code int) {
+		s.page(w, code, pageData{Title: "Too many requests", Message: "Please try again in a minute."})
+	})
+}
+
+// limitedBy is limited with the answer written by refuse (a page or JSON).
+func (s *Server) limitedBy(w http.ResponseWriter, l *limiter, by, key string, refuse func(code int)) bool {
 	ok, wait := l.take(key, s.Now())
 	if ok {
 		return false
@@ -362,7 +382,7 @@ func (s *Server) limited(w http.ResponseWriter, l *limiter, by, key string) bool
 	rateLimited.WithLabelValues(by).Inc()
 	s.Log.V(1).Info("rate limited", "by", by, by, key)
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-	s.page(w, http.StatusTooManyRequests, pageData{Title: "Too many requests", Message: "Please try again in a minute."})
+	refuse(http.StatusTooManyRequests)
 	return true
 }
 

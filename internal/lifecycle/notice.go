@@ -30,12 +30,18 @@ type Notice struct {
 	At       time.Time `json:"at,omitzero"`
 	// Links are the actions offered (extend by 3d …). Secret: never logged, never in an Event.
 	Links []NoticeLink `json:"links,omitempty"`
+	// OwnerPage links to the owner's page on the extension server: all of the owner's
+	// environments, each with its extension buttons (nil without the server, or for a notice
+	// to nobody's environment). Secret like Links: whoever holds it sees the owner's page.
+	OwnerPage *NoticeLink `json:"ownerPage,omitempty"`
 }
 
 // NoticeLink is one action offered in a Notice.
 type NoticeLink struct {
 	Label string `json:"label"`
 	URL   string `json:"url"`
+	// Expires is when the link stops working (zero: not said).
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // ResolveOwner is the email address of an owner (kustos.io/owner, for the expiry and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,47 @@ func TestMailpit(t *testing.T) {
 			ms := mp.MessagesTo(t, to, 2)
 			if len(ms) != 2 || ms[0].MessageID != ms[1].MessageID {
 				t.Errorf("messages %q, want two with one Message-ID", mailpittest.Summaries(ms))
+			}
+		})
+		t.Run("the owner's page: one link per owner, the longest-lived", func(t *testing.T) {
+			t.Parallel()
+			b := NewBatcher(plain(t), BatchOptions{Window: window})
+			to := newOwner()
+			page := func(n lifecycle.Notice, owner, token string, expires time.Time) lifecycle.Notice {
+				n.Owner = owner
+				n.OwnerPage = &lifecycle.NoticeLink{Label: "All your environments", URL: "https://kustos.example/environment/?token=" + token, Expires: expires}
+				return n
+			}
+			ns := []lifecycle.Notice{
+				page(warning(to, "a"), "ana", "SECRET-ana-short", mailNow.Add(24*time.Hour)),
+				page(done(to, "b"), "ana", "SECRET-ana-long", mailNow.Add(48*time.Hour)),
+				page(warning(to, "c"), "ana-team", "SECRET-team", mailNow.Add(24*time.Hour)),
+			}
+			for i, err := range sendAll(t.Context(), b, ns...) {
+				if err != nil {
+					t.Errorf("Send %d: %v", i, err)
+				}
+			}
+			got := mp.OneMessageTo(t, to)
+			for _, part := range []string{got.Text, got.HTML} {
+				if strings.Count(part, "/environment/?token=") != 2 || !strings.Contains(part, "SECRET-ana-long") ||
+					!strings.Contains(part, "SECRET-team") || strings.Contains(part, "SECRET-ana-short") || !strings.Contains(part, "All your environments") {
+					t.Errorf("want ana's longest-lived page link and ana-team's, once each:\n%s", part)
+				}
+			}
+			if !strings.Contains(got.Text, "All your environments: https://kustos.example/environment/?token=SECRET-ana-long") {
+				t.Errorf("text part:\n%s", got.Text)
+			}
+			if hs := hrefs(got.HTML); !slices.Contains(hs, "https://kustos.example/environment/?token=SECRET-team") {
+				t.Errorf("HTML links %q", hs)
+			}
+			// Without the extension server, no page link.
+			other := newOwner()
+			if err := plain(t).Send(t.Context(), warning(other, "d")); err != nil {
+				t.Fatal(err)
+			}
+			if got := mp.OneMessageTo(t, other); strings.Contains(got.Text, "All your environments") || strings.Contains(got.HTML, "All your environments") {
+				t.Errorf("a page link without a page:\n%s", got.Text)
 			}
 		})
 		t.Run("two owners: two mails", func(t *testing.T) {

@@ -51,11 +51,40 @@ type MailData struct {
 	// Subject is the rendered subject.tmpl (empty while subject.tmpl itself is executed).
 	Subject string
 	Notices []MailNotice
+	// OwnerPages are the links to the owners' pages (.Label, .URL, .Expires), one per owner the
+	// notices name (usually one: a recipient is one owner), the longest-lived of the notices'
+	// own; none without the extension server.
+	OwnerPages []lifecycle.NoticeLink
+}
+
+// ownerPages is one owner's page link per owner of ns, the latest-expiring, in the order the
+// owners first appear.
+func ownerPages(ns []lifecycle.Notice) []lifecycle.NoticeLink {
+	var owners []string
+	best := map[string]lifecycle.NoticeLink{}
+	for _, n := range ns {
+		if n.OwnerPage == nil {
+			continue
+		}
+		cur, seen := best[n.Owner]
+		if !seen {
+			owners = append(owners, n.Owner)
+		}
+		if !seen || n.OwnerPage.Expires.After(cur.Expires) {
+			best[n.Owner] = *n.OwnerPage
+		}
+	}
+	out := make([]lifecycle.NoticeLink, 0, len(owners))
+	for _, o := range owners {
+		out = append(out, best[o])
+	}
+	return out
 }
 
 // MailNotice is one notice as the templates see it: the lifecycle.Notice's fields (.ID, .Kind,
-// .To, .Owner, .Subject, .Text, .Target.Kind/.Namespace/.Name, .Deadline, .At and .Links with
-// .Label and .URL) and a few derived for the wording.
+// .To, .Owner, .Subject, .Text, .Target.Kind/.Namespace/.Name, .Deadline, .At, .Links with
+// .Label and .URL, and .OwnerPage, which the layouts show once per owner as MailData.OwnerPages)
+// and a few derived for the wording.
 type MailNotice struct {
 	lifecycle.Notice
 	// Action is what happens (happened) to the environment: "deleted", or "paused (scaled to
@@ -182,7 +211,8 @@ func (t *mailTemplates) try() error {
 			Subject: "Deployment preview expires", Text: "Deployment.apps/team/preview expires.",
 			Target:   lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team", Name: "preview"},
 			Deadline: now.Add(72 * time.Hour), At: now.Add(73 * time.Hour),
-			Links: []lifecycle.NoticeLink{{Label: "Extend 3d", URL: "https://kustos.example/extend?token=sample"}}})
+			Links:     []lifecycle.NoticeLink{{Label: "Extend 3d", URL: "https://kustos.example/extend?token=sample"}},
+			OwnerPage: &lifecycle.NoticeLink{Label: "All your environments", URL: "https://kustos.example/environment/?token=sample", Expires: now.Add(240 * time.Hour)}})
 	}
 	// One message with every kind, and one with a single notice (the subject's other branch).
 	if _, _, _, err := t.render(ns, now); err != nil {
@@ -194,7 +224,7 @@ func (t *mailTemplates) try() error {
 
 // render returns the subject, text part and HTML part of one message holding ns.
 func (t *mailTemplates) render(ns []lifecycle.Notice, now time.Time) (subject, text, html string, err error) {
-	data := MailData{To: strings.TrimSpace(ns[0].To), Notices: make([]MailNotice, len(ns))}
+	data := MailData{To: strings.TrimSpace(ns[0].To), Notices: make([]MailNotice, len(ns)), OwnerPages: ownerPages(ns)}
 	var buf bytes.Buffer
 	for i, n := range ns {
 		mn := MailNotice{Notice: n, Action: actionOf(n), In: until(now, n.At)}

@@ -24,10 +24,13 @@ import (
 // Labels and annotations on state Leases. The label selector lets the controller cache only its
 // own Leases (not the leader-election Lease) and lets the sweep find them.
 const (
-	LabelManagedBy         = "app.kubernetes.io/managed-by"
-	ManagedByValue         = "kustos"
-	LabelDetector          = "kustos.io/detector"
-	LabelTargetNamespace   = "kustos.io/target-namespace"
+	LabelManagedBy       = "app.kubernetes.io/managed-by"
+	ManagedByValue       = "kustos"
+	LabelDetector        = "kustos.io/detector"
+	LabelTargetNamespace = "kustos.io/target-namespace"
+	// LabelOwner is lifecycle.OwnerID of the owner a detector recorded in the bag
+	// (lifecycle.BagOwner): the owner's page lists that owner's Leases by this label.
+	LabelOwner             = "kustos.io/owner-id"
 	AnnotationKey          = "kustos.io/key"
 	AnnotationTargetName   = "kustos.io/target-name"
 	AnnotationPending      = "kustos.io/pending"
@@ -512,6 +515,7 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 			delete(l.Labels, LabelTargetNamespace)
 		}
 		mutate(l)
+		labelOwner(l)
 		if err := s.Writer.Create(ctx, l); err != nil {
 			return rec, fmt.Errorf("creating state lease %s/%s: %w", s.Namespace, l.Name, err)
 		}
@@ -533,12 +537,56 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 			l.Labels[LabelTargetNamespace] = ns
 		}
 		mutate(l)
+		labelOwner(l)
 		// Update (not patch) so the resourceVersion we read is a precondition.
 		if err := s.Writer.Update(ctx, l); err != nil {
 			return rec, fmt.Errorf("updating state lease %s/%s: %w", s.Namespace, l.Name, err)
 		}
 	}
 	return recordFromLease(rec.Key, l)
+}
+
+// labelOwner keeps l's owner label in step with the owner its bag records: every write sets
+// or clears it, so a Lease written before owners were recorded is labelled at its next write.
+func labelOwner(l *coordinationv1.Lease) {
+	if owner := l.Annotations[BagPrefix+lifecycle.BagOwner]; owner != "" {
+		l.Labels[LabelOwner] = lifecycle.OwnerID(owner)
+	} else {
+		delete(l.Labels, LabelOwner)
+	}
+}
+
+// maxOwned bounds what ListOwned returns: one owner's environments, not a cluster's.
+const maxOwned = 500
+
+// ListOwned returns the records of the Keys whose bag records an owner with OwnerID id (the
+// label selector does the finding, so a page view does not read every Lease), at most 500,
+// sorted by Key. A Lease whose label and bag disagree (a hand edit) is left out, as is one
+// without a key.
+func (s *Store) ListOwned(ctx context.Context, id string) ([]Record, error) {
+	if len(validation.IsValidLabelValue(id)) > 0 || id == "" {
+		return nil, fmt.Errorf("owner id %q is not a label value", truncate(id, 64))
+	}
+	var leases coordinationv1.LeaseList
+	if err := s.Reader.List(ctx, &leases, client.InNamespace(s.Namespace),
+		client.MatchingLabels{LabelManagedBy: ManagedByValue, LabelOwner: id}, client.Limit(maxOwned)); err != nil {
+		return nil, fmt.Errorf("listing the state leases of owner %s in %s: %w", id, s.Namespace, err)
+	}
+	out := make([]Record, 0, len(leases.Items))
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		owner := l.Annotations[BagPrefix+lifecycle.BagOwner]
+		if owner == "" || lifecycle.OwnerID(owner) != id {
+			continue
+		}
+		rec, ok, err := ParseLease(l)
+		if !ok || err != nil {
+			continue
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // Sweep deletes state Leases whose target namespace no longer exists and returns how many it

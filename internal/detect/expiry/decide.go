@@ -68,6 +68,13 @@ type State struct {
 	UsedTokens []string
 	// NotifiedFor is the deadline whose "removed" message was sent.
 	NotifiedFor time.Time
+	// Owner (as written, at most 512 bytes) and Deadline (the effective one) are what the
+	// owner's page shows: every scheduled target records them, and the state store labels the
+	// Lease with the owner's id (lifecycle.BagOwner), so the page finds an owner's environments
+	// by label. They are recorded here, in Decide, so every kind the detector decides about
+	// (workloads, Namespaces, helm releases, virtual machines) has them.
+	Owner    string
+	Deadline time.Time
 }
 
 // BagExtendedUntil is the bag key of an extension: the extension server writes it, and a change
@@ -84,6 +91,8 @@ const (
 	bagExtendedAt       = "extended-at"
 	bagUsedTokens       = "used-tokens"
 	bagNotifiedFor      = "notified-for"
+	bagOwner            = lifecycle.BagOwner
+	bagDeadline         = "deadline"
 )
 
 // ParseState reads the bag. Unreadable entries are dropped (and said so): the worst outcome is
@@ -97,6 +106,8 @@ func ParseState(bag map[string]string) (State, []string) {
 		ExtendedUntil:    r.Time(bagExtendedUntil),
 		ExtendedAt:       r.Time(bagExtendedAt),
 		NotifiedFor:      r.Time(bagNotifiedFor),
+		Deadline:         r.Time(bagDeadline),
+		Owner:            bag[bagOwner],
 		WarningAttempts:  r.Count(bagWarningAttempts, math.MaxInt32),
 	}
 	if v := bag[bagUsedTokens]; v != "" {
@@ -114,6 +125,10 @@ func (s State) Bag() map[string]string {
 	b.Time(bagExtendedUntil, s.ExtendedUntil)
 	b.Time(bagExtendedAt, s.ExtendedAt)
 	b.Time(bagNotifiedFor, s.NotifiedFor)
+	b.Time(bagDeadline, s.Deadline)
+	if s.Owner != "" {
+		b[bagOwner] = lifecycle.RecordedOwner(s.Owner)
+	}
 	b.Count(bagWarningAttempts, s.WarningAttempts)
 	if len(s.UsedTokens) > 0 {
 		b[bagUsedTokens] = joinTokens(s.UsedTokens)
@@ -214,6 +229,8 @@ func schedule(s Snapshot) Decision {
 	}
 
 	st := &d.State
+	// What the owner's page lists: whose the target is and when it goes.
+	st.Owner, st.Deadline = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC()
 	if s.Settings.Acts && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on

@@ -152,11 +152,55 @@ func TestDecide(t *testing.T) {
 			if op != tt.op {
 				t.Errorf("change = %q, want %q", op, tt.op)
 			}
-			if !reflect.DeepEqual(d.State, tt.state) {
-				t.Errorf("state = %+v\nwant    %+v", d.State, tt.state)
+			// The owner and deadline the page lists: TestDecideRecordsOwner.
+			got := d.State
+			got.Owner, got.Deadline = "", time.Time{}
+			if !reflect.DeepEqual(got, tt.state) {
+				t.Errorf("state = %+v\nwant    %+v", got, tt.state)
 			}
 			if d.RequeueAfter != tt.requeueAfter {
 				t.Errorf("requeueAfter = %v, want %v", d.RequeueAfter, tt.requeueAfter)
+			}
+		})
+	}
+}
+
+// TestDecideRecordsOwner: every scheduled target's state names its owner and its effective
+// deadline (an extension included), which the owner's page lists; an orphan, an opted-out or a
+// never-expiring target records nothing (no Lease is written for them).
+func TestDecideRecordsOwner(t *testing.T) {
+	day := 24 * time.Hour
+	long := strings.Repeat("ä", 400) // 800 bytes
+	for _, tc := range []struct {
+		name      string
+		snap      Snapshot
+		owner     string
+		deadline  time.Time
+		roundTrip bool
+	}{
+		{name: "long before the warning", snap: snap(t0, State{}), owner: "ana@example.com", deadline: deadline, roundTrip: true},
+		{name: "warned", snap: snap(deadline.Add(-time.Hour), warnedAt(deadline.Add(-72*time.Hour))), owner: "ana@example.com", deadline: deadline},
+		{name: "extended: the extension's deadline", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour))),
+			owner: "ana@example.com", deadline: deadline.Add(7 * day)},
+		{name: "another owner now", snap: snap(t0, State{Owner: "ana@example.com", Deadline: deadline}, func(s *Snapshot) { s.Policy.Owner = "bo" }),
+			owner: "bo", deadline: deadline},
+		{name: "a very long owner is cut to 512 bytes of valid UTF-8", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Owner = long }),
+			owner: long[:512], deadline: deadline, roundTrip: true},
+		{name: "orphan: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Owner = "" })},
+		{name: "opted out: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Ignored = true })},
+		{name: "never: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Decide(tc.snap).State
+			if st.Owner != tc.owner || !st.Deadline.Equal(tc.deadline) {
+				t.Errorf("owner, deadline = %q, %v; want %q, %v", st.Owner, st.Deadline, tc.owner, tc.deadline)
+			}
+			if !tc.roundTrip {
+				return
+			}
+			back, bad := ParseState(st.Bag())
+			if len(bad) > 0 || back.Owner != tc.owner || !back.Deadline.Equal(tc.deadline) || st.Bag()[lifecycle.BagOwner] != tc.owner {
+				t.Errorf("round trip: %+v, %v", back, bad)
 			}
 		})
 	}

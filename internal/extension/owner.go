@@ -1,0 +1,296 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// OwnerLister finds one owner's state Leases by the owner's id (*state.Store reading the API
+// server: the label selector finds them, no page view reads every Lease).
+type OwnerLister interface {
+	ListOwned(ctx context.Context, id string) ([]state.Record, error)
+}
+
+var _ OwnerLister = (*state.Store)(nil)
+
+// OwnerPagePath is the owner's page (seed 001's /environment/).
+const OwnerPagePath = "/environment/"
+
+// OwnerPageLabel is the owner's page link's label in notices.
+const OwnerPageLabel = "All your environments"
+
+// Environment states on the owner's page.
+const (
+	StateScheduled = "scheduled" // not warned yet
+	StateWarned    = "warned"    // the owner was warned about this deadline
+	StateQueued    = "queued"    // the removal waits for room in the pull-request budget or its group
+	StatePROpen    = "pr-open"   // a pull request (the removal, or the extension written back) is open
+	StateRemoved   = "removed"   // removed or paused at this deadline; nothing left to extend
+)
+
+// OwnerPage is the owner's page as JSON (Accept: application/json).
+type OwnerPage struct {
+	// Owner is the owner as the environments' metadata names it ("" when Kustos keeps none).
+	Owner string `json:"owner"`
+	// Expires is when this page's link stops working.
+	Expires      time.Time          `json:"expires"`
+	Environments []OwnerEnvironment `json:"environments"`
+}
+
+// OwnerEnvironment is one environment on the owner's page.
+type OwnerEnvironment struct {
+	Kind      string `json:"kind"`
+	Group     string `json:"group,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Deadline is the effective deadline (an extension included).
+	Deadline time.Time `json:"deadline"`
+	State    string    `json:"state"`
+	// PullRequest is the open pull request's number (state pr-open).
+	PullRequest int `json:"pullRequest,omitempty"`
+	// Extend are one-time extension links (GET shows, POST extends), none once removed.
+	Extend []Link `json:"extend"`
+}
+
+// OwnerPageLink is the link to the page of owner (as written in kustos.io/owner) that works
+// until until. Every notice gets a new one.
+func (s *Server) OwnerPageLink(owner string, until time.Time) lifecycle.NoticeLink {
+	until = until.UTC().Truncate(time.Second)
+	q := url.Values{"token": {s.Signer.MintOwner(lifecycle.OwnerID(owner), until)}}
+	return lifecycle.NoticeLink{Label: OwnerPageLabel, URL: s.BaseURL + OwnerPagePath + "?" + q.Encode(), Expires: until}
+}
+
+// OwnerPageUntil is how long the page link of a notice works: the link grace of the extension
+// links (expiry.LinkGrace) past the latest of the notice's deadline, the time it is about and
+// now, so it outlives every extension link the notice carries.
+func OwnerPageUntil(n lifecycle.Notice, now time.Time) time.Time {
+	t := now
+	for _, c := range []time.Time{n.Deadline, n.At} {
+		if c.After(t) {
+			t = c
+		}
+	}
+	return t.Add(expiry.LinkGrace)
+}
+
+// Notifier sends notices (pipeline.Notifier).
+type Notifier interface {
+	Send(ctx context.Context, n lifecycle.Notice) error
+}
+
+// OwnerPages adds the owner's page link to every notice about an owner's environment before
+// Next sends it: a new link with every message.
+type OwnerPages struct {
+	Server *Server
+	Next   Notifier
+}
+
+var _ Notifier = OwnerPages{}
+
+// Send adds the link (to notices that name an owner) and hands n to Next.
+func (o OwnerPages) Send(ctx context.Context, n lifecycle.Notice) error {
+	if strings.TrimSpace(n.Owner) != "" {
+		l := o.Server.OwnerPageLink(n.Owner, OwnerPageUntil(n, o.Server.Now()))
+		n.OwnerPage = &l
+	}
+	return o.Next.Send(ctx, n)
+}
+
+// ownerPage answers GET /environment/?token=…: the environments of the token's owner. It only
+// reads (no token is spent, no Lease written); the extend buttons are one-time extension links
+// minted for each environment, carried out by POST /extend like a link in a mail.
+func (s *Server) ownerPage(w http.ResponseWriter, r *http.Request) {
+	asJSON := wantsJSON(r.Header.Values("Accept"))
+	fail := func(code int, title, msg string) {
+		if asJSON {
+			s.writeJSON(w, code, map[string]string{"error": msg})
+			return
+		}
+		s.page(w, code, pageData{Title: title, Message: msg})
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		fail(http.StatusMethodNotAllowed, "Not allowed", "the owner's page can only be read")
+		return
+	}
+	tok := r.URL.Query().Get("token")
+	if tok == "" {
+		fail(http.StatusBadRequest, "Cannot show your environments", "the link is incomplete: it needs its token")
+		return
+	}
+	c, err := s.Signer.VerifyOwner(tok, s.Now())
+	switch {
+	case errors.Is(err, ErrExpired):
+		fail(http.StatusGone, "Cannot show your environments", "this link has expired; every message from Kustos carries a new one")
+		return
+	case err != nil:
+		fail(http.StatusForbidden, "Cannot show your environments", "this link is not valid: it was changed or is not from Kustos (an extension link is not a page link)")
+		return
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.link = "owner:" + c.Owner
+	}
+	_, links := s.limiters()
+	if s.limitedBy(w, links, "owner", "owner#"+c.Owner, func(code int) {
+		fail(code, "Too many requests", "Please try again in a minute.")
+	}) {
+		return
+	}
+	recs, err := s.Owners.ListOwned(r.Context(), c.Owner)
+	if err != nil {
+		s.Log.Error(err, "reading an owner's environments", "owner", c.Owner)
+		fail(http.StatusServiceUnavailable, "Please try again", "Kustos could not read your environments just now; the link still works.")
+		return
+	}
+	p, err := s.ownerPageOf(c, recs)
+	if err != nil {
+		s.Log.Error(err, "minting the owner's page extension links", "owner", c.Owner)
+		fail(http.StatusServiceUnavailable, "Please try again", "Kustos could not make the extension links just now; the link still works.")
+		return
+	}
+	if asJSON {
+		s.writeJSON(w, http.StatusOK, p)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	if err := ownerTemplate.Execute(w, ownerData{OwnerPage: p, ExtendURL: s.BaseURL + "/extend"}); err != nil {
+		s.Log.Error(err, "writing the owner's page")
+	}
+}
+
+// ownerPageOf is the page of the owner c names, from their Leases.
+func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, error) {
+	now := s.Now()
+	p := OwnerPage{Expires: c.Expires, Environments: []OwnerEnvironment{}}
+	for _, rec := range recs {
+		parts, ok := rec.Key.Parts()
+		if !ok || parts.Detector != expiry.DetectorName {
+			continue
+		}
+		st, _ := expiry.ParseState(rec.Bag)
+		if lifecycle.OwnerID(st.Owner) != c.Owner {
+			continue // the store checks it too; a page never shows another owner's environment
+		}
+		if p.Owner == "" {
+			p.Owner = st.Owner
+		}
+		deadline := st.Deadline
+		if st.ExtendedUntil.After(deadline) {
+			deadline = st.ExtendedUntil // extended a moment ago; the detector has not looked yet
+		}
+		if deadline.IsZero() {
+			continue
+		}
+		kind, group, _ := strings.Cut(parts.KindGroup, ".")
+		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Deadline: deadline, Extend: []Link{}}
+		n, pr := state.HolderNumber(rec.Holder)
+		switch {
+		case !st.NotifiedFor.IsZero() && !st.NotifiedFor.Before(deadline):
+			e.State = StateRemoved
+		case pr:
+			e.State, e.PullRequest = StatePROpen, n
+		case rec.Queued != "":
+			e.State = StateQueued
+		case st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero():
+			e.State = StateWarned
+		default:
+			e.State = StateScheduled
+		}
+		if e.State != StateRemoved {
+			// The links work as long as a mail's would: the link grace past the deadline (or
+			// past now, for an environment whose removal waits or was declined).
+			base := deadline
+			if now.After(base) {
+				base = now
+			}
+			ls, err := s.Links(rec.Key, deadline, base.Add(expiry.LinkGrace))
+			if err != nil {
+				return p, err
+			}
+			e.Extend = ls
+		}
+		p.Environments = append(p.Environments, e)
+	}
+	sort.SliceStable(p.Environments, func(i, j int) bool {
+		return p.Environments[i].Deadline.Before(p.Environments[j].Deadline)
+	})
+	return p, nil
+}
+
+// wantsJSON: the client asked for JSON (Accept: application/json) rather than a page.
+func wantsJSON(accept []string) bool {
+	for _, line := range accept {
+		for _, item := range strings.Split(line, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(item))
+			if err == nil && mt == "application/json" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		s.Log.Error(err, "writing the owner's page")
+	}
+}
+
+// queryOf is the query of an extension link (the page's forms post its key, period and token).
+func queryOf(link string) url.Values {
+	u, err := url.Parse(link)
+	if err != nil {
+		return url.Values{}
+	}
+	return u.Query()
+}
+
+type ownerData struct {
+	OwnerPage
+	ExtendURL string
+}
+
+var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
+	"rfc3339":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"linkKey":   func(link string) string { return queryOf(link).Get("key") },
+	"linkToken": func(link string) string { return queryOf(link).Get("token") },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">
+<title>Your environments · Kustos</title></head>
+<body style="font-family: sans-serif; max-width: 60em; margin: 2em auto">
+<h1>Your environments</h1>
+{{if .Owner}}<p>The environments of <strong>{{.Owner}}</strong> that Kustos keeps a lifetime for. This link works until {{rfc3339 .Expires}}.</p>{{end}}
+{{if .Environments}}
+<table style="border-collapse: collapse" cellpadding="6">
+<thead><tr><th align="left">Kind</th><th align="left">Namespace</th><th align="left">Name</th><th align="left">Deadline</th><th align="left">State</th><th align="left">Extend</th></tr></thead>
+<tbody>
+{{- range .Environments}}
+<tr style="border-top: 1px solid #d0d7de">
+<td>{{.Kind}}{{with .Group}}.{{.}}{{end}}</td><td>{{.Namespace}}</td><td>{{.Name}}</td><td>{{rfc3339 .Deadline}}</td>
+<td>{{.State}}{{with .PullRequest}} (pull request #{{.}}){{end}}</td>
+<td>{{range .Extend}}<form method="post" action="{{$.ExtendURL}}" style="display: inline">
+<input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">
+<button type="submit">Extend by {{.Period}}</button></form> {{end}}</td>
+</tr>
+{{- end}}
+</tbody></table>
+{{else}}<p>Kustos keeps no environments of yours with a lifetime.</p>{{end}}
+</body></html>
+`))
