@@ -8,7 +8,7 @@ BIN       ?= $(CURDIR)/bin
 PKGS      := ./...
 FUZZTIME  ?= 30s
 # Packages whose fuzz targets `make fuzz` runs, and the targets in each.
-FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration,FuzzParseGroupBy ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify ./hack/installmanifest:FuzzAssemble ./internal/doccheck:FuzzLinks
+FUZZ_TARGETS := ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration,FuzzParseGroupBy ./internal/detect/ephemeral:FuzzCompileAndDecide ./internal/manifest:FuzzLoad ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp ./internal/recommend:FuzzLoad ./internal/detect/expiry:FuzzParsePolicy ./internal/extension:FuzzVerify,FuzzClient ./internal/activity:FuzzLoadConfig ./internal/detect/inactivity:FuzzParsePolicy ./internal/actuate/helmrelease/scope:FuzzCheck ./internal/egress:FuzzParsePolicy ./internal/authorship:FuzzVerify ./hack/installmanifest:FuzzAssemble ./internal/doccheck:FuzzLinks ./internal/vsphere:FuzzParseNotes
 
 export KUSTOS_TESTBIN := $(BIN)
 
