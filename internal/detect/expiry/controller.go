@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Now()
 	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
 	objRef := corev1.ObjectReference{APIVersion: r.Kind.GroupVersion().String(), Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
-	if err := reportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
+	if err := ReportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	orphan := len(policy.Missing()) > 0 && len(problems) == 0
@@ -308,10 +308,10 @@ func actionWords(a Action) string {
 	return "removed"
 }
 
-// reportProblems writes one Warning Event per unusable value, on the object that carries it
-// (target, or its namespace ns), with a log line and a metric. Workloads and helm releases
-// share it.
-func reportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
+// ReportProblems writes one Warning Event per unusable value, on the object that carries it
+// (target, or its namespace ns; nil for targets without one), with a log line and a metric.
+// Workloads, helm releases and vSphere VMs share it.
+func ReportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
 	problems []Problem, now time.Time) error {
 	for _, p := range problems {
 		ref := target
