@@ -87,7 +87,9 @@ func (c *Controller) Start(ctx context.Context) error {
 // stop the others.
 func (c *Controller) Look(ctx context.Context) time.Duration {
 	start := time.Now()
-	defer func() { metrics.ReconcileDuration.WithLabelValues(expiry.DetectorName).Observe(time.Since(start).Seconds()) }()
+	defer func() {
+		metrics.ReconcileDuration.WithLabelValues(expiry.DetectorName).Observe(time.Since(start).Seconds())
+	}()
 	next := c.Interval
 	crawl, err := c.Crawler.Crawl(ctx)
 	if err != nil {
