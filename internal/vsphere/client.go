@@ -121,7 +121,11 @@ func New(cfg Config, creds Credentials) (*Client, error) {
 func sdkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("--vsphere-url=%q: want https://HOST (the vCenter): %w", raw, ErrConfig)
+		shown := raw
+		if strings.Contains(raw, "@") {
+			shown = "(not shown: it may hold a password)"
+		}
+		return nil, fmt.Errorf("--vsphere-url=%q: want https://HOST (the vCenter): %w", shown, ErrConfig)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("--vsphere-url: credentials go in --vsphere-credentials-file, not the URL: %w", ErrConfig)
