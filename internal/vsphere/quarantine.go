@@ -74,13 +74,9 @@ func (c *Client) Quarantine(ctx context.Context, uuid string, at time.Time) (Don
 	if c.cfg.QuarantineFolder == "" {
 		return Done{}, fmt.Errorf("--vsphere-quarantine-folder is empty: %w", ErrConfig)
 	}
-	vm, props, err := c.find(ctx, uuid)
+	vm, props, d, err := c.powerOff(ctx, uuid)
 	if err != nil {
-		return Done{}, err
-	}
-	d := Done{Name: props.Name}
-	if d.PoweredOff, err = powerOff(ctx, vm, props); err != nil {
-		return d, &StepError{Step: StepPowerOff, VM: props.Name, Err: err}
+		return d, err
 	}
 	if name := QuarantineName(props.Name, at); name != props.Name {
 		task, err := vm.Rename(ctx, name)
@@ -115,29 +111,29 @@ func (c *Client) Quarantine(ctx context.Context, uuid string, at time.Time) (Don
 
 // PowerOff powers the VM off (a pause): nothing is renamed or moved.
 func (c *Client) PowerOff(ctx context.Context, uuid string) (Done, error) {
-	vm, props, err := c.find(ctx, uuid)
-	if err != nil {
-		return Done{}, err
-	}
-	d := Done{Name: props.Name}
-	if d.PoweredOff, err = powerOff(ctx, vm, props); err != nil {
-		return d, &StepError{Step: StepPowerOff, VM: props.Name, Err: err}
-	}
-	return d, nil
+	_, _, d, err := c.powerOff(ctx, uuid)
+	return d, err
 }
 
-func powerOff(ctx context.Context, vm *object.VirtualMachine, props mo.VirtualMachine) (bool, error) {
+// powerOff finds the VM and powers it off unless it is off already (waiting for the task).
+func (c *Client) powerOff(ctx context.Context, uuid string) (*object.VirtualMachine, mo.VirtualMachine, Done, error) {
+	vm, props, err := c.find(ctx, uuid)
+	if err != nil {
+		return nil, props, Done{}, err
+	}
+	d := Done{Name: props.Name}
 	if props.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff {
-		return false, nil
+		return vm, props, d, nil
 	}
 	task, err := vm.PowerOff(ctx)
 	if err == nil {
 		err = task.Wait(ctx)
 	}
 	if err != nil {
-		return false, err
+		return vm, props, d, &StepError{Step: StepPowerOff, VM: props.Name, Err: err}
 	}
-	return true, nil
+	d.PoweredOff = true
+	return vm, props, d, nil
 }
 
 // quarantinePath is the quarantine folder's inventory path.
