@@ -81,6 +81,7 @@ func TestVSphereDirect(t *testing.T) {
 	sim.Folder("labs/quarantine")
 	short, shortID := sim.VM("labs", "ana-dev", "Ana's dev box\nEC_OWNER=ana@example.com\nEC_TTL=6s")
 	_, orphanID := sim.VM("labs/team-b", "nobody", "")
+	_, typoID := sim.VM("labs/team-b", "typo", "EC_OWNER=eve@example.com\nEC_TTL=soon")
 	sim.VM("labs", "golden", "")
 	rollback, rollbackID := sim.VM("labs", "bob-test", "")
 	sim.Snapshot(rollback, "clean") // taken before the notes: reverting to it clears them
@@ -165,8 +166,15 @@ func TestVSphereDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || !strings.Contains(rows[0].Target, `VM "nobody"`) || strings.Join(rows[0].Missing, ",") != "owner,lifetime" {
-		t.Errorf("VM orphans = %+v, want nobody alone", rows)
+	if len(rows) != 2 || !strings.Contains(rows[0].Target, `VM "nobody"`) || strings.Join(rows[0].Missing, ",") != "owner,lifetime" ||
+		!strings.Contains(rows[1].Target, `VM "typo"`) || !strings.Contains(rows[1].Problem, `EC_TTL="soon" on the notes of VM "typo", line 2`) {
+		t.Errorf("VM orphans = %+v, want nobody (no notes) and typo (an unusable lifetime)", rows)
+	}
+	if bad := vmEvents(t, typoID, expiry.ReasonInvalidExpiry); len(bad) != 1 || !strings.Contains(bad[0].Message, "line 2") {
+		t.Errorf("typo's InvalidExpiryMetadata Events: %v", messages(bad))
+	}
+	if v := gaugeValue(t, metrics.ExpiryOrphans.WithLabelValues("VirtualMachine.vsphere.kustos.io")); v != 2 {
+		t.Errorf("kustos_expiry_orphans{kind=VirtualMachine.vsphere.kustos.io} = %v, want 2", v)
 	}
 	if vmLease(t, stateNS, orphanID) != nil {
 		t.Error("the orphan has a Lease")
@@ -209,6 +217,15 @@ func TestVSphereObserverAndOptIn(t *testing.T) {
 			}
 		})
 	}
+}
+
+func gaugeValue(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
 }
 
 func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
