@@ -219,6 +219,26 @@ func TestVSphereObserverAndOptIn(t *testing.T) {
 	}
 }
 
+// TestVSpherePRMode: in PR mode a due VM is quarantined as in direct mode — VMs are not in Git,
+// so no pull request is opened for it — and its extension is not written back anywhere.
+func TestVSpherePRMode(t *testing.T) {
+	g := newGitOps(t, newNamespace(t, "vsphere-pr", nil))
+	sim := vspheretest.Start(t)
+	sim.Folder("labs/quarantine")
+	vm, _ := sim.VM("labs", "ana-dev", "EC_OWNER=ana@example.com\nEC_TTL=4s")
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		vsphereOptions(sim, app.ModePR, true)(o)
+	}))
+	dumpOnFailure(t, k)
+	eventually(t, "ana-dev quarantined", func() bool {
+		name, folder, power, _ := sim.Props(vm)
+		return strings.HasPrefix(name, "ana-dev-expired-") && folder == "/DC0/vm/labs/quarantine" && power == "poweredOff"
+	})
+	if prs := g.prs(); len(prs) != 0 {
+		t.Errorf("%d pull requests for a VM: %+v", len(prs), prs)
+	}
+}
+
 func gaugeValue(t *testing.T, g interface{ Write(*dto.Metric) error }) float64 {
 	t.Helper()
 	var m dto.Metric
