@@ -23,7 +23,8 @@ FUZZ_TARGETS := \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
   ./internal/doccheck:FuzzLinks \
-  ./internal/submit:FuzzParseOffset,FuzzParseCompletion
+  ./internal/submit:FuzzParseOffset,FuzzParseCompletion \
+  ./internal/vsphere:FuzzParseNotes
 
 export KUSTOS_TESTBIN := $(BIN)
 

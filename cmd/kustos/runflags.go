@@ -39,6 +39,8 @@ type runFlagSet struct {
 	webhookConfigs      string
 	allowDelete         string
 	groupBy             string
+	// vSphere VMs (issue 18): comma-separated lists.
+	vsphereFolders, vsphereIgnore string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -52,7 +54,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
 		fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
 		fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
-		fs.StringVar(&r.allowDelete, "allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
+		fs.StringVar(&r.allowDelete, "allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps; expiry:vsphere.kustos.io/virtualmachines lets expired vSphere VMs be quarantined); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
 	})
 
 	cli.StateNamespace(fs, &o.StateNamespace)
@@ -135,6 +137,22 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.IntVar(&o.Expiry.BatchMax, "notify-mail-batch-max", 50, "most notices in one email")
 	})
 
+	// vSphere VMs: expiry targets crawled from vCenter.
+	o.VSphere.CrawlInterval = 10 * time.Minute
+	cli.InGroup(fs, cli.GroupVSphere, func() {
+		vs := &o.VSphere.Config
+		fs.BoolVar(&o.VSphere.Enabled, "enable-vsphere", false, "vSphere VMs expire too: the VMs of --vsphere-folders with EC_OWNER and EC_TTL (or kustos.io/owner, kustos.io/ttl) in their notes are warned about, then quarantined (powered off, renamed, moved into --vsphere-quarantine-folder; never destroyed); needs --enable-expiry")
+		fs.StringVar(&vs.URL, "vsphere-url", "", "the vCenter's address, https://vcenter.example.com")
+		fs.StringVar(&vs.CredentialsFile, "vsphere-credentials-file", "", "the vSphere login: a mounted Secret's directory with the keys username and password, or a file of two lines (username, then password)")
+		fs.StringVar(&vs.CAFile, "vsphere-ca-file", "", "PEM file of the CA that signs the vCenter's certificate, trusted besides the system's")
+		fs.BoolVar(&vs.Insecure, "vsphere-insecure", false, "do not check the vCenter's certificate (a lab without a CA); never a default")
+		fs.StringVar(&vs.Datacenter, "vsphere-datacenter", "", "the datacenter whose VMs are crawled")
+		fs.StringVar(&r.vsphereFolders, "vsphere-folders", "", "comma-separated VM folders crawled, with their subfolders: paths below the datacenter's VM folder (labs/ci) or inventory paths (/DC0/vm/labs/ci)")
+		fs.StringVar(&vs.QuarantineFolder, "vsphere-quarantine-folder", "", "the folder expired VMs are moved into (same forms); never crawled; required with --enable-vsphere in pr and direct mode")
+		fs.StringVar(&r.vsphereIgnore, "vsphere-ignore", "", "comma-separated VM names and folders never crawled: neither warned about, quarantined nor reported as orphans")
+		cli.Duration(fs, &o.VSphere.CrawlInterval, "vsphere-crawl-interval", false, "how often the VMs are crawled (sooner when a warning or a quarantine is due)")
+	})
+
 	cli.InGroup(fs, cli.GroupInactivity, func() {
 		fs.BoolVar(&o.Inactivity.Enabled, "enable-inactivity", false, "run the inactivity detector: targets of --inactivity-kinds idle (by Prometheus) for their kustos.io/inactivity-timeout are alerted, then paused or deleted")
 	})
@@ -198,6 +216,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		o.Inactivity.Enabled = true
 		o.Inactivity.Settings.NotificationInterval = o.Expiry.Settings.NotificationInterval
 	}
+	o.VSphere.Config.Folders, o.VSphere.Config.Ignore = splitList(r.vsphereFolders), splitList(r.vsphereIgnore)
 	o.Instance = os.Getenv("POD_NAME")
 	if o.Instance == "" {
 		o.Instance, _ = os.Hostname()

@@ -126,6 +126,8 @@ type Options struct {
 	Expiry ExpiryOptions
 	// Inactivity configures the inactivity detector (activity from Prometheus).
 	Inactivity InactivityOptions
+	// VSphere configures vSphere VMs as expiry targets (--enable-vsphere, --vsphere-*).
+	VSphere VSphereOptions
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
 	Webhook WebhookOptions
 	// AllowedDestinations is --allowed-destinations: what tenant-given URLs (exam probes,
@@ -167,6 +169,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.NotReadyRecheck))
 	}
 	if err := o.Expiry.validate(); err != nil {
+		return err
+	}
+	if err := o.VSphere.validate(o); err != nil {
 		return err
 	}
 	return o.Inactivity.validate()

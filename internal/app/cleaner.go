@@ -27,6 +27,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -276,6 +277,10 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 	case p.Detector == ephemeral.DetectorName && kind == ephemeral.CloudEventKind && group == ephemeral.CloudEventGroup:
 		// A Cleaner's CloudEvent is no object: its Key lives as long as its Cleaner.
 		kind, group = "Cleaner", v1alpha1.GroupVersion.Group
+	case kind == detectvsphere.Kind && group == detectvsphere.Group:
+		// A VM lives in vSphere, and its Lease is the lifetime Kustos keeps for it (its notes
+		// may be gone after a rollback): no API server can say it is gone, so it stays.
+		return false, nil
 	case kind == lifecycle.ReleaseKind && group == lifecycle.ReleaseGroup:
 		// No API server serves helm releases: a release lives in its Secrets (helm's storage).
 		var secrets metav1.PartialObjectMetadataList

@@ -26,14 +26,16 @@ const maxDigestRows = 200
 // owner or a lifetime, or for metadata it cannot use) to the administrators every interval, on
 // the leader only. It keeps no state: a restart may send one digest early, never a flood.
 type orphanDigest struct {
-	reader   client.Reader // the API server, in pages, once a day
-	kinds    []schema.GroupVersionKind
-	settings expiry.Settings
-	notifier pipeline.Notifier
-	to       string
-	interval time.Duration
-	now      func() time.Time
-	log      logr.Logger
+	reader client.Reader // the API server, in pages, once a day
+	kinds  []schema.GroupVersionKind
+	// stateNamespace holds the vSphere crawl's orphans (statusreport.VMOrphans).
+	stateNamespace string
+	settings       expiry.Settings
+	notifier       pipeline.Notifier
+	to             string
+	interval       time.Duration
+	now            func() time.Time
+	log            logr.Logger
 }
 
 func (d *orphanDigest) NeedLeaderElection() bool { return true }
@@ -59,11 +61,16 @@ func (d *orphanDigest) send(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	vms, err := statusreport.VMOrphans(ctx, d.reader, d.stateNamespace, now)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, vms...)
 	if len(rows) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d objects are left alone by Kustos's expiry detector: they have no owner (kustos.io/owner) or no lifetime (kustos.io/ttl, kustos.io/expires-at), or their metadata cannot be used. Add the metadata in Git, or opt the namespace out (kustos.io/expiration-ignore: \"true\"). `kustos status --orphans` lists them all.\n", len(rows))
+	fmt.Fprintf(&b, "%d objects are left alone by Kustos's expiry detector: they have no owner (kustos.io/owner) or no lifetime (kustos.io/ttl, kustos.io/expires-at; EC_OWNER and EC_TTL in a VM's notes), or their metadata cannot be used. Add the metadata in Git (or the VM's notes), or opt the namespace out (kustos.io/expiration-ignore: \"true\"; a VM: --vsphere-ignore or another folder). `kustos status --orphans` lists them all.\n", len(rows))
 	for i, r := range rows {
 		if i == maxDigestRows {
 			fmt.Fprintf(&b, "… and %d more\n", len(rows)-maxDigestRows)

@@ -148,7 +148,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	if nt.mail != nil {
 		settings.Mail = true // owners need an address now
 		if o.Expiry.AdminEmail != "" {
-			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: nt.mail,
+			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: nt.mail, stateNamespace: o.StateNamespace,
 				to: o.Expiry.AdminEmail, interval: o.Expiry.DigestInterval, now: o.Now, log: o.Log.WithName("orphan-digest")}); err != nil {
 				return err
 			}
@@ -168,6 +168,11 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	pl.Notifier = nt.notifier
+	if o.VSphere.Enabled {
+		if err := setupVSphere(mgr, o, &pl, rep, settings, links); err != nil {
+			return err
+		}
+	}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	for _, k := range kinds {
 		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {

@@ -19,13 +19,14 @@ const (
 	GroupExtension     = "Extension links"
 	GroupNotifications = "Notifications"
 	GroupInactivity    = "Inactivity"
+	GroupVSphere       = "vSphere VMs"
 	GroupPrometheus    = "Prometheus"
 	GroupWebhook       = "Admission webhook & egress"
 	groupOther         = "Other flags"
 )
 
 var groupOrder = []string{GroupInput, GroupGeneral, GroupState, GroupQuota, GroupPR, GroupCleaners, GroupExpiry,
-	GroupExtension, GroupNotifications, GroupInactivity, GroupPrometheus, GroupWebhook, groupOther}
+	GroupExtension, GroupNotifications, GroupVSphere, GroupInactivity, GroupPrometheus, GroupWebhook, groupOther}
 
 // groupAnnotation is the pflag annotation that holds a flag's help group.
 const groupAnnotation = "kustos.io/help-group"

@@ -57,6 +57,29 @@ var (
 		Name: "kustos_expiry_orphans",
 		Help: "Objects of a lifecycle kind without an owner or a lifetime (never removed by Kustos), by kind.",
 	}, []string{"kind"})
+	// VSphereVMs is how many VMs the last crawl found in the crawled folders (ignored ones and
+	// the quarantine folder's left out); their orphans are kustos_expiry_orphans of kind
+	// VirtualMachine.vsphere.kustos.io.
+	VSphereVMs = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kustos_vsphere_vms",
+		Help: "VMs found by the last vSphere crawl in the crawled folders, without the ignored and the quarantined ones.",
+	})
+	// VSphereCrawlErrors counts crawls that failed (vCenter unreachable, login refused, a
+	// folder that does not exist); the VMs' schedules wait for the next crawl.
+	VSphereCrawlErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kustos_vsphere_crawl_errors_total",
+		Help: "vSphere crawls that failed; the VMs are looked at again at the next crawl.",
+	})
+	// VSphereQuarantined counts VMs quarantined (powered off, renamed, moved), and
+	// VSphereActionErrors the quarantines and power-offs that failed, by step.
+	VSphereQuarantined = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kustos_vsphere_quarantined_total",
+		Help: "VMs quarantined by Kustos: powered off, renamed and moved into the quarantine folder.",
+	})
+	VSphereActionErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_vsphere_action_errors_total",
+		Help: "Quarantines and power-offs of VMs that failed (tried again later), by the step that failed.",
+	}, []string{"step"})
 	// ActivitySourceUp is 1 while an activity source answers ok, 0 while it is unavailable or
 	// Prometheus cannot be asked (then no target is declared inactive).
 	ActivitySourceUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -85,6 +108,6 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
+	ctrlmetrics.Registry.MustRegister(VSphereVMs, VSphereCrawlErrors, VSphereQuarantined, VSphereActionErrors, Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
 		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused)
 }

@@ -28,7 +28,8 @@ and age. -o json prints one JSON object per line.
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
 kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
-the controller's --lifecycle-kinds and --default-ttl.`
+the controller's --lifecycle-kinds and --default-ttl. With --state-namespace it adds the vSphere VMs
+the controller's last crawl found without EC_OWNER and EC_TTL in their notes (and none kept).`
 
 // NewCommand is `kustos status`: --state-namespace, --kubeconfig, --lifecycle-kinds and
 // --default-ttl are run's (package cli).
@@ -88,6 +89,11 @@ func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, stdout, stde
 	defer cancel()
 	if orphans {
 		rows, err := Orphans(ctx, c, kinds, settings, time.Now())
+		if err == nil {
+			var vms []OrphanRow
+			vms, err = VMOrphans(ctx, c, ns, time.Now())
+			rows = append(rows, vms...)
+		}
 		if err == nil {
 			err = PrintOrphans(stdout, rows, out)
 		}

@@ -170,7 +170,7 @@ Name of the Secret holding the extension links' key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.vsphere.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -263,6 +263,9 @@ Cleaners themselves once their cleanup is done. The ClusterRole grants delete on
 {{- $out = append $out (printf "expiry:%s" .) }}
 {{- end }}
 {{- end }}
+{{- if and .Values.vsphere.enabled .Values.vsphere.quarantine }}
+{{- $out = append $out "expiry:vsphere.kustos.io/virtualmachines" }}
+{{- end }}
 {{- if .Values.inactivity.enabled }}
 {{- $known := list }}
 {{- range .Values.inactivity.kinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
@@ -293,7 +296,9 @@ sorted: the ClusterRole's delete rules.
 {{- define "kustos.deletableResources" -}}
 {{- $seen := list }}
 {{- range include "kustos.allowDelete" . | fromJsonArray }}
+{{- if not (hasPrefix "vsphere.kustos.io/" (splitList ":" . | last)) }}{{/* VMs live in vSphere: no cluster right */}}
 {{- $seen = append $seen (splitList ":" . | last) }}
+{{- end }}
 {{- end }}
 {{- $out := list }}
 {{- range $seen | uniq | sortAlpha }}

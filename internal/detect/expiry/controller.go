@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Now()
 	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
 	objRef := corev1.ObjectReference{APIVersion: r.Kind.GroupVersion().String(), Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
-	if err := reportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
+	if err := ReportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	orphan := len(policy.Missing()) > 0 && len(problems) == 0
@@ -156,6 +156,19 @@ func countCommitted(res lifecycle.Result) {
 // Findings with Notices (extension links minted by links, when set).
 func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, policy Policy, settings Settings,
 	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger) lifecycle.Request {
+	return KeptRequest(key, target, uid, now, settings, links, log, func(State) (Policy, Kept) { return policy, Kept{} })
+}
+
+// PolicyOf is the policy of a target whose lifetime Kustos keeps in its state, given what the
+// Lease remembers: the policy, and the lifetime to keep from now on.
+type PolicyOf func(State) (Policy, Kept)
+
+// KeptRequest is the pipeline Request of a target whose lifetime lives (also) in its Lease
+// (State.Kept): policyOf reads the kept lifetime and what the target says now, and what it
+// returns to keep is written back with the rest of the state. Targets whose metadata is never
+// lost pass a policyOf that ignores the state (decideRequest). The schedule is Decide's.
+func KeptRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, settings Settings,
+	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger, policyOf PolicyOf) lifecycle.Request {
 	return lifecycle.Request{
 		Key: key, Target: target, UID: uid, Now: now,
 		Decide: func(v lifecycle.View) lifecycle.Decision {
@@ -164,12 +177,15 @@ func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now t
 				metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
 				log.Info("unreadable expiry state dropped", "entry", b)
 			}
+			policy, kept := policyOf(st)
+			st0 := st
+			st.Kept = kept
 			last := Decide(Snapshot{Now: now, Target: target, UID: uid,
 				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
 				Proposed: v.Proposed, Settings: settings})
 			log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
 			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter, Withdraw: last.Withdraw}
-			if !reflect.DeepEqual(last.State, st) || len(bad) > 0 {
+			if !reflect.DeepEqual(last.State, st0) || len(bad) > 0 {
 				out.Bag = last.State.Bag()
 			}
 			if last.Warn {
@@ -210,10 +226,14 @@ const (
 )
 
 func notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string, now time.Time) *lifecycle.Notice {
-	subject := fmt.Sprintf("%s %s expires at %s", t.Kind, t.Name, d.Deadline.UTC().Format(time.RFC3339))
+	name := t.Kind + " " + t.Name
+	if p.Label != "" {
+		name = p.Label
+	}
+	subject := fmt.Sprintf("%s expires at %s", name, d.Deadline.UTC().Format(time.RFC3339))
 	at := d.At
 	if kind == NoticeDone {
-		subject = fmt.Sprintf("%s %s expired and was %s", t.Kind, t.Name, pastTense(d.Action))
+		subject = fmt.Sprintf("%s expired and was %s", name, pastTense(d.Action))
 		at = now
 	}
 	return &lifecycle.Notice{ID: id, Kind: kind, To: p.OwnerAddress, Owner: p.Owner, Subject: subject, Text: text,
@@ -226,6 +246,9 @@ func pastTense(a Action) string {
 	}
 	if a == ActionUninstall {
 		return "uninstalled"
+	}
+	if a == ActionQuarantine {
+		return "quarantined"
 	}
 	return "removed"
 }
@@ -261,27 +284,34 @@ func deadlineOf(c lifecycle.Change) string {
 // WarningMessage is the warning's text: which environment, its deadline and where it comes
 // from, and the earliest time it is removed.
 func WarningMessage(t lifecycle.Target, p Policy, deadline, actAt time.Time) string {
-	what := "removed"
-	if p.Action == ActionPause {
-		what = "paused (scaled to zero)"
+	keep := fmt.Sprintf("set %s in Git or opt its namespace out", AnnotationExpiresAt)
+	if p.KeptInState {
+		keep = "use an extension link, or write a longer lifetime into it"
 	}
-	return fmt.Sprintf("%s expires at %s (%s) and will be %s at %s at the earliest; owner %s. To keep it longer, set %s in Git or opt its namespace out.",
-		t, deadline.UTC().Format(time.RFC3339), p.From, what, actAt.UTC().Format(time.RFC3339), p.Owner, AnnotationExpiresAt)
+	return fmt.Sprintf("%s expires at %s (%s) and will be %s at %s at the earliest; owner %s. To keep it longer, %s.",
+		p.label(t), deadline.UTC().Format(time.RFC3339), p.From, actionWords(p.Action), actAt.UTC().Format(time.RFC3339), p.Owner, keep)
 }
 
 // DoneMessage tells the owner it happened.
 func DoneMessage(t lifecycle.Target, p Policy, deadline time.Time, a Action) string {
-	what := "removed"
-	if a == ActionPause {
-		what = "paused (scaled to zero)"
-	}
-	return fmt.Sprintf("%s expired at %s and was %s; owner %s.", t, deadline.UTC().Format(time.RFC3339), what, p.Owner)
+	return fmt.Sprintf("%s expired at %s and was %s; owner %s.", p.label(t), deadline.UTC().Format(time.RFC3339), actionWords(a), p.Owner)
 }
 
-// reportProblems writes one Warning Event per unusable value, on the object that carries it
-// (target, or its namespace ns), with a log line and a metric. Workloads and helm releases
-// share it.
-func reportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
+// actionWords is what happens to an environment, in a message.
+func actionWords(a Action) string {
+	switch a {
+	case ActionPause:
+		return "paused (scaled to zero)"
+	case ActionQuarantine:
+		return "quarantined (powered off, renamed and moved into the quarantine folder; not destroyed)"
+	}
+	return "removed"
+}
+
+// ReportProblems writes one Warning Event per unusable value, on the object that carries it
+// (target, or its namespace ns; nil for targets without one), with a log line and a metric.
+// Workloads, helm releases and vSphere VMs share it.
+func ReportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
 	problems []Problem, now time.Time) error {
 	for _, p := range problems {
 		ref := target

@@ -75,7 +75,20 @@ type State struct {
 	// (workloads, Namespaces, helm releases, virtual machines) has them.
 	Owner    string
 	Deadline time.Time
+	// Kept is the lifetime Kustos keeps for a target whose metadata can be lost where it is
+	// declared (a VM's notes, reset by a snapshot rollback); zero for everything else.
+	Kept Kept
 }
+
+// Kept is a lifetime remembered in the target's Lease from the first time it was seen: the
+// owner and the TTL as written, and the time the TTL counts from.
+type Kept struct {
+	Owner, TTL string
+	Since      time.Time
+}
+
+// IsZero reports whether nothing is kept.
+func (k Kept) IsZero() bool { return k.Owner == "" && k.TTL == "" && k.Since.IsZero() }
 
 // BagExtendedUntil is the bag key of an extension: the extension server writes it, and a change
 // of it makes the detector look again at once (to write the new deadline back).
@@ -93,7 +106,13 @@ const (
 	bagNotifiedFor      = "notified-for"
 	bagOwner            = lifecycle.BagOwner
 	bagDeadline         = "deadline"
+	bagKeptOwner        = "kept-owner"
+	bagKeptTTL          = "kept-ttl"
+	bagKeptSince        = "kept-since"
 )
+
+// maxKept bounds a kept owner or TTL (they come from a VM's notes).
+const maxKept = 256
 
 // ParseState reads the bag. Unreadable entries are dropped (and said so): the worst outcome is
 // a second warning, never a removal without one.
@@ -109,6 +128,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		Deadline:         r.Time(bagDeadline),
 		Owner:            bag[bagOwner],
 		WarningAttempts:  r.Count(bagWarningAttempts, math.MaxInt32),
+		Kept:             Kept{Owner: bag[bagKeptOwner], TTL: bag[bagKeptTTL], Since: r.Time(bagKeptSince)},
 	}
 	if v := bag[bagUsedTokens]; v != "" {
 		s.UsedTokens = splitTokens(v)
@@ -133,6 +153,13 @@ func (s State) Bag() map[string]string {
 	if len(s.UsedTokens) > 0 {
 		b[bagUsedTokens] = joinTokens(s.UsedTokens)
 	}
+	if s.Kept.Owner != "" {
+		b[bagKeptOwner] = lifecycle.Clip(s.Kept.Owner, maxKept)
+	}
+	if s.Kept.TTL != "" {
+		b[bagKeptTTL] = lifecycle.Clip(s.Kept.TTL, maxKept)
+	}
+	b.Time(bagKeptSince, s.Kept.Since)
 	return b
 }
 
@@ -231,7 +258,7 @@ func schedule(s Snapshot) Decision {
 	st := &d.State
 	// What the owner's page lists: whose the target is and when it goes.
 	st.Owner, st.Deadline = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC()
-	if s.Settings.Acts && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
+	if s.Settings.Acts && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on
 		// with the schedule of the new deadline.
@@ -386,11 +413,17 @@ func change(s Snapshot, d Decision) *lifecycle.Change {
 	if s.State.ExtendedUntil.Equal(d.Deadline) {
 		ev["from"] = "an extension granted through Kustos"
 	}
+	for k, v := range s.Policy.Facts {
+		if _, taken := ev[k]; !taken {
+			ev[k] = v
+		}
+	}
+	what := s.Policy.label(s.Target)
 	switch d.Action {
 	case ActionPause:
 		c.Edit = lifecycle.Edit{Op: lifecycle.EditScaleToZero}
 		c.Summary = fmt.Sprintf("%s expired at %s (%s); owner %s was warned at %s; pausing it (scale to zero)",
-			s.Target, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339))
+			what, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339))
 	default:
 		c.Edit = lifecycle.Edit{Op: lifecycle.EditDelete}
 		// The same object, not the same version: a workload's status changes all the time, and
@@ -398,8 +431,12 @@ func change(s Snapshot, d Decision) *lifecycle.Change {
 		if s.UID != "" {
 			c.Edit.Preconditions = &lifecycle.Preconditions{UID: s.UID}
 		}
-		c.Summary = fmt.Sprintf("%s expired at %s (%s); owner %s was warned at %s; removing it",
-			s.Target, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339))
+		how := "removing it"
+		if d.Action == ActionQuarantine {
+			how = "quarantining it (power off, rename, move into the quarantine folder; never destroyed)"
+		}
+		c.Summary = fmt.Sprintf("%s expired at %s (%s); owner %s was warned at %s; %s",
+			what, d.Deadline.Format(time.RFC3339), ev["from"], s.Policy.Owner, s.State.WarnedAt.Format(time.RFC3339), how)
 	}
 	ev["message"] = c.Summary
 	c.Evidence = []map[string]string{ev}

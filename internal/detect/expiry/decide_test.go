@@ -127,6 +127,12 @@ func TestDecide(t *testing.T) {
 		{name: "the extension is in Git: nothing to write back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
 			func(s *Snapshot) { s.Policy.Deadline = deadline.Add(7 * day) }),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "extended, lifetime kept in Kustos's state (a VM): nothing to write back, the schedule of the new deadline",
+			snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)), func(s *Snapshot) { s.Policy.KeptInState = true }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "quarantine (a VM): a Delete the vSphere actuator carries out as power off, rename, move",
+			snap: snap(deadline, warnedAt(warnAt), func(s *Snapshot) { s.Policy.Action = ActionQuarantine }),
+			next: NextAct, at: deadline, op: lifecycle.EditDelete, state: warnedAt(warnAt)},
 		{name: "an extension shorter than Git's deadline changes nothing", snap: snap(deadline, func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()),
 			next: NextAct, at: deadline, op: lifecycle.EditDelete, state: func() State { s := warnedAt(warnAt); s.ExtendedUntil = deadline.Add(-day); return s }()},
 		{name: "a new deadline after a decision starts a new cycle", snap: snap(deadline.Add(time.Hour), warnedAt(warnAt),
@@ -224,6 +230,40 @@ func TestDecideChange(t *testing.T) {
 	}
 }
 
+// TestDecideQuarantineWording: a VM is named by its label (name, folder, datacenter), not its
+// UUID, in the Change, the warning and the done message, which say it is quarantined, not
+// removed, and how to keep it when its lifetime lives in Kustos's state.
+func TestDecideQuarantineWording(t *testing.T) {
+	vm := lifecycle.Target{Group: "vsphere.kustos.io", Version: "v1", Kind: "VirtualMachine", Name: "4213c3c0-0a3b-4b2d-9b5c-1a2b3c4d5e6f"}
+	p := owned()
+	p.Action, p.Label, p.KeptInState, p.From = ActionQuarantine, `VM "build-42" (/DC0/vm/ci, datacenter DC0)`, true, `EC_TTL="10d" in the notes of VM "build-42"`
+	p.Facts = map[string]string{"vm": "build-42", "path": "/DC0/vm/ci/build-42", "datacenter": "DC0"}
+	d := Decide(snap(deadline, warnedAt(deadline.Add(-72*time.Hour)), func(s *Snapshot) { s.Target, s.Policy, s.UID = vm, p, "" }))
+	c := d.Change
+	if c == nil || c.Edit.Op != lifecycle.EditDelete || c.Edit.Preconditions != nil {
+		t.Fatalf("change = %+v", c)
+	}
+	want := `VM "build-42" (/DC0/vm/ci, datacenter DC0) expired at 2026-11-11T12:00:00Z (EC_TTL="10d" in the notes of VM "build-42"); owner ana@example.com was warned at 2026-11-08T12:00:00Z; quarantining it (power off, rename, move into the quarantine folder; never destroyed)`
+	if c.Summary != want {
+		t.Errorf("summary =\n%s\nwant\n%s", c.Summary, want)
+	}
+	if ev := c.Evidence[0]; ev["vm"] != "build-42" || ev["path"] != "/DC0/vm/ci/build-42" || ev["datacenter"] != "DC0" || ev["owner"] != "ana@example.com" {
+		t.Errorf("evidence = %v", ev)
+	}
+	warn := WarningMessage(vm, p, deadline, deadline)
+	for _, w := range []string{`VM "build-42"`, "quarantined (powered off", "use an extension link"} {
+		if !strings.Contains(warn, w) {
+			t.Errorf("warning %q lacks %q", warn, w)
+		}
+	}
+	if strings.Contains(warn, vm.Name) || strings.Contains(warn, "in Git") {
+		t.Errorf("warning %q names the UUID or Git", warn)
+	}
+	if done := DoneMessage(vm, p, deadline, ActionQuarantine); !strings.Contains(done, `VM "build-42"`) || !strings.Contains(done, "was quarantined") {
+		t.Errorf("done = %q", done)
+	}
+}
+
 // TestSchedule runs the schedule as the pipeline does — each look's State written back, looks
 // at every requeue time — for lifetimes, warning windows, intervals and outages, and checks
 // what owners rely on: exactly one warning per deadline, the Change never before the deadline
@@ -309,7 +349,8 @@ func TestSchedule(t *testing.T) {
 
 func TestStateBagRoundTrip(t *testing.T) {
 	st := State{WarningFor: deadline, WarningAttemptAt: t0.Add(time.Nanosecond), WarningAttempts: 2, WarnedAt: t0.Add(time.Second),
-		ExtendedUntil: deadline.Add(time.Hour), ExtendedAt: t0.Add(time.Minute), UsedTokens: []string{"a1", "b2"}, NotifiedFor: deadline}
+		ExtendedUntil: deadline.Add(time.Hour), ExtendedAt: t0.Add(time.Minute), UsedTokens: []string{"a1", "b2"}, NotifiedFor: deadline,
+		Kept: Kept{Owner: "ana", TTL: "1w", Since: t0}}
 	got, bad := ParseState(st.Bag())
 	if len(bad) != 0 || !reflect.DeepEqual(got, st) {
 		t.Errorf("round trip = %+v (bad %v), want %+v", got, bad, st)

@@ -105,7 +105,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	now := r.Now()
 	policy, problems := ParsePolicy(rel.FirstDeployed, sources, false, r.Settings)
 	releaseRef := corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind, Namespace: req.Namespace, Name: req.Name}
-	if err := reportProblems(ctx, r.Reporter, log, releaseRef, namespaceRef(nsObj), problems, now); err != nil {
+	if err := ReportProblems(ctx, r.Reporter, log, releaseRef, namespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {

@@ -45,6 +45,9 @@ const (
 	ActionDelete    Action = "delete"
 	ActionPause     Action = "pause"
 	ActionUninstall Action = "uninstall" // helm releases
+	// ActionQuarantine: a vSphere VM is powered off, renamed and moved into the quarantine
+	// folder (never destroyed); its Change is a Delete the vSphere actuator carries out so.
+	ActionQuarantine Action = "quarantine"
 )
 
 // Meta is the metadata Kustos reads from an object or its Namespace.
@@ -93,6 +96,23 @@ type Policy struct {
 	// Deployment…`, `--default-ttl=72h`.
 	From   string
 	Action Action
+	// Label, when set, is how people know the target in messages and notices, instead of its
+	// Target: a VM's name, folder and datacenter (its Target names it by instance UUID).
+	Label string
+	// Facts are added to every Change's evidence (a VM's name, path and datacenter).
+	Facts map[string]string
+	// KeptInState: the lifetime lives in Kustos's state, not where the environment is declared
+	// (a VM's notes are lost with a snapshot rollback): an extension through a link is kept
+	// there and not written back anywhere.
+	KeptInState bool
+}
+
+// label is how messages name t.
+func (p Policy) label(t lifecycle.Target) string {
+	if p.Label != "" {
+		return p.Label
+	}
+	return t.String()
 }
 
 // Missing says what makes an object an orphan: "owner", "lifetime", both, or nothing (it has

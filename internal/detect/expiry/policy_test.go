@@ -1,6 +1,7 @@
 package expiry
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestParsePolicy(t *testing.T) {
 				s = settings
 			}
 			got, problems := ParsePolicy(created, tt.sources, tt.scalable, s)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("policy = %+v\nwant     %+v", got, tt.want)
 			}
 			if len(problems) != len(tt.problems) {

@@ -1,0 +1,88 @@
+package vsphere
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/vsphere"
+)
+
+// The Target of a VM: no API server serves this kind, so only the vSphere actuator carries out
+// its Changes, and its Events go to the "default" namespace as a cluster-scoped object's do.
+const (
+	Group   = "vsphere.kustos.io"
+	Version = "v1"
+	Kind    = "VirtualMachine"
+)
+
+// Target is the Target of the VM with instance UUID uuid.
+func Target(uuid string) lifecycle.Target {
+	return lifecycle.Target{Group: Group, Version: Version, Kind: Kind, Name: strings.ToLower(uuid)}
+}
+
+// IsVM reports whether t is a VM.
+func IsVM(t lifecycle.Target) bool { return t.Group == Group && t.Kind == Kind }
+
+// Label is how people know a VM: its name, folder and datacenter.
+func Label(vm vsphere.VM) string {
+	return fmt.Sprintf("VM %q (%s, datacenter %s)", vm.Name, strings.TrimSuffix(vm.Path, "/"+vm.Name), vm.Datacenter)
+}
+
+// Facts are a VM's evidence in a Change.
+func Facts(vm vsphere.VM) map[string]string {
+	return map[string]string{"vm": vm.Name, "path": vm.Path, "datacenter": vm.Datacenter, "instanceUuid": vm.UUID}
+}
+
+// PolicyOf is a VM's expiry policy from its notes and the lifetime its Lease keeps: what the
+// notes say wins (a human wrote it last); what they no longer say (a snapshot rollback reset
+// them) comes from kept. The TTL counts from kept.Since, or the VM's creation date, or now
+// (first sight). It returns the lifetime to keep from now on and what cannot be used.
+func PolicyOf(vm vsphere.VM, notes vsphere.Notes, kept expiry.Kept, s expiry.Settings, now time.Time) (expiry.Policy, expiry.Kept, []expiry.Problem) {
+	k := kept
+	if notes.Owner != "" {
+		k.Owner = notes.Owner
+	}
+	if notes.TTL != "" {
+		k.TTL = notes.TTL
+	}
+	if k.Since.IsZero() {
+		k.Since = vm.Created
+		if k.Since.IsZero() || k.Since.After(now) {
+			k.Since = now
+		}
+	}
+	name := fmt.Sprintf("the notes of VM %q", vm.Name)
+	meta := expiry.Meta{Annotations: map[string]string{}}
+	if k.Owner != "" {
+		meta.Annotations[expiry.AnnotationOwner] = k.Owner
+	}
+	if k.TTL != "" {
+		meta.Annotations[expiry.AnnotationTTL] = k.TTL
+	}
+	p, problems := expiry.ParsePolicy(k.Since, []expiry.Source{{Name: name, Meta: meta}}, false, s)
+	p.Action, p.Label, p.Facts, p.KeptInState = expiry.ActionQuarantine, Label(vm), Facts(vm), true
+	if k.TTL != "" && p.From != "" {
+		key := notes.TTLKey
+		where := name
+		if notes.TTL == "" {
+			key, where = vsphere.NoteTTL, fmt.Sprintf("kept by Kustos since %s (the notes no longer say)", k.Since.UTC().Format(time.RFC3339))
+		}
+		p.From = fmt.Sprintf("%s=%q counted from %s, %s", key, lifecycle.Clip(k.TTL, 64), k.Since.UTC().Format(time.RFC3339), where)
+	}
+	if k.Owner == "" && k.TTL == "" {
+		k = expiry.Kept{} // nothing worth keeping: an orphan leaves no state
+	}
+	return p, k, problems
+}
+
+// NoteProblems are the notes' unusable lines as expiry Problems, on the VM.
+func NoteProblems(vm vsphere.VM, ps []vsphere.NoteProblem) []expiry.Problem {
+	out := make([]expiry.Problem, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, expiry.Problem{On: fmt.Sprintf("the notes of VM %q, line %d", vm.Name, p.Line), Key: p.Key, Value: p.Value, Err: p.Err})
+	}
+	return out
+}

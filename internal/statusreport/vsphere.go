@@ -1,0 +1,94 @@
+package statusreport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
+)
+
+// VSphere VMs are not objects `kustos status` can list: the controller's last crawl keeps its
+// orphans in a Lease of the state namespace (not a state Lease of a Key: the lease sweeps leave
+// it alone), which `kustos status --orphans` and the orphan digest read.
+const (
+	VMOrphansLease      = "kustos-vsphere-orphans"
+	vmOrphansAnnotation = "kustos.io/vsphere-orphans"
+	vmOrphansCount      = "kustos.io/vsphere-orphans-count"
+	// maxVMOrphans bounds the kept list (an annotation of at most ~100 KiB).
+	maxVMOrphans = 500
+)
+
+// SaveVMOrphans replaces the kept VM orphans with orphans (the first maxVMOrphans; the count
+// says how many there were).
+func SaveVMOrphans(ctx context.Context, c client.Client, namespace string, orphans []detectvsphere.Orphan) error {
+	kept := orphans
+	if len(kept) > maxVMOrphans {
+		kept = kept[:maxVMOrphans]
+	}
+	for i := range kept {
+		if len(kept[i].Problem) > 160 {
+			kept[i].Problem = kept[i].Problem[:157] + "..."
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return err
+	}
+	want := map[string]string{vmOrphansAnnotation: string(b), vmOrphansCount: fmt.Sprint(len(orphans))}
+	var l coordinationv1.Lease
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: VMOrphansLease}, &l)
+	if apierrors.IsNotFound(err) {
+		l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: VMOrphansLease, Annotations: want,
+			Labels: map[string]string{"app.kubernetes.io/name": "kustos"}}}
+		return c.Create(ctx, &l)
+	}
+	if err != nil {
+		return err
+	}
+	if l.Annotations[vmOrphansAnnotation] == want[vmOrphansAnnotation] && l.Annotations[vmOrphansCount] == want[vmOrphansCount] {
+		return nil
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	for k, v := range want {
+		l.Annotations[k] = v
+	}
+	return c.Update(ctx, &l)
+}
+
+// VMOrphans reads the VM orphans the controller's last crawl kept (none without the Lease:
+// vSphere is not enabled, or has not been crawled yet).
+func VMOrphans(ctx context.Context, c client.Reader, namespace string, now time.Time) ([]OrphanRow, error) {
+	if namespace == "" {
+		return nil, nil
+	}
+	var l coordinationv1.Lease
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: VMOrphansLease}, &l)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the vSphere orphans (Lease %s/%s): %w", namespace, VMOrphansLease, err)
+	}
+	var orphans []detectvsphere.Orphan
+	if err := json.Unmarshal([]byte(l.Annotations[vmOrphansAnnotation]), &orphans); err != nil {
+		return nil, fmt.Errorf("the vSphere orphans in Lease %s/%s cannot be read (the next crawl rewrites them): %w", namespace, VMOrphansLease, err)
+	}
+	rows := make([]OrphanRow, 0, len(orphans))
+	for _, o := range orphans {
+		r := OrphanRow{Target: o.Target, Missing: o.Missing, Problem: o.Problem}
+		if !o.Created.IsZero() {
+			r.Age = age(o.Created, now)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
