@@ -109,7 +109,7 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 	$(GO) run ./bench/inactivity -kustos $(BIN)/kustos
 
 .PHONY: demo
-demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR).
+demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR), then vSphere lab VMs in a simulated vCenter (a warning, an extension, a quarantine).
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
 # How many demo runs `make demo-soak` makes.

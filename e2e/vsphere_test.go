@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -128,7 +129,13 @@ func TestVSphereDirect(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("extending kept-longer: %v %v", resp, err)
 	}
+	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// The page names the VM as its owner knows it, and promises no write-back: Kustos keeps a
+	// VM's lifetime itself.
+	if !strings.Contains(string(page), `VM &#34;kept-longer&#34;`) || strings.Contains(string(page), extendedID) || strings.Contains(string(page), "kustos.io/expires-at") {
+		t.Errorf("the extension's page: %s", page)
+	}
 
 	// ana-dev: warned, then quarantined, then her owner told.
 	eventually(t, "ana-dev quarantined", func() bool {

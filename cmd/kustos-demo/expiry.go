@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	stdhtml "html"
 	"io"
 	"net"
 	"net/http"
@@ -328,7 +329,7 @@ var (
 
 // pageText is the visible text of an extension page, on one line.
 func pageText(html string) string {
-	return strings.TrimSpace(spaces.ReplaceAllString(tags.ReplaceAllString(html, " "), " "))
+	return strings.TrimSpace(spaces.ReplaceAllString(stdhtml.UnescapeString(tags.ReplaceAllString(html, " ")), " "))
 }
 
 // shortenTokens shortens every link in a text as shortenToken does.

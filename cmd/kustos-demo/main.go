@@ -10,11 +10,13 @@
 // search scheduled, the deletion at that second and the CloudEvent a local sdk-go sink received.
 // Then the expiry act: preview environments in Git with a lifetime, the owner's warning with
 // one-time extension links at a webhook, a link clicked and written back to Git by a pull
-// request, the other preview removed by a pull request at its deadline. Last, the inactivity
+// request, the other preview removed by a pull request at its deadline. Then the inactivity
 // act: a real Prometheus scraping ingress-nginx's and the bastion's metrics (an exporter plays
 // them), two lab environments in Git, one used and one idle, the idle one's alerts (Events, and
-// notices at a webhook) and its pause (spec.replicas: 0) by a pull request. It shuts everything
-// down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
+// notices at a webhook) and its pause (spec.replicas: 0) by a pull request. Last, the vSphere
+// act: govmomi's vCenter simulator in this process, lab VMs with an owner and a lifetime in their
+// notes, one extended by its owner's link, one quarantined (powered off, renamed, moved), one
+// without notes reported as an orphan. It shuts everything down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
 //
 // Each act has its own deadline, sized for a loaded 2-core machine (actDeadlines; -timeout sets
 // them all). When an act fails, the demo says which act and which step failed, shows the last
@@ -62,9 +64,10 @@ const (
 	actCleaner    = "cleaner"
 	actExpiry     = "expiry"
 	actInactivity = "inactivity"
+	actVSphere    = "vsphere"
 )
 
-var allActs = []string{actObserver, actPR, actCleaner, actExpiry, actInactivity}
+var allActs = []string{actObserver, actPR, actCleaner, actExpiry, actInactivity, actVSphere}
 
 // parseActs reads -acts: a comma-separated subset of allActs.
 func parseActs(list string) (map[string]bool, error) {
@@ -204,6 +207,13 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 				return err
 			}
 			return later.run(ctx, a, kustosBin, env.Kubeconfig, c, gh)
+		}); err != nil {
+			return err
+		}
+	}
+	if acts[actVSphere] {
+		if err := r.run(ctx, actVSphere, func(ctx context.Context, a *act) error {
+			return vsphereAct(ctx, a, kustosBin, env.Kubeconfig, c)
 		}); err != nil {
 			return err
 		}

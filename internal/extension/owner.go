@@ -55,6 +55,9 @@ type OwnerEnvironment struct {
 	Group     string `json:"group,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// Label is how the owner knows an environment whose name is an id (a VM: its name, folder
+	// and datacenter; the name is its UUID); empty for the others.
+	Label string `json:"label,omitempty"`
 	// Deadline is the effective deadline (an extension included).
 	Deadline time.Time `json:"deadline"`
 	State    string    `json:"state"`
@@ -195,7 +198,7 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 			continue
 		}
 		kind, group, _ := strings.Cut(parts.KindGroup, ".")
-		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Deadline: deadline, Extend: []Link{}}
+		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Label: st.Label, Deadline: deadline, Extend: []Link{}}
 		n, pr := state.HolderNumber(rec.Holder)
 		switch {
 		case !st.NotifiedFor.IsZero() && !st.NotifiedFor.Before(deadline):
@@ -283,7 +286,7 @@ var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
 <tbody>
 {{- range .Environments}}
 <tr style="border-top: 1px solid #d0d7de">
-<td>{{.Kind}}{{with .Group}}.{{.}}{{end}}</td><td>{{.Namespace}}</td><td>{{.Name}}</td><td>{{rfc3339 .Deadline}}</td>
+<td>{{.Kind}}{{with .Group}}.{{.}}{{end}}</td><td>{{.Namespace}}</td><td>{{if .Label}}{{.Label}}{{else}}{{.Name}}{{end}}</td><td>{{rfc3339 .Deadline}}</td>
 <td>{{.State}}{{with .PullRequest}} (pull request #{{.}}){{end}}</td>
 <td>{{range .Extend}}<form method="post" action="{{$.ExtendURL}}" style="display: inline">
 <input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">

@@ -206,9 +206,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := l.key.Parts()
+	st, _ := expiry.ParseState(rec.Bag)
+	title := p.Name
+	if st.Label != "" {
+		title = st.Label
+	}
 	s.page(w, http.StatusOK, pageData{
-		Title:       "Extend " + p.Name,
-		Environment: describe(l.key),
+		Title:       "Extend " + title,
+		Environment: describe(l.key, st),
 		Deadline:    l.claim.Deadline.Format(time.RFC3339),
 		NewDeadline: newDeadline(l.claim.Deadline, l.period.D, s.Now()).Format(time.RFC3339),
 		Period:      l.period.Name,
@@ -231,7 +236,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 	if s.linkLimited(w, l) {
 		return
 	}
-	until, err := s.extend(r.Context(), l)
+	until, st, err := s.extend(r.Context(), l)
 	switch {
 	case errors.Is(err, errUsed):
 		s.page(w, http.StatusConflict, pageData{Title: "Already used", Message: "This link was already used; each link works once. Use another link from the message, or extend in Git (kustos.io/expires-at)."})
@@ -247,7 +252,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 		return
 	}
 	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID, "client", c.Key(), "until", until.Format(time.RFC3339))
-	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack})
+	// A lifetime Kustos keeps itself (a VM's) is not written back anywhere.
+	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key, st), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack && st.Kept.IsZero()})
 }
 
 var (
@@ -286,18 +292,18 @@ func (s *Server) linkLimited(w http.ResponseWriter, l link) bool {
 // extend records the extension in the Key's Lease: the new deadline and the token's id, in
 // one write conditional on the version read, so a token works once even when two replicas
 // receive it at the same time.
-func (s *Server) extend(ctx context.Context, l link) (time.Time, error) {
+func (s *Server) extend(ctx context.Context, l link) (time.Time, expiry.State, error) {
 	for attempt := 0; ; attempt++ {
 		rec, err := s.Store.Get(ctx, l.key)
 		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
-			return time.Time{}, err
+			return time.Time{}, expiry.State{}, err
 		}
 		st, _ := expiry.ParseState(rec.Bag)
 		if slices.Contains(st.UsedTokens, l.claim.ID) {
-			return time.Time{}, errUsed
+			return time.Time{}, expiry.State{}, errUsed
 		}
 		if gone(rec, l) {
-			return time.Time{}, errGone
+			return time.Time{}, expiry.State{}, errGone
 		}
 		now := s.Now()
 		until := newDeadline(l.claim.Deadline, l.period.D, now)
@@ -308,10 +314,10 @@ func (s *Server) extend(ctx context.Context, l link) (time.Time, error) {
 		st.UsedTokens = append(st.UsedTokens, l.claim.ID)
 		_, err = s.Store.SetBag(ctx, rec, st.Bag())
 		if err == nil {
-			return until, nil
+			return until, st, nil
 		}
 		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= 4 {
-			return time.Time{}, err
+			return time.Time{}, expiry.State{}, err
 		}
 	}
 }
@@ -325,7 +331,12 @@ func newDeadline(deadline time.Time, d time.Duration, now time.Time) time.Time {
 	return deadline.Add(d).UTC().Truncate(time.Second)
 }
 
-func describe(k lifecycle.Key) string {
+// describe names the environment of k on a page: by its label when it has one (a VM's name,
+// not its UUID).
+func describe(k lifecycle.Key, st expiry.State) string {
+	if st.Label != "" {
+		return st.Label
+	}
 	p, _ := k.Parts()
 	if p.Namespace == "" {
 		return p.KindGroup + " " + p.Name

@@ -75,6 +75,9 @@ type State struct {
 	// (workloads, Namespaces, helm releases, virtual machines) has them.
 	Owner    string
 	Deadline time.Time
+	// Label is how people know a target that has one (Policy.Label: a VM by its name, not its
+	// UUID), for the pages of the extension server; empty for everything else.
+	Label string
 	// Kept is the lifetime Kustos keeps for a target whose metadata can be lost where it is
 	// declared (a VM's notes, reset by a snapshot rollback); zero for everything else.
 	Kept Kept
@@ -106,6 +109,7 @@ const (
 	bagNotifiedFor      = "notified-for"
 	bagOwner            = lifecycle.BagOwner
 	bagDeadline         = "deadline"
+	bagLabel            = "label"
 	bagKeptOwner        = "kept-owner"
 	bagKeptTTL          = "kept-ttl"
 	bagKeptSince        = "kept-since"
@@ -127,6 +131,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		NotifiedFor:      r.Time(bagNotifiedFor),
 		Deadline:         r.Time(bagDeadline),
 		Owner:            bag[bagOwner],
+		Label:            bag[bagLabel],
 		WarningAttempts:  r.Count(bagWarningAttempts, math.MaxInt32),
 		Kept:             Kept{Owner: bag[bagKeptOwner], TTL: bag[bagKeptTTL], Since: r.Time(bagKeptSince)},
 	}
@@ -160,6 +165,9 @@ func (s State) Bag() map[string]string {
 		b[bagKeptTTL] = lifecycle.Clip(s.Kept.TTL, maxKept)
 	}
 	b.Time(bagKeptSince, s.Kept.Since)
+	if s.Label != "" {
+		b[bagLabel] = lifecycle.Clip(s.Label, maxKept)
+	}
 	return b
 }
 
@@ -257,7 +265,7 @@ func schedule(s Snapshot) Decision {
 
 	st := &d.State
 	// What the owner's page lists: whose the target is and when it goes.
-	st.Owner, st.Deadline = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC()
+	st.Owner, st.Deadline, st.Label = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC(), lifecycle.Clip(p.Label, maxKept)
 	if s.Settings.Acts && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on

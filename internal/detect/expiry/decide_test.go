@@ -182,6 +182,7 @@ func TestDecideRecordsOwner(t *testing.T) {
 		snap      Snapshot
 		owner     string
 		deadline  time.Time
+		label     string
 		roundTrip bool
 	}{
 		{name: "long before the warning", snap: snap(t0, State{}), owner: "ana@example.com", deadline: deadline, roundTrip: true},
@@ -192,20 +193,22 @@ func TestDecideRecordsOwner(t *testing.T) {
 			owner: "bo", deadline: deadline},
 		{name: "a very long owner is cut to 512 bytes of valid UTF-8", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Owner = long }),
 			owner: long[:512], deadline: deadline, roundTrip: true},
+		{name: "a VM: its label too, for the owner's page", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Label = `VM "ana-lab" (/DC0/vm/labs, datacenter DC0)` }),
+			owner: "ana@example.com", deadline: deadline, label: `VM "ana-lab" (/DC0/vm/labs, datacenter DC0)`, roundTrip: true},
 		{name: "orphan: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Owner = "" })},
 		{name: "opted out: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Ignored = true })},
 		{name: "never: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := Decide(tc.snap).State
-			if st.Owner != tc.owner || !st.Deadline.Equal(tc.deadline) {
-				t.Errorf("owner, deadline = %q, %v; want %q, %v", st.Owner, st.Deadline, tc.owner, tc.deadline)
+			if st.Owner != tc.owner || !st.Deadline.Equal(tc.deadline) || st.Label != tc.label {
+				t.Errorf("owner, deadline, label = %q, %v, %q; want %q, %v, %q", st.Owner, st.Deadline, st.Label, tc.owner, tc.deadline, tc.label)
 			}
 			if !tc.roundTrip {
 				return
 			}
 			back, bad := ParseState(st.Bag())
-			if len(bad) > 0 || back.Owner != tc.owner || !back.Deadline.Equal(tc.deadline) || st.Bag()[lifecycle.BagOwner] != tc.owner {
+			if len(bad) > 0 || back.Owner != tc.owner || !back.Deadline.Equal(tc.deadline) || back.Label != tc.label || st.Bag()[lifecycle.BagOwner] != tc.owner {
 				t.Errorf("round trip: %+v, %v", back, bad)
 			}
 		})

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
@@ -25,6 +24,14 @@ import (
 // Datacenter is the simulator's datacenter.
 const Datacenter = "DC0"
 
+// TB is what the simulator needs of a test (a *testing.T, or the demo's stand-in).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // Sim is a running simulator and a client to arrange its inventory.
 type Sim struct {
 	Model *simulator.Model
@@ -33,16 +40,16 @@ type Sim struct {
 	CredentialsFile string
 	Client          *vim25.Client
 	server          *simulator.Server
-	t               testing.TB
+	t               TB
 }
 
 // Start runs a simulator with one datacenter (DC0) and no VMs; it stops with the test.
-func Start(t testing.TB) *Sim {
+func Start(t TB) *Sim {
 	t.Helper()
 	m := simulator.VPX()
 	m.Machine = 0
 	if err := m.Create(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	m.Service.TLS = new(tls.Config) // https, as a vCenter: the CA-file path is the one tested
 	s := m.Service.NewServer()
@@ -55,15 +62,15 @@ func Start(t testing.TB) *Sim {
 	sim.URL = u.String()
 	sim.CredentialsFile = filepath.Join(t.TempDir(), "credentials")
 	if err := os.WriteFile(sim.CredentialsFile, []byte(user+"\n"+pass+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	ctx := context.Background()
 	c, err := vim25.NewClient(ctx, soap.NewClient(s.URL, true))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := session.NewManager(c).Login(ctx, s.URL.User); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	sim.Client = c
 	return sim
@@ -73,7 +80,7 @@ func Start(t testing.TB) *Sim {
 func (s *Sim) CAFile() string {
 	f, err := s.server.CertificateFile()
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	return f
 }
@@ -84,7 +91,7 @@ func (s *Sim) Folder(path string) *object.Folder {
 	ctx := context.Background()
 	f, err := find.NewFinder(s.Client).Folder(ctx, "/"+Datacenter+"/vm")
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	cur := "/" + Datacenter + "/vm"
 	for _, name := range strings.Split(path, "/") {
@@ -94,7 +101,7 @@ func (s *Sim) Folder(path string) *object.Folder {
 			continue
 		}
 		if f, err = f.CreateFolder(ctx, name); err != nil {
-			s.t.Fatal(err)
+			s.t.Fatalf("%v", err)
 		}
 	}
 	return f
@@ -108,17 +115,17 @@ func (s *Sim) VM(folder, name, notes string) (*object.VirtualMachine, string) {
 	f := s.Folder(folder)
 	pool, err := find.NewFinder(s.Client).ResourcePool(ctx, "/"+Datacenter+"/host/DC0_C0/Resources")
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	spec := types.VirtualMachineConfigSpec{Name: name, GuestId: string(types.VirtualMachineGuestOsIdentifierOtherGuest64),
 		Annotation: notes, Files: &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"}}
 	task, err := f.CreateVM(ctx, spec, pool, nil)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	info, err := task.WaitForResult(ctx)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	vm := object.NewVirtualMachine(s.Client, info.Result.(types.ManagedObjectReference))
 	if t, err := vm.PowerOn(ctx); err != nil || t.Wait(ctx) != nil {
@@ -126,7 +133,7 @@ func (s *Sim) VM(folder, name, notes string) (*object.VirtualMachine, string) {
 	}
 	var props mo.VirtualMachine
 	if err := vm.Properties(ctx, vm.Reference(), []string{"config.instanceUuid"}, &props); err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	return vm, strings.ToLower(props.Config.InstanceUuid)
 }
@@ -140,7 +147,7 @@ func (s *Sim) SetNotes(vm *object.VirtualMachine, notes string) {
 		err = task.Wait(ctx)
 	}
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 }
 
@@ -150,11 +157,11 @@ func (s *Sim) Props(vm *object.VirtualMachine) (name, folder, power, notes strin
 	ctx := context.Background()
 	var p mo.VirtualMachine
 	if err := vm.Properties(ctx, vm.Reference(), []string{"name", "parent", "runtime.powerState", "config.annotation"}, &p); err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	el, err := find.NewFinder(s.Client).Element(ctx, *p.Parent)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	if p.Config != nil { // empty notes come back as no property at all
 		notes = p.Config.Annotation
@@ -168,11 +175,11 @@ func (s *Sim) Snapshot(vm *object.VirtualMachine, name string) {
 	ctx := context.Background()
 	task, err := vm.CreateSnapshot(ctx, name, "", false, false)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	info, err := task.WaitForResult(ctx)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 	ref := info.Result.(types.ManagedObjectReference)
 	snap := s.Model.Map().Get(ref).(*simulator.VirtualMachineSnapshot)
@@ -189,7 +196,7 @@ func (s *Sim) Revert(vm *object.VirtualMachine, name string) {
 		err = task.Wait(ctx)
 	}
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%v", err)
 	}
 }
 
