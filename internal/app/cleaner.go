@@ -182,6 +182,8 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	if o.Mode != ModeObserve {
 		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
 			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
+		// A backup before a release or namespace is removed (--backup).
+		pl.Actuator = gated(o, live, pl.Actuator)
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}

@@ -139,6 +139,10 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			pl.Actuator = helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
 		}
 	}
+	if o.Mode != ModeObserve {
+		// A backup or submission before a removal (--backup, --enable-submission).
+		pl.Actuator = gated(o, live, pl.Actuator)
+	}
 	rep, ok := base.Reporter.(expiry.Reporter)
 	if !ok {
 		return fmt.Errorf("the pipeline's reporter cannot write Events about expiring objects")

@@ -21,11 +21,12 @@ const (
 	GroupInactivity    = "Inactivity"
 	GroupPrometheus    = "Prometheus"
 	GroupWebhook       = "Admission webhook & egress"
+	GroupGates         = "Before a removal: backup & submission"
 	groupOther         = "Other flags"
 )
 
 var groupOrder = []string{GroupInput, GroupGeneral, GroupState, GroupQuota, GroupPR, GroupCleaners, GroupExpiry,
-	GroupExtension, GroupNotifications, GroupInactivity, GroupPrometheus, GroupWebhook, groupOther}
+	GroupExtension, GroupNotifications, GroupInactivity, GroupPrometheus, GroupWebhook, GroupGates, groupOther}
 
 // groupAnnotation is the pflag annotation that holds a flag's help group.
 const groupAnnotation = "kustos.io/help-group"

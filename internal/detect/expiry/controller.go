@@ -158,6 +158,8 @@ func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now t
 	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger) lifecycle.Request {
 	return lifecycle.Request{
 		Key: key, Target: target, UID: uid, Now: now,
+		// The owner is told when the removal is held (a backup or submission before it failed).
+		HeldNotice: &lifecycle.Notice{To: policy.OwnerAddress, Owner: policy.Owner, Target: target},
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			st, bad := ParseState(v.Bag)
 			for _, b := range bad {
