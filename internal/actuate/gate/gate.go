@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -148,7 +149,7 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 			if !errors.Is(err, ErrFailed) {
 				return err
 			}
-			return a.fail(ctx, rec, s, p, err.Error(), now)
+			return a.fail(ctx, rec, s, p, strings.TrimPrefix(err.Error(), ErrFailed.Error()+": "), now)
 		}
 		log.Info("step started", "object", p.Object, "attempt", p.Attempt)
 		if err := a.record(ctx, rec, name, p); err != nil {
@@ -221,16 +222,14 @@ func (a *Actuator) now() time.Time {
 	return a.Now()
 }
 
-func (a *Actuator) poll() time.Duration {
-	if a.Poll <= 0 {
-		return DefaultPoll
-	}
-	return a.Poll
-}
+func (a *Actuator) poll() time.Duration { return positive(a.Poll, DefaultPoll) }
 
-func (a *Actuator) retryAfter() time.Duration {
-	if a.RetryAfter <= 0 {
-		return DefaultRetryAfter
+func (a *Actuator) retryAfter() time.Duration { return positive(a.RetryAfter, DefaultRetryAfter) }
+
+// positive is d, or def when d is not positive (a field left unset).
+func positive(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
 	}
-	return a.RetryAfter
+	return d
 }

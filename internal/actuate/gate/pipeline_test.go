@@ -65,7 +65,7 @@ func TestPipelineHoldsRemoval(t *testing.T) {
 	rep := &reporter{ids: map[string]bool{}}
 	sent := &notices{}
 	p := &pipeline.Pipeline{Detector: "expiry", Store: store, Reporter: rep, Notifier: sent, Identity: "a", Log: logr.Discard(),
-		Vocab: lifecycle.Vocabulary{Applied: "ExpiryChangeApplied"},
+		Vocab:    lifecycle.Vocabulary{Applied: "ExpiryChangeApplied"},
 		Actuator: &Actuator{Steps: []Step{&Velero{Client: k8s, Namespace: veleroNS}}, Next: n, Now: clock, Log: logr.Discard()}}
 	target := lifecycle.Target{Version: "v1", Kind: "Namespace", Name: "exam-7"}
 	key := lifecycle.KeyFor("expiry", target)

@@ -438,12 +438,7 @@ func (s *Submission) Check(ctx context.Context, c lifecycle.Change, name string,
 	return Status{Phase: PhaseRunning, Message: fmt.Sprintf("submission Job %s/%s is running", ns, name)}, nil
 }
 
-func (s *Submission) timeout() time.Duration {
-	if s.Timeout <= 0 {
-		return DefaultSubmissionTimeout
-	}
-	return s.Timeout
-}
+func (s *Submission) timeout() time.Duration { return positive(s.Timeout, DefaultSubmissionTimeout) }
 
 func runtimeFromUnstructured(m map[string]any, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)

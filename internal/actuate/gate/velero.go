@@ -168,19 +168,9 @@ func (v *Velero) namespace() string {
 	return v.Namespace
 }
 
-func (v *Velero) ttl() time.Duration {
-	if v.TTL <= 0 {
-		return DefaultBackupTTL
-	}
-	return v.TTL
-}
+func (v *Velero) ttl() time.Duration { return positive(v.TTL, DefaultBackupTTL) }
 
-func (v *Velero) timeout() time.Duration {
-	if v.Timeout <= 0 {
-		return DefaultBackupTimeout
-	}
-	return v.Timeout
-}
+func (v *Velero) timeout() time.Duration { return positive(v.Timeout, DefaultBackupTimeout) }
 
 // objectLabels mark a step's object as Kustos's, for key (by hash: a label value holds 63
 // characters) and step.
