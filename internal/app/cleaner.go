@@ -183,7 +183,10 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
 			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
 		// A backup before a release or namespace is removed (--backup).
-		pl.Actuator = gated(o, live, pl.Actuator)
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}

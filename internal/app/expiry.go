@@ -141,7 +141,10 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	if o.Mode != ModeObserve {
 		// A backup or submission before a removal (--backup, --enable-submission).
-		pl.Actuator = gated(o, live, pl.Actuator)
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
 	}
 	rep, ok := base.Reporter.(expiry.Reporter)
 	if !ok {

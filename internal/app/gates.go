@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"time"
 
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/gate"
@@ -77,8 +79,10 @@ func (g GateOptions) validate() error {
 	return nil
 }
 
-// gated puts the removal gates that are on in front of next (next itself when none is).
-func gated(o Options, live client.Client, next pipeline.Actuator) pipeline.Actuator {
+// gated puts the removal gates that are on in front of next (next itself when none is). live
+// reads and writes built-in kinds (Jobs, claims, the targets); Velero's Backups, which have no
+// protobuf encoding, go through a JSON client of mgr's config.
+func gated(o Options, mgr ctrl.Manager, live client.Client, next pipeline.Actuator) (pipeline.Actuator, error) {
 	var steps []gate.Step
 	g := o.Gates
 	if g.Submission {
@@ -89,10 +93,16 @@ func gated(o Options, live client.Client, next pipeline.Actuator) pipeline.Actua
 			Reasons: map[string]string{inactivity.DetectorName: inactivity.ReasonProbeFailed, expiry.DetectorName: expiry.ReasonExpiryDue}})
 	}
 	if g.Backup == BackupVelero {
-		steps = append(steps, &gate.Velero{Client: live, Namespace: g.BackupNamespace, TTL: g.BackupTTL, Timeout: g.BackupTimeout})
+		cfg := rest.CopyConfig(mgr.GetConfig())
+		cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+		c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return nil, fmt.Errorf("--backup=velero: creating the API client: %w", err)
+		}
+		steps = append(steps, &gate.Velero{Client: c, Namespace: g.BackupNamespace, TTL: g.BackupTTL, Timeout: g.BackupTimeout})
 	}
 	if len(steps) == 0 {
-		return next
+		return next, nil
 	}
-	return &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Log: o.Log.WithName("gate")}
+	return &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Log: o.Log.WithName("gate")}, nil
 }

@@ -113,7 +113,10 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	}
 	if o.Mode != ModeObserve {
 		// An exam's submission before its termination (--enable-submission).
-		pl.Actuator = gated(o, live, pl.Actuator)
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
 	}
 	pl.Notifier = nt.notifier
 	rep, ok := base.Reporter.(inactivity.Reporter)
