@@ -1,8 +1,9 @@
 package lifecycle
 
-import "context"
-
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ProposeOptions are per-target inputs of a proposal that do not belong to the Change.
 type ProposeOptions struct {

@@ -326,7 +326,7 @@ func TestSteps(t *testing.T) {
 	if rec, err = s.SetBag(ctx, rec, map[string]string{"warned": "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if rec, err = s.ClearPending(ctx, rec); err != nil {
+	if _, err = s.ClearPending(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Get(ctx, key)

@@ -93,15 +93,14 @@ func TestLifeCycle(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 
 	type world struct {
-		t     *testing.T
-		step  *fakeStep
-		next  *next
-		gate  *Actuator
-		now   time.Time
-		c     lifecycle.Change
-		prog  *leaseProgress
-		err   error
-		names map[string]bool
+		t    *testing.T
+		step *fakeStep
+		next *next
+		gate *Actuator
+		now  time.Time
+		c    lifecycle.Change
+		prog *leaseProgress
+		err  error
 	}
 	type action func(w *world)
 	apply := func(w *world) {

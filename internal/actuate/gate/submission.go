@@ -204,7 +204,7 @@ func (s *Submission) Start(ctx context.Context, c lifecycle.Change, name string)
 		return fmt.Errorf("%w: nothing names where %s is submitted any more", ErrFailed, c.Target)
 	}
 	if err := CheckDestination(to, from, s.AllowedHosts); err != nil {
-		return fmt.Errorf("%w: %v", ErrFailed, err)
+		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	ns, _ := jobNamespace(c.Target)
 	pod, claims, err := s.claims(ctx, c.Target)
@@ -268,7 +268,7 @@ func ClaimsOf(obj *unstructured.Unstructured) (*corev1.PodSecurityContext, []str
 	seen := map[string]bool{}
 	vols, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "volumes")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s/%s: spec.template.spec.volumes: %v", ErrFailed, obj.GetKind(), obj.GetName(), err)
+		return nil, nil, fmt.Errorf("%w: %s/%s: spec.template.spec.volumes: %w", ErrFailed, obj.GetKind(), obj.GetName(), err)
 	}
 	for _, v := range vols {
 		m, ok := v.(map[string]any)

@@ -66,10 +66,9 @@ func TestSubmission(t *testing.T) {
 	reasons := map[string]string{"inactivity": "ProbeFailed", "expiry": "ExpiryDue"}
 
 	type gated struct {
-		g    *Actuator
-		n    *next
-		now  *time.Time
-		prog *leaseProgress
+		g   *Actuator
+		n   *next
+		now *time.Time
 	}
 	newGate := func(s *Submission) *gated {
 		now := t0

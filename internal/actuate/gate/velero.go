@@ -104,7 +104,7 @@ func (v *Velero) Start(ctx context.Context, c lifecycle.Change, name string) err
 	}
 	if err := v.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%w: creating Velero backup %s/%s: %v (is Velero installed, with its Backup CRD, in namespace %s?)", ErrFailed, v.namespace(), name, err, v.namespace())
+			return fmt.Errorf("%w: creating Velero backup %s/%s: %w (is Velero installed, with its Backup CRD, in namespace %s?)", ErrFailed, v.namespace(), name, err, v.namespace())
 		}
 		return fmt.Errorf("creating Velero backup %s/%s: %w", v.namespace(), name, err)
 	}
