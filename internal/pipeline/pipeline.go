@@ -579,6 +579,10 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 		}
 	case q.Reason != lifecycle.QueuedGathering:
 		msg := fmt.Sprintf("The proposal %s waits: %s", describe(c), q.Message)
+		if q.Reason == lifecycle.QueuedBackup || q.Reason == lifecycle.QueuedSubmission {
+			// Not a proposal's turn: what must come before the Change (a removal gate) runs.
+			msg = fmt.Sprintf("%s waits for its %s: %s", upperFirst(describe(c)), q.Reason, q.Message)
+		}
 		id := fmt.Sprintf("queued|%s|%s|%s", c.Key, q.Reason, r.rec.PendingSince.UTC().Format(time.RFC3339Nano))
 		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonQueued, msg, id); err != nil {
 			return true, err
@@ -988,3 +992,11 @@ type (
 	Decision   = lifecycle.Decision
 	Result     = lifecycle.Result
 )
+
+// upperFirst starts s with a capital letter (describe's words begin a sentence).
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
