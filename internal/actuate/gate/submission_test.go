@@ -11,7 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -270,5 +272,69 @@ func TestHostAllowed(t *testing.T) {
 				t.Errorf("HostAllowed(%q) = %v", tc.host, got)
 			}
 		})
+	}
+}
+
+// TestClaimsOf: the claims an environment's pod template names — persistentVolumeClaim volumes,
+// KubeVirt dataVolumes, a StatefulSet's claim templates for each replica — and nothing else.
+func TestClaimsOf(t *testing.T) {
+	vol := func(kind, key, name string) any { return map[string]any{"name": "v", kind: map[string]any{key: name}} }
+	for _, tc := range []struct {
+		name string
+		obj  map[string]any
+		want string
+	}{
+		{"a Deployment's claims, sorted, not its emptyDir", map[string]any{"kind": "Deployment", "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"volumes": []any{vol("persistentVolumeClaim", "claimName", "home"), vol("emptyDir", "medium", ""), vol("persistentVolumeClaim", "claimName", "data")}}}}}, "data,home"},
+		{"a KubeVirt VM's dataVolume", map[string]any{"kind": "VirtualMachine", "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"volumes": []any{vol("dataVolume", "name", "exam-disk"), vol("containerDisk", "image", "x")}}}}}, "exam-disk"},
+		{"a StatefulSet's claim templates per replica", map[string]any{"kind": "StatefulSet", "metadata": map[string]any{"name": "db"}, "spec": map[string]any{
+			"replicas": int64(2), "volumeClaimTemplates": []any{map[string]any{"metadata": map[string]any{"name": "data"}}}}}, "data-db-0,data-db-1"},
+		{"a paused StatefulSet keeps its first replica's", map[string]any{"kind": "StatefulSet", "metadata": map[string]any{"name": "db"}, "spec": map[string]any{
+			"replicas": int64(0), "volumeClaimTemplates": []any{map[string]any{"metadata": map[string]any{"name": "data"}}}}}, "data-db-0"},
+		{"no pod template", map[string]any{"kind": "ConfigMap"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got, err := ClaimsOf(&unstructured.Unstructured{Object: tc.obj})
+			if err != nil || strings.Join(got, ",") != tc.want {
+				t.Errorf("ClaimsOf = %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSubmissionOfANamespace: a Namespace removed at its expiry submits every claim in it, each
+// at /data/<claim>, from a Job in that namespace.
+func TestSubmissionOfANamespace(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "exam-ns")
+	for _, name := range []string{"home", "scratch"} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		if err := k8s.Create(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := lifecycle.Target{Version: "v1", Kind: "Namespace", Name: ns}
+	c := lifecycle.Change{Key: lifecycle.KeyFor("expiry", target), Detector: "expiry", Reason: "ExpiryDue", Target: target, Edit: lifecycle.Edit{Op: lifecycle.EditDelete}}
+	s := &Submission{Client: k8s, Reasons: map[string]string{"expiry": "ExpiryDue"}, Endpoint: "https://uploads.example.edu/in", Image: submitImage}
+	if ok, err := s.Applies(ctx, c); !ok || err != nil {
+		t.Fatalf("Applies: %v, %v", ok, err)
+	}
+	if err := s.Start(ctx, c, "kustos-submission-test-1"); err != nil {
+		t.Fatal(err)
+	}
+	var j batchv1.Job
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "kustos-submission-test-1"}, &j); err != nil {
+		t.Fatal(err)
+	}
+	var mounts []string
+	for _, m := range j.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts = append(mounts, m.MountPath)
+	}
+	args := j.Spec.Template.Spec.Containers[0].Args
+	if strings.Join(mounts, ",") != "/data/home,/data/scratch" || len(args) != 7 || args[5] != "--name" || !strings.HasPrefix(args[6], ns+"-20") {
+		t.Errorf("mounts %v, args %q", mounts, args)
 	}
 }
