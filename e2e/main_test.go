@@ -39,9 +39,15 @@ func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
+	veleroBackups, err := veleroBackupCRD()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true,
-		// Kustos's own CRD as the chart ships it, and Knative-shaped kinds for Cleaners to name.
-		CRDDirectoryPaths: []string{"../charts/kustos/files/crds", "testdata/crds"}})
+		// Kustos's own CRD as the chart ships it, Knative-shaped kinds for Cleaners to name, and
+		// Velero's Backup CRD from Velero's module (the backup before a removal).
+		CRDDirectoryPaths: []string{"../charts/kustos/files/crds", "testdata/crds", veleroBackups}})
 	if err != nil {
 		// Never skip: a missing control plane is a broken install step, not an excuse.
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

@@ -41,6 +41,8 @@ type runFlagSet struct {
 	groupBy             string
 	// vSphere VMs (issue 18): comma-separated lists.
 	vsphereFolders, vsphereIgnore string
+	// Removal gates (--backup*, --submission-*).
+	submissionAllowedHosts string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -173,6 +175,22 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&r.webhookConfigs, "webhook-configurations", "", "comma-separated names of the Validating and Mutating webhook configurations whose caBundle gets --webhook-cert-secret's CA")
 		fs.StringVar(&r.allowedDestinations, "allowed-destinations", "", "what tenant-given URLs (kustos.io/probe-url, a Cleaner's cloudEventSink) may reach beyond public addresses: comma-separated CIDRs (10.20.0.0/16, 127.0.0.1/32) and host names (broker.knative-eventing.svc.cluster.local; .lab.example.com for every name below it); loopback, link-local, private and reserved addresses are refused otherwise")
 	})
+
+	// Removal gates: what must be done and confirmed before a removal (internal/actuate/gate).
+	g := &o.Gates
+	g.Backup, g.BackupTTL, g.BackupTimeout, g.SubmissionTimeout, g.RetryAfter = app.BackupNone, 720*time.Hour, time.Hour, time.Hour, 30*time.Minute
+	cli.InGroup(fs, cli.GroupGates, func() {
+		fs.Var(cli.Enum{V: &g.Backup, Allowed: []string{app.BackupNone, app.BackupVelero}}, "backup", "velero: a Velero Backup of the namespace before a helm release or a Namespace is removed, and the removal only once it Completed; none: no backup")
+		cli.Duration(fs, &g.BackupTTL, "backup-ttl", false, "how long Velero keeps such a backup")
+		cli.Duration(fs, &g.BackupTimeout, "backup-timeout", false, "a backup not Completed within this fails: the removal is held and tried again after --gate-retry-interval")
+		fs.StringVar(&g.BackupNamespace, "backup-namespace", "velero", "Velero's namespace, where the Backups are created")
+		fs.BoolVar(&g.Submission, "enable-submission", false, "before an exam environment is terminated (its kustos.io/probe-url stopped answering) or removed or paused at its expiry, a Job in its namespace archives its persistent volumes and uploads them to kustos.io/submit-to or --submission-endpoint; the environment goes only once the upload is confirmed")
+		fs.StringVar(&g.SubmissionEndpoint, "submission-endpoint", "", "https URL submissions go to when the environment names none (no credentials in it: the Job's spec is readable in the tenant's namespace); empty: only kustos.io/submit-to")
+		fs.StringVar(&r.submissionAllowedHosts, "submission-allowed-hosts", "", "comma-separated hosts a tenant's kustos.io/submit-to may name (uploads.example.edu; *.example.edu for every name below it); empty: the annotation is refused and only --submission-endpoint is used")
+		fs.StringVar(&g.SubmissionImage, "submission-image", "", "the image the submission Job runs: Kustos's own (the chart sets it); required with --enable-submission")
+		cli.Duration(fs, &g.SubmissionTimeout, "submission-timeout", false, "the submission Job's activeDeadlineSeconds; a Job that did not finish fails and the Change is held")
+		cli.Duration(fs, &g.RetryAfter, "gate-retry-interval", false, "how long a removal whose backup or submission failed is held before the next attempt")
+	})
 }
 
 // finish applies the environment (flag > KUSTOS_<FLAG> > default) and reads what needs more
@@ -194,6 +212,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		return o, "", "", &cli.UsageError{Err: err}
 	}
 	o.Webhook.Configurations = splitList(r.webhookConfigs)
+	o.Gates.SubmissionAllowedHosts = splitList(r.submissionAllowedHosts)
 	if o.AllowDelete, err = direct.ParseDeletePolicy(r.allowDelete, app.DeletingDetectors); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}

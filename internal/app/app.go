@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
@@ -138,7 +140,9 @@ type Options struct {
 	// (direct mode, and in PR mode objects no manifest in Git defines). nil: none; a pull
 	// request removing a manifest from Git needs no such right.
 	AllowDelete direct.DeletePolicy
-	Log         logr.Logger
+	// Gates are what must be done before a removal: a Velero backup, an exam submission.
+	Gates GateOptions
+	Log   logr.Logger
 }
 
 // DeletingDetectors are the detectors --allow-delete may name: those whose Changes delete.
@@ -172,6 +176,9 @@ func (o Options) Validate() error {
 		return err
 	}
 	if err := o.VSphere.validate(o); err != nil {
+		return err
+	}
+	if err := o.Gates.validate(); err != nil {
 		return err
 	}
 	return o.Inactivity.validate()
@@ -325,6 +332,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := velerov1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	// The webhook's serving certificate from its Secret (made once if absent) is needed to

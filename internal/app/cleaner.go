@@ -183,6 +183,11 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	if o.Mode != ModeObserve {
 		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
 			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
+		// A backup before a release or namespace is removed (--backup).
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}

@@ -139,6 +139,13 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			pl.Actuator = helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
 		}
 	}
+	if o.Mode != ModeObserve {
+		// A backup or submission before a removal (--backup, --enable-submission).
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
+	}
 	rep, ok := base.Reporter.(expiry.Reporter)
 	if !ok {
 		return fmt.Errorf("the pipeline's reporter cannot write Events about expiring objects")

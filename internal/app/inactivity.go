@@ -111,6 +111,13 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	if o.Mode == ModePR {
 		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
 	}
+	if o.Mode != ModeObserve {
+		// An exam's submission before its termination (--enable-submission).
+		var err error
+		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+			return err
+		}
+	}
 	pl.Notifier = nt.notifier
 	rep, ok := base.Reporter.(inactivity.Reporter)
 	if !ok {

@@ -22,11 +22,12 @@ const (
 	GroupVSphere       = "vSphere VMs"
 	GroupPrometheus    = "Prometheus"
 	GroupWebhook       = "Admission webhook & egress"
+	GroupGates         = "Before a removal: backup & submission"
 	groupOther         = "Other flags"
 )
 
 var groupOrder = []string{GroupInput, GroupGeneral, GroupState, GroupQuota, GroupPR, GroupCleaners, GroupExpiry,
-	GroupExtension, GroupNotifications, GroupVSphere, GroupInactivity, GroupPrometheus, GroupWebhook, groupOther}
+	GroupExtension, GroupNotifications, GroupVSphere, GroupInactivity, GroupPrometheus, GroupWebhook, GroupGates, groupOther}
 
 // groupAnnotation is the pflag annotation that holds a flag's help group.
 const groupAnnotation = "kustos.io/help-group"

@@ -120,6 +120,11 @@ const (
 	// QueuedGroupFull: the group's pull request carries as many targets as one may; the
 	// target waits for the next one.
 	QueuedGroupFull = "group-full"
+	// QueuedBackup: a removal waits for its Velero backup (internal/actuate/gate).
+	QueuedBackup = "backup"
+	// QueuedSubmission: a removal or pause waits for the environment's submission Job
+	// (internal/actuate/gate).
+	QueuedSubmission = "submission"
 )
 
 // QueuedError is ErrQueued with its reason, a sentence for people, and when to look again.
@@ -130,6 +135,13 @@ type QueuedError struct {
 	// Until is when the proposal may be tried again (the end of a window, the next look at the
 	// budget).
 	Until time.Time
+	// Failed: what the Change waits for failed (a removal gate's backup or submission); the
+	// Change is held, not carried out, and tried again at Until. The pipeline writes a Warning
+	// Event and sends the Request's HeldNotice once per Attempt.
+	Failed bool
+	// Attempt names the failed attempt (the gate's object), so that each failure is reported
+	// once and a later attempt's failure again.
+	Attempt string
 }
 
 func (e *QueuedError) Error() string {

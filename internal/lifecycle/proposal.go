@@ -1,6 +1,9 @@
 package lifecycle
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // ProposeOptions are per-target inputs of a proposal that do not belong to the Change.
 type ProposeOptions struct {
@@ -17,6 +20,22 @@ type ProposeOptions struct {
 	Open, Queued bool
 	// Group is the Request's Group: the proposal the Change joins (zero: its own).
 	Group Group
+	// Progress is the Key's record of the steps that come before the Change is carried out
+	// (internal/actuate/gate); nil where nothing records them.
+	Progress Progress
+}
+
+// Progress is what the Key's Lease records of the steps that must be done before its pending
+// Change is carried out (a backup, an exam submission). The pipeline hands it to the actuator
+// so that a step's progress is written on the same record, and resourceVersion, as the
+// pipeline's own writes: a crash neither repeats a step nor skips it, and a replica that
+// wrote the Lease meanwhile makes SetStep fail instead of both acting.
+type Progress interface {
+	// Step is step's recorded progress ("" when none).
+	Step(name string) string
+	// SetStep records value as step's progress ("" forgets it). An error means nothing was
+	// recorded; the caller must stop and let the Change be looked at again.
+	SetStep(ctx context.Context, name, value string) error
 }
 
 // Proposal says what proposing a Change (in PR mode: a pull request) found and did.

@@ -25,6 +25,11 @@ type Request struct {
 	// Group, when set, is the proposal the Key's Changes share with other targets' (PR mode);
 	// the zero Group gives the Key a proposal of its own.
 	Group Group
+	// HeldNotice, when set, is the message to the target's owner when a Change is held because
+	// what must come before it failed (a backup, a submission: QueuedError.Failed). The
+	// detector fills in whom it goes to (To, Owner) and Target; the pipeline sets ID, Kind,
+	// Subject, Text and At from the failure. Nil: the Warning Event only.
+	HeldNotice *Notice
 }
 
 // View is what the pipeline remembers of a Key, as a detector sees it.

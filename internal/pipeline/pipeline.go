@@ -32,6 +32,7 @@ type Store interface {
 	Unlock(ctx context.Context, rec state.Record, t time.Time, closed string) (state.Record, error)
 	SetBag(ctx context.Context, rec state.Record, bag map[string]string) (state.Record, error)
 	SetQueued(ctx context.Context, rec state.Record, why string) (state.Record, error)
+	SetStep(ctx context.Context, rec state.Record, step, value string) (state.Record, error)
 }
 
 var _ Store = (*state.Store)(nil)
@@ -108,7 +109,14 @@ const (
 	// ReasonQueued: the Change waits for room in the pull-request budget (or for the next
 	// proposal of its full group); it is proposed when room frees, the most urgent first.
 	ReasonQueued = "ProposalQueued"
+	// ReasonRemovalHeld: what must come before a removal or pause (a backup, an exam
+	// submission) failed; the Change is held, not carried out, and tried again later.
+	ReasonRemovalHeld = "RemovalHeld"
 )
+
+// NoticeHeld is the Kind of the notice to an owner whose environment's removal is held
+// (Request.HeldNotice).
+const NoticeHeld = "removal.held"
 
 // Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
 // one Key must not overlap (controller-runtime's work queue guarantees that).
@@ -411,7 +419,14 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	opts.Open = r.rec.Holder != ""
 	opts.Queued = r.rec.Queued != ""
 	opts.Group = r.req.Group
+	progress := &progress{r: r}
+	opts.Progress = progress
 	out, err := p.Actuator.Apply(ctx, c, decidedAt, opts)
+	if progress.err != nil {
+		// A step's progress could not be recorded: nothing after it was done. A conflict is
+		// someone else's write (look again soon); anything else goes with backoff.
+		return r.conflictOr(progress.err)
+	}
 	var queued *lifecycle.QueuedError
 	if errors.As(err, &queued) {
 		return r.queued(ctx, c, queued)
@@ -554,15 +569,27 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 	p := r.p
 	tracked.proposalQueued(p.trackKey(c.Key), r.req.Now)
 	r.log.V(1).Info("proposal waits", "reason", q.Reason, "message", q.Message, "until", q.Until)
-	if q.Reason != lifecycle.QueuedGathering {
+	why := q.Reason + ": " + q.Message
+	switch {
+	case q.Failed && r.rec.Queued == why:
+		// Reported at an earlier look: the Lease records this failure as the reason it waits.
+	case q.Failed:
+		if err := r.held(ctx, c, q); err != nil {
+			return true, err
+		}
+	case q.Reason != lifecycle.QueuedGathering:
 		msg := fmt.Sprintf("The proposal %s waits: %s", describe(c), q.Message)
+		if q.Reason == lifecycle.QueuedBackup || q.Reason == lifecycle.QueuedSubmission {
+			// Not a proposal's turn: what must come before the Change (a removal gate) runs.
+			msg = fmt.Sprintf("%s waits for its %s: %s", upperFirst(describe(c)), q.Reason, q.Message)
+		}
 		id := fmt.Sprintf("queued|%s|%s|%s", c.Key, q.Reason, r.rec.PendingSince.UTC().Format(time.RFC3339Nano))
 		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonQueued, msg, id); err != nil {
 			return true, err
 		}
 	}
 	// The reason in the Lease, for `kustos status` and for the next look (requeue).
-	if why := q.Reason + ": " + q.Message; r.rec.Queued != why {
+	if r.rec.Queued != why {
 		var err error
 		if r.rec, err = p.Store.SetQueued(ctx, r.rec, why); err != nil {
 			return r.conflictOr(err)
@@ -574,6 +601,61 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 	}
 	r.out.RequeueAfter = minPositive(d, r.decision.RequeueAfter)
 	return true, nil
+}
+
+// progress is the Key's record of the steps before its Change, as the actuator sees it
+// (lifecycle.Progress): writes go through the step's record, keeping its version chain.
+type progress struct {
+	r   *run
+	err error
+}
+
+var _ lifecycle.Progress = (*progress)(nil)
+
+func (p *progress) Step(name string) string { return p.r.rec.Steps[name] }
+
+func (p *progress) SetStep(ctx context.Context, name, value string) error {
+	rec, err := p.r.p.Store.SetStep(ctx, p.r.rec, name, value)
+	if err != nil {
+		p.err = err
+		return err
+	}
+	p.r.rec = rec
+	return nil
+}
+
+// held reports a Change held because what must come before it failed (a removal gate's
+// backup or submission): one Warning Event and one notice to the owner per failed attempt.
+func (r *run) held(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedError) error {
+	p := r.p
+	msg := fmt.Sprintf("Kustos holds %s: %s; it tries again after %s", describe(c), q.Message, q.Until.UTC().Format(time.RFC3339))
+	id := fmt.Sprintf("held|%s|%s|%s", c.Key, q.Reason, q.Attempt)
+	r.log.Info("change held: what must come before it failed", "reason", q.Reason, "attempt", q.Attempt, "message", q.Message, "until", q.Until)
+	if err := r.notifyWarning(ctx, ReasonRemovalHeld, msg, id); err != nil {
+		return err
+	}
+	if r.req.HeldNotice == nil || p.Notifier == nil {
+		return nil
+	}
+	n := *r.req.HeldNotice
+	n.ID, n.Kind, n.Text, n.At = "removal-held|"+id, NoticeHeld, msg, r.req.Now
+	n.Subject = fmt.Sprintf("%s %s was not removed yet: its %s failed", c.Target.Kind, c.Target.Name, q.Reason)
+	if n.Target.Name == "" {
+		n.Target = c.Target
+	}
+	if p.SentNotices != nil {
+		if _, sent := p.SentNotices.Get(n.ID); sent {
+			return nil
+		}
+	}
+	if err := p.Notifier.Send(ctx, n); err != nil {
+		// Returned: the look is tried again with backoff and the Event is not written twice.
+		return fmt.Errorf("sending %s about %s: %w", n.Kind, n.Target, err)
+	}
+	if p.SentNotices != nil {
+		p.SentNotices.Add(n.ID, struct{}{})
+	}
+	return nil
 }
 
 // merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
@@ -910,3 +992,11 @@ type (
 	Decision   = lifecycle.Decision
 	Result     = lifecycle.Result
 )
+
+// upperFirst starts s with a capital letter (describe's words begin a sentence).
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

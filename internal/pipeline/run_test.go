@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,26 @@ type world struct {
 	cooldown time.Duration
 	// views are what the detector was shown, in order.
 	views []View
+	// gate, when set, is what a removal gate in front of the actuator answers (it waits, or
+	// what it waited for failed); nil lets the Change through.
+	gate *lifecycle.QueuedError
+	// notices receive the Notices sent (nil: no notifier); held is the Request's HeldNotice.
+	notices *notifier
+	held    *lifecycle.Notice
+}
+
+// gatedActuator is a removal gate in front of next, as internal/actuate/gate answers.
+type gatedActuator struct {
+	w    *world
+	next Actuator
+}
+
+func (g gatedActuator) Apply(ctx context.Context, c lifecycle.Change, at time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
+	if q := g.w.gate; q != nil {
+		q := *q
+		return lifecycle.Outcome{}, &q
+	}
+	return g.next.Apply(ctx, c, at, opts)
 }
 
 func newWorld(t *testing.T, mode string) *world {
@@ -56,6 +77,10 @@ func (w *world) replica(id string) *Pipeline {
 	} else {
 		p.Actuator = observeActuator{w.events}
 	}
+	p.Actuator = gatedActuator{w: w, next: p.Actuator}
+	if w.notices != nil {
+		p.Notifier = w.notices
+	}
 	return p
 }
 
@@ -70,7 +95,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 	w.now = w.now.Add(time.Minute)
 	wants := w.wants
 	return p.Run(context.Background(), Request{
-		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto,
+		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto, HeldNotice: w.held,
 		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
 		Decide: func(v View) Decision {
 			w.views = append(w.views, v)
@@ -112,6 +137,22 @@ func TestRun(t *testing.T) {
 		w.forge.full = &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: "10 of 10 pull requests are open", Until: w.now.Add(15 * time.Second)}
 	}
 	room := func(w *world) { w.forge.full = nil }
+	// backupRunning: a removal gate waits for its backup; backupFailed: the backup of attempt
+	// failed; gateOpen: the gate lets the Change through.
+	backupRunning := func(w *world) {
+		w.gate = &lifecycle.QueuedError{Reason: lifecycle.QueuedBackup, Message: "Velero backup velero/b-1 is InProgress", Until: w.now.Add(10 * time.Second)}
+	}
+	backupFailed := func(attempt string) step {
+		return func(w *world) {
+			w.gate = &lifecycle.QueuedError{Reason: lifecycle.QueuedBackup, Message: "Velero backup velero/" + attempt + " ended PartiallyFailed",
+				Until: w.now.Add(30 * time.Minute), Failed: true, Attempt: attempt}
+		}
+	}
+	gateOpen := func(w *world) { w.gate = nil }
+	owner := func(w *world) {
+		w.notices = &notifier{}
+		w.held = &lifecycle.Notice{To: "ana@example.com", Owner: "ana"}
+	}
 
 	cases := []struct {
 		name  string
@@ -585,6 +626,44 @@ func TestRun(t *testing.T) {
 			func(t *testing.T, w *world) {
 				if r := w.rec(); w.forge.next != 1 || r.Holder != "pr-1" {
 					t.Errorf("PRs %d, record %+v", w.forge.next, r)
+				}
+			}},
+		{"observe: a running removal gate holds the Change with one ProposalQueued Event and no Warning, then lets it through once", "observe", false,
+			[]step{want(12), owner, backupRunning, run("a"), run("a"), run("a"), func(w *world) {
+				r := w.rec()
+				if w.events.records != 0 || r.Pending == "" || !strings.HasPrefix(r.Queued, "backup: ") || w.events.count(ReasonQueued) != 1 ||
+					w.events.count(ReasonRemovalHeld) != 0 || len(w.notices.sent) != 0 {
+					w.t.Fatalf("while the backup runs: records %d, record %+v, events %s, notices %d", w.events.records, r, w.events, len(w.notices.sent))
+				}
+			}, gateOpen, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); w.events.records != 1 || r.Pending != "" || r.Queued != "" {
+					t.Errorf("after the backup: records %d, record %+v", w.events.records, r)
+				}
+			}},
+		{"observe: a failed removal gate holds the Change with one RemovalHeld Warning and one owner notice per attempt, never carrying it out", "observe", false,
+			[]step{want(12), owner, backupFailed("b-1"), run("a"), run("a"), func(w *world) {
+				if w.events.count(ReasonRemovalHeld) != 1 || len(w.notices.sent) != 1 || w.events.records != 0 {
+					w.t.Fatalf("first failure: events %s, notices %d, records %d", w.events, len(w.notices.sent), w.events.records)
+				}
+			}, backupRunning, run("a"), backupFailed("b-2"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.events.count(ReasonRemovalHeld) != 2 || len(w.notices.sent) != 2 || w.events.records != 0 || r.Pending == "" {
+					t.Fatalf("two failed attempts: events %s, notices %d, records %d, record %+v", w.events, len(w.notices.sent), w.events.records, r)
+				}
+				n := w.notices.sent[1]
+				if n.To != "ana@example.com" || n.Kind != NoticeHeld || n.Target.Name != "compute" || !strings.Contains(n.Text, "b-2 ended PartiallyFailed") ||
+					n.ID == w.notices.sent[0].ID {
+					t.Errorf("notice: %+v", n)
+				}
+			}},
+		{"pr: a failed removal gate opens no proposal; the Change is proposed once the retry succeeds", "pr", false,
+			[]step{want(12), backupFailed("b-1"), run("a"), run("a"), gateOpen, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if w.forge.next != 1 || r.Holder != "pr-1" || r.Pending != "" || w.events.count(ReasonRemovalHeld) != 1 {
+					t.Errorf("PRs %d, record %+v, events %s", w.forge.next, r, w.events)
 				}
 			}},
 		{"pr: the Lease changed under us (conflict): nothing carried out", "pr", false,

@@ -52,7 +52,14 @@ const (
 	AnnotationQueued = "kustos.io/queued"
 	// BagPrefix starts the annotations of a Record's Bag: detector state such as alerts sent.
 	BagPrefix = "bag.kustos.io/"
+	// StepPrefix starts the annotations of a Record's Steps: the progress of what must be done
+	// before the pending decision is carried out (a removal gate's backup or submission).
+	// They are not the detector's Bag, which the detector replaces as a whole.
+	StepPrefix = "step.kustos.io/"
 )
+
+// MaxStepValueBytes bounds one Steps entry.
+const MaxStepValueBytes = 1024
 
 // Bounds of a Record's Bag, so that detector state can never grow a Lease without limit
 // (an object's annotations may hold 256 KiB in all).
@@ -175,6 +182,10 @@ type Record struct {
 	// Bag is detector state (counts, timestamps) kept with the Key, at most MaxBagEntries
 	// entries of at most MaxBagValueBytes each. Nil when empty.
 	Bag map[string]string
+	// Steps are the progress of the steps that come before the pending decision is carried
+	// out, by step name (internal/actuate/gate writes them through the pipeline). They outlive
+	// the pending decision: each entry names the decision it belongs to. Nil when empty.
+	Steps map[string]string
 	// Adopted: the Lease follows the seed's convention (no kustos.io/key) and was taken as this
 	// Key's; the next write records the key.
 	Adopted bool
@@ -310,6 +321,12 @@ func recordFromLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error)
 				r.Bag = map[string]string{}
 			}
 			r.Bag[name] = v
+		}
+		if name, ok := strings.CutPrefix(k, StepPrefix); ok {
+			if r.Steps == nil {
+				r.Steps = map[string]string{}
+			}
+			r.Steps[name] = v
 		}
 	}
 	var errs []error
@@ -473,6 +490,27 @@ func (s *Store) SetBag(ctx context.Context, rec Record, bag map[string]string) (
 		for k, v := range bag {
 			l.Annotations[BagPrefix+k] = v
 		}
+	})
+}
+
+// SetStep records value as the progress of step (empty: forgets it), in one write conditional
+// on the resourceVersion read: a conflict means someone else wrote the Lease first, and the
+// caller must look again rather than act on what it read. step must be a valid annotation
+// name part and value at most MaxStepValueBytes, otherwise nothing is written and the error
+// matches ErrBag.
+func (s *Store) SetStep(ctx context.Context, rec Record, step, value string) (Record, error) {
+	if errs := validation.IsQualifiedName(StepPrefix + step); len(errs) > 0 || strings.Contains(step, "/") {
+		return rec, fmt.Errorf("%w: step %q is not a valid annotation name: %s", ErrBag, truncate(step, 64), strings.Join(errs, "; "))
+	}
+	if len(value) > MaxStepValueBytes {
+		return rec, fmt.Errorf("%w: progress of step %q has %d bytes (at most %d)", ErrBag, step, len(value), MaxStepValueBytes)
+	}
+	return s.write(ctx, rec, func(l *coordinationv1.Lease) {
+		if value == "" {
+			delete(l.Annotations, StepPrefix+step)
+			return
+		}
+		l.Annotations[StepPrefix+step] = value
 	})
 }
 

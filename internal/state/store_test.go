@@ -304,3 +304,44 @@ func TestSweepGone(t *testing.T) {
 		t.Error("SweepGone hid the judge's error")
 	}
 }
+
+// TestSteps: a step's progress lives in the Lease apart from the detector's Bag (a Bag write
+// keeps it), survives the pending decision being cleared, and is written only on the version read.
+func TestSteps(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	key := lifecycle.KeyFor("expiry", lifecycle.Target{Version: "v1", Kind: "Namespace", Name: "exam-1"})
+	rec, _ := s.Get(ctx, key)
+	rec, err := s.MarkModified(ctx, rec, t0, `{"key":"x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := rec
+	if rec, err = s.SetStep(ctx, rec, "backup", `{"object":"kustos-backup-1"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetStep(ctx, stale, "backup", `{"object":"other"}`); !apierrors.IsConflict(err) {
+		t.Fatalf("SetStep on a stale record: %v, want a conflict", err)
+	}
+	if rec, err = s.SetBag(ctx, rec, map[string]string{"warned": "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.ClearPending(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Get(ctx, key)
+	if got.Steps["backup"] != `{"object":"kustos-backup-1"}` || len(got.Steps) != 1 || got.Bag["warned"] != "yes" || len(got.Bag) != 1 {
+		t.Fatalf("steps %v, bag %v", got.Steps, got.Bag)
+	}
+	for name, tc := range map[string][2]string{"invalid name": {"not a step!", "v"}, "value too long": {"backup", strings.Repeat("v", MaxStepValueBytes+1)}} {
+		if _, err := s.SetStep(ctx, got, tc[0], tc[1]); !errors.Is(err, ErrBag) {
+			t.Errorf("%s: %v, want ErrBag", name, err)
+		}
+	}
+	if _, err := s.SetStep(ctx, got, "backup", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(ctx, key); got.Steps != nil {
+		t.Fatalf("step not forgotten: %v", got.Steps)
+	}
+}

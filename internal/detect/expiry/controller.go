@@ -156,7 +156,11 @@ func countCommitted(res lifecycle.Result) {
 // Findings with Notices (extension links minted by links, when set).
 func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, policy Policy, settings Settings,
 	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger) lifecycle.Request {
-	return KeptRequest(key, target, uid, now, settings, links, log, func(State) (Policy, Kept) { return policy, Kept{} })
+	req := KeptRequest(key, target, uid, now, settings, links, log, func(State) (Policy, Kept) { return policy, Kept{} })
+	// The owner is told when the removal is held (a backup or submission before it failed).
+	// Kept lifetimes (VMs) have no step before their quarantine, hence none there.
+	req.HeldNotice = &lifecycle.Notice{To: policy.OwnerAddress, Owner: policy.Owner, Target: target}
+	return req
 }
 
 // PolicyOf is the policy of a target whose lifetime Kustos keeps in its state, given what the

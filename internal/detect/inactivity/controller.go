@@ -205,6 +205,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
 		Key: key, Target: target, UID: uid, Now: now, AutoMerge: r.AutoMerge,
 		Group: r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow),
+		// The owner is told when the termination is held (its submission failed).
+		HeldNotice: &lifecycle.Notice{To: policy.OwnerAddress, Owner: policy.Owner, Target: target},
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			st, bad := ParseState(v.Bag)
 			for _, b := range bad {

@@ -153,6 +153,24 @@ func (s *ReplicaStore) SetQueued(_ context.Context, rec state.Record, why string
 	return s.m.write("SetQueued", rec, func(r *state.Record) { r.Queued = why })
 }
 
+// SetStep records the progress of a step before the pending decision.
+func (s *ReplicaStore) SetStep(_ context.Context, rec state.Record, step, value string) (state.Record, error) {
+	return s.m.write("SetStep", rec, func(r *state.Record) {
+		steps := make(map[string]string, len(r.Steps)+1)
+		for k, v := range r.Steps {
+			steps[k] = v
+		}
+		steps[step] = value
+		if value == "" {
+			delete(steps, step)
+		}
+		if len(steps) == 0 {
+			steps = nil
+		}
+		r.Steps = steps
+	})
+}
+
 func clearPending(r *state.Record) {
 	r.Pending, r.PendingBy, r.PendingSince, r.Queued = "", "", time.Time{}, ""
 }

@@ -1,0 +1,19 @@
+// Package gate holds a removal back until what must come before it is done and confirmed: a
+// Velero backup of a helm release or a namespace (Velero), an exam environment's submission
+// (Submission). Both have one shape, built once here as an actuator decorator (Actuator): for a
+// Change a Step applies to, the step's object (a velero.io/v1 Backup, a batch/v1 Job) is
+// created, followed until it succeeds, and only then is the Change handed to the next actuator.
+//
+// While a step runs, Apply answers with a *lifecycle.QueuedError (Reason: the step's name): the
+// pipeline keeps the decision pending, writes one ProposalQueued Event, shows the reason in
+// `kustos status` and looks again at Until. A step that fails is a QueuedError with Failed set:
+// the pipeline writes a RemovalHeld Warning and sends the owner a notice, once per attempt, and
+// the step is tried again after Actuator.RetryAfter, with a new object. Nothing is removed
+// until a step succeeds.
+//
+// A step's progress (which decision, which attempt, the object's name, running/done/failed) is
+// recorded in the target's Lease through the pipeline (lifecycle.Progress), and the objects'
+// names are derived from the Key, the decision's time and the attempt: a crash between creating
+// an object and recording it finds the object under the same name and follows it; a crash after
+// the step was done and before the removal finds it done. A later decision starts afresh.
+package gate
