@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +23,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/submit"
+	"github.com/kustos-dev/kustos/internal/submit/submittest"
 )
 
 // veleroBackupCRD is the Backup CRD file of the Velero module go.mod requires.
@@ -161,6 +166,53 @@ func TestExpirySubmissionBeforePause(t *testing.T) {
 	if replicas(t, ns, "desktop") == 0 {
 		t.Fatal("the environment was paused before its submission completed")
 	}
+
+	// There is no kubelet here: the test runs the Job's command itself, as the pod would, with
+	// the claim's content in a directory standing in for the read-only mount at /data, and the
+	// local reference server standing in for uploads.example.edu (not reachable from here; it
+	// speaks http, hence --allow-http). Every other argument is the Job's own.
+	volume := t.TempDir()
+	if err := os.WriteFile(filepath.Join(volume, "answers.txt"), []byte("exam answers of ana\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recv, err := submittest.Start(submittest.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	var args []string
+	for i := 0; i < len(c.Args); i++ {
+		switch {
+		case i == 0 && c.Args[i] == "submit":
+		case c.Args[i] == "--from" && i+1 < len(c.Args):
+			args, i = append(args, "--from", filepath.Join(volume, strings.TrimPrefix(c.Args[i+1], c.VolumeMounts[0].MountPath))), i+1
+		case c.Args[i] == "--to" && i+1 < len(c.Args):
+			args, i = append(args, "--to", recv.URL(), "--allow-http"), i+1
+		default:
+			args = append(args, c.Args[i])
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := submit.NewCommand(&stdout, &stderr)
+	cmd.SetArgs(args)
+	cmd.SetOut(&stderr)
+	cmd.SetErr(&stderr)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("the Job's command %q: %v\n%s", args, err, stderr.String())
+	}
+	got := recv.Accepted()
+	if len(got) != 1 || !strings.HasPrefix(got[0].Name, ns+"-desktop-") || !strings.Contains(stdout.String(), got[0].SHA256) {
+		t.Fatalf("the submission server accepted %+v; the command said %s", got, stdout.String())
+	}
+	zr, err := zip.OpenReader(got[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	if len(zr.File) != 1 || zr.File[0].Name != "answers.txt" {
+		t.Errorf("the submitted archive holds %d entries, want answers.txt", len(zr.File))
+	}
+
 	eventually(t, "the Job's Complete condition written in the Job controller's place", func() bool {
 		var j batchv1.Job
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(&job), &j); err != nil {
