@@ -43,14 +43,15 @@ func vsphereAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cli
 	defer func() { _ = tb.finish() }()          // stops the simulator; a failure in it was already the act's (Fatalf)
 	a.watch(metav1.NamespaceDefault, vmStateNS) // Events about VMs (cluster-scoped targets) are in default
 	a.step("vSphere: a vCenter simulator (vcsim, govmomi's vSphere API in this process) with three lab VMs in folder " + vmFolder)
-	sim := vspheretest.Start(tb)
-	sim.Folder(vmQuarantine)
+	// The simulator's helpers bound their own calls and stop with tb's cleanups.
+	sim := vspheretest.Start(tb) //nolint:contextcheck // test tooling, as above
+	sim.Folder(vmQuarantine)     //nolint:contextcheck // test tooling
 	notes := func(owner string) string {
 		return fmt.Sprintf("Lab VM of %s\nEC_OWNER=%s\nEC_TTL=%s", strings.Split(owner, "@")[0], owner, lifecycle.FormatDuration(vmTTL))
 	}
-	kept, keptID := sim.VM(vmFolder, vmKept, notes("ana@example.com"))
-	expired, expiredID := sim.VM(vmFolder, vmExpired, notes("bo@example.com"))
-	sim.VM(vmFolder, vmOrphan, "")
+	kept, keptID := sim.VM(vmFolder, vmKept, notes("ana@example.com"))         //nolint:contextcheck // test tooling
+	expired, expiredID := sim.VM(vmFolder, vmExpired, notes("bo@example.com")) //nolint:contextcheck // test tooling
+	sim.VM(vmFolder, vmOrphan, "")                                             //nolint:contextcheck // test tooling
 	for _, vm := range []struct{ name, notes string }{{vmKept, notes("ana@example.com")}, {vmExpired, notes("bo@example.com")}, {vmOrphan, ""}} {
 		shown := strings.ReplaceAll(vm.notes, "\n", " | ")
 		if shown == "" {
@@ -143,7 +144,7 @@ func vsphereAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cli
 
 	a.step(fmt.Sprintf("waiting for %s's deadline (%s after it was first seen, and the notification interval after its warning): the quarantine", vmExpired, vmTTL))
 	var name, folder, power string
-	if err := poll(ctx, func() (bool, error) {
+	if err := poll(ctx, func() (bool, error) { //nolint:contextcheck // test tooling
 		name, folder, power, _ = sim.Props(expired)
 		return strings.HasPrefix(name, vmExpired+"-expired-") && folder == "/"+vspheretest.Datacenter+"/vm/"+vmQuarantine && power == "poweredOff", nil
 	}); err != nil {
@@ -167,7 +168,8 @@ func vsphereAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cli
 		return ctx.Err()
 	case <-time.After(2 * vmCrawl):
 	}
-	if name, folder, power, _ := sim.Props(kept); name != vmKept || power != "poweredOn" {
+	name, folder, power, _ = sim.Props(kept) //nolint:contextcheck // test tooling
+	if name != vmKept || power != "poweredOn" {
 		return fmt.Errorf("%s was extended but is %q in %s, %s", vmKept, name, folder, power)
 	}
 	fmt.Fprintf(out, "     %s: %s, untouched\n", vmKept, "poweredOn")

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -60,9 +61,7 @@ func runKustos(t *testing.T, args ...string) kustosRun {
 }
 
 func errorsAs(err error, exit **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	*exit = e
-	return ok
+	return errors.As(err, exit)
 }
 
 // lastLine is the last non-empty line of s.
@@ -108,7 +107,7 @@ func examTree(t *testing.T) (dir string, files map[string]string) {
 	if err := os.WriteFile(secret, []byte("not yours"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(secret, filepath.Join(dir, "src/steal")); err != nil {
+	if err := os.Symlink(secret, filepath.Join(dir, "src", "steal")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/", filepath.Join(dir, "root")); err != nil {

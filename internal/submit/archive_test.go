@@ -49,7 +49,7 @@ func makeTree(t *testing.T, dir string) map[string]string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Chmod(filepath.Join(dir, "src/lib/executable.sh"), 0o755); err != nil {
+	if err := os.Chmod(filepath.Join(dir, "src", "lib", "executable.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mtime := time.Date(2024, 6, 1, 12, 30, 0, 0, time.UTC)
@@ -71,13 +71,13 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("another tenant's secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(dir, "data/escape")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(dir, "data", "escape")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/", filepath.Join(dir, "rootfs")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("answers.txt", filepath.Join(dir, "data/inside")); err != nil {
+	if err := os.Symlink("answers.txt", filepath.Join(dir, "data", "inside")); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {

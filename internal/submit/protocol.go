@@ -79,7 +79,7 @@ func ParseCompletion(data []byte) (Completion, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
-		return Completion{}, fmt.Errorf("%w: %v", ErrBadCompletion, err)
+		return Completion{}, fmt.Errorf("%w: %w", ErrBadCompletion, err)
 	}
 	if d.More() {
 		return Completion{}, fmt.Errorf("%w: more than one JSON value", ErrBadCompletion)
@@ -89,7 +89,7 @@ func ParseCompletion(data []byte) (Completion, error) {
 	}
 	sum, err := ParseSHA256(c.SHA256)
 	if err != nil {
-		return Completion{}, fmt.Errorf("%w: %v", ErrBadCompletion, err)
+		return Completion{}, fmt.Errorf("%w: %w", ErrBadCompletion, err)
 	}
 	c.SHA256 = sum
 	return c, nil

@@ -219,7 +219,7 @@ type upload struct {
 // error to end with. offset is how far the server is known to have come.
 func (u *upload) retry(ctx context.Context, err error, offset int64) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w (gave up: %v)", err, context.Cause(ctx))
+		return fmt.Errorf("%w (gave up: %w)", err, context.Cause(ctx))
 	}
 	if !retryable(err) {
 		return err
@@ -241,7 +241,7 @@ func (u *upload) retry(ctx context.Context, err error, offset int64) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("%w (gave up: %v)", err, context.Cause(ctx))
+		return fmt.Errorf("%w (gave up: %w)", err, context.Cause(ctx))
 	case <-t.C:
 		return nil
 	}
@@ -421,7 +421,7 @@ func (u *upload) complete(ctx context.Context, size int64, sum string) (Result, 
 	case http.StatusOK:
 		got, err := ParseCompletion(resp.body)
 		if err != nil {
-			return Result{}, fmt.Errorf("%w: the server's confirmation: %v", ErrProtocol, err)
+			return Result{}, fmt.Errorf("%w: the server's confirmation: %w", ErrProtocol, err)
 		}
 		if got.Size != size || got.SHA256 != sum {
 			return Result{}, fmt.Errorf("%w: the server confirmed %d bytes with SHA-256 %s, the archive has %d bytes with SHA-256 %s",
@@ -486,7 +486,7 @@ func (u *upload) do(ctx context.Context, method string, to *url.URL, body []byte
 func offsetOf(method string, resp *response) (int64, error) {
 	n, err := ParseOffset(resp.Header.Get(HeaderOffset))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: HTTP %d: %v", ErrProtocol, method, resp.StatusCode, err)
+		return 0, fmt.Errorf("%w: %s: HTTP %d: %w", ErrProtocol, method, resp.StatusCode, err)
 	}
 	return n, nil
 }

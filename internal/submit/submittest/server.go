@@ -79,7 +79,7 @@ type session struct {
 // Start serves on a loopback port.
 func Start(o Options) (*Server, error) {
 	if o.Dir != "" {
-		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		if err := os.MkdirAll(o.Dir, 0o750); err != nil {
 			return nil, err
 		}
 	}
@@ -175,15 +175,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests[r.Method]++
 	for i, f := range s.failures {
-		if f.method == "" || f.method == r.Method {
-			s.failures = append(s.failures[:i], s.failures[i+1:]...)
-			s.mu.Unlock()
-			if f.retryAfter != "" {
-				w.Header().Set("Retry-After", f.retryAfter)
-			}
-			http.Error(w, "injected failure", f.status)
-			return
+		if f.method != "" && f.method != r.Method {
+			continue
 		}
+		s.failures = append(s.failures[:i], s.failures[i+1:]...)
+		s.mu.Unlock()
+		if f.retryAfter != "" {
+			w.Header().Set("Retry-After", f.retryAfter)
+		}
+		http.Error(w, "injected failure", f.status)
+		return
 	}
 	s.mu.Unlock()
 	if s.o.Token != "" {
