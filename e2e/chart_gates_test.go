@@ -44,7 +44,7 @@ func TestChartRemovalGates(t *testing.T) {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, prefix) })
 	}
 	on := []string{"--set", "backup.velero.enabled=true", "--set", "backup.velero.namespace=backups", "--set", "submission.enabled=true",
-		"--set-json", `submission.allowedHosts=["uploads.example.edu","*.labs.example.edu"]`, "--set", "image.tag=v9.9.9"}
+		"--set-json", `submission.allowedHosts=["uploads.example.edu",".labs.example.edu"]`, "--set", "image.tag=v9.9.9"}
 
 	for _, tc := range []struct {
 		name string
@@ -79,7 +79,7 @@ func TestChartRemovalGates(t *testing.T) {
 			}
 			for _, want := range []string{"--backup=velero", "--backup-namespace=backups", "--backup-ttl=720h", "--backup-timeout=1h",
 				"--enable-submission=true", "--submission-image=ghcr.io/kustos-dev/kustos:v9.9.9",
-				"--submission-allowed-hosts=uploads.example.edu,*.labs.example.edu", "--submission-timeout=1h", "--gate-retry-interval=30m"} {
+				"--submission-allowed-hosts=uploads.example.edu,.labs.example.edu", "--submission-timeout=1h", "--submission-max-attempts=3", "--gate-retry-interval=30m"} {
 				if !slices.Contains(r.args, want) {
 					t.Errorf("no %s in %q", want, r.args)
 				}
@@ -90,6 +90,7 @@ func TestChartRemovalGates(t *testing.T) {
 		"an endpoint that is not https":     {"--set", "submission.endpoint=http://uploads.example.edu/in"},
 		"an endpoint with credentials":      {"--set", "submission.endpoint=https://u:p@uploads.example.edu/in"},
 		"an allowed host with a path":       {"--set-json", `submission.allowedHosts=["uploads.example.edu/x"]`},
+		"an allowed host with a wildcard":   {"--set-json", `submission.allowedHosts=["*.labs.example.edu"]`},
 		"Velero's namespace not a DNS name": {"--set", "backup.velero.namespace=Velero_NS"},
 	} {
 		t.Run("the schema refuses "+name, func(t *testing.T) {

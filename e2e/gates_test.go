@@ -144,6 +144,7 @@ func TestExpirySubmissionBeforePause(t *testing.T) {
 		expiryOptions(o)
 		gateOptions(o)
 		o.Gates.Submission, o.Gates.SubmissionImage, o.Gates.SubmissionTimeout = true, "ghcr.io/kustos-dev/kustos:e2e", time.Minute
+		o.Gates.SubmissionMaxAttempts = 3
 		o.Gates.SubmissionAllowedHosts = []string{"uploads.example.edu"}
 	})
 	dumpOnFailure(t, k)

@@ -186,9 +186,10 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&g.BackupNamespace, "backup-namespace", "velero", "Velero's namespace, where the Backups are created")
 		fs.BoolVar(&g.Submission, "enable-submission", false, "before an exam environment is terminated (its kustos.io/probe-url stopped answering) or removed or paused at its expiry, a Job in its namespace archives its persistent volumes and uploads them to kustos.io/submit-to or --submission-endpoint; the environment goes only once the upload is confirmed")
 		fs.StringVar(&g.SubmissionEndpoint, "submission-endpoint", "", "https URL submissions go to when the environment names none (no credentials in it: the Job's spec is readable in the tenant's namespace); empty: only kustos.io/submit-to")
-		fs.StringVar(&r.submissionAllowedHosts, "submission-allowed-hosts", "", "comma-separated hosts a tenant's kustos.io/submit-to may name (uploads.example.edu; *.example.edu for every name below it); empty: the annotation is refused and only --submission-endpoint is used")
+		fs.StringVar(&r.submissionAllowedHosts, "submission-allowed-hosts", "", "comma-separated hosts a tenant's kustos.io/submit-to may name (uploads.example.edu; .example.edu for every name below it, as in --allowed-destinations); empty: the annotation is ignored (a Warning Event) and only --submission-endpoint is used")
 		fs.StringVar(&g.SubmissionImage, "submission-image", "", "the image the submission Job runs: Kustos's own (the chart sets it); required with --enable-submission")
 		cli.Duration(fs, &g.SubmissionTimeout, "submission-timeout", false, "the submission Job's activeDeadlineSeconds; a Job that did not finish fails and the Change is held")
+		fs.IntVar(&g.SubmissionMaxAttempts, "submission-max-attempts", 3, "how many failed submission attempts hold a removal; after them the environment goes without a submission, with a Warning Event and the owner's notice")
 		cli.Duration(fs, &g.RetryAfter, "gate-retry-interval", false, "how long a removal whose backup or submission failed is held before the next attempt")
 	})
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"net/url"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -10,8 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/gate"
+	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 )
@@ -37,6 +38,10 @@ type GateOptions struct {
 	SubmissionAllowedHosts []string
 	SubmissionImage        string
 	SubmissionTimeout      time.Duration
+	// SubmissionMaxAttempts is --submission-max-attempts: how many failed submission attempts
+	// hold a removal (a tenant can make its submission fail; it must not keep its environment
+	// forever).
+	SubmissionMaxAttempts int
 	// RetryAfter is --gate-retry-interval: how long a failed backup or submission waits before
 	// the next attempt.
 	RetryAfter time.Duration
@@ -65,18 +70,27 @@ func (g GateOptions) validate() error {
 		return fmt.Errorf("--submission-image: required with --enable-submission (Kustos's own image; the chart sets it)")
 	case g.SubmissionTimeout <= 0:
 		return fmt.Errorf("--submission-timeout=%s: must be positive", lifecycle.FormatDuration(g.SubmissionTimeout))
+	case g.SubmissionMaxAttempts < 1:
+		return fmt.Errorf("--submission-max-attempts=%d: must be at least 1", g.SubmissionMaxAttempts)
 	}
 	if g.SubmissionEndpoint != "" {
-		if err := gate.CheckDestination(g.SubmissionEndpoint, "--submission-endpoint", nil); err != nil {
+		if err := gate.CheckDestination(g.SubmissionEndpoint, "--submission-endpoint", egress.HostNames{}); err != nil {
 			return err
 		}
 	}
-	for _, h := range g.SubmissionAllowedHosts {
-		if u, err := url.Parse("https://" + h); err != nil || u.Hostname() == "" || u.Port() != "" || u.Path != "" {
-			return fmt.Errorf("--submission-allowed-hosts: %q is not a host name", h)
-		}
+	if _, err := g.allowedHosts(); err != nil {
+		return err
 	}
 	return nil
+}
+
+// allowedHosts parses --submission-allowed-hosts with --allowed-destinations' name syntax.
+func (g GateOptions) allowedHosts() (egress.HostNames, error) {
+	h, err := egress.ParseHostNames(g.SubmissionAllowedHosts)
+	if err != nil {
+		return h, fmt.Errorf("--submission-allowed-hosts: %w", err)
+	}
+	return h, nil
 }
 
 // gated puts the removal gates that are on in front of next (next itself when none is). live
@@ -85,10 +99,18 @@ func (g GateOptions) validate() error {
 func gated(o Options, mgr ctrl.Manager, live client.Client, next pipeline.Actuator) (pipeline.Actuator, error) {
 	var steps []gate.Step
 	g := o.Gates
+	// The gate's Warnings (a refused kustos.io/submit-to, a submission given up) on the target,
+	// as the pipeline writes its own (deduplicated by id).
+	events := &observe.Recorder{Client: mgr.GetClient(), Component: "kustos", Instance: o.Instance, Log: o.Log.WithName("gate")}
 	if g.Submission {
+		allowed, err := g.allowedHosts()
+		if err != nil {
+			return nil, err
+		}
 		// Before the backup: a submission saves the environment's work; the backup saves
 		// what is removed, the submission's Job gone or not.
-		steps = append(steps, &gate.Submission{Client: live, Endpoint: g.SubmissionEndpoint, AllowedHosts: g.SubmissionAllowedHosts,
+		steps = append(steps, &gate.Submission{Client: live, Endpoint: g.SubmissionEndpoint, AllowedHosts: allowed,
+			Attempts: g.SubmissionMaxAttempts, Reporter: events,
 			Image: g.SubmissionImage, Timeout: g.SubmissionTimeout, Now: o.Now,
 			Reasons: map[string]string{inactivity.DetectorName: inactivity.ReasonProbeFailed, expiry.DetectorName: expiry.ReasonExpiryDue}})
 	}
@@ -104,5 +126,5 @@ func gated(o Options, mgr ctrl.Manager, live client.Client, next pipeline.Actuat
 	if len(steps) == 0 {
 		return next, nil
 	}
-	return &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Log: o.Log.WithName("gate")}, nil
+	return &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Reporter: events, Log: o.Log.WithName("gate")}, nil
 }

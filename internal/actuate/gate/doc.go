@@ -9,7 +9,8 @@
 // `kustos status` and looks again at Until. A step that fails is a QueuedError with Failed set:
 // the pipeline writes a RemovalHeld Warning and sends the owner a notice, once per attempt, and
 // the step is tried again after Actuator.RetryAfter, with a new object. Nothing is removed
-// until a step succeeds.
+// until a step succeeds, except after a Limited step's last attempt (the submission's
+// --submission-max-attempts): then the Change goes without it, with a Warning Event.
 //
 // A step's progress (which decision, which attempt, the object's name, running/done/failed) is
 // recorded in the target's Lease through the pipeline (lifecycle.Progress), and the objects'

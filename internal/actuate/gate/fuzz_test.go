@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/kustos-dev/kustos/internal/egress"
 )
 
 // FuzzCheckDestination: whatever a tenant writes in kustos.io/submit-to, what passes is an https
@@ -14,12 +16,12 @@ func FuzzCheckDestination(f *testing.F) {
 		"https://uploads.example.edu.evil.com/?token=secret", "HTTPS://UPLOADS.EXAMPLE.EDU", "https://[::1]/", "%zz", ""} {
 		f.Add(s)
 	}
-	allowed := []string{"uploads.example.edu", "*.labs.example.edu"}
+	allowed := egress.MustParseHostNames("uploads.example.edu", ".labs.example.edu")
 	f.Fuzz(func(t *testing.T, to string) {
 		err := CheckDestination(to, AnnotationSubmitTo+" on Namespace/a", allowed)
 		if err == nil {
 			u, perr := url.Parse(to)
-			if perr != nil || u.Scheme != "https" || u.User != nil || !HostAllowed(u.Hostname(), allowed) {
+			if perr != nil || u.Scheme != "https" || u.User != nil || !allowed.Allows(u.Hostname()) {
 				t.Fatalf("%q passed", to)
 			}
 			return

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -28,6 +30,20 @@ var _ Applier = (*Actuator)(nil)
 // failed. Other errors are passed to the pipeline as they are (retried with backoff).
 var ErrFailed = errors.New("step failed")
 
+// ErrForeign marks a Step's failure because an object Kustos did not create (or not as Kustos
+// would have) holds the attempt's name: the step's names are predictable, so a tenant could
+// create one first. It matches ErrFailed too; the gate names every later attempt with a random
+// part, recorded in the Lease before the object is created.
+var ErrForeign = errors.New("an object Kustos did not create holds the name")
+
+// ForeignError is a Start error matching ErrFailed and ErrForeign.
+type ForeignError struct{ Message string }
+
+func (e *ForeignError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrFailed) and errors.Is(err, ErrForeign) hold.
+func (e *ForeignError) Is(target error) bool { return target == ErrFailed || target == ErrForeign }
+
 // Phase is where a step's attempt stands.
 type Phase string
 
@@ -35,6 +51,11 @@ const (
 	PhaseRunning Phase = "running"
 	PhaseDone    Phase = "done"
 	PhaseFailed  Phase = "failed"
+	// PhaseStarting: the attempt's object has a random name, recorded before it is created; a
+	// look that finds the attempt starting creates it (or follows it, when it exists).
+	PhaseStarting Phase = "starting"
+	// PhaseGaveUp: a Limited step's last attempt failed; the Change went ahead without it.
+	PhaseGaveUp Phase = "gave-up"
 )
 
 // Status is what a Step found of its object.
@@ -43,6 +64,8 @@ type Status struct {
 	// Message says what the object is doing, or why it failed, for Events and the owner's
 	// notice (no secrets, no URLs with credentials).
 	Message string
+	// Foreign: the object of that name is not the step's own (ErrForeign).
+	Foreign bool
 }
 
 // Step is one thing that must be done and confirmed before a Change is carried out.
@@ -62,6 +85,24 @@ type Step interface {
 	Check(ctx context.Context, c lifecycle.Change, name string, since, now time.Time) (Status, error)
 }
 
+// Limited is a Step whose failures hold a Change only so often: once MaxAttempts attempts
+// failed, the Change goes ahead without the step, with a Warning Event (GaveUp). A step whose
+// failures the tenant can cause (the submission: its Job lives in the tenant's namespace, its
+// destination may be the tenant's) must not let the tenant keep its environment forever.
+type Limited interface {
+	Step
+	// MaxAttempts is how many failed attempts hold the Change (0: no limit).
+	MaxAttempts() int
+	// GaveUp is the Warning Event's reason and message when the last attempt (last, its
+	// message) failed and the Change goes ahead.
+	GaveUp(c lifecycle.Change, attempts int, last string) (reason, message string)
+}
+
+// Reporter writes Events (deduplicated by id): the pipeline's Reporter (observe.Recorder).
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
 // Defaults of Actuator's intervals.
 const (
 	DefaultPoll       = 10 * time.Second
@@ -79,7 +120,9 @@ type Actuator struct {
 	RetryAfter time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	Log logr.Logger
+	// Reporter writes the Warning Event of a Limited step given up (nil: the log only).
+	Reporter Reporter
+	Log      logr.Logger
 }
 
 // progress is one step's record in the Lease, as JSON.
@@ -93,6 +136,9 @@ type progress struct {
 	Message   string    `json:"message,omitempty"`
 	// RetryAt is when a failed attempt is followed by the next.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// Random: an object Kustos did not create held an attempt's name; every later attempt's
+	// object has a random part in its name.
+	Random bool `json:"random,omitempty"`
 }
 
 // Apply runs the steps that apply to c, in order, and hands c to Next once each is done.
@@ -133,21 +179,41 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 		p = progress{DecidedAt: decidedAt}
 	}
 	switch p.Phase {
-	case PhaseDone:
+	case PhaseDone, PhaseGaveUp:
 		return nil
 	case PhaseFailed:
 		if now.Before(p.RetryAt) {
 			return a.failed(s, p)
 		}
-		p = progress{DecidedAt: decidedAt, Attempt: p.Attempt}
+		if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.Attempt >= l.MaxAttempts() {
+			return a.giveUp(ctx, rec, l, c, p)
+		}
+		p = progress{DecidedAt: decidedAt, Attempt: p.Attempt, Random: p.Random}
 	}
+	start := p.Phase == PhaseStarting
 	if p.Object == "" {
 		p.Attempt++
 		p.Object = ObjectName(name, c.Key, decidedAt, p.Attempt)
 		p.Phase, p.Since = PhaseRunning, now
+		start = true
+		if p.Random {
+			// A name no one can know before it is in the Lease: recorded first, so that a
+			// crash before the object exists finds the name and creates it then.
+			p.Object += "-" + randomPart()
+			p.Phase = PhaseStarting
+			if err := a.record(ctx, rec, name, p); err != nil {
+				return err
+			}
+		}
+	}
+	if start {
+		p.Phase = PhaseRunning
 		if err := s.Start(ctx, c, p.Object); err != nil {
 			if !errors.Is(err, ErrFailed) {
 				return err
+			}
+			if errors.Is(err, ErrForeign) {
+				p.Random = true
 			}
 			return a.fail(ctx, rec, s, p, strings.TrimPrefix(err.Error(), ErrFailed.Error()+": "), now)
 		}
@@ -167,14 +233,21 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 		log.Info("step done", "object", p.Object, "attempt", p.Attempt)
 		return a.record(ctx, rec, name, p)
 	case PhaseFailed:
+		if st.Foreign {
+			p.Random = true
+		}
 		return a.fail(ctx, rec, s, p, st.Message, now)
 	}
 	return a.waiting(s, p, st.Message, now)
 }
 
-// fail records the attempt as failed and holds the Change until RetryAfter.
+// fail records the attempt as failed and holds the Change until RetryAfter; a Limited step's
+// last attempt holds it only until the next look, which lets it go (giveUp).
 func (a *Actuator) fail(ctx context.Context, rec lifecycle.Progress, s Step, p progress, msg string, now time.Time) error {
 	p.Phase, p.Message, p.RetryAt = PhaseFailed, lifecycle.Clip(msg, 400), now.Add(a.retryAfter())
+	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.Attempt >= l.MaxAttempts() {
+		p.RetryAt = now.Add(a.poll())
+	}
 	a.Log.Info("step failed; the change is held", "step", s.Name(), "object", p.Object, "attempt", p.Attempt, "message", p.Message, "retryAt", p.RetryAt)
 	if err := a.record(ctx, rec, s.Name(), p); err != nil {
 		return err
@@ -183,8 +256,37 @@ func (a *Actuator) fail(ctx context.Context, rec lifecycle.Progress, s Step, p p
 }
 
 func (a *Actuator) failed(s Step, p progress) error {
-	return &lifecycle.QueuedError{Reason: s.Name(), Failed: true, Attempt: p.Object, Until: p.RetryAt,
-		Message: fmt.Sprintf("%s %s (attempt %d) failed: %s", s.Name(), p.Object, p.Attempt, p.Message)}
+	m := fmt.Sprintf("%s %s (attempt %d) failed: %s", s.Name(), p.Object, p.Attempt, p.Message)
+	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 {
+		m = fmt.Sprintf("%s %s (attempt %d of %d) failed: %s", s.Name(), p.Object, p.Attempt, l.MaxAttempts(), p.Message)
+		if p.Attempt >= l.MaxAttempts() {
+			m += fmt.Sprintf("; that was the last attempt: the change goes ahead without its %s", s.Name())
+		}
+	}
+	return &lifecycle.QueuedError{Reason: s.Name(), Failed: true, Attempt: p.Object, Until: p.RetryAt, Message: m}
+}
+
+// giveUp lets the Change go after a Limited step's last failed attempt: a Warning Event, then
+// the record (a crash between them writes the same Event again, deduplicated by its id).
+func (a *Actuator) giveUp(ctx context.Context, rec lifecycle.Progress, l Limited, c lifecycle.Change, p progress) error {
+	reason, msg := l.GaveUp(c, p.Attempt, p.Message)
+	a.Log.Info("step given up; the change goes ahead without it", "step", l.Name(), "key", string(c.Key), "attempts", p.Attempt, "message", msg)
+	if a.Reporter != nil {
+		ref := corev1.ObjectReference{APIVersion: c.Target.APIVersion(), Kind: c.Target.Kind, Namespace: c.Target.Namespace, Name: c.Target.Name}
+		id := fmt.Sprintf("gave-up|%s|%s|%s", c.Key, l.Name(), p.DecidedAt.UTC().Format(time.RFC3339Nano))
+		if err := a.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, reason, msg, id, a.now()); err != nil {
+			return fmt.Errorf("reporting that %s was given up: %w", l.Name(), err)
+		}
+	}
+	p.Phase, p.Message = PhaseGaveUp, lifecycle.Clip(msg, 400)
+	return a.record(ctx, rec, l.Name(), p)
+}
+
+// randomPart is 8 random hex digits.
+func randomPart() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
 }
 
 func (a *Actuator) waiting(s Step, p progress, msg string, now time.Time) error {

@@ -2,6 +2,9 @@ package gate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -29,6 +33,9 @@ const AnnotationSubmitTo = "kustos.io/submit-to"
 // Defaults of the submission step.
 const (
 	DefaultSubmissionTimeout = time.Hour
+	// DefaultSubmissionMaxAttempts is how many failed attempts hold a removal (--submission-
+	// max-attempts): after them the environment goes without a submission.
+	DefaultSubmissionMaxAttempts = 3
 	// submissionBackoffLimit is how often the Job retries its pod (the command itself retries
 	// its upload with backoff).
 	submissionBackoffLimit = 2
@@ -40,7 +47,17 @@ const (
 	DataDir = "/data"
 )
 
-var _ Step = (*Submission)(nil)
+var _ Limited = (*Submission)(nil)
+
+// Event reasons of the submission step.
+const (
+	// ReasonDestinationRefused: a kustos.io/submit-to Kustos does not use (not https,
+	// credentials, a host not allowed); Kustos goes on as if it were absent.
+	ReasonDestinationRefused = "SubmissionDestinationRefused"
+	// ReasonSubmittedNothing: the submission failed --submission-max-attempts times; the
+	// removal went ahead without it.
+	ReasonSubmittedNothing = "SubmittedNothing"
+)
 
 // Submission archives an exam environment's persistent volumes and uploads them before the
 // environment is terminated (its probe stopped answering) or removed or paused at its expiry:
@@ -50,8 +67,13 @@ var _ Step = (*Submission)(nil)
 // volume. The Job's Complete condition lets the Change go; its Failed condition holds it.
 //
 // A tenant's kustos.io/submit-to is untrusted: https only, no credentials in it, and its host
-// must be one of AllowedHosts (empty: only Endpoint, the operator's, is used, and the
-// annotation is refused). Whatever it says, the Job runs in the target's namespace, with that
+// must be one of AllowedHosts (empty: only Endpoint, the operator's, is used). An annotation
+// that fails this is treated as absent (a Warning Event says why): the namespace's annotation
+// or Endpoint is used instead, or, when nothing else names where, nothing is submitted. An
+// environment without a claim to submit has no submission step. A tenant can make its
+// submission fail (delete its Job, name a destination that refuses it): after MaxAttempts
+// failed attempts the removal goes ahead without a submission, with a Warning Event and the
+// owner's notice, so that no tenant keeps its environment forever. Whatever it says, the Job runs in the target's namespace, with that
 // namespace's default service account and no token, Image only, and the claims the target's
 // own pod template names: a tenant can make Kustos read nothing it could not read itself.
 type Submission struct {
@@ -62,27 +84,54 @@ type Submission struct {
 	// Endpoint is --submission-endpoint (empty: only annotations name where).
 	Endpoint string
 	// AllowedHosts is --submission-allowed-hosts: the hosts an annotation may name
-	// ("uploads.example.edu", or "*.example.edu" for its subdomains).
-	AllowedHosts []string
+	// ("uploads.example.edu", or ".example.edu" for every name below it), in
+	// --allowed-destinations' name syntax and matched by its rules.
+	AllowedHosts egress.HostNames
 	// Image is --submission-image: Kustos's own image.
 	Image string
 	// Timeout is --submission-timeout: the Job's activeDeadlineSeconds.
 	Timeout time.Duration
+	// Attempts is --submission-max-attempts: how many failed attempts hold the removal
+	// (0: DefaultSubmissionMaxAttempts).
+	Attempts int
+	// Reporter writes the Warning Event of a refused annotation (nil: none).
+	Reporter Reporter
 	// Now is the clock (default time.Now), for the submission's name.
 	Now func() time.Time
+}
+
+// MaxAttempts is how many failed attempts hold the removal.
+func (s *Submission) MaxAttempts() int {
+	if s.Attempts <= 0 {
+		return DefaultSubmissionMaxAttempts
+	}
+	return s.Attempts
+}
+
+// GaveUp is the Warning Event after the last failed attempt.
+func (s *Submission) GaveUp(c lifecycle.Change, attempts int, last string) (string, string) {
+	return ReasonSubmittedNothing, fmt.Sprintf("submitted nothing: %d attempts of the submission of %s failed (the last: %s); it goes ahead without a submission (--submission-max-attempts)",
+		attempts, c.Target, lifecycle.Clip(last, 300))
 }
 
 // Name is the step's name: "submission".
 func (s *Submission) Name() string { return lifecycle.QueuedSubmission }
 
 // Applies holds an exam environment's termination, removal or pause when something names
-// where its submission goes.
+// where its submission goes and it has a claim to submit (nothing to submit: no step).
 func (s *Submission) Applies(ctx context.Context, c lifecycle.Change) (bool, error) {
 	if !s.exam(c) {
 		return false, nil
 	}
 	to, _, err := s.destination(ctx, c)
-	return to != "", err
+	if err != nil || to == "" {
+		return false, err
+	}
+	_, claims, err := s.claims(ctx, c.Target)
+	if errors.Is(err, ErrFailed) {
+		return false, nil // gone, or a template Kustos cannot read: nothing to submit
+	}
+	return len(claims) > 0, err
 }
 
 func (s *Submission) exam(c lifecycle.Change) bool {
@@ -105,15 +154,18 @@ func jobNamespace(t lifecycle.Target) (string, bool) {
 }
 
 // destination is where c's environment is submitted and what named it ("" when nothing does):
-// the target's annotation, its namespace's, or Endpoint.
+// the target's annotation, its namespace's, or Endpoint. An annotation CheckDestination refuses
+// is passed over as if absent, with a Warning Event on the target.
 func (s *Submission) destination(ctx context.Context, c lifecycle.Change) (to, from string, err error) {
 	obj, err := s.target(ctx, c.Target)
 	if err != nil {
 		return "", "", err
 	}
+	type named struct{ to, from string }
+	var candidates []named
 	if obj != nil {
 		if v := obj.GetAnnotations()[AnnotationSubmitTo]; v != "" {
-			return v, AnnotationSubmitTo + " on " + c.Target.String(), nil
+			candidates = append(candidates, named{v, AnnotationSubmitTo + " on " + c.Target.String()})
 		}
 	}
 	if ns, _ := jobNamespace(c.Target); c.Target.Kind != "Namespace" || c.Target.Group != "" {
@@ -122,13 +174,55 @@ func (s *Submission) destination(ctx context.Context, c lifecycle.Change) (to, f
 			return "", "", fmt.Errorf("reading namespace %s: %w", ns, err)
 		}
 		if v := n.Annotations[AnnotationSubmitTo]; v != "" {
-			return v, AnnotationSubmitTo + " on Namespace/" + ns, nil
+			candidates = append(candidates, named{v, AnnotationSubmitTo + " on Namespace/" + ns})
 		}
 	}
 	if s.Endpoint != "" {
-		return s.Endpoint, "--submission-endpoint", nil
+		candidates = append(candidates, named{s.Endpoint, "--submission-endpoint"})
 	}
-	return "", "", nil
+	var refused []error
+	var refusedTo []string
+	for _, d := range candidates {
+		if d.from != "--submission-endpoint" {
+			if err := CheckDestination(d.to, d.from, s.AllowedHosts); err != nil {
+				refused, refusedTo = append(refused, err), append(refusedTo, d.to)
+				continue
+			}
+		}
+		to, from = d.to, d.from
+		break
+	}
+	for i, r := range refused {
+		instead := "nothing names another destination: nothing is submitted"
+		if from != "" {
+			instead = "the submission goes to " + from + " instead"
+		}
+		if err := s.warn(ctx, c, r.Error()+"; Kustos ignores it: "+instead, refusedTo[i]); err != nil {
+			return "", "", err
+		}
+	}
+	return to, from, nil
+}
+
+// warn writes a refused annotation's Warning Event on the target, once per value refused.
+func (s *Submission) warn(ctx context.Context, c lifecycle.Change, msg, value string) error {
+	if s.Reporter == nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(value))
+	id := fmt.Sprintf("submit-to-refused|%s|%s", c.Key, hex.EncodeToString(sum[:8]))
+	ref := corev1.ObjectReference{APIVersion: c.Target.APIVersion(), Kind: c.Target.Kind, Namespace: c.Target.Namespace, Name: c.Target.Name}
+	if err := s.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonDestinationRefused, msg, id, s.now()); err != nil {
+		return fmt.Errorf("reporting a refused %s: %w", AnnotationSubmitTo, err)
+	}
+	return nil
+}
+
+func (s *Submission) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
 }
 
 // target reads the target object (nil when it is gone).
@@ -149,7 +243,7 @@ func (s *Submission) target(ctx context.Context, t lifecycle.Target) (*unstructu
 // CheckDestination says whether to, named by from, may receive a submission: an https URL
 // without credentials, and when an annotation named it, a host of allowed. Its errors name
 // what is wrong without repeating the URL's path or query.
-func CheckDestination(to, from string, allowed []string) error {
+func CheckDestination(to, from string, allowed egress.HostNames) error {
 	u, err := url.Parse(to)
 	if err != nil {
 		return fmt.Errorf("%s is not a URL", from)
@@ -165,74 +259,130 @@ func CheckDestination(to, from string, allowed []string) error {
 	if !strings.HasPrefix(from, AnnotationSubmitTo) {
 		return nil
 	}
-	if len(allowed) == 0 {
+	if allowed.Empty() {
 		return fmt.Errorf("%s names host %s; annotations are refused while --submission-allowed-hosts is empty (only --submission-endpoint is used)",
 			from, lifecycle.Clip(u.Hostname(), 80))
 	}
-	if !HostAllowed(u.Hostname(), allowed) {
+	if !allowed.Allows(u.Hostname()) {
 		return fmt.Errorf("%s names host %s, which is not in --submission-allowed-hosts", from, lifecycle.Clip(u.Hostname(), 80))
 	}
 	return nil
 }
 
-// HostAllowed reports whether host is one of allowed: equal (case-insensitive), or below a
-// "*.domain" entry.
-func HostAllowed(host string, allowed []string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allowed {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if d, ok := strings.CutPrefix(a, "*."); ok {
-			if strings.HasSuffix(host, "."+d) {
-				return true
-			}
-			continue
-		}
-		if host == a {
-			return true
-		}
-	}
-	return false
-}
-
-// Start creates the submission Job named name.
+// Start creates the submission Job named name. A Job of that name that exists already is
+// followed only when it is the one Kustos would create (ours): otherwise the attempt fails
+// with ErrForeign.
 func (s *Submission) Start(ctx context.Context, c lifecycle.Change, name string) error {
-	to, from, err := s.destination(ctx, c)
+	job, err := s.job(ctx, c, name, s.now())
 	if err != nil {
 		return err
 	}
-	if to == "" {
-		return fmt.Errorf("%w: nothing names where %s is submitted any more", ErrFailed, c.Target)
+	err = s.Client.Create(ctx, job)
+	if err == nil {
+		return nil
 	}
-	if err := CheckDestination(to, from, s.AllowedHosts); err != nil {
-		return fmt.Errorf("%w: %w", ErrFailed, err)
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating submission Job %s/%s: %w", job.Namespace, name, err)
 	}
-	ns, _ := jobNamespace(c.Target)
-	pod, claims, err := s.claims(ctx, c.Target)
-	if err != nil {
-		return err
+	var got batchv1.Job
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &got); err != nil {
+		return fmt.Errorf("reading submission Job %s/%s: %w", job.Namespace, name, err)
 	}
-	if len(claims) == 0 {
-		return fmt.Errorf("%w: %s has no persistent volume claim to submit (its pod template names none)", ErrFailed, c.Target)
-	}
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
-	job := SubmissionJob(JobInput{Namespace: ns, Name: name, Key: c.Key, Image: s.Image, To: to,
-		Submission: submissionName(c.Target, now), Claims: claims, Pod: pod, Timeout: s.timeout()})
-	if err := s.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating submission Job %s/%s: %w", ns, name, err)
+	if why := notOurs(&got, job); why != "" {
+		return &ForeignError{Message: foreignMessage(job.Namespace, name, why)}
 	}
 	return nil
 }
 
-// submissionName names the archive: <namespace>-<name>-<date>.
-func submissionName(t lifecycle.Target, now time.Time) string {
-	ns, _ := jobNamespace(t)
-	if t.Kind == "Namespace" && t.Group == "" {
-		return ns + "-" + now.UTC().Format("20060102T150405Z")
+func foreignMessage(ns, name, why string) string {
+	return fmt.Sprintf("a Job Kustos did not create holds the name %s/%s (%s); the next attempt uses a name with a random part", ns, name, why)
+}
+
+// job is the Job Kustos creates (or created) as name for c, the archive named at now.
+func (s *Submission) job(ctx context.Context, c lifecycle.Change, name string, now time.Time) (*batchv1.Job, error) {
+	to, from, err := s.destination(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	return ns + "-" + t.Name + "-" + now.UTC().Format("20060102T150405Z")
+	if to == "" {
+		return nil, fmt.Errorf("%w: nothing names where %s is submitted any more", ErrFailed, c.Target)
+	}
+	if err := CheckDestination(to, from, s.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	ns, _ := jobNamespace(c.Target)
+	pod, claims, err := s.claims(ctx, c.Target)
+	if err != nil {
+		return nil, err
+	}
+	if len(claims) == 0 {
+		return nil, fmt.Errorf("%w: %s has no persistent volume claim to submit any more (its pod template names none)", ErrFailed, c.Target)
+	}
+	return SubmissionJob(JobInput{Namespace: ns, Name: name, Key: c.Key, Image: s.Image, To: to,
+		Submission: submissionName(c.Target, now), Claims: claims, Pod: pod, Timeout: s.timeout()}), nil
+}
+
+// notOurs says how got differs from want, the Job Kustos would create ("" when it does not):
+// its labels and key, and the one container's image, command, arguments (the archive's name
+// aside, which holds the time it was created), environment, mounts and the pod's volumes. A
+// Job of the predictable name that a tenant made to exit 0 without submitting anything fails.
+func notOurs(got, want *batchv1.Job) string {
+	for _, k := range []string{LabelManagedBy, LabelKeyHash, LabelStep} {
+		if got.Labels[k] != want.Labels[k] {
+			return "label " + k + " differs"
+		}
+	}
+	if got.Annotations[AnnotationKey] != want.Annotations[AnnotationKey] {
+		return "annotation " + AnnotationKey + " differs"
+	}
+	gp, wp := got.Spec.Template.Spec, want.Spec.Template.Spec
+	if len(gp.Containers) != 1 || len(gp.InitContainers) != 0 || len(gp.EphemeralContainers) != 0 {
+		return "its containers differ"
+	}
+	g, w := gp.Containers[0], wp.Containers[0]
+	switch {
+	case g.Image != w.Image:
+		return "its image differs"
+	case len(g.Command) != 0 || g.WorkingDir != "" || len(g.Env) != 0 || len(g.EnvFrom) != 0:
+		return "its command or environment differs"
+	case len(g.Args) != len(w.Args) || len(w.Args) < 1:
+		return "its arguments differ"
+	}
+	last := len(w.Args) - 1
+	for i := 0; i < last; i++ {
+		if g.Args[i] != w.Args[i] {
+			return "its arguments differ"
+		}
+	}
+	if !strings.HasPrefix(g.Args[last], strings.TrimSuffix(w.Args[last], submissionStamp(w.Args[last]))) {
+		return "its arguments differ"
+	}
+	if len(g.VolumeMounts) != len(w.VolumeMounts) || len(gp.Volumes) != len(wp.Volumes) {
+		return "its volumes differ"
+	}
+	for i, m := range w.VolumeMounts {
+		gm := g.VolumeMounts[i]
+		if gm.Name != m.Name || gm.MountPath != m.MountPath || gm.ReadOnly != m.ReadOnly || gm.SubPath != "" || gm.SubPathExpr != "" {
+			return "its volume mounts differ"
+		}
+	}
+	for i, v := range wp.Volumes {
+		gv := gp.Volumes[i]
+		if gv.Name != v.Name || gv.PersistentVolumeClaim == nil || *gv.PersistentVolumeClaim != *v.PersistentVolumeClaim ||
+			(gv.VolumeSource != corev1.VolumeSource{PersistentVolumeClaim: gv.PersistentVolumeClaim}) {
+			return "its claims differ"
+		}
+	}
+	return ""
+}
+
+// submissionStamp is the time at the end of an archive's name (submissionName).
+func submissionStamp(name string) string {
+	const layout = "20060102T150405Z"
+	if len(name) < len(layout) {
+		return ""
+	}
+	return name[len(name)-len(layout):]
 }
 
 // claims are the persistent volume claims of t's pod template (a Namespace's: every claim in
@@ -400,7 +550,8 @@ func SubmissionJob(in JobInput) *batchv1.Job {
 	}
 }
 
-// Check reads the Job's Complete and Failed conditions.
+// Check reads the Job's Complete and Failed conditions, once it found the Job is the one
+// Kustos would create (notOurs).
 func (s *Submission) Check(ctx context.Context, c lifecycle.Change, name string, since, now time.Time) (Status, error) {
 	ns, _ := jobNamespace(c.Target)
 	var job batchv1.Job
@@ -410,6 +561,16 @@ func (s *Submission) Check(ctx context.Context, c lifecycle.Change, name string,
 	}
 	if err != nil {
 		return Status{}, fmt.Errorf("reading submission Job %s/%s: %w", ns, name, err)
+	}
+	want, err := s.job(ctx, c, name, now)
+	if errors.Is(err, ErrFailed) {
+		return Status{Phase: PhaseFailed, Message: strings.TrimPrefix(err.Error(), ErrFailed.Error()+": ")}, nil
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	if why := notOurs(&job, want); why != "" {
+		return Status{Phase: PhaseFailed, Foreign: true, Message: foreignMessage(ns, name, why)}, nil
 	}
 	for _, cond := range job.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue {
@@ -442,4 +603,13 @@ func (s *Submission) timeout() time.Duration { return positive(s.Timeout, Defaul
 
 func runtimeFromUnstructured(m map[string]any, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}
+
+// submissionName names the archive: <namespace>-<name>-<date>.
+func submissionName(t lifecycle.Target, now time.Time) string {
+	ns, _ := jobNamespace(t)
+	if t.Kind == "Namespace" && t.Group == "" {
+		return ns + "-" + now.UTC().Format("20060102T150405Z")
+	}
+	return ns + "-" + t.Name + "-" + now.UTC().Format("20060102T150405Z")
 }

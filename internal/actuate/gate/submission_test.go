@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -116,7 +117,7 @@ func TestSubmission(t *testing.T) {
 			t.Fatalf("writing the Job's status: %v", err)
 		}
 	}
-	allowed := []string{"uploads.example.edu"}
+	allowed := egress.MustParseHostNames("uploads.example.edu")
 	dest := "https://uploads.example.edu/exams/2026"
 
 	t.Run("the Job's spec: Kustos's image, the template's claims read-only, no token, the target's namespace", func(t *testing.T) {
@@ -215,31 +216,142 @@ func TestSubmission(t *testing.T) {
 		}
 	})
 
-	t.Run("a tenant's destination is refused unless allowed: held with a clear reason, no Job", func(t *testing.T) {
+	t.Run("a tenant's refused destination is treated as absent: a Warning, then the namespace's, the endpoint or nothing", func(t *testing.T) {
+		const endpoint = "https://operator.example.org/in"
 		for name, tc := range map[string]struct {
-			to      string
-			allowed []string
-			claims  []string
-			want    string
+			to       string
+			allowed  egress.HostNames
+			endpoint string
+			want     string // the Warning's text
+			wantTo   string // where the Job submits ("": no step)
 		}{
-			"http":                    {"http://uploads.example.edu/x", allowed, []string{"d"}, "want an https URL"},
-			"credentials":             {"https://u:p@uploads.example.edu/x", allowed, []string{"d"}, "must not carry credentials"},
-			"a host not allowed":      {"https://evil.example.com/x", allowed, []string{"d"}, "not in --submission-allowed-hosts"},
-			"no allowed hosts at all": {dest, nil, []string{"d"}, "annotations are refused"},
-			"no claim to submit":      {dest, allowed, nil, "no persistent volume claim"},
+			"http":                    {"http://uploads.example.edu/x?token=s3cret", allowed, endpoint, "want an https URL", endpoint},
+			"credentials":             {"https://u:p@uploads.example.edu/x", allowed, endpoint, "must not carry credentials", endpoint},
+			"a host not allowed":      {"https://evil.example.com/x?token=s3cret", allowed, endpoint, "not in --submission-allowed-hosts", endpoint},
+			"no allowed hosts at all": {dest, egress.HostNames{}, endpoint, "annotations are refused", endpoint},
+			"no endpoint: no step":    {"https://evil.example.com/x", allowed, "", "nothing is submitted", ""},
 		} {
 			t.Run(name, func(t *testing.T) {
-				ns, c := examEnv(t, tc.claims, map[string]string{AnnotationSubmitTo: tc.to}, nil)
-				g := newGate(&Submission{AllowedHosts: tc.allowed, Endpoint: "https://operator.example.org/in"})
+				ns, c := examEnv(t, []string{"d"}, map[string]string{AnnotationSubmitTo: tc.to}, nil)
+				rep := &events{}
+				g := newGate(&Submission{AllowedHosts: tc.allowed, Endpoint: tc.endpoint, Reporter: rep})
 				err := look(t, g, c, false)
-				var q *lifecycle.QueuedError
-				if !errors.As(err, &q) || !q.Failed || !strings.Contains(q.Message, tc.want) || strings.Contains(q.Message, "u:p") {
-					t.Fatalf("%v; want a failed attempt saying %q", err, tc.want)
+				if len(rep.got) != 1 || rep.got[0].reason != ReasonDestinationRefused || !strings.Contains(rep.got[0].message, tc.want) ||
+					strings.Contains(rep.got[0].message, "u:p") || strings.Contains(rep.got[0].message, "s3cret") {
+					t.Errorf("Events %+v; want one Warning saying %q", rep.got, tc.want)
 				}
-				if n := len(jobs(t, ns)); n != 0 || g.n.applied != 0 {
-					t.Errorf("%d Jobs, applied %d", n, g.n.applied)
+				js := jobs(t, ns)
+				if tc.wantTo == "" {
+					if err != nil || len(js) != 0 || g.n.applied != 1 {
+						t.Fatalf("Apply: %v, %d Jobs, applied %d; want no step", err, len(js), g.n.applied)
+					}
+					return
+				}
+				if !errors.Is(err, lifecycle.ErrQueued) || len(js) != 1 || js[0].Spec.Template.Spec.Containers[0].Args[4] != tc.wantTo {
+					t.Fatalf("Apply: %v, Jobs %d; want one to %s", err, len(js), tc.wantTo)
 				}
 			})
+		}
+	})
+
+	t.Run("no claim to submit: no step, the change goes at once", func(t *testing.T) {
+		ns, c := examEnv(t, nil, nil, nil)
+		g := newGate(&Submission{Endpoint: dest})
+		if err := look(t, g, c, false); err != nil || g.n.applied != 1 || len(jobs(t, ns)) != 0 {
+			t.Fatalf("Apply: %v, applied %d, %d Jobs", err, g.n.applied, len(jobs(t, ns)))
+		}
+	})
+
+	t.Run("a tenant deletes each Job: after --submission-max-attempts the change goes with a Warning", func(t *testing.T) {
+		ns, c := examEnv(t, []string{"d"}, nil, nil)
+		rep := &events{}
+		g := newGate(&Submission{Endpoint: dest, Attempts: 2})
+		g.g.Reporter = rep
+		var q *lifecycle.QueuedError
+		for attempt := 1; attempt <= 2; attempt++ {
+			if err := look(t, g, c, false); !errors.Is(err, lifecycle.ErrQueued) {
+				t.Fatalf("attempt %d: %v", attempt, err)
+			}
+			for _, j := range jobs(t, ns) {
+				if err := k8s.Delete(ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := look(t, g, c, false)
+			if !errors.As(err, &q) || !q.Failed || g.n.applied != 0 {
+				t.Fatalf("attempt %d deleted: %v, applied %d", attempt, err, g.n.applied)
+			}
+			*g.now = q.Until
+		}
+		if !strings.Contains(q.Message, "attempt 2 of 2") || !strings.Contains(q.Message, "last attempt") {
+			t.Errorf("the last failure says %q", q.Message)
+		}
+		if err := look(t, g, c, false); err != nil || g.n.applied != 1 {
+			t.Fatalf("after the last attempt: %v, applied %d", err, g.n.applied)
+		}
+		if len(rep.got) != 1 || rep.got[0].reason != ReasonSubmittedNothing || !strings.HasPrefix(rep.got[0].message, "submitted nothing: 2 attempts") {
+			t.Errorf("Events %+v", rep.got)
+		}
+		if err := look(t, g, c, false); err != nil || g.n.applied != 2 || len(rep.got) != 1 {
+			t.Fatalf("a look again: %v, applied %d, %d Events", err, g.n.applied, len(rep.got))
+		}
+	})
+
+	t.Run("a Job Kustos did not create holds the name: the attempt fails, the next has a random name", func(t *testing.T) {
+		ns, c := examEnv(t, []string{"d"}, nil, nil)
+		g := newGate(&Submission{Endpoint: dest})
+		// The tenant's Job: Kustos's labels and name, its own image, exits 0.
+		fake := SubmissionJob(JobInput{Namespace: ns, Name: ObjectName("submission", c.Key, t0, 1), Key: c.Key, Image: "busybox:1", To: dest,
+			Submission: "x", Claims: []string{"d"}, Timeout: time.Minute})
+		fake.Spec.Template.Spec.Containers[0].Command = []string{"true"}
+		if err := k8s.Create(ctx, fake); err != nil {
+			t.Fatal(err)
+		}
+		finish(t, fake, batchv1.JobComplete)
+		err := look(t, g, c, false)
+		var q *lifecycle.QueuedError
+		if !errors.As(err, &q) || !q.Failed || !strings.Contains(q.Message, "a Job Kustos did not create holds the name") || g.n.applied != 0 {
+			t.Fatalf("with the tenant's Job: %v, applied %d", err, g.n.applied)
+		}
+		*g.now = q.Until
+		if err := look(t, g, c, false); !errors.Is(err, lifecycle.ErrQueued) {
+			t.Fatalf("the next attempt: %v", err)
+		}
+		var mine *batchv1.Job
+		for i, j := range jobs(t, ns) {
+			if j.Name != fake.Name {
+				mine = &jobs(t, ns)[i]
+			}
+		}
+		if mine == nil || !strings.HasPrefix(mine.Name, ObjectName("submission", c.Key, t0, 2)+"-") || mine.Spec.Template.Spec.Containers[0].Image != submitImage {
+			t.Fatalf("the next attempt's Job: %+v", mine)
+		}
+		finish(t, mine, batchv1.JobComplete)
+		if err := look(t, g, c, false); err != nil || g.n.applied != 1 {
+			t.Fatalf("after Kustos's own Job completed: %v, applied %d", err, g.n.applied)
+		}
+	})
+
+	t.Run("a Job replaced while it runs by one Kustos did not create fails the attempt", func(t *testing.T) {
+		ns, c := examEnv(t, []string{"d"}, nil, nil)
+		g := newGate(&Submission{Endpoint: dest})
+		if err := look(t, g, c, false); !errors.Is(err, lifecycle.ErrQueued) {
+			t.Fatal(err)
+		}
+		j := jobs(t, ns)[0]
+		if err := k8s.Delete(ctx, &j, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+		fake := SubmissionJob(JobInput{Namespace: ns, Name: j.Name, Key: c.Key, Image: submitImage, To: "https://evil.example.com/",
+			Submission: "x", Claims: []string{"d"}, Timeout: time.Minute})
+		if err := k8s.Create(ctx, fake); err != nil {
+			t.Fatal(err)
+		}
+		finish(t, fake, batchv1.JobComplete)
+		err := look(t, g, c, false)
+		var q *lifecycle.QueuedError
+		if !errors.As(err, &q) || !q.Failed || !strings.Contains(q.Message, "its arguments differ") || g.n.applied != 0 {
+			t.Fatalf("%v, applied %d", err, g.n.applied)
 		}
 	})
 
@@ -261,17 +373,23 @@ func TestSubmission(t *testing.T) {
 	})
 }
 
-func TestHostAllowed(t *testing.T) {
+// TestAllowedHosts: --submission-allowed-hosts is matched by egress's name rules (a leading
+// dot for every name below).
+func TestAllowedHosts(t *testing.T) {
+	allowed := egress.MustParseHostNames("uploads.example.edu", ".labs.example.edu")
 	for _, tc := range []struct {
-		host string
+		to   string
 		want bool
-	}{{"uploads.example.edu", true}, {"UPLOADS.example.edu.", true}, {"a.labs.example.edu", true}, {"labs.example.edu", false},
-		{"evil-uploads.example.edu", false}, {"uploads.example.edu.evil.com", false}} {
-		t.Run(tc.host, func(t *testing.T) {
-			if got := HostAllowed(tc.host, []string{"uploads.example.edu", "*.labs.example.edu"}); got != tc.want {
-				t.Errorf("HostAllowed(%q) = %v", tc.host, got)
+	}{{"https://uploads.example.edu/x", true}, {"https://UPLOADS.example.edu./x", true}, {"https://a.labs.example.edu/x", true},
+		{"https://labs.example.edu/x", false}, {"https://evil-uploads.example.edu/x", false}, {"https://uploads.example.edu.evil.com/x", false}} {
+		t.Run(tc.to, func(t *testing.T) {
+			if err := CheckDestination(tc.to, AnnotationSubmitTo+" on Namespace/a", allowed); (err == nil) != tc.want {
+				t.Errorf("CheckDestination(%q) = %v", tc.to, err)
 			}
 		})
+	}
+	if _, err := egress.ParseHostNames([]string{"*.labs.example.edu"}); err == nil || !strings.Contains(err.Error(), "leading dot") {
+		t.Errorf("a wildcard: %v", err)
 	}
 }
 
@@ -337,4 +455,24 @@ func TestSubmissionOfANamespace(t *testing.T) {
 	if strings.Join(mounts, ",") != "/data/home,/data/scratch" || len(args) != 7 || args[5] != "--name" || !strings.HasPrefix(args[6], ns+"-20") {
 		t.Errorf("mounts %v, args %q", mounts, args)
 	}
+}
+
+// events records the Events a Reporter is asked to write, one per id.
+type events struct {
+	ids map[string]bool
+	got []event
+}
+
+type event struct{ reason, message string }
+
+func (e *events) Notify(_ context.Context, _ corev1.ObjectReference, eventType, reason, message, id string, _ time.Time) error {
+	if e.ids == nil {
+		e.ids = map[string]bool{}
+	}
+	if e.ids[id] || eventType != corev1.EventTypeWarning {
+		return nil
+	}
+	e.ids[id] = true
+	e.got = append(e.got, event{reason, message})
+	return nil
 }
