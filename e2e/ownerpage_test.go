@@ -224,7 +224,7 @@ func TestOwnerPage(t *testing.T) {
 			pr, links              int
 		}{
 			"web":       {"Deployment", "apps", "team-a", extsrv.StateWarned, opDeadline, 0, 2},
-			"preview-1": {"Namespace", "", "", extsrv.StateScheduled, opDeadline.Add(10 * 24 * time.Hour), 0, 2},
+			"preview-1": {"Namespace", "", "", extsrv.StateScheduled, opDeadline.Add(10 * 24 * time.Hour), 0, 0}, // links come with the warning
 			"db":        {"StatefulSet", "apps", "team-b", extsrv.StatePROpen, opDeadline.Add(-time.Hour), 7, 2},
 			"batch":     {"Deployment", "apps", "team-c", extsrv.StateQueued, opDeadline.Add(time.Hour), 0, 2},
 			"old":       {"Deployment", "apps", "team-c", extsrv.StateRemoved, opNow.Add(-48 * time.Hour), 0, 0},
@@ -276,7 +276,8 @@ func TestOwnerPage(t *testing.T) {
 			t.Errorf("the same button again: %d", code)
 		}
 		for _, env := range e.pageJSON(anaLink).Environments {
-			if env.Name == "web" && !env.Deadline.Equal(opDeadline.Add(7*24*time.Hour)) {
+			// Extended: no more buttons until the next warning (one cycle, at most --extension-max).
+			if env.Name == "web" && (!env.Deadline.Equal(opDeadline.Add(7*24*time.Hour)) || len(env.Extend) != 0) {
 				t.Errorf("web after the extension: %+v", env)
 			}
 		}

@@ -180,6 +180,8 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			return err
 		}
 	}
+	// Whether a target that is no longer scheduled still has a Lease to clear: from the cache.
+	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	for _, k := range kinds {
 		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
@@ -197,6 +199,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			GroupWindow:  o.PR.GroupWindow,
 			Links:        links,
 			LeaseTrigger: extensionRecorded,
+			HasState:     cachedState.Has,
 			Now:          o.Now,
 			Log:          o.Log.WithName("expiry"),
 		}
@@ -206,7 +209,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep,
-			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}

@@ -63,7 +63,9 @@ type OwnerEnvironment struct {
 	State    string    `json:"state"`
 	// PullRequest is the open pull request's number (state pr-open).
 	PullRequest int `json:"pullRequest,omitempty"`
-	// Extend are one-time extension links (GET shows, POST extends), none once removed.
+	// Extend are one-time extension links (GET shows, POST extends) for the deadline the owner
+	// was warned about: none before the warning, after an extension (until the next warning)
+	// or once removed.
 	Extend []Link `json:"extend"`
 }
 
@@ -212,14 +214,18 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 		default:
 			e.State = StateScheduled
 		}
-		if e.State != StateRemoved {
+		if e.State != StateRemoved && st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero() {
+			// Only a warned environment has buttons, and only for the deadline the warning was
+			// about, as the warning's mail links: an extension moves the deadline past the
+			// warning's, and the buttons come back with the next warning. (Links for the
+			// extended deadline would let reload, click, reload, click extend without bound.)
 			// The links work as long as a mail's would: the link grace past the deadline (or
 			// past now, for an environment whose removal waits or was declined).
-			base := deadline
+			base := st.WarningFor
 			if now.After(base) {
 				base = now
 			}
-			ls, err := s.Links(rec.Key, deadline, base.Add(expiry.LinkGrace))
+			ls, err := s.Links(rec.Key, st.WarningFor, base.Add(expiry.LinkGrace))
 			if err != nil {
 				return p, err
 			}
@@ -290,7 +296,7 @@ var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
 <td>{{.State}}{{with .PullRequest}} (pull request #{{.}}){{end}}</td>
 <td>{{range .Extend}}<form method="post" action="{{$.ExtendURL}}" style="display: inline">
 <input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">
-<button type="submit">Extend by {{.Period}}</button></form> {{end}}</td>
+<button type="submit">Extend by {{.Period}}</button></form> {{else}}{{if ne .State "removed"}}extension links come with the warning{{end}}{{end}}</td>
 </tr>
 {{- end}}
 </tbody></table>

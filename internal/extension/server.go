@@ -244,6 +244,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 	case errors.Is(err, errGone):
 		s.page(w, http.StatusGone, pageData{Title: "Cannot extend", Message: goneMessage})
 		return
+	case errors.Is(err, errExtended):
+		s.page(w, http.StatusConflict, pageData{Title: "Already extended", Message: extendedMessage})
+		return
 	case err != nil:
 		// Never log the token or the link: the key is enough to find the environment, and the
 		// token's id (useless without its MAC) names the link.
@@ -257,9 +260,14 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 }
 
 var (
-	errUsed = errors.New("token already used")
-	errGone = errors.New("environment removed")
+	errUsed     = errors.New("token already used")
+	errGone     = errors.New("environment removed")
+	errExtended = errors.New("already extended for this warning")
 )
+
+// extendedMessage is the page of a link that would take an environment more than
+// --extension-max past the deadline its owner was warned about.
+const extendedMessage = "this environment was already extended for this warning; a new warning comes before the new deadline, with new links"
 
 // goneMessage is the page of a link whose environment went: a link works past the deadline
 // (its removal may wait for room or for a reviewer), but not after the removal it warned about.
@@ -307,6 +315,9 @@ func (s *Server) extend(ctx context.Context, l link) (time.Time, expiry.State, e
 		}
 		now := s.Now()
 		until := newDeadline(l.claim.Deadline, l.period.D, now)
+		if beyondCycle(st, l.claim.Deadline, until, s.Max, now) {
+			return time.Time{}, expiry.State{}, errExtended
+		}
 		if st.ExtendedUntil.After(until) {
 			until = st.ExtendedUntil // another link extended it further: keep that
 		}
@@ -320,6 +331,23 @@ func (s *Server) extend(ctx context.Context, l link) (time.Time, expiry.State, e
 			return time.Time{}, expiry.State{}, err
 		}
 	}
+}
+
+// beyondCycle reports that an extension to until, by a link minted for deadline, would take an
+// environment already extended in this warning cycle more than max past the deadline its owner
+// was warned about (st.WarningFor; the link's deadline when that is earlier): one warning
+// cycle gets at most --extension-max, whichever of its links (mail or owner's page, or links
+// minted for an extended deadline by an earlier release's page) are used, in whatever order.
+// A link that adds nothing to the extension already recorded is not refused (it keeps that).
+func beyondCycle(st expiry.State, deadline, until time.Time, maxExt time.Duration, now time.Time) bool {
+	if st.WarningFor.IsZero() || !st.ExtendedUntil.After(st.WarningFor) || !until.After(st.ExtendedUntil) {
+		return false
+	}
+	base := st.WarningFor
+	if deadline.Before(base) {
+		base = deadline
+	}
+	return until.After(newDeadline(base, maxExt, now))
 }
 
 // newDeadline extends deadline by d; an environment already past its deadline (warned, not

@@ -267,6 +267,13 @@ func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
 	return s.getAlt(ctx, key)
 }
 
+// Has reports whether key has a state Lease, read through s.Reader: give it the cache, for a
+// hint whether a look is worth a pipeline run. A read error answers true (the run finds out).
+func (s *Store) Has(ctx context.Context, key lifecycle.Key) bool {
+	rec, err := s.Get(ctx, key)
+	return err != nil || rec.Exists()
+}
+
 // getAltOr returns the Key's record from its alternate Lease when that Lease exists, else a
 // fresh record under name.
 func (s *Store) getAltOr(ctx context.Context, key lifecycle.Key, name string) (Record, error) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -46,7 +47,8 @@ type Row struct {
 }
 
 // Rows turns state Leases and Cleaners into rows sorted by detector and target. Leases that
-// are not Kustos state are skipped.
+// are not Kustos state are skipped, and so are expiry Leases with nothing to report
+// (quietExpiry).
 func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.Time) []Row {
 	var rows []Row
 	groupOf := map[string]string{}
@@ -97,6 +99,9 @@ func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.T
 			row.Pending, row.Queued = "queued ("+why+")", rec.Queued
 		}
 		row.Group = groupOf[string(rec.Key)]
+		if quietExpiry(rec, row) {
+			continue
+		}
 		rows = append(rows, row)
 	}
 	for i := range cleaners {
@@ -129,6 +134,21 @@ func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.T
 		return rows[i].Target < rows[j].Target
 	})
 	return rows
+}
+
+// quietExpiry: an expiry Lease with nothing to report — no decision pending or queued, no pull
+// request, no warning sent, no last action, readable. Every scheduled environment has a Lease
+// (it records the owner and deadline for the owner's page); `kustos status` lists only those
+// Kustos did something about, as before.
+func quietExpiry(rec state.Record, row Row) bool {
+	if p, ok := rec.Key.Parts(); !ok || p.Detector != expiry.DetectorName {
+		return false
+	}
+	if row.Problem != "" || row.PullRequest != "" || row.LastAction != nil || row.Pending != "" || row.Queued != "" || row.Group != "" {
+		return false
+	}
+	st, _ := expiry.ParseState(rec.Bag)
+	return st.WarningFor.IsZero() && st.WarnedAt.IsZero()
 }
 
 // age is now - created to the second; 0 when created is unknown.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -110,5 +111,42 @@ func TestRowsGroupAndQueue(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "#7 (group)") || !strings.Contains(buf.String(), "queued (budget)") {
 		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+// TestRowsQuietExpiry: every scheduled environment has an expiry Lease (its owner and deadline,
+// for the owner's page), but `kustos status` lists only those with something to report: a
+// warning sent, a decision pending or queued, a pull request, a last action.
+func TestRowsQuietExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	scheduled := expiry.State{Owner: "ana", Deadline: now.Add(24 * time.Hour)}
+	warned := scheduled
+	warned.WarningFor, warned.WarningAttemptAt, warned.WarningAttempts = scheduled.Deadline, now, 1
+	bag := func(st expiry.State, more map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range st.Bag() {
+			out[state.BagPrefix+k] = v
+		}
+		for k, v := range more {
+			out[k] = v
+		}
+		return out
+	}
+	key := func(name string) string { return "expiry/Deployment.apps/team-a/" + name }
+	leases := []coordinationv1.Lease{
+		lease("quiet", key("quiet"), "", bag(scheduled, nil), now),
+		lease("warned", key("warned"), "", bag(warned, nil), now),
+		lease("acted", key("acted"), "", bag(scheduled, map[string]string{state.AnnotationLastModified: "2026-11-27T10:00:00Z"}), now),
+		lease("proposed", key("proposed"), "pr-3", bag(scheduled, nil), now),
+		lease("pending", key("pending"), "", bag(scheduled, map[string]string{state.AnnotationPending: `{"key":"` + key("pending") + `"}`}), now),
+		lease("quota", "quota/team-a/compute", "", nil, now),
+	}
+	var got []string
+	for _, r := range Rows(leases, nil, now) {
+		got = append(got, r.Target)
+	}
+	want := []string{"Deployment.apps/team-a/acted", "Deployment.apps/team-a/pending", "Deployment.apps/team-a/proposed", "Deployment.apps/team-a/warned", "ResourceQuota/team-a/compute"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("rows %v, want %v", got, want)
 	}
 }

@@ -23,7 +23,9 @@ import (
 
 const longText = `Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
 target, open pull request, last action, pending decision, Ready and why (Cleaners), next check
-and age. -o json prints one JSON object per line.
+and age. An environment with a lifetime is listed once Kustos warned its owner or decided
+something about it, not while it only waits for its warning. -o json prints one JSON object
+per line.
 
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,

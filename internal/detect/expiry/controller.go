@@ -82,8 +82,12 @@ type Reconciler struct {
 	// LeaseTrigger, when set, says which Key a change of a state Lease should make the detector
 	// look at again at once (an extension recorded by the extension server, on any replica).
 	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
-	Now          func() time.Time
-	Log          logr.Logger
+	// HasState, when set, says whether a state Lease exists for a Key, from a cache (no read
+	// of the API server): a target that is no longer scheduled (opted out, never, an orphan)
+	// goes through the pipeline only then, so its Lease forgets its owner and deadline.
+	HasState func(ctx context.Context, key lifecycle.Key) bool
+	Now      func() time.Time
+	Log      logr.Logger
 
 	mu      sync.Mutex
 	orphans map[types.NamespacedName]bool
@@ -129,19 +133,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	orphan := len(policy.Missing()) > 0 && len(problems) == 0
 	r.setOrphan(req.NamespacedName, orphan)
-	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
+	key := lifecycle.KeyFor(DetectorName, target)
+	if !scheduled(policy) && !hasState(ctx, r.HasState, key) {
 		// Opted out, an orphan, or metadata that cannot be used: nothing to schedule and
 		// nobody to warn. No pipeline run, so no Lease either.
 		return reconcile.Result{}, nil
 	}
-
-	key := lifecycle.KeyFor(DetectorName, target)
+	// Scheduled, or it was (its Lease exists): then Decide clears the owner and deadline the
+	// Lease recorded, so the former owner's page no longer lists it, and withdraws a removal
+	// it proposed.
 	req2 := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
 	req2.AutoMerge = r.AutoMerge
 	req2.Group = r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow)
 	res, err := r.Pipeline.Run(ctx, req2)
 	countCommitted(res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+}
+
+// scheduled: the policy names an owner and a deadline and the target is not opted out.
+func scheduled(p Policy) bool { return !p.Ignored && !p.Deadline.IsZero() && p.Owner != "" }
+
+// hasState asks has (nil: no Lease is looked for) whether key has a state Lease.
+func hasState(ctx context.Context, has func(context.Context, lifecycle.Key) bool, key lifecycle.Key) bool {
+	return has != nil && has(ctx, key)
 }
 
 // countCommitted counts a decision the pipeline recorded, by what it does.

@@ -245,6 +245,7 @@ func schedule(s Snapshot) Decision {
 	p := s.Policy
 	if p.Ignored {
 		d.Next = NextNone
+		d.State = unscheduled(d.State)
 		return d
 	}
 	d.Deadline = p.Deadline
@@ -254,12 +255,14 @@ func schedule(s Snapshot) Decision {
 	if p.Never && p.Owner != "" {
 		// kustos.io/ttl: never: kept on purpose, nothing to warn about or remove.
 		d.Next = NextNone
+		d.State = unscheduled(d.State)
 		return d
 	}
 	if p.Owner == "" || d.Deadline.IsZero() {
 		// No owner or no lifetime: reported, never touched (nobody could be warned, or there is
 		// no deadline to warn about).
 		d.Next = NextOrphan
+		d.State = unscheduled(d.State)
 		return d
 	}
 
@@ -340,6 +343,14 @@ func schedule(s Snapshot) Decision {
 	}
 	d.Change = change(s, d)
 	return d
+}
+
+// unscheduled is st of a target nothing is scheduled for (opted out, never, an orphan): no
+// owner, deadline or label, so the state store drops the Lease's owner label and the former
+// owner's page no longer lists it (nor offers to extend it). What was sent stays remembered.
+func unscheduled(st State) State {
+	st.Owner, st.Deadline, st.Label = "", time.Time{}, ""
+	return st
 }
 
 // actAt is when the Change may happen once a warning was sent at warned.

@@ -173,7 +173,7 @@ func TestDecide(t *testing.T) {
 
 // TestDecideRecordsOwner: every scheduled target's state names its owner and its effective
 // deadline (an extension included), which the owner's page lists; an orphan, an opted-out or a
-// never-expiring target records nothing (no Lease is written for them).
+// never-expiring target records nothing, and one that was scheduled loses what it recorded.
 func TestDecideRecordsOwner(t *testing.T) {
 	day := 24 * time.Hour
 	long := strings.Repeat("ä", 400) // 800 bytes
@@ -198,9 +198,18 @@ func TestDecideRecordsOwner(t *testing.T) {
 		{name: "orphan: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Owner = "" })},
 		{name: "opted out: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Ignored = true })},
 		{name: "never: nothing", snap: snap(t0, State{}, func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true })},
+		// A target that was scheduled and no longer is: what the Lease recorded goes, so the
+		// former owner's page no longer lists it; what was sent stays remembered.
+		{name: "was scheduled, now an orphan: cleared", snap: snap(t0, recorded(), func(s *Snapshot) { s.Policy.Owner = "" })},
+		{name: "was scheduled, lost its lifetime: cleared", snap: snap(t0, recorded(), func(s *Snapshot) { s.Policy.Deadline = time.Time{} })},
+		{name: "was scheduled, now opted out: cleared", snap: snap(t0, recorded(), func(s *Snapshot) { s.Policy.Ignored = true })},
+		{name: "was scheduled, now never: cleared", snap: snap(t0, recorded(), func(s *Snapshot) { s.Policy.Deadline, s.Policy.Never = time.Time{}, true })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := Decide(tc.snap).State
+			if !tc.snap.State.WarnedAt.Equal(st.WarnedAt) || !tc.snap.State.WarningFor.Equal(st.WarningFor) {
+				t.Errorf("the warning's record changed: %+v", st)
+			}
 			if st.Owner != tc.owner || !st.Deadline.Equal(tc.deadline) || st.Label != tc.label {
 				t.Errorf("owner, deadline, label = %q, %v, %q; want %q, %v, %q", st.Owner, st.Deadline, st.Label, tc.owner, tc.deadline, tc.label)
 			}
@@ -213,6 +222,13 @@ func TestDecideRecordsOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recorded is the state of a warned target as Decide recorded it.
+func recorded() State {
+	st := warnedAt(deadline.Add(-72 * time.Hour))
+	st.Owner, st.Deadline, st.Label = "ana@example.com", deadline, "web"
+	return st
 }
 
 func TestDecideChange(t *testing.T) {

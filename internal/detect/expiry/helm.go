@@ -72,8 +72,10 @@ type HelmReconciler struct {
 	Links    func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
 	// LeaseTrigger: see Reconciler.LeaseTrigger.
 	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
-	Now          func() time.Time
-	Log          logr.Logger
+	// HasState: see Reconciler.HasState.
+	HasState func(ctx context.Context, key lifecycle.Key) bool
+	Now      func() time.Time
+	Log      logr.Logger
 }
 
 // Reconcile decides about one release (request name = the release name).
@@ -108,7 +110,14 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := ReportProblems(ctx, r.Reporter, log, releaseRef, namespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
-	if policy.Ignored || policy.Deadline.IsZero() || policy.Owner == "" {
+	key := lifecycle.KeyFor(DetectorName, target)
+	if !scheduled(policy) {
+		if hasState(ctx, r.HasState, key) {
+			// It was scheduled: Decide clears what its Lease recorded (see Reconciler).
+			res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
+			countCommitted(res)
+			return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
+		}
 		return reconcile.Result{}, nil
 	}
 	if m := managedBy(rel.Labels); m != "" {
@@ -131,7 +140,6 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, r.Reporter.Notify(ctx, releaseRef, corev1.EventTypeWarning, ReasonReleaseOutsideNamespace, msg,
 			"expiry-outside|"+req.Namespace+"|"+req.Name+"|"+msg, now)
 	}
-	key := lifecycle.KeyFor(DetectorName, target)
 	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
 	countCommitted(res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
