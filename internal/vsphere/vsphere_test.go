@@ -170,3 +170,25 @@ func TestReadCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestNewURL: --vsphere-url must be https (the SOAP login carries the password), must not hold
+// credentials, and must name a host.
+func TestNewURL(t *testing.T) {
+	for _, tt := range []struct{ url, err string }{
+		{"https://vcenter.example.com", ""},
+		{"https://vcenter.example.com/sdk", ""},
+		{"http://vcenter.example.com", "--vsphere-url=\"http://vcenter.example.com\": want https://HOST"},
+		{"HTTP://vcenter.example.com", "want https://HOST"},
+		{"vcenter.example.com", "want https://HOST"},
+		{"https://root:pw@vcenter", "not the URL"},
+		{"http://root:pw@vcenter", "(not shown: it may hold a password)"},
+	} {
+		_, err := vsphere.New(vsphere.Config{URL: tt.url, Datacenter: "DC0"}, vsphere.Credentials{})
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, vsphere.ErrConfig)) {
+			t.Errorf("New(%q) = %v, want %q", tt.url, err, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("New(%q): the error shows the password: %v", tt.url, err)
+		}
+	}
+}
