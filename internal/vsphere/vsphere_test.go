@@ -62,6 +62,33 @@ func TestCrawl(t *testing.T) {
 	}
 }
 
+// TestCrawlMissingFolder: a configured folder or quarantine folder that does not exist fails
+// the crawl with an error naming it, rather than finding no VMs.
+func TestCrawlMissingFolder(t *testing.T) {
+	sim := vspheretest.Start(t)
+	sim.VM("labs", "ana-dev", "EC_OWNER=ana\nEC_TTL=1w")
+	sim.Folder("labs/quarantine")
+	for _, tt := range []struct {
+		name string
+		mod  func(*vsphere.Config)
+		err  string
+	}{
+		{"a folder", func(c *vsphere.Config) { c.Folders = []string{"labs", "lasb/ci"} }, `--vsphere-folders: folder "lasb/ci" (/DC0/vm/lasb/ci) does not exist`},
+		{"an inventory path", func(c *vsphere.Config) { c.Folders = []string{"/DC0/vm/nope"} }, `folder "/DC0/vm/nope" (/DC0/vm/nope) does not exist`},
+		{"the quarantine folder", func(c *vsphere.Config) { c.QuarantineFolder = "labs/expired" }, `--vsphere-quarantine-folder: folder "labs/expired"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := client(t, sim, tt.mod).Crawl(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, vsphere.ErrConfig) {
+				t.Errorf("crawl = %+v, %v; want %q", got, err, tt.err)
+			}
+		})
+	}
+	if got, err := client(t, sim, func(c *vsphere.Config) { c.Folders = []string{"/DC0/vm"} }).Crawl(context.Background()); err != nil || len(got.VMs) != 1 {
+		t.Errorf("the whole VM folder: %+v, %v", got, err)
+	}
+}
+
 // TestQuarantine: powered off, renamed with the date, moved into the quarantine folder; a
 // second call changes nothing; the VM is never destroyed.
 func TestQuarantine(t *testing.T) {
