@@ -92,6 +92,24 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 		Crawler: vc, State: expiryStates{store}, Pipeline: &pl, Reporter: rep,
 		Orphans:  vmOrphans{r: mgr.GetAPIReader(), w: mgr.GetClient(), namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
+		Leases: vmLeases{store}, Finder: vc,
+	})
+}
+
+// vmLeases sweeps the state Leases of VM Keys (the gone-sweeper of cleaner.go leaves them to
+// the VM crawler, which alone can tell that a VM is gone).
+type vmLeases struct{ store *state.Store }
+
+var _ detectvsphere.VMLeases = vmLeases{}
+
+func (v vmLeases) SweepVMs(ctx context.Context, gone func(ctx context.Context, uuid string) (bool, error)) (int, error) {
+	kindGroup := strings.ToLower(detectvsphere.Kind + "." + detectvsphere.Group)
+	return v.store.SweepGone(ctx, func(ctx context.Context, rec state.Record) (bool, error) {
+		p, ok := rec.Key.Parts()
+		if !ok || p.Detector != expiry.DetectorName || strings.ToLower(p.KindGroup) != kindGroup || p.Namespace != "" || p.Name == "" {
+			return false, nil
+		}
+		return gone(ctx, p.Name)
 	})
 }
 

@@ -173,6 +173,16 @@ func (c *Client) quarantinePath() string {
 	return "/" + c.cfg.Datacenter + "/vm/" + r
 }
 
+// Exists reports whether the datacenter has a VM with instance UUID uuid (wherever it is:
+// a quarantined VM exists).
+func (c *Client) Exists(ctx context.Context, uuid string) (bool, error) {
+	_, _, err := c.find(ctx, uuid)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // find is the VM with instance UUID uuid in the datacenter, and its name, parent and power state.
 func (c *Client) find(ctx context.Context, uuid string) (*object.VirtualMachine, mo.VirtualMachine, error) {
 	vc, dc, _, err := c.connect(ctx)

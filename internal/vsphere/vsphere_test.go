@@ -118,6 +118,12 @@ func TestQuarantine(t *testing.T) {
 	if _, err := c.Quarantine(context.Background(), "00000000-0000-0000-0000-000000000000", at); !errors.Is(err, vsphere.ErrNotFound) {
 		t.Errorf("unknown VM: %v, want ErrNotFound", err)
 	}
+	if ok, err := c.Exists(context.Background(), uuid); !ok || err != nil {
+		t.Errorf("Exists(a quarantined VM) = %v, %v; want true", ok, err)
+	}
+	if ok, err := c.Exists(context.Background(), "00000000-0000-0000-0000-000000000000"); ok || err != nil {
+		t.Errorf("Exists(an unknown VM) = %v, %v; want false", ok, err)
+	}
 }
 
 // TestQuarantinePowerOffFails: a failed power-off stops the quarantine — nothing renamed or
