@@ -263,3 +263,45 @@ func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestVSphereOrphansFollow: the orphan list follows the crawls — an orphan given notes leaves
+// it, a new orphan joins it (the list's Lease is read from the API server, not from the
+// manager's cache, which holds only state Leases).
+func TestVSphereOrphansFollow(t *testing.T) {
+	sim := vspheretest.Start(t)
+	sim.Folder("labs/quarantine")
+	nobody, nobodyID := sim.VM("labs", "nobody", "")
+	k := startKustos(t, vsphereOptions(sim, app.ModeObserve, false))
+	dumpOnFailure(t, k)
+	stateNS := k.opts.StateNamespace
+	orphans := func() []string {
+		rows, err := statusreport.VMOrphans(context.Background(), k8s, stateNS, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.Target)
+		}
+		return out
+	}
+	want := func(names ...string) func() bool {
+		return func() bool {
+			got := orphans()
+			if len(got) != len(names) {
+				return false
+			}
+			for i, n := range names {
+				if !strings.Contains(got[i], `"`+n+`"`) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	eventually(t, "nobody in the orphan list", want("nobody"))
+	sim.SetNotes(nobody, "EC_OWNER=ana@example.com\nEC_TTL=1w")
+	sim.VM("labs", "newcomer", "")
+	eventually(t, "nobody left the orphan list, newcomer joined it", want("newcomer"))
+	eventually(t, "nobody's lifetime kept", func() bool { return vmLease(t, stateNS, nobodyID) != nil })
+}

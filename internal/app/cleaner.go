@@ -284,7 +284,8 @@ func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) 
 		kind, group = "Cleaner", v1alpha1.GroupVersion.Group
 	case kind == detectvsphere.Kind && group == detectvsphere.Group:
 		// A VM lives in vSphere, and its Lease is the lifetime Kustos keeps for it (its notes
-		// may be gone after a rollback): no API server can say it is gone, so it stays.
+		// may be gone after a rollback): no API server can say it is gone, so the VM crawler
+		// sweeps these (internal/detect/vsphere, once vSphere no longer finds the VM).
 		return false, nil
 	case kind == lifecycle.ReleaseKind && group == lifecycle.ReleaseGroup:
 		// No API server serves helm releases: a release lives in its Secrets (helm's storage).

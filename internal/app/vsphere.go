@@ -90,8 +90,26 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{
 		Crawler: vc, State: expiryStates{store}, Pipeline: &pl, Reporter: rep,
-		Orphans:  vmOrphans{c: mgr.GetClient(), namespace: o.StateNamespace},
+		Orphans:  vmOrphans{r: mgr.GetAPIReader(), w: mgr.GetClient(), namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
+		Leases: vmLeases{store}, Finder: vc,
+	})
+}
+
+// vmLeases sweeps the state Leases of VM Keys (the gone-sweeper of cleaner.go leaves them to
+// the VM crawler, which alone can tell that a VM is gone).
+type vmLeases struct{ store *state.Store }
+
+var _ detectvsphere.VMLeases = vmLeases{}
+
+func (v vmLeases) SweepVMs(ctx context.Context, gone func(ctx context.Context, uuid string) (bool, error)) (int, error) {
+	kindGroup := strings.ToLower(detectvsphere.Kind + "." + detectvsphere.Group)
+	return v.store.SweepGone(ctx, func(ctx context.Context, rec state.Record) (bool, error) {
+		p, ok := rec.Key.Parts()
+		if !ok || p.Detector != expiry.DetectorName || strings.ToLower(p.KindGroup) != kindGroup || p.Namespace != "" || p.Name == "" {
+			return false, nil
+		}
+		return gone(ctx, p.Name)
 	})
 }
 
@@ -110,14 +128,16 @@ func (s expiryStates) ExpiryState(ctx context.Context, key lifecycle.Key) (expir
 }
 
 // vmOrphans keeps the crawl's orphans in a Lease of the state namespace for
-// `kustos status --orphans` and the digest.
+// `kustos status --orphans` and the digest. It reads the Lease from the API server (r): the
+// manager's cache does not hold it.
 type vmOrphans struct {
-	c         client.Client
+	r         client.Reader
+	w         client.Writer
 	namespace string
 }
 
 var _ detectvsphere.OrphanReport = vmOrphans{}
 
 func (v vmOrphans) SetOrphans(ctx context.Context, orphans []detectvsphere.Orphan) error {
-	return statusreport.SaveVMOrphans(ctx, v.c, v.namespace, orphans)
+	return statusreport.SaveVMOrphans(ctx, v.r, v.w, v.namespace, orphans)
 }

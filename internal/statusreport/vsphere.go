@@ -26,8 +26,11 @@ const (
 )
 
 // SaveVMOrphans replaces the kept VM orphans with orphans (the first maxVMOrphans; the count
-// says how many there were).
-func SaveVMOrphans(ctx context.Context, c client.Client, namespace string, orphans []detectvsphere.Orphan) error {
+// says how many there were). r must read from the API server (a manager's GetAPIReader): the
+// manager's cache holds only the Leases labelled app.kubernetes.io/managed-by=kustos (the state
+// Leases), so through it this Lease is never found, and every crawl after the first would fail
+// to create it again.
+func SaveVMOrphans(ctx context.Context, r client.Reader, w client.Writer, namespace string, orphans []detectvsphere.Orphan) error {
 	kept := orphans
 	if len(kept) > maxVMOrphans {
 		kept = kept[:maxVMOrphans]
@@ -43,11 +46,11 @@ func SaveVMOrphans(ctx context.Context, c client.Client, namespace string, orpha
 	}
 	want := map[string]string{vmOrphansAnnotation: string(b), vmOrphansCount: fmt.Sprint(len(orphans))}
 	var l coordinationv1.Lease
-	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: VMOrphansLease}, &l)
+	err = r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: VMOrphansLease}, &l)
 	if apierrors.IsNotFound(err) {
 		l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: VMOrphansLease, Annotations: want,
 			Labels: map[string]string{"app.kubernetes.io/name": "kustos"}}}
-		return c.Create(ctx, &l)
+		return w.Create(ctx, &l)
 	}
 	if err != nil {
 		return err
@@ -61,7 +64,7 @@ func SaveVMOrphans(ctx context.Context, c client.Client, namespace string, orpha
 	for k, v := range want {
 		l.Annotations[k] = v
 	}
-	return c.Update(ctx, &l)
+	return w.Update(ctx, &l)
 }
 
 // VMOrphans reads the VM orphans the controller's last crawl kept (none without the Lease:

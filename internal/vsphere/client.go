@@ -21,7 +21,7 @@ import (
 // Config is how Kustos reaches vSphere (the --vsphere-* flags).
 type Config struct {
 	// URL is the vCenter's address, https://vcenter.example.com (the SDK path /sdk is added
-	// when the URL has no path).
+	// when the URL has no path). Only https: the login carries the password.
 	URL string
 	// CredentialsFile is the mounted Secret: a directory holding the keys username and
 	// password (a kubernetes.io/basic-auth Secret mounted as a volume), or a file of two lines,
@@ -120,12 +120,13 @@ func New(cfg Config, creds Credentials) (*Client, error) {
 // sdkURL is the vCenter's SDK endpoint.
 func sdkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		shown := raw
+	if err != nil || u.Host == "" || u.Scheme != "https" {
+		// Only https: the SOAP login carries the password, which http would send in clear text.
+		shown := fmt.Sprintf("%q", raw)
 		if strings.Contains(raw, "@") {
 			shown = "(not shown: it may hold a password)"
 		}
-		return nil, fmt.Errorf("--vsphere-url=%q: want https://HOST (the vCenter): %w", shown, ErrConfig)
+		return nil, fmt.Errorf("--vsphere-url=%s: want https://HOST (the vCenter; never http, the login carries the password): %w", shown, ErrConfig)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("--vsphere-url: credentials go in --vsphere-credentials-file, not the URL: %w", ErrConfig)

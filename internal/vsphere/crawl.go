@@ -49,7 +49,8 @@ var (
 
 // Crawl lists the VMs of the configured folders with one property-collector request: a
 // container view over the datacenter's VM folder, from which the collector returns every
-// folder's name and parent and the VM properties above. Folder paths are built from those.
+// folder's name and parent and the VM properties above. Folder paths are built from those. A
+// configured folder or quarantine folder that does not exist fails the crawl (ErrConfig).
 func (c *Client) Crawl(ctx context.Context) (Crawl, error) {
 	vc, _, vmf, err := c.connect(ctx)
 	if err != nil {
@@ -120,6 +121,22 @@ func (c *Client) Crawl(ctx context.Context) (Crawl, error) {
 			parts[i], parts[j] = parts[j], parts[i]
 		}
 		return strings.Join(parts, "/"), true
+	}
+	// A configured folder that does not exist is a configuration error, not an empty folder:
+	// the crawl fails (counted in kustos_vsphere_crawl_errors_total) and no VM's state changes.
+	exists := map[string]bool{"": true}
+	for ref := range nodes {
+		if p, ok := folderPath(ref); ok {
+			exists[p] = true
+		}
+	}
+	for i, f := range folders {
+		if !exists[f] {
+			return Crawl{}, fmt.Errorf("--vsphere-folders: folder %q (%s) does not exist in datacenter %s: %w", c.cfg.Folders[i], path.Join(vmf.InventoryPath, f), c.cfg.Datacenter, ErrConfig)
+		}
+	}
+	if c.cfg.QuarantineFolder != "" && !exists[quarantine] {
+		return Crawl{}, fmt.Errorf("--vsphere-quarantine-folder: folder %q (%s) does not exist in datacenter %s: %w", c.cfg.QuarantineFolder, path.Join(vmf.InventoryPath, quarantine), c.cfg.Datacenter, ErrConfig)
 	}
 	var out Crawl
 	for _, oc := range vms {

@@ -10,7 +10,7 @@
 //     folder's name and parent, from which each VM's folder path is built), not one per VM.
 //   - ParseNotes reads the lifetime a VM's notes carry, one KEY=value a line (EC_OWNER, EC_TTL
 //     or kustos.io/owner, kustos.io/ttl), and says precisely what is wrong with a line.
-//   - Quarantine powers a VM off (waiting for the task), renames it <name>-expired-<date> and
+//   - Quarantine powers a VM off (waiting for the task), renames it <name>-expired-<date>-<uuid[:8]> and
 //     moves it into the quarantine folder. It never destroys a VM, and every step is
 //     idempotent: a retry after a failure or a crash finishes what is left.
 package vsphere

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/vmware/govmomi/find"
@@ -20,20 +21,47 @@ var ErrNotFound = errors.New("no such VM")
 // maxName is the longest VM name vSphere takes.
 const maxName = 80
 
-// expiredSuffix matches the suffix a quarantine adds.
-var expiredSuffix = regexp.MustCompile(`-expired-\d{4}-\d{2}-\d{2}$`)
+// expiredSuffix matches the suffix a quarantine adds: -expired-<date>-<uuid fragment>, or
+// -expired-<date> alone as releases before the fragment wrote it (group 1 the date, group 2
+// the fragment, if any).
+var expiredSuffix = regexp.MustCompile(`-expired-(\d{4}-\d{2}-\d{2})(?:-([0-9a-f]{8}))?$`)
 
-// QuarantineName is name with -expired-<date> added (the base cut so that the whole stays
-// within vSphere's 80 characters); a name that already has such a suffix is kept as it is.
-func QuarantineName(name string, at time.Time) string {
-	if expiredSuffix.MatchString(name) {
-		return name
+// uuidFragment is the first 8 hex digits of an instance UUID ("" when it has fewer).
+func uuidFragment(uuid string) string {
+	f := strings.ToLower(strings.ReplaceAll(uuid, "-", ""))
+	if len(f) < 8 {
+		return ""
 	}
-	suffix := "-expired-" + at.UTC().Format("2006-01-02")
-	if r := []rune(name); len(r)+len([]rune(suffix)) > maxName {
-		name = string(r[:maxName-len(suffix)])
+	return f[:8]
+}
+
+// QuarantineName is name with -expired-<date>-<uuid[:8]> added: two VMs of the same name
+// (labs/team-a/ubuntu and labs/team-b/ubuntu) due the same day get different names, as the
+// quarantine folder needs (vCenter's names are unique per folder). The name part is cut so
+// that the whole stays within vSphere's 80 characters; the suffix never is. A name that
+// already carries this VM's suffix is kept as it is; one with the date alone (a quarantine by
+// an earlier release) gets the fragment, keeping its date; one carrying another VM's fragment
+// (a clone of a quarantined VM) gets its own suffix after it.
+func QuarantineName(name, uuid string, at time.Time) string {
+	frag := uuidFragment(uuid)
+	date := at.UTC().Format("2006-01-02")
+	base := name
+	if m := expiredSuffix.FindStringSubmatch(name); m != nil {
+		switch m[2] {
+		case frag:
+			return name
+		case "":
+			base, date = strings.TrimSuffix(name, m[0]), m[1]
+		}
 	}
-	return name + suffix
+	suffix := "-expired-" + date
+	if frag != "" {
+		suffix += "-" + frag
+	}
+	if r := []rune(base); len(r)+len(suffix) > maxName {
+		base = string(r[:maxName-len(suffix)])
+	}
+	return base + suffix
 }
 
 // Step is one step of a quarantine.
@@ -67,7 +95,7 @@ type Done struct {
 
 // Quarantine takes the VM with instance UUID uuid out of use without destroying it: power off
 // (waiting for vSphere's task; a failure stops here, nothing is renamed), rename to
-// QuarantineName(name, at), move into the quarantine folder. Each step is skipped when already
+// QuarantineName(name, uuid, at), move into the quarantine folder. Each step is skipped when already
 // done, so a retry after a failure or a crash finishes the rest; ErrNotFound when no VM has
 // the UUID.
 func (c *Client) Quarantine(ctx context.Context, uuid string, at time.Time) (Done, error) {
@@ -78,7 +106,7 @@ func (c *Client) Quarantine(ctx context.Context, uuid string, at time.Time) (Don
 	if err != nil {
 		return d, err
 	}
-	if name := QuarantineName(props.Name, at); name != props.Name {
+	if name := QuarantineName(props.Name, uuid, at); name != props.Name {
 		task, err := vm.Rename(ctx, name)
 		if err == nil {
 			err = task.Wait(ctx)
@@ -143,6 +171,16 @@ func (c *Client) quarantinePath() string {
 		return c.cfg.QuarantineFolder
 	}
 	return "/" + c.cfg.Datacenter + "/vm/" + r
+}
+
+// Exists reports whether the datacenter has a VM with instance UUID uuid (wherever it is:
+// a quarantined VM exists).
+func (c *Client) Exists(ctx context.Context, uuid string) (bool, error) {
+	_, _, err := c.find(ctx, uuid)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // find is the VM with instance UUID uuid in the datacenter, and its name, parent and power state.

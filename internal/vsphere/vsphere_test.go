@@ -62,6 +62,33 @@ func TestCrawl(t *testing.T) {
 	}
 }
 
+// TestCrawlMissingFolder: a configured folder or quarantine folder that does not exist fails
+// the crawl with an error naming it, rather than finding no VMs.
+func TestCrawlMissingFolder(t *testing.T) {
+	sim := vspheretest.Start(t)
+	sim.VM("labs", "ana-dev", "EC_OWNER=ana\nEC_TTL=1w")
+	sim.Folder("labs/quarantine")
+	for _, tt := range []struct {
+		name string
+		mod  func(*vsphere.Config)
+		err  string
+	}{
+		{"a folder", func(c *vsphere.Config) { c.Folders = []string{"labs", "lasb/ci"} }, `--vsphere-folders: folder "lasb/ci" (/DC0/vm/lasb/ci) does not exist`},
+		{"an inventory path", func(c *vsphere.Config) { c.Folders = []string{"/DC0/vm/nope"} }, `folder "/DC0/vm/nope" (/DC0/vm/nope) does not exist`},
+		{"the quarantine folder", func(c *vsphere.Config) { c.QuarantineFolder = "labs/expired" }, `--vsphere-quarantine-folder: folder "labs/expired"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := client(t, sim, tt.mod).Crawl(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, vsphere.ErrConfig) {
+				t.Errorf("crawl = %+v, %v; want %q", got, err, tt.err)
+			}
+		})
+	}
+	if got, err := client(t, sim, func(c *vsphere.Config) { c.Folders = []string{"/DC0/vm"} }).Crawl(context.Background()); err != nil || len(got.VMs) != 1 {
+		t.Errorf("the whole VM folder: %+v, %v", got, err)
+	}
+}
+
 // TestQuarantine: powered off, renamed with the date, moved into the quarantine folder; a
 // second call changes nothing; the VM is never destroyed.
 func TestQuarantine(t *testing.T) {
@@ -74,22 +101,28 @@ func TestQuarantine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.PoweredOff || !d.Renamed || !d.Moved || d.Name != "ana-dev-expired-2026-11-27" {
+	if !d.PoweredOff || !d.Renamed || !d.Moved || d.Name != "ana-dev-expired-2026-11-27-"+uuid[:8] {
 		t.Errorf("done = %+v", d)
 	}
 	name, folder, power, notes := sim.Props(vm)
-	if name != "ana-dev-expired-2026-11-27" || folder != "/DC0/vm/labs/quarantine" || power != "poweredOff" || notes != "EC_OWNER=ana" {
+	if name != "ana-dev-expired-2026-11-27-"+uuid[:8] || folder != "/DC0/vm/labs/quarantine" || power != "poweredOff" || notes != "EC_OWNER=ana" {
 		t.Errorf("VM after quarantine: %s in %s, %s, notes %q", name, folder, power, notes)
 	}
 	d, err = c.Quarantine(context.Background(), uuid, at.Add(48*time.Hour))
 	if err != nil || d.PoweredOff || d.Renamed || d.Moved {
 		t.Errorf("second quarantine = %+v, %v; want nothing done", d, err)
 	}
-	if name, _, _, _ := sim.Props(vm); name != "ana-dev-expired-2026-11-27" {
+	if name, _, _, _ := sim.Props(vm); name != "ana-dev-expired-2026-11-27-"+uuid[:8] {
 		t.Errorf("renamed again: %s", name)
 	}
 	if _, err := c.Quarantine(context.Background(), "00000000-0000-0000-0000-000000000000", at); !errors.Is(err, vsphere.ErrNotFound) {
 		t.Errorf("unknown VM: %v, want ErrNotFound", err)
+	}
+	if ok, err := c.Exists(context.Background(), uuid); !ok || err != nil {
+		t.Errorf("Exists(a quarantined VM) = %v, %v; want true", ok, err)
+	}
+	if ok, err := c.Exists(context.Background(), "00000000-0000-0000-0000-000000000000"); ok || err != nil {
+		t.Errorf("Exists(an unknown VM) = %v, %v; want false", ok, err)
 	}
 }
 
@@ -115,20 +148,58 @@ func TestQuarantinePowerOffFails(t *testing.T) {
 	}
 }
 
+// TestQuarantineName: the date and a fragment of the instance UUID, so that two VMs of the same
+// name due the same day do not collide in the quarantine folder; the name part (never the
+// suffix) cut to 80 characters; a name carrying the suffix already kept.
 func TestQuarantineName(t *testing.T) {
 	at := time.Date(2026, 3, 4, 23, 0, 0, 0, time.UTC)
+	const a, b = "4213c3c0-0a3b-4b2d-9b5c-1a2b3c4d5e6f", "5f0e1d2c-0a3b-4b2d-9b5c-1a2b3c4d5e6f"
 	long := strings.Repeat("n", 80)
-	tests := []struct{ name, in, want string }{
-		{"plain", "ana-dev", "ana-dev-expired-2026-03-04"},
-		{"already quarantined", "ana-dev-expired-2025-12-31", "ana-dev-expired-2025-12-31"},
-		{"cut to 80 characters", long, long[:61] + "-expired-2026-03-04"},
+	tests := []struct{ name, in, uuid, want string }{
+		{"plain", "ana-dev", a, "ana-dev-expired-2026-03-04-4213c3c0"},
+		{"same name, another VM", "ana-dev", b, "ana-dev-expired-2026-03-04-5f0e1d2c"},
+		{"upper-case UUID", "ana-dev", strings.ToUpper(a), "ana-dev-expired-2026-03-04-4213c3c0"},
+		{"already quarantined", "ana-dev-expired-2025-12-31-4213c3c0", a, "ana-dev-expired-2025-12-31-4213c3c0"},
+		{"quarantined by an earlier release: the fragment added, the date kept", "ana-dev-expired-2025-12-31", a, "ana-dev-expired-2025-12-31-4213c3c0"},
+		{"a clone of another VM's quarantine", "ana-dev-expired-2025-12-31-5f0e1d2c", a, "ana-dev-expired-2025-12-31-5f0e1d2c-expired-2026-03-04-4213c3c0"},
+		{"cut to 80 characters, the name part", long, a, long[:52] + "-expired-2026-03-04-4213c3c0"},
+		{"cut, multi-byte", strings.Repeat("ä", 80), a, strings.Repeat("ä", 52) + "-expired-2026-03-04-4213c3c0"},
+		{"an earlier release's long name", long[:61] + "-expired-2025-12-31", a, long[:52] + "-expired-2025-12-31-4213c3c0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := vsphere.QuarantineName(tt.in, at); got != tt.want || len(got) > 80 {
+			got := vsphere.QuarantineName(tt.in, tt.uuid, at)
+			if got != tt.want || len([]rune(got)) > 80 {
 				t.Errorf("QuarantineName(%q) = %q, want %q", tt.in, got, tt.want)
 			}
+			if again := vsphere.QuarantineName(got, tt.uuid, at.Add(48*time.Hour)); again != got {
+				t.Errorf("QuarantineName(%q) again = %q, want it kept", got, again)
+			}
 		})
+	}
+}
+
+// TestQuarantineSameName: two VMs of the same name in different folders, due the same day,
+// both end up in the quarantine folder under different names.
+func TestQuarantineSameName(t *testing.T) {
+	sim := vspheretest.Start(t)
+	vmA, uuidA := sim.VM("labs/team-a", "ubuntu", "")
+	vmB, uuidB := sim.VM("labs/team-b", "ubuntu", "")
+	sim.Folder("labs/quarantine")
+	c := client(t, sim, nil)
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for _, u := range []string{uuidA, uuidB} {
+		if _, err := c.Quarantine(context.Background(), u, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nameA, folderA, _, _ := sim.Props(vmA)
+	nameB, folderB, _, _ := sim.Props(vmB)
+	if nameA == nameB || folderA != "/DC0/vm/labs/quarantine" || folderB != folderA {
+		t.Errorf("after quarantine: %s in %s, %s in %s; want two names in the quarantine folder", nameA, folderA, nameB, folderB)
+	}
+	if nameA != "ubuntu-expired-2026-11-27-"+uuidA[:8] {
+		t.Errorf("name %s", nameA)
 	}
 }
 
@@ -168,5 +239,27 @@ func TestReadCredentials(t *testing.T) {
 				t.Errorf("String() shows the password: %s", c)
 			}
 		})
+	}
+}
+
+// TestNewURL: --vsphere-url must be https (the SOAP login carries the password), must not hold
+// credentials, and must name a host.
+func TestNewURL(t *testing.T) {
+	for _, tt := range []struct{ url, err string }{
+		{"https://vcenter.example.com", ""},
+		{"https://vcenter.example.com/sdk", ""},
+		{"http://vcenter.example.com", "--vsphere-url=\"http://vcenter.example.com\": want https://HOST"},
+		{"HTTP://vcenter.example.com", "want https://HOST"},
+		{"vcenter.example.com", "want https://HOST"},
+		{"https://root:pw@vcenter", "not the URL"},
+		{"http://root:pw@vcenter", "(not shown: it may hold a password)"},
+	} {
+		_, err := vsphere.New(vsphere.Config{URL: tt.url, Datacenter: "DC0"}, vsphere.Credentials{})
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, vsphere.ErrConfig)) {
+			t.Errorf("New(%q) = %v, want %q", tt.url, err, tt.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") {
+			t.Errorf("New(%q): the error shows the password: %v", tt.url, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestActuator(t *testing.T) {
 		applied       bool
 	}{
 		{name: "quarantine", op: lifecycle.EditDelete, mayQuarantine: true, applied: true,
-			wantName: "ana-dev-expired-2026-11-27", wantFolder: "/DC0/vm/labs/quarantine", wantPower: "poweredOff"},
+			wantName: "ana-dev-expired-2026-11-27-<uuid>", wantFolder: "/DC0/vm/labs/quarantine", wantPower: "poweredOff"},
 		{name: "no opt-in: refused, the VM untouched", op: lifecycle.EditDelete, wantErr: lifecycle.ErrDeleteNotAllowed,
 			wantName: "ana-dev", wantFolder: "/DC0/vm/labs", wantPower: "poweredOn"},
 		{name: "pause: powered off, not renamed or moved", op: lifecycle.EditScaleToZero, applied: true,
@@ -96,6 +97,7 @@ func TestActuator(t *testing.T) {
 				t.Errorf("Next got %d changes", len(n.got))
 			}
 			if tc.wantName != "" {
+				tc.wantName = strings.ReplaceAll(tc.wantName, "<uuid>", uuid[:8])
 				name, folder, power, _ := sim.Props(vm)
 				if name != tc.wantName || folder != tc.wantFolder || power != tc.wantPower {
 					t.Errorf("VM: %s in %s, %s; want %s in %s, %s", name, folder, power, tc.wantName, tc.wantFolder, tc.wantPower)

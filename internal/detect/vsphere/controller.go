@@ -30,7 +30,34 @@ type OrphanReport interface {
 	SetOrphans(ctx context.Context, orphans []Orphan) error
 }
 
-var _ Crawler = (*vsphere.Client)(nil)
+// VMLeases sweeps the VMs' state Leases: gone is asked about each one's instance UUID, and
+// true deletes the Lease (one holding an open proposal or a pending decision is never asked).
+type VMLeases interface {
+	SweepVMs(ctx context.Context, gone func(ctx context.Context, uuid string) (bool, error)) (int, error)
+}
+
+// Finder tells whether vSphere still has a VM (anywhere in the datacenter, quarantine included).
+type Finder interface {
+	Exists(ctx context.Context, uuid string) (bool, error)
+}
+
+// A VM's Lease goes when the VM was missing from goneCrawls successful crawls in a row spanning
+// at least goneAfter, and vSphere then finds no VM with its instance UUID.
+const (
+	goneCrawls = 3
+	goneAfter  = time.Hour
+)
+
+// missing is how long a VM with a Lease has been missing from the crawls.
+type missing struct {
+	crawls int
+	since  time.Time
+}
+
+var (
+	_ Crawler = (*vsphere.Client)(nil)
+	_ Finder  = (*vsphere.Client)(nil)
+)
 
 // Orphan is a VM the detector leaves alone: no owner or no lifetime in its notes and none kept,
 // or notes it cannot use.
@@ -63,6 +90,11 @@ type Controller struct {
 	Interval time.Duration
 	Now      func() time.Time
 	Log      logr.Logger
+	// Leases and Finder remove the Lease of a VM destroyed by people (both nil: never).
+	Leases VMLeases
+	Finder Finder
+
+	missed map[string]missing
 }
 
 // NeedLeaderElection: one replica crawls and acts.
@@ -122,7 +154,57 @@ func (c *Controller) Look(ctx context.Context) time.Duration {
 			c.Log.Error(err, "recording the VM orphans for kustos status and the digest failed")
 		}
 	}
+	c.sweepGone(ctx, crawl)
 	return next
+}
+
+// sweepGone deletes the Leases of VMs that are gone: missing from goneCrawls successful crawls
+// in a row over at least goneAfter, and not found by vSphere by instance UUID (a quarantined VM,
+// or one moved out of the crawled folders, is found: its Lease stays, and it is counted again).
+// The counts are in memory: a restart starts them over, which only delays a removal.
+func (c *Controller) sweepGone(ctx context.Context, crawl vsphere.Crawl) {
+	if c.Leases == nil || c.Finder == nil {
+		return
+	}
+	now := c.Now()
+	seen := make(map[string]bool, len(crawl.VMs))
+	for _, vm := range crawl.VMs {
+		seen[vm.UUID] = true
+	}
+	missed := map[string]missing{}
+	n, err := c.Leases.SweepVMs(ctx, func(ctx context.Context, uuid string) (bool, error) {
+		if seen[uuid] {
+			return false, nil
+		}
+		m, ok := c.missed[uuid]
+		if !ok {
+			m.since = now
+		}
+		m.crawls++
+		missed[uuid] = m
+		if m.crawls < goneCrawls || now.Sub(m.since) < goneAfter {
+			return false, nil
+		}
+		exists, err := c.Finder.Exists(ctx, uuid)
+		if err != nil {
+			c.Log.Error(err, "asking vSphere whether a VM with a Lease still exists failed; asked again at the next crawl", "uuid", uuid)
+			return false, nil
+		}
+		if exists {
+			delete(missed, uuid)
+			return false, nil
+		}
+		c.Log.Info("VM gone from vSphere: its state Lease is deleted", "uuid", uuid, "missingSince", m.since, "crawls", m.crawls)
+		delete(missed, uuid)
+		return true, nil
+	})
+	c.missed = missed
+	if err != nil {
+		c.Log.Error(err, "sweeping the Leases of VMs gone from vSphere failed; tried again at the next crawl")
+	}
+	if n > 0 {
+		metrics.LeasesSwept.Add(float64(n))
+	}
 }
 
 // lookAt decides about one VM: its notes, the lifetime its Lease keeps, then the pipeline.

@@ -36,11 +36,22 @@ func Facts(vm vsphere.VM) map[string]string {
 	return map[string]string{"vm": vm.Name, "path": vm.Path, "datacenter": vm.Datacenter, "instanceUuid": vm.UUID}
 }
 
-// PolicyOf is a VM's expiry policy from its notes and the lifetime its Lease keeps: what the
-// notes say wins (a human wrote it last); what they no longer say (a snapshot rollback reset
-// them) comes from kept. The TTL counts from kept.Since, or the VM's creation date, or now
-// (first sight). It returns the lifetime to keep from now on and what cannot be used.
+// PolicyOf is a VM's expiry policy from its notes and the lifetime its Lease keeps. On first
+// sight the notes give it. Once a lifetime is kept, what the notes no longer say (a snapshot
+// rollback reset them) comes from kept, and what they say differently replaces it only when
+// it gives a deadline that is not earlier (a longer lifetime; a new owner with a lifetime
+// that is not shorter): a rollback to a snapshot whose notes say EC_TTL=1d, where the user had
+// written 30d, must not end the VM sooner. Notes that would end it earlier are reported (a
+// Problem saying the kept lifetime stands) and ignored. The TTL counts from kept.Since, or the
+// VM's creation date, or now (first sight). It returns the lifetime to keep from now on and
+// what cannot be used.
 func PolicyOf(vm vsphere.VM, notes vsphere.Notes, kept expiry.Kept, s expiry.Settings, now time.Time) (expiry.Policy, expiry.Kept, []expiry.Problem) {
+	if kept.Since.IsZero() {
+		kept.Since = vm.Created
+		if kept.Since.IsZero() || kept.Since.After(now) {
+			kept.Since = now
+		}
+	}
 	k := kept
 	if notes.Owner != "" {
 		k.Owner = notes.Owner
@@ -48,13 +59,40 @@ func PolicyOf(vm vsphere.VM, notes vsphere.Notes, kept expiry.Kept, s expiry.Set
 	if notes.TTL != "" {
 		k.TTL = notes.TTL
 	}
-	if k.Since.IsZero() {
-		k.Since = vm.Created
-		if k.Since.IsZero() || k.Since.After(now) {
-			k.Since = now
+	name := fmt.Sprintf("the notes of VM %q", vm.Name)
+	p, problems := policyFrom(vm, k, name, s)
+	fromNotes := notes.TTL != ""
+	if kept.TTL != "" && k != kept {
+		pk, keptProblems := policyFrom(vm, kept, name, s)
+		keptUsable := len(keptProblems) == 0 && (pk.Never || !pk.Deadline.IsZero())
+		notEarlier := len(problems) == 0 && (p.Never || !pk.Never && !p.Deadline.IsZero() && !p.Deadline.Before(pk.Deadline))
+		if keptUsable && !notEarlier {
+			if len(problems) == 0 {
+				problems = []expiry.Problem{{On: name, Key: notes.TTLKey, Value: notes.TTL, Err: fmt.Sprintf(
+					"ignored: it would end the VM at %s, before the lifetime Kustos keeps (%s=%q from %s, until %s); the kept lifetime stands "+
+						"(a snapshot rollback resets the notes, so notes may only lengthen a kept lifetime; extend it by its link)",
+					p.Deadline.UTC().Format(time.RFC3339), vsphere.NoteTTL, lifecycle.Clip(kept.TTL, 64), kept.Since.UTC().Format(time.RFC3339),
+					deadlineText(pk))}}
+			}
+			k, p, fromNotes = kept, pk, false
 		}
 	}
-	name := fmt.Sprintf("the notes of VM %q", vm.Name)
+	if k.TTL != "" && p.From != "" {
+		key := notes.TTLKey
+		where := name
+		if !fromNotes || notes.TTL != k.TTL {
+			key, where = vsphere.NoteTTL, fmt.Sprintf("kept by Kustos since %s (the notes no longer say)", k.Since.UTC().Format(time.RFC3339))
+		}
+		p.From = fmt.Sprintf("%s=%q counted from %s, %s", key, lifecycle.Clip(k.TTL, 64), k.Since.UTC().Format(time.RFC3339), where)
+	}
+	if k.Owner == "" && k.TTL == "" {
+		k = expiry.Kept{} // nothing worth keeping: an orphan leaves no state
+	}
+	return p, k, problems
+}
+
+// policyFrom is the policy of the lifetime k.
+func policyFrom(vm vsphere.VM, k expiry.Kept, name string, s expiry.Settings) (expiry.Policy, []expiry.Problem) {
 	meta := expiry.Meta{Annotations: map[string]string{}}
 	if k.Owner != "" {
 		meta.Annotations[expiry.AnnotationOwner] = k.Owner
@@ -64,18 +102,15 @@ func PolicyOf(vm vsphere.VM, notes vsphere.Notes, kept expiry.Kept, s expiry.Set
 	}
 	p, problems := expiry.ParsePolicy(k.Since, []expiry.Source{{Name: name, Meta: meta}}, false, s)
 	p.Action, p.Label, p.Facts, p.KeptInState = expiry.ActionQuarantine, Label(vm), Facts(vm), true
-	if k.TTL != "" && p.From != "" {
-		key := notes.TTLKey
-		where := name
-		if notes.TTL == "" {
-			key, where = vsphere.NoteTTL, fmt.Sprintf("kept by Kustos since %s (the notes no longer say)", k.Since.UTC().Format(time.RFC3339))
-		}
-		p.From = fmt.Sprintf("%s=%q counted from %s, %s", key, lifecycle.Clip(k.TTL, 64), k.Since.UTC().Format(time.RFC3339), where)
+	return p, problems
+}
+
+// deadlineText is a policy's deadline, or "never".
+func deadlineText(p expiry.Policy) string {
+	if p.Never {
+		return "never"
 	}
-	if k.Owner == "" && k.TTL == "" {
-		k = expiry.Kept{} // nothing worth keeping: an orphan leaves no state
-	}
-	return p, k, problems
+	return p.Deadline.UTC().Format(time.RFC3339)
 }
 
 // NoteProblems are the notes' unusable lines as expiry Problems, on the VM.

@@ -29,6 +29,7 @@ func TestPolicyOf(t *testing.T) {
 		wantKept     expiry.Kept
 		wantFrom     string
 		missing      []string
+		problem      string
 	}{
 		{name: "first sight: the notes, counted from the creation date", vm: vm, notes: "EC_OWNER=ana\nEC_TTL=3d",
 			wantOwner: "ana", wantDeadline: created.Add(3 * day), wantKept: expiry.Kept{Owner: "ana", TTL: "3d", Since: created}, wantFrom: `EC_TTL="3d" counted from 2026-11-01T08:00:00Z, the notes of VM "ana-dev"`},
@@ -43,6 +44,25 @@ func TestPolicyOf(t *testing.T) {
 		{name: "a new owner in the notes wins", vm: vm, notes: "EC_OWNER=bob",
 			kept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, wantOwner: "bob", wantDeadline: firstSeen.Add(3 * day),
 			wantKept: expiry.Kept{Owner: "bob", TTL: "3d", Since: firstSeen}},
+		{name: "rolled back to a snapshot with a shorter lifetime: ignored and reported, the kept lifetime stands", vm: vm, notes: "EC_OWNER=ana\nEC_TTL=1d",
+			kept: expiry.Kept{Owner: "ana", TTL: "30d", Since: firstSeen}, wantOwner: "ana", wantDeadline: firstSeen.Add(30 * day),
+			wantKept: expiry.Kept{Owner: "ana", TTL: "30d", Since: firstSeen}, wantFrom: "kept by Kustos since",
+			problem: `EC_TTL="1d" on the notes of VM "ana-dev": ignored: it would end the VM at 2026-11-02T09:00:00Z, before the lifetime Kustos keeps (EC_TTL="30d" from 2026-11-01T09:00:00Z, until 2026-12-01T09:00:00Z)`},
+		{name: "a new owner with a shorter lifetime: both ignored", vm: vm, notes: "EC_OWNER=bob\nEC_TTL=1d",
+			kept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, wantOwner: "ana", wantDeadline: firstSeen.Add(3 * day),
+			wantKept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, problem: "the kept lifetime stands"},
+		{name: "a new owner with a longer lifetime wins", vm: vm, notes: "EC_OWNER=bob\nEC_TTL=1w",
+			kept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, wantOwner: "bob", wantDeadline: firstSeen.Add(7 * day),
+			wantKept: expiry.Kept{Owner: "bob", TTL: "1w", Since: firstSeen}},
+		{name: "the same lifetime written differently wins", vm: vm, notes: "EC_TTL=72h",
+			kept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, wantOwner: "ana", wantDeadline: firstSeen.Add(3 * day),
+			wantKept: expiry.Kept{Owner: "ana", TTL: "72h", Since: firstSeen}},
+		{name: "never in the notes wins over a kept lifetime", vm: vm, notes: "EC_TTL=never",
+			kept: expiry.Kept{Owner: "ana", TTL: "3d", Since: firstSeen}, wantOwner: "ana",
+			wantKept: expiry.Kept{Owner: "ana", TTL: "never", Since: firstSeen}},
+		{name: "a lifetime in the notes after a kept never: ignored", vm: vm, notes: "EC_TTL=30d",
+			kept: expiry.Kept{Owner: "ana", TTL: "never", Since: firstSeen}, wantOwner: "ana",
+			wantKept: expiry.Kept{Owner: "ana", TTL: "never", Since: firstSeen}, problem: "until never"},
 		{name: "no notes, nothing kept: an orphan, nothing to keep", vm: vm, notes: "just a VM", missing: []string{"owner", "lifetime"}},
 		{name: "an owner only: an orphan without a lifetime, the owner kept", vm: vm, notes: "EC_OWNER=ana", wantOwner: "ana",
 			wantKept: expiry.Kept{Owner: "ana", Since: created}, missing: []string{"lifetime"}},
@@ -50,8 +70,8 @@ func TestPolicyOf(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			notes, _ := vsphere.ParseNotes(tc.notes)
 			p, kept, problems := PolicyOf(tc.vm, notes, tc.kept, expiry.DefaultSettings(), now)
-			if len(problems) != 0 {
-				t.Errorf("problems: %v", problems)
+			if tc.problem == "" && len(problems) != 0 || tc.problem != "" && (len(problems) != 1 || !strings.Contains(problems[0].String(), tc.problem)) {
+				t.Errorf("problems: %v, want %q", problems, tc.problem)
 			}
 			if p.Owner != tc.wantOwner || !p.Deadline.Equal(tc.wantDeadline) || kept != tc.wantKept {
 				t.Errorf("owner %q deadline %s kept %+v; want %q %s %+v", p.Owner, p.Deadline, kept, tc.wantOwner, tc.wantDeadline, tc.wantKept)
