@@ -197,7 +197,7 @@ func vsphereAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cli
 	}
 	fmt.Fprint(out, indent(strings.Join(rows, "\n")+"\n", "     | "))
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Summary (vsphere): Kustos crawled the lab folder of a vCenter (the simulator) every %s; both owners were warned with one-time links before anything happened; ana extended %s and it kept running; %s was quarantined at its deadline — powered off, renamed, moved into %s, never destroyed — and bo was told; %s, without an owner or a lifetime in its notes, is only reported. The lifetimes live in Kustos's Leases from the first crawl on, so a snapshot rollback that clears the notes changes nothing. VMs are not in Git: no pull request.\n",
+	fmt.Fprintf(out, "Summary (vsphere): Kustos crawled the lab folder of a vCenter (the simulator) every %s; both owners were warned with one-time links before anything happened; ana extended %s and it kept running; %s was quarantined at its deadline — powered off, renamed, moved into %s, never destroyed — and bo was told; %s, without an owner or a lifetime in its notes, is only reported. The lifetimes live in Kustos's Leases from the first crawl on, so a snapshot rollback that clears or shortens the notes changes nothing. VMs are not in Git: no pull request.\n",
 		vmCrawl, vmKept, vmExpired, vmQuarantine, vmOrphan)
 	return nil
 }
