@@ -110,16 +110,10 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 		}
 	}
 
-	keyFile := filepath.Join(dir, "extension-key")
-	if err := os.WriteFile(keyFile, []byte("demo-extension-key-0123456789abcdef0123\n"), 0o600); err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	keyFile, addr, err := extensionServer(dir, "demo-extension-key-0123456789abcdef0123")
 	if err != nil {
 		return err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	args := []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + expiryStateNS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
@@ -264,6 +258,21 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Summary (expiry): the owner was warned about the three previews (webhook, and batched mail) with one-time links before anything happened; one link extended preview-pr-41 and Kustos wrote kustos.io/expires-at to Git; preview-pr-42 and preview-pr-43 fell due together and were removed from Git by one grouped pull request (one per namespace, --group-by=namespace), a full notification interval after their warning. Nothing was deleted in the cluster by Kustos: the GitOps tool syncs the merges.")
 	return nil
+}
+
+// extensionServer prepares what a Kustos needs to serve extension links: the signing key in a
+// file below dir, and a free loopback address for --extension-addr.
+func extensionServer(dir, key string) (keyFile, addr string, err error) {
+	keyFile = filepath.Join(dir, "extension-key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", err
+	}
+	addr = l.Addr().String()
+	return keyFile, addr, l.Close()
 }
 
 // hook is the owner's webhook receiver.

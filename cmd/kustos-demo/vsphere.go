@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,16 +65,10 @@ func vsphereAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cli
 		return err
 	}
 	dir := tb.TempDir()
-	keyFile := filepath.Join(dir, "extension-key")
-	if err := os.WriteFile(keyFile, []byte("demo-vsphere-extension-key-0123456789abcdef\n"), 0o600); err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	keyFile, addr, err := extensionServer(dir, "demo-vsphere-extension-key-0123456789abcdef")
 	if err != nil {
 		return err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	// This Kustos looks after the VMs only: --lifecycle-kinds names a kind no act creates, so the
 	// previews the expiry act left in the cluster (no GitOps tool syncs its merges here) stay the
 	// expiry act's. The quarantine is a removal, so it is opted in like every deletion.

@@ -88,21 +88,7 @@ func examTree(t *testing.T) (dir string, files map[string]string) {
 		"empty/":             "",
 		"notes/2024/day1.md": "# day 1\n",
 	}
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	submittest.WriteTree(t, dir, files)
 	secret := filepath.Join(t.TempDir(), "other-tenant.txt")
 	if err := os.WriteFile(secret, []byte("not yours"), 0o644); err != nil {
 		t.Fatal(err)

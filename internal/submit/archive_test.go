@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/submit"
+	"github.com/kustos-dev/kustos/internal/submit/submittest"
 )
 
 // MakeTree writes a small exam volume under dir: nested directories, an empty one, modes and
@@ -34,21 +35,7 @@ func makeTree(t *testing.T, dir string) map[string]string {
 		"src/lib/.hidden":       "dot files too\n",
 		"src/lib/executable.sh": "#!/bin/sh\n",
 	}
-	for name, content := range want {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	submittest.WriteTree(t, dir, want)
 	if err := os.Chmod(filepath.Join(dir, "src", "lib", "executable.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -456,3 +456,30 @@ func hijackAndClose(w http.ResponseWriter) {
 	}
 	conn.Close()
 }
+
+// TB is what WriteTree needs of a test.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// WriteTree writes files below dir, for a test's volume to submit: a name is a slash-separated
+// path, a name ending in "/" an (empty) directory; parents are made as needed.
+func WriteTree(t TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
