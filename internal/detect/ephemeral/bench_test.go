@@ -3,8 +3,11 @@ package ephemeral
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
 // revisions builds n inactive preview revisions, as the seed's Knative use case has them.
@@ -58,4 +61,43 @@ func BenchmarkCompile(b *testing.B) {
 			b.Fatal(errs)
 		}
 	}
+}
+
+// sharedSpecs are n CI-generated Cleaners' specs: each its own preview's names, every one the
+// same targets' variables and the same condition text.
+func sharedSpecs(n int) []v1alpha1.CleanerSpec {
+	specs := make([]v1alpha1.CleanerSpec, n)
+	for i := range specs {
+		s := seedSpec(true)
+		s.Targets[0].Reference.Name = fmt.Sprintf("sfj-commit%05d--account", i)
+		s.Targets[1].Reference.MatchLabels = map[string]string{"vtex.io/proxy": fmt.Sprintf("p%05d", i)}
+		specs[i] = s
+	}
+	return specs
+}
+
+// BenchmarkCompileSpecShared: compiling 10,000 specs that share one condition text (one op is
+// all 10,000), as at the controller's start with 10,000 CI-generated Cleaners. retained-MiB is
+// the heap the 10,000 compiled specs hold after a GC.
+func BenchmarkCompileSpecShared(b *testing.B) {
+	const n = 10_000
+	specs := sharedSpecs(n)
+	out := make([]*Spec, n)
+	b.ReportAllocs()
+	var retained float64
+	for b.Loop() {
+		clear(out)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i, spec := range specs {
+			out[i] = mustCompile(b, spec)
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		retained = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+	}
+	runtime.KeepAlive(out)
+	b.ReportMetric(retained, "retained-MiB")
 }
