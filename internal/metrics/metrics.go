@@ -105,9 +105,16 @@ var (
 		Name: "kustos_egress_refused_total",
 		Help: "Requests to tenant-given destinations refused (not in --allowed-destinations), by detector and the destination's class.",
 	}, []string{"detector", "reason"})
+	// CELCache counts lookups in the process-wide caches of Cleaners' compiled conditions
+	// (cache "program") and CEL environments ("env"), by event: hit, miss (compiled) and
+	// eviction (the least recently used entry dropped at the cache's bound).
+	CELCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kustos_cel_cache_total",
+		Help: "Lookups in the caches of Cleaners' compiled CEL conditions and environments, by cache (program, env) and event (hit, miss, eviction).",
+	}, []string{"cache", "event"})
 )
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(VSphereVMs, VSphereCrawlErrors, VSphereQuarantined, VSphereActionErrors, Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
-		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused)
+		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused, CELCache)
 }
