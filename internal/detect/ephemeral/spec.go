@@ -90,7 +90,6 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 	}
 
 	var vars []variable
-	est := sizeEstimator{selectors: map[string]bool{}}
 	seen := map[string]bool{}
 	for i, t := range spec.Targets {
 		p := root.Child("targets").Index(i)
@@ -127,7 +126,6 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 		s.Targets = append(s.Targets, ct)
 		if ct.Evaluated && identifier.MatchString(t.Name) && !reserved[t.Name] {
 			vars = append(vars, variable{name: t.Name, selector: hasSelector})
-			est.selectors[t.Name] = hasSelector
 		}
 	}
 	if spec.Helm != nil {
@@ -144,12 +142,12 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 		}
 	}
 
-	env, err := newEnv(vars)
+	cc, err := newCompiler(vars)
 	if err != nil {
 		return nil, append(errs, field.InternalError(root.Child("targets"), err))
 	}
 	for i, src := range spec.Conditions {
-		prg, err := compileCondition(env, est, src)
+		prg, err := cc.compile(src)
 		if err != nil {
 			// The CEL error quotes the source where it matters; the whole expression again would bury it.
 			errs = append(errs, field.Invalid(root.Child("conditions").Index(i), field.OmitValueType{}, err.Error()))
