@@ -72,6 +72,9 @@ type Actuator struct {
 	mu     sync.Mutex
 	locks  map[lifecycle.Key]*sync.Mutex
 	status map[int]cachedStatus
+	// forgotten counts, per pull request, the times its cached status was dropped: a read that
+	// began before a drop (a merge Kustos just made) must not put its older answer back.
+	forgotten map[int]uint64
 }
 
 type cachedStatus struct {
@@ -359,11 +362,20 @@ func (a *Actuator) Status(ctx context.Context, key lifecycle.Key, number int) (l
 	if ok && now.Sub(c.at) < a.statusTTL() {
 		return c.st, nil
 	}
+	a.mu.Lock()
+	epoch := a.forgotten[number]
+	a.mu.Unlock()
 	st, err := a.Writer.StatusOf(ctx, key, number)
 	if err != nil {
 		return st, err
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.forgotten[number] != epoch {
+		// Kustos changed the pull request (merged it) while this read was under way: the
+		// answer may be from before; the next member reads it again.
+		return st, nil
+	}
 	if a.status == nil {
 		a.status = map[int]cachedStatus{}
 	}
@@ -371,7 +383,6 @@ func (a *Actuator) Status(ctx context.Context, key lifecycle.Key, number int) (l
 		clear(a.status)
 	}
 	a.status[number] = cachedStatus{st: st, at: now}
-	a.mu.Unlock()
 	return st, nil
 }
 
@@ -386,6 +397,14 @@ func (a *Actuator) statusTTL() time.Duration {
 func (a *Actuator) forget(number int) {
 	a.mu.Lock()
 	delete(a.status, number)
+	if a.forgotten == nil {
+		a.forgotten = map[int]uint64{}
+	}
+	if len(a.forgotten) > 4096 {
+		// Bounded; a forgotten count lost only lets a read under way at this moment be cached.
+		clear(a.forgotten)
+	}
+	a.forgotten[number]++
 	a.mu.Unlock()
 }
 
