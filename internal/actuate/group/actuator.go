@@ -346,6 +346,10 @@ func (a *Actuator) stillOpen(ctx context.Context, key lifecycle.Key, rec state.G
 	if !ok {
 		return false, nil
 	}
+	// Read afresh, not from the status cache: a member is about to be committed to this pull
+	// request's branch, and one merged a moment ago must not get it (it would never reach the
+	// base).
+	a.forget(n)
 	st, err := a.Status(ctx, key, n)
 	if err != nil {
 		return false, err
