@@ -185,7 +185,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
 		// A backup before a release or namespace is removed (--backup).
 		var err error
-		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
 			return err
 		}
 	}

@@ -142,7 +142,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	if o.Mode != ModeObserve {
 		// A backup or submission before a removal (--backup, --enable-submission).
 		var err error
-		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
 			return err
 		}
 	}

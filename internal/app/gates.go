@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/gate"
-	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
@@ -95,13 +94,12 @@ func (g GateOptions) allowedHosts() (egress.HostNames, error) {
 
 // gated puts the removal gates that are on in front of next (next itself when none is). live
 // reads and writes built-in kinds (Jobs, claims, the targets); Velero's Backups, which have no
-// protobuf encoding, go through a JSON client of mgr's config.
-func gated(o Options, mgr ctrl.Manager, live client.Client, next pipeline.Actuator) (pipeline.Actuator, error) {
+// protobuf encoding, go through a JSON client of mgr's config. events is the pipeline's
+// reporter: the gate's Warnings (a refused kustos.io/submit-to, a submission given up) go on
+// the target as the pipeline's own do, deduplicated by id in one place.
+func gated(o Options, mgr ctrl.Manager, live client.Client, events gate.Reporter, next pipeline.Actuator) (pipeline.Actuator, error) {
 	var steps []gate.Step
 	g := o.Gates
-	// The gate's Warnings (a refused kustos.io/submit-to, a submission given up) on the target,
-	// as the pipeline writes its own (deduplicated by id).
-	events := &observe.Recorder{Client: mgr.GetClient(), Component: "kustos", Instance: o.Instance, Log: o.Log.WithName("gate")}
 	if g.Submission {
 		allowed, err := g.allowedHosts()
 		if err != nil {

@@ -114,7 +114,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	if o.Mode != ModeObserve {
 		// An exam's submission before its termination (--enable-submission).
 		var err error
-		if pl.Actuator, err = gated(o, mgr, live, pl.Actuator); err != nil {
+		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
 			return err
 		}
 	}
