@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,13 +39,23 @@ const (
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // newNamespace creates a namespace named after the test, with annotations, deleted at the end.
+// namespaceSeq numbers the namespaces of one run. A random suffix per namespace collided:
+// with a few hundred "kustos-state" namespaces a run, two draws of five digits met often
+// enough that a test found its name taken by one still being deleted. Starting at a random
+// point keeps names from repeating between runs on one control plane.
+var namespaceSeq = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(rand.Int64N(100000))
+	return &n
+}()
+
 func newNamespace(t *testing.T, prefix string, annotations map[string]string) string {
 	t.Helper()
 	name := nonDNS.ReplaceAllString(strings.ToLower(prefix), "-")
 	if len(name) > 40 {
 		name = name[:40]
 	}
-	name = fmt.Sprintf("%s-%05d", strings.Trim(name, "-"), rand.IntN(100000))
+	name = fmt.Sprintf("%s-%05d", strings.Trim(name, "-"), namespaceSeq.Add(1)%100000)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
