@@ -116,3 +116,36 @@ func TestRunFlagsAllowDelete(t *testing.T) {
 		t.Errorf("--allow-delete: %q", got)
 	}
 }
+
+func TestRunFlagsNamespaceSelector(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     string
+		want    string
+		wantErr string
+	}{
+		{name: "default: every namespace", want: ""},
+		{name: "flag", args: []string{"--namespace-selector=kustos.io/shard=a"}, want: "kustos.io/shard=a"},
+		{name: "environment", env: "kustos.io/shard in (a,b)", want: "kustos.io/shard in (a,b)"},
+		{name: "unparsable", args: []string{"--namespace-selector=kustos.io/shard in (a"}, wantErr: `--namespace-selector="kustos.io/shard in (a"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", "kustos-system")
+			t.Setenv("KUSTOS_NAMESPACE_SELECTOR", tc.env)
+			o, _, _, err := runFlags(tc.args, &bytes.Buffer{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.NamespaceSelector != tc.want {
+				t.Errorf("NamespaceSelector %q, want %q", o.NamespaceSelector, tc.want)
+			}
+		})
+	}
+}

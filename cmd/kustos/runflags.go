@@ -16,6 +16,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // runFlagSet holds the flags of `kustos run` between definition and Finish. Every flag here
@@ -65,6 +66,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		cli.Duration(fs, &o.LeaseSweepInterval, "lease-sweep-interval", false, "how often state Leases of deleted namespaces are removed")
 		fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader so that only one replica acts")
 		fs.StringVar(&o.LeaderElectionID, "leader-election-id", "kustos", "name of the leader-election Lease")
+		fs.StringVar(&o.NamespaceSelector, "namespace-selector", "", "label selector of the Namespaces this installation serves (kustos.io/shard=a; kubectl's syntax); every detector leaves the others alone. Several installations with disjoint selectors shard a cluster, each with its own --state-namespace and --leader-election-id. Empty: every namespace")
 	})
 
 	r.quota.AddFlags(fs)
@@ -210,6 +212,9 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		return o, "", "", &cli.UsageError{Err: fmt.Errorf("--group-by: %w", err)}
 	}
 	if o.AllowedDestinations, err = egress.ParsePolicy(r.allowedDestinations); err != nil {
+		return o, "", "", &cli.UsageError{Err: err}
+	}
+	if _, err := nsscope.Parse(o.NamespaceSelector); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}
 	o.Webhook.Configurations = splitList(r.webhookConfigs)

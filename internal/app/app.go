@@ -48,6 +48,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -104,7 +105,11 @@ type Options struct {
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
 	// StateNamespace holds the state Leases and the leader-election Lease.
-	StateNamespace     string
+	StateNamespace string
+	// NamespaceSelector is --namespace-selector: the label selector of the Namespaces this
+	// installation serves (""; every namespace). Installations with disjoint selectors share a
+	// cluster; each needs its own StateNamespace and LeaderElectionID.
+	NamespaceSelector  string
 	LeaseSweepInterval time.Duration
 
 	LeaderElection   bool
@@ -143,6 +148,10 @@ type Options struct {
 	// Gates are what must be done before a removal: a Velero backup, an exam submission.
 	Gates GateOptions
 	Log   logr.Logger
+
+	// scope is NamespaceSelector over the manager's cached Namespaces (set by NewManager); nil
+	// when every namespace is served, so that the detectors skip the question altogether.
+	scope nsscope.Selecter
 }
 
 // DeletingDetectors are the detectors --allow-delete may name: those whose Changes delete.
@@ -157,6 +166,9 @@ func (o Options) Validate() error {
 		if err := o.PR.validate(); err != nil {
 			return fmt.Errorf("--mode=%q: %w", o.Mode, err)
 		}
+	}
+	if _, err := nsscope.Parse(o.NamespaceSelector); err != nil {
+		return err
 	}
 	switch {
 	case o.StateNamespace == "":
@@ -343,9 +355,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The selector's label keys must survive the cache's trim of Namespace metadata.
+	selector, err := nsscope.New(o.NamespaceSelector, nil)
+	if err != nil {
+		return nil, err
+	}
+	watches := append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches())...),
+		Cache:                         cacheOptions(o.StateNamespace, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		LeaderElection:                o.LeaderElection,
@@ -359,6 +377,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if !selector.All() {
+		if o.scope, err = nsscope.New(o.NamespaceSelector, mgr.GetClient()); err != nil {
+			return nil, err
+		}
+		o.Log.Info("serving only the namespaces the selector selects", "namespaceSelector", o.NamespaceSelector,
+			"stateNamespace", o.StateNamespace, "leaderElectionID", o.LeaderElectionID)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -434,6 +459,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	rec := &quota.Reconciler{
 		Pipeline:        pl,
 		Reporter:        recorder,
+		Scope:           o.scope,
 		Cache:           mgr.GetClient(),
 		Live:            mgr.GetAPIReader(),
 		Defaults:        o.Defaults,

@@ -166,6 +166,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Access:      &authorship.SelfReviewer{Client: live, TTL: time.Minute, Now: o.Now},
 		Pipeline:    &pl,
 		Reporter:    rep,
+		Scope:       o.scope,
 		Observe:     o.Mode == ModeObserve,
 		AutoMerge:   o.Mode == ModePR && o.PR.AutoMerge,
 		GroupWindow: o.PR.GroupWindow,

@@ -191,6 +191,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			Cache:        mgr.GetClient(),
 			Pipeline:     &pl,
 			Reporter:     rep,
+			Scope:        o.scope,
 			Kind:         k,
 			Scalable:     expiry.Scalable(k),
 			Settings:     settings,
@@ -208,7 +209,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	if uninstaller != nil {
-		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep,
+		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep, Scope: o.scope,
 			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)

@@ -163,7 +163,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		ch := make(chan inactivity.Checked, 1)
 		loop.Notify = append(loop.Notify, ch)
 		r := &inactivity.Reconciler{
-			Objects: objects, Meta: mgr.GetClient(), Pipeline: &pl, Reporter: rep, Kind: k, Settings: settings,
+			Objects: objects, Meta: mgr.GetClient(), Pipeline: &pl, Reporter: rep, Scope: o.scope, Kind: k, Settings: settings,
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,

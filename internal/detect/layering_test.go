@@ -25,6 +25,9 @@ func TestLayering(t *testing.T) {
 		// Who wrote a Cleaner and what that author may do: vocabulary and a question to the API
 		// server, as Access is; it reaches no actuator.
 		"internal/authorship": true,
+		// Which namespaces this installation serves (--namespace-selector): a question to the
+		// cache and watch predicates; it reaches no actuator.
+		"internal/nsscope": true,
 		// The vSphere VM detector decides with the expiry detector's policy and schedule (VMs are
 		// expiry targets of another kind) and reads VMs through internal/vsphere, as the
 		// inactivity detector reads Prometheus through internal/activity.

@@ -143,20 +143,24 @@ func Objects(s Selecter) predicate.Predicate {
 
 // Namespaces is the predicate of a watch of Namespaces that maps to their objects: changed
 // (what the consumer reads of a Namespace, e.g. its annotations) for selected Namespaces, and
-// every Namespace that joins the selector (created selected, or relabelled into it), so that
-// its objects are looked at at once. One that leaves the selector enqueues nothing: its
-// objects' next look finds it unselected and does nothing.
+// every Namespace that joins the selector (Joined). One that leaves the selector enqueues
+// nothing: its objects' next look finds it unselected and does nothing.
 func Namespaces(s Selecter, changed predicate.Predicate) predicate.Predicate {
 	if s == nil {
 		return changed
 	}
-	joined := predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return s.Matches(e.Object.GetLabels()) },
+	return predicate.Or[client.Object](Joined(s), predicate.And[client.Object](Objects(s), changed))
+}
+
+// Joined lets through the Namespaces that join the selector (created selected, or relabelled
+// into it), so that their objects are looked at at once. A nil s: none (nothing ever joins).
+func Joined(s Selecter) predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return s != nil && s.Matches(e.Object.GetLabels()) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !s.Matches(e.ObjectOld.GetLabels()) && s.Matches(e.ObjectNew.GetLabels())
+			return s != nil && !s.Matches(e.ObjectOld.GetLabels()) && s.Matches(e.ObjectNew.GetLabels())
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	return predicate.Or[client.Object](joined, predicate.And[client.Object](Objects(s), changed))
 }

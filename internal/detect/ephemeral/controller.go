@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // DetectorName names the detector in Keys (ephemeral/<Kind.group>/<ns>/<name>), Lease names,
@@ -147,6 +149,13 @@ type detailed interface {
 // fluxHelmRelease is the kind of a helm release that Flux manages from Git.
 var fluxHelmRelease = schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}
 
+// Scope says which namespaces this installation serves (--namespace-selector;
+// *nsscope.Scope): a Cleaner of another namespace belongs to another installation.
+type Scope interface {
+	Selects(ctx context.Context, namespace string) (bool, error)
+	Matches(nsLabels map[string]string) bool
+}
+
 // Reconciler gathers a Cleaner's snapshot from the caches, decides with Spec.Decide, reports the
 // result in the Cleaner's status and hands what is due to the pipeline.
 type Reconciler struct {
@@ -159,6 +168,9 @@ type Reconciler struct {
 	Access   Access
 	Pipeline Pipeline
 	Reporter Reporter
+	// Scope is --namespace-selector (nil: every namespace): a Cleaner in a namespace outside it
+	// is not served at all — no status write, no Event, no effect.
+	Scope Scope
 	// Observe: observer mode; what is due is reported and the Cleaner is kept.
 	Observe bool
 	// Proposing: PR mode; a removal waits for its pull request and then for the GitOps tool.
@@ -219,13 +231,31 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 	if r.Mapper == nil {
 		r.Mapper = mgr.GetRESTMapper()
 	}
+	nsMeta := &metav1.PartialObjectMetadata{}
+	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("cleaner").
-		For(&v1alpha1.Cleaner{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.Cleaner{}, builder.WithPredicates(nsscope.Objects(r.Scope), predicate.GenerationChangedPredicate{})).
+		// A Namespace that joins the selector has its Cleaners looked at.
+		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.cleanersOfNamespace), builder.WithPredicates(nsscope.Joined(r.Scope))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Build(r)
 	r.controller = c
 	return err
+}
+
+// cleanersOfNamespace maps a Namespace to its Cleaners.
+func (r *Reconciler) cleanersOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	var list v1alpha1.CleanerList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns.GetName())); err != nil {
+		r.Log.Error(err, "listing Cleaners of namespace", "namespace", ns.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+	}
+	return reqs
 }
 
 func indexTargets(o client.Object) []string {
@@ -310,6 +340,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if cl.DeletionTimestamp != nil {
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
+	}
+	if r.Scope != nil {
+		ok, err := r.Scope.Selects(ctx, cl.Namespace)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !ok {
+			r.forget(req.NamespacedName) // another installation's, or it left the selector
+			return reconcile.Result{}, nil
+		}
 	}
 	now := r.Now()
 	log := r.Log.WithValues("cleaner", req.String(), "generation", cl.Generation)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
@@ -58,6 +59,27 @@ func Vocabulary() lifecycle.Vocabulary {
 // declinedNote is what a closed proposal means, in its Declined Event and its "Opting out".
 const declinedNote = "the environment stays; Kustos proposes nothing more for this deadline (a new deadline starts a new cycle)"
 
+// Scope says which namespaces this installation serves (--namespace-selector;
+// *nsscope.Scope): objects of other namespaces, and those Namespaces themselves, belong to
+// another installation. Cluster-scoped kinds other than Namespaces are always in scope.
+type Scope interface {
+	Selects(ctx context.Context, namespace string) (bool, error)
+	Matches(nsLabels map[string]string) bool
+}
+
+// inScope: a Namespace by its own labels, another object by its namespace's (nil: cluster-scoped).
+func inScope(s Scope, obj, ns *metav1.PartialObjectMetadata) bool {
+	switch {
+	case s == nil:
+		return true
+	case ns != nil:
+		return s.Matches(ns.Labels)
+	case obj.GroupVersionKind() == namespaceGVK:
+		return s.Matches(obj.Labels)
+	}
+	return true
+}
+
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // Reconciler decides about the objects of one kind (a lifecycle kind, or Namespaces): it reads
@@ -66,7 +88,9 @@ type Reconciler struct {
 	Cache    client.Reader
 	Pipeline Pipeline
 	Reporter Reporter
-	Kind     schema.GroupVersionKind
+	// Scope is --namespace-selector; nil: every namespace.
+	Scope Scope
+	Kind  schema.GroupVersionKind
 	// Scalable: objects of Kind have spec.replicas (kustos.io/on-expiry: pause is possible).
 	Scalable bool
 	Settings Settings
@@ -124,6 +148,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 		nsMeta = &Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}
+	}
+	if !inScope(r.Scope, obj, nsObj) {
+		// Another installation's (or it left the selector): no Event, no decision; a proposal
+		// already open stays for people to close.
+		r.setOrphan(req.NamespacedName, false)
+		return reconcile.Result{}, nil
 	}
 	now := r.Now()
 	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
@@ -376,18 +406,20 @@ func kindLabel(k schema.GroupVersionKind) string {
 }
 
 // SetupWithManager registers the controller for Kind, watched as metadata; a Namespace's
-// metadata change maps to every object of Kind in it.
+// metadata change maps to every object of Kind in it. Only objects of namespaces in Scope are
+// enqueued; a Namespace that joins it has its objects looked at.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(r.Kind)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("expiry-"+strings.ToLower(kindLabel(r.Kind))).
-		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(metadataChanged())).
+		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(nsscope.Objects(r.Scope), metadataChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if r.Kind != namespaceGVK {
 		nsMeta := &metav1.PartialObjectMetadata{}
 		nsMeta.SetGroupVersionKind(namespaceGVK)
-		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.objectsOfNamespace), builder.WithPredicates(metadataChanged()))
+		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.objectsOfNamespace),
+			builder.WithPredicates(nsscope.Namespaces(r.Scope, metadataChanged())))
 	}
 	if r.LeaseTrigger != nil {
 		b = b.Watches(&coordinationv1.Lease{}, leaseHandler(r.LeaseTrigger, kindLabel(r.Kind)))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // Helm releases are targets of their own kind (lifecycle.ReleaseTarget, shared with the Cleaner
@@ -68,6 +69,8 @@ type HelmReconciler struct {
 	Releases Releases
 	Pipeline Pipeline
 	Reporter Reporter
+	// Scope is --namespace-selector; nil: every namespace.
+	Scope    Scope
 	Settings Settings
 	Links    func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
 	// LeaseTrigger: see Reconciler.LeaseTrigger.
@@ -92,8 +95,8 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Cache.Get(ctx, types.NamespacedName{Name: req.Namespace}, nsObj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if nsObj.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
+	if nsObj.DeletionTimestamp != nil || !inScope(r.Scope, nil, nsObj) {
+		return reconcile.Result{}, nil // going away, or another installation's
 	}
 	target := ReleaseTarget(req.Namespace, req.Name)
 	values := map[string]string{}
@@ -145,6 +148,26 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
+// releasesOfNamespace maps a Namespace to the releases whose Secrets the cache holds in it.
+func (r *HelmReconciler) releasesOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.Cache.List(ctx, list, client.InNamespace(ns.GetName()), client.MatchingLabels{HelmOwnerLabel: HelmOwnerValue}); err != nil {
+		r.Log.Error(err, "listing helm releases of namespace", "namespace", ns.GetName())
+		return nil
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		name := list.Items[i].Labels[HelmNameLabel]
+		if name != "" && !seen[name] {
+			seen[name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns.GetName(), Name: name}})
+		}
+	}
+	return reqs
+}
+
 // managedBy names the GitOps controller that manages a release, from its labels ("" if none).
 func managedBy(labels map[string]string) string {
 	for k, v := range labels {
@@ -167,8 +190,15 @@ func (r *HelmReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) e
 		Named("expiry-helm-releases").
 		WatchesMetadata(secret, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[HelmNameLabel]}}}
-		}), builder.WithPredicates(isRelease)).
+		}), builder.WithPredicates(nsscope.Objects(r.Scope), isRelease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.Scope != nil {
+		// A Namespace that joins the selector has its releases looked at.
+		nsMeta := &metav1.PartialObjectMetadata{}
+		nsMeta.SetGroupVersionKind(namespaceGVK)
+		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.releasesOfNamespace),
+			builder.WithPredicates(nsscope.Joined(r.Scope)))
+	}
 	if r.LeaseTrigger != nil {
 		b = b.Watches(&coordinationv1.Lease{}, leaseHandler(r.LeaseTrigger, ReleaseKind+"."+ReleaseGroup))
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
@@ -68,6 +69,13 @@ func Vocabulary() lifecycle.Vocabulary {
 // declinedNote is what a closed proposal means, in its Declined Event and its "Opting out".
 const declinedNote = "the target stays as it is; Kustos proposes nothing more until it is used and idle again"
 
+// Scope says which namespaces this installation serves (--namespace-selector;
+// *nsscope.Scope): targets of other namespaces belong to another installation.
+type Scope interface {
+	Selects(ctx context.Context, namespace string) (bool, error)
+	Matches(nsLabels map[string]string) bool
+}
+
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // Checked is the signal the check loop sends after each check: every target is looked at again.
@@ -81,10 +89,12 @@ type Reconciler struct {
 	Objects, Meta client.Reader
 	Pipeline      Pipeline
 	Reporter      Reporter
-	Kind          schema.GroupVersionKind
-	Settings      Settings
-	Sources       []activity.Compiled
-	Tracker       *activity.Tracker
+	// Scope is --namespace-selector; nil: every namespace.
+	Scope    Scope
+	Kind     schema.GroupVersionKind
+	Settings Settings
+	Sources  []activity.Compiled
+	Tracker  *activity.Tracker
 	// TemplateRef is the path of the field naming a target's template object (nil: none), of
 	// kind TemplateKind.
 	TemplateRef  []string
@@ -122,6 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil
+	}
+	if r.Scope != nil {
+		// Another installation's namespace (or one that left the selector): no Event, no
+		// decision; a proposal already open stays for people to close.
+		if ok, err := r.Scope.Selects(ctx, obj.GetNamespace()); err != nil || !ok {
+			return reconcile.Result{}, err
+		}
 	}
 	now := r.Now()
 	target := lifecycle.Target{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
@@ -354,11 +371,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	nsMeta.SetGroupVersionKind(namespaceGVK)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("inactivity-"+strings.ToLower(r.Kind.Kind)+"-"+strings.ReplaceAll(r.Kind.Group, ".", "-")).
-		Watches(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(
+		Watches(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(nsscope.Objects(r.Scope),
 			// A spec change (a restart, a new pause field) or new metadata: what Decide reads.
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(
-			predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(nsscope.Namespaces(r.Scope,
+			predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if r.Checked != nil {
 		b = b.WatchesRawSource(source.TypedChannel(r.Checked, handler.TypedFuncs[struct{}, reconcile.Request]{

@@ -29,6 +29,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline): it remembers,
@@ -41,6 +42,13 @@ type Pipeline interface {
 // annotation it cannot use), once per id.
 type Reporter interface {
 	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// Scope says which namespaces this installation serves (--namespace-selector;
+// *nsscope.Scope): quotas of other namespaces belong to another installation.
+type Scope interface {
+	Selects(ctx context.Context, namespace string) (bool, error)
+	Matches(nsLabels map[string]string) bool
 }
 
 // reportedEntries bounds what the Reconciler remembers of reported problems: enough for every
@@ -57,6 +65,8 @@ type Reconciler struct {
 	Live     client.Reader
 	Pipeline Pipeline
 	Reporter Reporter
+	// Scope is --namespace-selector; nil: every namespace.
+	Scope Scope
 	// Defaults come from the flags.
 	Defaults        Settings
 	DefaultCooldown time.Duration
@@ -114,6 +124,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := r.Cache.Get(ctx, types.NamespacedName{Name: req.Namespace}, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Scope != nil && !r.Scope.Matches(ns.Labels) {
+		// Another installation's namespace (or one that left the selector): not looked at, no
+		// Event, no decision; a proposal already open stays for people to close.
+		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
+		return reconcile.Result{}, nil
 	}
 	if ns.DeletionTimestamp != nil || q.DeletionTimestamp != nil {
 		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
@@ -304,16 +320,17 @@ func (r *Reconciler) reportAnnotationProblems(ctx context.Context, log logr.Logg
 }
 
 // SetupWithManager registers the controller: ResourceQuotas drive it; Namespace annotation
-// changes and FailedCreate events map to the quotas they concern.
+// changes and FailedCreate events map to the quotas they concern. Only objects of namespaces
+// in Scope are enqueued, and a Namespace that joins it has its quotas looked at.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	nsMeta := &metav1.PartialObjectMetadata{}
 	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("quota").
-		For(&corev1.ResourceQuota{}, builder.WithPredicates(quotaStatusChanged())).
+		For(&corev1.ResourceQuota{}, builder.WithPredicates(nsscope.Objects(r.Scope), quotaStatusChanged())).
 		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.quotasOfNamespace),
-			builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(quotaOfEvent)).
+			builder.WithPredicates(nsscope.Namespaces(r.Scope, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(quotaOfEvent), builder.WithPredicates(nsscope.Objects(r.Scope))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
 }
