@@ -32,16 +32,34 @@ const AuthorPath = "/mutate-kustos-io-v1alpha1-cleaner"
 // as it was on a status update.
 type AuthorStamper struct {
 	Signer *authorship.Signer
+	// Scope is --namespace-selector (nil: every namespace). A Cleaner of a namespace outside it
+	// belongs to another installation, whose stamper signs it with that installation's key:
+	// this one leaves it as it is, or the last stamper to run would overwrite the owner's stamp.
+	Scope Scope
 	// Now is the stamp's clock (time.Now when nil).
 	Now func() time.Time
 }
 
 var _ cradmission.Handler = (*AuthorStamper)(nil)
 
+// Scope says which namespaces this installation serves (*nsscope.Scope).
+type Scope interface {
+	Selects(ctx context.Context, namespace string) (bool, error)
+}
+
 // Handle stamps the Cleaner of req.
-func (s *AuthorStamper) Handle(_ context.Context, req cradmission.Request) cradmission.Response {
+func (s *AuthorStamper) Handle(ctx context.Context, req cradmission.Request) cradmission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return cradmission.Allowed("")
+	}
+	if s.Scope != nil {
+		ok, err := s.Scope.Selects(ctx, req.Namespace)
+		if err != nil {
+			return cradmission.Errored(http.StatusInternalServerError, err)
+		}
+		if !ok {
+			return cradmission.Allowed("another installation's namespace (--namespace-selector)")
+		}
 	}
 	var cl v1alpha1.Cleaner
 	if err := json.Unmarshal(req.Object.Raw, &cl); err != nil {

@@ -103,3 +103,33 @@ func TestAuthorStamper(t *testing.T) {
 		})
 	}
 }
+
+// shards is a Scope: the namespaces it selects.
+type shards map[string]bool
+
+func (s shards) Selects(_ context.Context, ns string) (bool, error) { return s[ns], nil }
+
+var _ Scope = shards(nil)
+
+// TestAuthorStamperScope: a Cleaner of a namespace outside --namespace-selector is another
+// installation's: no patch, so that its own stamper's stamp (another key) is not overwritten.
+func TestAuthorStamperScope(t *testing.T) {
+	signer, err := authorship.NewSigner([]byte(strings.Repeat("k", authorship.MinKeyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &AuthorStamper{Signer: signer, Scope: shards{"team-a": true}}
+	for ns, wantPatch := range map[string]bool{"team-a": true, "team-b": false} {
+		t.Run(ns, func(t *testing.T) {
+			b, err := json.Marshal(&v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: v1alpha1.CleanerSpec{TTL: "1d"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := s.Handle(context.Background(), cradmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create,
+				Namespace: ns, UserInfo: authenticationv1.UserInfo{Username: "alice"}, Object: runtime.RawExtension{Raw: b}}})
+			if !resp.Allowed || (len(resp.Patches) > 0) != wantPatch {
+				t.Errorf("allowed %v, patches %v; want allowed with a patch: %v", resp.Allowed, resp.Patches, wantPatch)
+			}
+		})
+	}
+}

@@ -403,7 +403,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, serving, signer); err != nil {
+	if err := setupWebhook(mgr, o.Webhook, serving, signer, o.scope); err != nil {
 		return nil, err
 	}
 

@@ -110,7 +110,7 @@ func (o WebhookOptions) certDir() string {
 // With signer (--cleaner-author-key-file), the author stamper (admission.AuthorStamper) is
 // served too, at admission.AuthorPath, for a MutatingWebhookConfiguration: it records who
 // wrote each Cleaner.
-func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCert, signer *authorship.Signer) error {
+func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCert, signer *authorship.Signer, scope admission.Scope) error {
 	if o.Port == 0 {
 		return nil
 	}
@@ -144,7 +144,7 @@ func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCe
 		return fmt.Errorf("setting up the Cleaner webhook: %w", err)
 	}
 	if signer != nil {
-		mgr.GetWebhookServer().Register(admission.AuthorPath, &webhook.Admission{Handler: &admission.AuthorStamper{Signer: signer}})
+		mgr.GetWebhookServer().Register(admission.AuthorPath, &webhook.Admission{Handler: &admission.AuthorStamper{Signer: signer, Scope: scope}})
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err

@@ -44,12 +44,12 @@ func TestSetupWebhookRefuses(t *testing.T) {
 		{WebhookOptions{Port: 70000}, "--webhook-port=70000: want a port"},
 		{WebhookOptions{Port: 9443, CertDir: dir}, "--webhook-port=9443: no serving certificate: " + dir + "/tls.crt does not exist"},
 	} {
-		err := setupWebhook(nil, tc.o, nil, nil)
+		err := setupWebhook(nil, tc.o, nil, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	if err := setupWebhook(nil, WebhookOptions{}, nil, nil); err != nil {
+	if err := setupWebhook(nil, WebhookOptions{}, nil, nil, nil); err != nil {
 		t.Errorf("port 0: %v", err)
 	}
 }
