@@ -81,13 +81,13 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	if metadataOnly {
 		o := &metav1.PartialObjectMetadata{}
 		o.SetGroupVersionKind(gvk)
-		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		src = source.Kind(r.targetCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	} else {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src = source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		src = source.Kind(r.targetCache(), u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	}
@@ -98,9 +98,9 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	return nil
 }
 
-func (r *Reconciler) metadataCache() cache.Cache {
-	if r.MetadataCache != nil {
-		return r.MetadataCache
+func (r *Reconciler) targetCache() cache.Cache {
+	if r.TargetCache != nil {
+		return r.TargetCache
 	}
 	return r.cache
 }
@@ -180,7 +180,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		if metaOnly {
 			o := &metav1.PartialObjectMetadata{}
 			o.SetGroupVersionKind(gvk)
-			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+			if err = r.targetCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
 				var u *unstructured.Unstructured
 				if u, err = fromMetadata(gvk, o); err == nil {
 					out = append(out, u)
@@ -189,7 +189,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		} else {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
-			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
+			if err = r.targetCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
 				out = append(out, u)
 			}
 		}
@@ -203,7 +203,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	if metaOnly {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
+		if err := r.targetCache().List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {
@@ -216,7 +216,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	} else {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.Client.List(ctx, list, opts...); err != nil {
+		if err := r.targetCache().List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {

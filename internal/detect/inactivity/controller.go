@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,10 +51,34 @@ type Prober interface {
 	Probe(ctx context.Context, url string) Probe
 }
 
-// Watches is what the detector reads through the metadata caches: its annotations and the
-// opt-out label on Namespaces and template objects.
-func Watches() lifecycle.Watches {
-	return lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{AnnotationIgnore}}
+// Watches is what the detector reads through the caches: its annotations and the opt-out label
+// on Namespaces and template objects (as metadata), and its targets of kinds as unstructured
+// objects trimmed to TargetFields.
+func Watches(kinds []schema.GroupVersionKind, p Pause, templateRef []string) lifecycle.Watches {
+	w := lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{AnnotationIgnore}}
+	if len(kinds) > 0 {
+		w.ObjectFields = make(map[lifecycle.ObjectKind][][]string, len(kinds))
+		for _, k := range kinds {
+			w.ObjectFields[lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = TargetFields(p, templateRef)
+		}
+	}
+	return w
+}
+
+// TargetFields are the fields the detector reads on a target besides apiVersion, kind and
+// metadata (whose labels and annotations the sources' target templates and the policy read,
+// every one of them): spec.replicas (Running without a pause field; one number, kept always),
+// the pause field (Running with one) and the template reference (TemplateRefOf). A Deployment's
+// pod template and status, most of its size, are read by nothing here.
+func TargetFields(p Pause, templateRef []string) [][]string {
+	fields := [][]string{{"spec", "replicas"}}
+	if len(p.Field) > 0 {
+		fields = append(fields, slices.Clone(p.Field))
+	}
+	if len(templateRef) > 0 {
+		fields = append(fields, slices.Clone(templateRef))
+	}
+	return fields
 }
 
 // Vocabulary names the Events the pipeline writes about inactivity Changes.

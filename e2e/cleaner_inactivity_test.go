@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/app"
+)
+
+// TestCleanerReadsWhatInactivityTrims: with the inactivity detector on, the manager's cache
+// holds Deployments trimmed to what that detector reads (no pod template, no status); a
+// Cleaner whose conditions read a Deployment's pod template and status still
+// sees the whole object and finds its cleanup due.
+func TestCleanerReadsWhatInactivityTrims(t *testing.T) {
+	live := startLiveActivity(t, false)
+	ns := newNamespace(t, "cleaner-trim", nil)
+	newEnvironmentOf(t, ns, "web", 1, nil)
+	createCleaner(t, &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: v1alpha1.CleanerSpec{
+			TTL:   "1s",
+			Retry: v1alpha1.Retry{Period: "1h"},
+			Targets: []v1alpha1.Target{
+				{Name: "web", Reference: v1alpha1.Reference{APIGroup: "apps", Version: "v1", Kind: "Deployment", Name: "web"}, Delete: true},
+			},
+			Conditions: []string{
+				`web.spec.template.spec.containers.exists(c, c.resources.requests.cpu == "100m")`,
+				`has(web.status) || web.spec.replicas == 1`,
+			},
+		},
+	})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeObserve
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+	})
+	dumpOnFailure(t, k)
+
+	cl := waitCondition(t, ns, "web", v1alpha1.StepActionsDone, metav1.ConditionTrue, "ObserverMode")
+	ev := cl.Status.LastEvaluation
+	if ev == nil || !ev.Due || len(ev.Results) != 2 {
+		t.Fatalf("lastEvaluation = %+v, want due with both conditions true", ev)
+	}
+	for i, r := range ev.Results {
+		if !r.Value {
+			t.Errorf("condition %d = %+v, want true (the Cleaner read a trimmed Deployment?)", i, r)
+		}
+	}
+	waitEvents(t, ns, "CleanupDue", 2) // one on the Cleaner, one on the Deployment
+}
