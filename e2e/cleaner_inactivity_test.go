@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 )
 
 // TestCleanerReadsWhatInactivityTrims: with the inactivity detector on, the manager's cache
@@ -50,4 +52,41 @@ func TestCleanerReadsWhatInactivityTrims(t *testing.T) {
 		}
 	}
 	waitEvents(t, ns, "CleanupDue", 2) // one on the Cleaner, one on the Deployment
+}
+
+// TestCleanerSharesExpiryMetadata: with the expiry detector on, Cleaners read the metadata of
+// its kinds from the manager's cache (one informer for both), which then keeps every label and
+// annotation, not only the expiry detector's: a Cleaner that selects Deployments by a label and
+// tests an annotation neither of which is the expiry detector's finds its cleanup due, and the
+// expiry detector still reads its own annotations (an unusable ttl is reported).
+func TestCleanerSharesExpiryMetadata(t *testing.T) {
+	ns := newNamespace(t, "cleaner-shared", nil)
+	d := deploymentOf(ns, "preview", 1, "100m")
+	d.Labels = map[string]string{"team": "a"}
+	d.Annotations = map[string]string{"ci.example.com/merged": "true", expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "five days"}
+	if err := k8s.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	createCleaner(t, &v1alpha1.Cleaner{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "previews"},
+		Spec: v1alpha1.CleanerSpec{
+			TTL:   "1s",
+			Retry: v1alpha1.Retry{Period: "1h"},
+			Targets: []v1alpha1.Target{{Name: "previews", Delete: true,
+				Reference: v1alpha1.Reference{APIGroup: "apps", Version: "v1", Kind: "Deployment", MatchLabels: map[string]string{"team": "a"}}}},
+			Conditions: []string{`previews.items.size() == 1 && previews.items.all(p, p.metadata.annotations["ci.example.com/merged"] == "true")`},
+		},
+	})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeObserve
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		expiryOptions(o)
+	})
+	dumpOnFailure(t, k)
+
+	cl := waitCondition(t, ns, "previews", v1alpha1.StepActionsDone, metav1.ConditionTrue, "ObserverMode")
+	if ev := cl.Status.LastEvaluation; ev == nil || !ev.Due || len(ev.Results) != 1 || !ev.Results[0].Value {
+		t.Fatalf("lastEvaluation = %+v, want due with its condition true", ev)
+	}
+	waitEvents(t, ns, expiry.ReasonInvalidExpiry, 1)
 }

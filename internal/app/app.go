@@ -347,7 +347,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches())...),
+		Cache:                         cacheOptions(o.StateNamespace, append(append(append(expiryWatches(o), inactivityWatches(o)...), cleanerWatches(o)...), quota.Watches())...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		LeaderElection:                o.LeaderElection,
@@ -504,14 +504,31 @@ func orDisabled(addr string) string {
 func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
 	var prefixes, labelKeys []string
 	var eventFields, secretLabels map[string]string
-	objectFields := map[schema.GroupVersionKind][][]string{}
+	// Kinds cached in a way of their own: unstructured objects trimmed to fields, metadata kept
+	// with every label and annotation. One entry (one informer cache) per kind.
+	type kindCache struct {
+		fields        [][]string
+		trimsObjects  bool
+		wholeMetadata bool
+	}
+	kinds := map[schema.GroupVersionKind]*kindCache{}
+	kindOf := func(k lifecycle.ObjectKind) *kindCache {
+		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+		if kinds[gvk] == nil {
+			kinds[gvk] = &kindCache{}
+		}
+		return kinds[gvk]
+	}
 	readsEvents := false
 	for _, w := range watches {
 		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
 		labelKeys = append(labelKeys, w.MetadataLabels...)
 		for k, paths := range w.ObjectFields {
-			gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-			objectFields[gvk] = append(objectFields[gvk], paths...)
+			kc := kindOf(k)
+			kc.fields, kc.trimsObjects = append(kc.fields, paths...), true
+		}
+		for _, k := range w.WholeMetadata {
+			kindOf(k).wholeMetadata = true
 		}
 		if w.SecretLabels != nil {
 			secretLabels = w.SecretLabels // one detector reads Secrets
@@ -546,14 +563,26 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
 	}
 	defaultTransform := func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) }
-	for gvk, paths := range objectFields {
+	for gvk, kc := range kinds {
+		if filteredKinds[gvk] {
+			continue // its cache holds only what the selectors above let through, as it is
+		}
 		// One informer cache per such kind: its unstructured objects keep only what the
-		// detectors reading them read; its other forms (metadata) are trimmed as any other.
+		// detectors reading them read, its metadata every label and annotation where a detector
+		// reads them all; anything else is trimmed as any other kind's.
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		byObject[u] = cache.ByObject{Transform: func(in any) (any, error) {
-			if o, ok := in.(*unstructured.Unstructured); ok {
-				return trimUnstructured(o, paths), nil
+			switch o := in.(type) {
+			case *unstructured.Unstructured:
+				if kc.trimsObjects {
+					return trimUnstructured(o, kc.fields), nil
+				}
+			case *metav1.PartialObjectMetadata:
+				if kc.wholeMetadata {
+					stripMeta(o)
+					return o, nil
+				}
 			}
 			return defaultTransform(in)
 		}}
@@ -562,6 +591,14 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 		DefaultTransform: defaultTransform,
 		ByObject:         byObject,
 	}
+}
+
+// filteredKinds are the kinds whose cache cacheOptions filters by label, field or namespace:
+// no detector may read anything else of them from the manager's cache.
+var filteredKinds = map[schema.GroupVersionKind]bool{
+	coordinationv1.SchemeGroupVersion.WithKind("Lease"): true,
+	corev1.SchemeGroupVersion.WithKind("Event"):         true,
+	corev1.SchemeGroupVersion.WithKind("Secret"):        true,
 }
 
 // trimUnstructured keeps of an object read whole only what the detectors that read its kind

@@ -177,3 +177,54 @@ func TestCacheOptionsTrimObjectKinds(t *testing.T) {
 		t.Error("an object of a kind no detector trims lost its data")
 	}
 }
+
+// TestCacheOptionsShareMetadata: a kind one detector reads as trimmed objects and another reads
+// as metadata with every label and annotation is one cache whose transform does both; a kind
+// whose cache is filtered (Secrets: helm's only) keeps its filter.
+func TestCacheOptionsShareMetadata(t *testing.T) {
+	deploy := lifecycle.ObjectKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	secret := lifecycle.ObjectKind{Version: "v1", Kind: "Secret"}
+	o := cacheOptions("kustos",
+		lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, SecretLabels: map[string]string{"owner": "helm"},
+			ObjectFields: map[lifecycle.ObjectKind][][]string{deploy: {{"spec", "replicas"}}}},
+		lifecycle.Watches{WholeMetadata: []lifecycle.ObjectKind{deploy, secret}})
+	byGVK := map[schema.GroupVersionKind]func(any) (any, error){}
+	for obj, by := range o.ByObject {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if _, ok := obj.(*corev1.Secret); ok {
+			if by.Label == nil || by.Label.String() != "owner=helm" {
+				t.Errorf("Secrets' selector %v, want owner=helm", by.Label)
+			}
+			gvk = corev1.SchemeGroupVersion.WithKind("Secret")
+		}
+		if _, dup := byGVK[gvk]; dup {
+			t.Errorf("two caches of %s", gvk)
+		}
+		byGVK[gvk] = by.Transform
+	}
+	transform := byGVK[schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}]
+	if transform == nil {
+		t.Fatal("no cache of its own for Deployments")
+	}
+	pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "a"},
+		Annotations:   map[string]string{"kustos.io/ttl": "1d", "ci/merged": "true", corev1.LastAppliedConfigAnnotation: "{}"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := transform(pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.(*metav1.PartialObjectMetadata) //nolint:forcetypeassert // the transform returns the type it got
+	want := map[string]string{"kustos.io/ttl": "1d", "ci/merged": "true"}
+	if !reflect.DeepEqual(m.Annotations, want) || m.Labels["team"] != "a" || m.ManagedFields != nil {
+		t.Errorf("metadata kept: labels %v, annotations %v, managed fields %v; want every label, annotations %v, no managed fields",
+			m.Labels, m.Annotations, m.ManagedFields, want)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(1), "template": map[string]any{}}}}
+	if out, err = transform(u); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedMap(out.(*unstructured.Unstructured).Object, "spec", "template"); found { //nolint:forcetypeassert // as above
+		t.Error("the pod template was kept")
+	}
+}

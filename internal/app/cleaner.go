@@ -177,6 +177,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 
 		ReleaseTouches: uninstaller,
 		TargetCache:    targetCache,
+		SharedMetadata: sharedMetadata(o),
 	}
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
@@ -197,6 +198,35 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// cleanerWatches is what the Cleaner detector reads from the manager's cache: the metadata of
+// the expiry detector's kinds, with every label and annotation, so that one informer serves
+// both detectors' metadata reads of such a kind (the Cleaner's own cache serves the rest).
+func cleanerWatches(o Options) []lifecycle.Watches {
+	if !o.Cleaners.Enabled || !o.Expiry.Enabled {
+		return nil
+	}
+	w := lifecycle.Watches{}
+	for _, k := range o.Expiry.Kinds {
+		if filteredKinds[k] {
+			continue // the manager's cache holds only some of them
+		}
+		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	return []lifecycle.Watches{w}
+}
+
+// sharedMetadata are the kinds whose metadata the Cleaner detector reads from the manager's
+// cache (cleanerWatches).
+func sharedMetadata(o Options) map[schema.GroupVersionKind]bool {
+	shared := map[schema.GroupVersionKind]bool{}
+	for _, w := range cleanerWatches(o) {
+		for _, k := range w.WholeMetadata {
+			shared[schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = true
+		}
+	}
+	return shared
 }
 
 // trimTarget drops the managed fields and the client-side-apply copy of the object from a

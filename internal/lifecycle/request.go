@@ -100,6 +100,11 @@ type Watches struct {
 	// whole; a detector that reads arbitrary fields (a Cleaner's conditions) reads from a cache
 	// of its own.
 	ObjectFields map[ObjectKind][][]string
+	// WholeMetadata are kinds whose metadata the detector reads with every label and annotation
+	// (a Cleaner's selector and conditions) from the manager's cache: the cached metadata of
+	// these kinds is not trimmed to MetadataAnnotationPrefixes and MetadataLabels, so that one
+	// informer serves this detector and those that read fewer.
+	WholeMetadata []ObjectKind
 }
 
 // ObjectKind names a kind read as whole objects: group, version and kind.

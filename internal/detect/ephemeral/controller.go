@@ -190,6 +190,10 @@ type Reconciler struct {
 	// fields of the inactivity detector's targets), and holds only helm's Secrets. Nil: the
 	// manager's cache.
 	TargetCache cache.Cache
+	// SharedMetadata are the kinds whose metadata the manager's cache holds with every label
+	// and annotation (those another detector watches as metadata): their metadata is read from
+	// it, one informer for both, not from TargetCache.
+	SharedMetadata map[schema.GroupVersionKind]bool
 
 	controller controller.Controller
 	cache      cache.Cache

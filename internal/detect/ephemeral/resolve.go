@@ -81,7 +81,7 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	if metadataOnly {
 		o := &metav1.PartialObjectMetadata{}
 		o.SetGroupVersionKind(gvk)
-		src = source.Kind(r.targetCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		src = source.Kind(r.metadataCache(gvk), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	} else {
@@ -98,6 +98,15 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	return nil
 }
 
+// metadataCache is where the metadata of kind gvk is read: the manager's cache for a kind it
+// shares with another detector, else the targets' own.
+func (r *Reconciler) metadataCache(gvk schema.GroupVersionKind) cache.Cache {
+	if r.SharedMetadata[gvk] {
+		return r.cache
+	}
+	return r.targetCache()
+}
+
 func (r *Reconciler) targetCache() cache.Cache {
 	if r.TargetCache != nil {
 		return r.TargetCache
@@ -106,10 +115,11 @@ func (r *Reconciler) targetCache() cache.Cache {
 }
 
 // metadataOnly reports whether a target's objects are read as metadata only: when no condition
-// reads them (a target only deleted), and always for Secrets, whose data Kustos never caches
-// (a condition over a Secret sees its apiVersion, kind and metadata).
+// reads them beyond apiVersion, kind and metadata (a target only deleted, or selected by its
+// labels and tested on its annotations or age), and always for Secrets, whose data Kustos
+// never caches (a condition over a Secret sees its apiVersion, kind and metadata).
 func metadataOnly(t Target, m *meta.RESTMapping) bool {
-	return !t.Evaluated || isSecret(m.Resource.GroupResource())
+	return !t.Whole || isSecret(m.Resource.GroupResource())
 }
 
 func isSecret(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
@@ -180,7 +190,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		if metaOnly {
 			o := &metav1.PartialObjectMetadata{}
 			o.SetGroupVersionKind(gvk)
-			if err = r.targetCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+			if err = r.metadataCache(gvk).Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
 				var u *unstructured.Unstructured
 				if u, err = fromMetadata(gvk, o); err == nil {
 					out = append(out, u)
@@ -203,7 +213,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	if metaOnly {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.targetCache().List(ctx, list, opts...); err != nil {
+		if err := r.metadataCache(gvk).List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {
