@@ -576,7 +576,11 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 			switch o := in.(type) {
 			case *unstructured.Unstructured:
 				if kc.trimsObjects {
-					return trimUnstructured(o, kc.fields), nil
+					// The kind is set on the copy: readers that skip the deep copy (and with it
+					// controller-runtime's setting of the kind) find it there.
+					t := trimUnstructured(o, kc.fields)
+					t.SetGroupVersionKind(gvk)
+					return t, nil
 				}
 			case *metav1.PartialObjectMetadata:
 				if kc.wholeMetadata {

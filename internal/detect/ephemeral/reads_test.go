@@ -5,6 +5,10 @@ import (
 	"sort"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
@@ -99,6 +103,65 @@ func TestCompileMarksWholeTargets(t *testing.T) {
 				if tg.Whole != tc.whole[tg.Name] {
 					t.Errorf("target %s: Whole = %v, want %v", tg.Name, tg.Whole, tc.whole[tg.Name])
 				}
+			}
+		})
+	}
+}
+
+// TestFromMetadataOwnsItsMaps: the objects read as metadata are the cache's own (no deep copy);
+// what the conditions get must not share a map with them.
+func TestFromMetadataOwnsItsMaps(t *testing.T) {
+	cases := []struct {
+		name string
+		meta metav1.ObjectMeta
+	}{
+		{"labels and annotations", metav1.ObjectMeta{Name: "a", Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"x": "y"}}},
+		{"owner references", metav1.ObjectMeta{Name: "b", OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &metav1.PartialObjectMetadata{ObjectMeta: tc.meta}
+			before := o.DeepCopy()
+			u, err := fromMetadata(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := u.Object["metadata"].(map[string]any) //nolint:forcetypeassert // fromMetadata builds it
+			m["name"] = "changed"
+			if l, ok := m["labels"].(map[string]any); ok {
+				l["team"] = "changed"
+			}
+			if refs, ok := m["ownerReferences"].([]any); ok {
+				refs[0].(map[string]any)["name"] = "changed" //nolint:forcetypeassert // as above
+			}
+			if !reflect.DeepEqual(o, before) {
+				t.Errorf("changing the conditions' object changed the cached one: %+v", o.ObjectMeta)
+			}
+			if u.GetKind() != "Pod" || u.GetAPIVersion() != "v1" {
+				t.Errorf("kind %s/%s, want v1/Pod", u.GetAPIVersion(), u.GetKind())
+			}
+		})
+	}
+}
+
+// TestMetadataView: a target read as metadata from the whole object's informer shows the
+// conditions what an informer of its metadata would: apiVersion, kind and metadata.
+func TestMetadataView(t *testing.T) {
+	cases := []struct {
+		name string
+		obj  map[string]any
+		want map[string]any
+	}{
+		{"a ConfigMap", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "y"}},
+			"data": map[string]any{"done": "yes"}},
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "y"}}}},
+		{"no metadata", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{}},
+			map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := metadataView(&unstructured.Unstructured{Object: tc.obj}).Object; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("view %v, want %v", got, tc.want)
 			}
 		})
 	}
