@@ -21,8 +21,9 @@ import (
 type shape int
 
 const (
-	// other: not an object of a target, or nothing the analysis needs to follow (a scalar).
-	other shape = iota
+	// The zero shape: not an object of a target, or nothing the analysis needs to follow (a
+	// scalar).
+	_ shape = iota
 	// object: a target's object (or null when a named target does not exist).
 	object
 	// selection: a selector target's value, {items: [...]}.

@@ -98,7 +98,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // Checked is the signal the check loop sends after each check: every target is looked at again.
 type Checked = event.TypedGenericEvent[struct{}]
 
-// Reconciler decides about the targets of one kind, read as whole objects (their replicas or
+// Reconciler decides about the targets of one kind, read as unstructured objects (their replicas or
 // pause field, their template reference) from the cache.
 type Reconciler struct {
 	// Objects reads targets as unstructured objects; Meta reads Namespaces and template objects
