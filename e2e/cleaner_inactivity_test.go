@@ -5,11 +5,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 )
 
 // TestCleanerReadsWhatInactivityTrims: with the inactivity detector on, the manager's cache
@@ -89,4 +93,48 @@ func TestCleanerSharesExpiryMetadata(t *testing.T) {
 		t.Fatalf("lastEvaluation = %+v, want due with its condition true", ev)
 	}
 	waitEvents(t, ns, expiry.ReasonInvalidExpiry, 1)
+}
+
+// TestInactivityReadsTrimmedFields: the inactivity detector's targets are cached with only the
+// fields it reads; a target's pause field and template reference (here a Knative Service's
+// spec.running and spec.templateRef, next to a spec the trim drops) still decide: the running
+// one, whose timeout comes from its template, is alerted about; the paused one is not.
+func TestInactivityReadsTrimmedFields(t *testing.T) {
+	live := startLiveActivity(t, true)
+	ns := newNamespace(t, "inactivity-trim", nil)
+	tpl := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "course",
+		Annotations: map[string]string{inactivity.AnnotationTimeout: "3s"}}}
+	if err := k8s.Create(context.Background(), tpl); err != nil {
+		t.Fatal(err)
+	}
+	for name, running := range map[string]bool{"running": true, "paused": false} {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"running": running, "templateRef": map[string]any{"name": "course"},
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "registry.invalid/app:1"}}}}}}}
+		u.SetGroupVersionKind(ksvcGVK)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		if err := k8s.Create(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeObserve
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+		o.Inactivity.Kinds = []schema.GroupVersionKind{ksvcGVK}
+		o.Inactivity.Settings.Pause = inactivity.Pause{Field: []string{"spec", "running"}, Value: "false"}
+		o.Inactivity.TemplateRef = []string{"spec", "templateRef"}
+		o.Inactivity.TemplateKind = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	})
+	dumpOnFailure(t, k)
+
+	alert := waitEvents(t, ns, inactivity.ReasonInactive, 1)[0]
+	if alert.InvolvedObject.Name != "running" {
+		t.Errorf("alert about %s: %s", alert.InvolvedObject.Name, alert.Message)
+	}
+	for _, e := range kustosEvents(t, ns, inactivity.ReasonInactive) {
+		if e.InvolvedObject.Name == "paused" {
+			t.Errorf("the paused target was alerted about: %s", e.Message)
+		}
+	}
 }
