@@ -19,9 +19,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -360,7 +362,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	watches := append(append(expiryWatches(o), inactivityWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
+	watches := append(append(append(expiryWatches(o), inactivityWatches(o)...), cleanerWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(o.StateNamespace, watches...),
@@ -528,10 +530,32 @@ func orDisabled(addr string) string {
 func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
 	var prefixes, labelKeys []string
 	var eventFields, secretLabels map[string]string
+	// Kinds cached in a way of their own: unstructured objects trimmed to fields, metadata kept
+	// with every label and annotation. One entry (one informer cache) per kind.
+	type kindCache struct {
+		fields        [][]string
+		trimsObjects  bool
+		wholeMetadata bool
+	}
+	kinds := map[schema.GroupVersionKind]*kindCache{}
+	kindOf := func(k lifecycle.ObjectKind) *kindCache {
+		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+		if kinds[gvk] == nil {
+			kinds[gvk] = &kindCache{}
+		}
+		return kinds[gvk]
+	}
 	readsEvents := false
 	for _, w := range watches {
 		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
 		labelKeys = append(labelKeys, w.MetadataLabels...)
+		for k, paths := range w.ObjectFields {
+			kc := kindOf(k)
+			kc.fields, kc.trimsObjects = append(kc.fields, paths...), true
+		}
+		for _, k := range w.WholeMetadata {
+			kindOf(k).wholeMetadata = true
+		}
 		if w.SecretLabels != nil {
 			secretLabels = w.SecretLabels // one detector reads Secrets
 		}
@@ -564,9 +588,87 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 		// the cache never holds a Secret's data.
 		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
 	}
+	defaultTransform := func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) }
+	for gvk, kc := range kinds {
+		if filteredKinds[gvk] {
+			continue // its cache holds only what the selectors above let through, as it is
+		}
+		// One informer cache per such kind: its unstructured objects keep only what the
+		// detectors reading them read, its metadata every label and annotation where a detector
+		// reads them all; anything else is trimmed as any other kind's.
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		byObject[u] = cache.ByObject{Transform: func(in any) (any, error) {
+			switch o := in.(type) {
+			case *unstructured.Unstructured:
+				if kc.trimsObjects {
+					// The kind is set on the copy: readers that skip the deep copy (and with it
+					// controller-runtime's setting of the kind) find it there.
+					t := trimUnstructured(o, kc.fields)
+					t.SetGroupVersionKind(gvk)
+					return t, nil
+				}
+			case *metav1.PartialObjectMetadata:
+				if kc.wholeMetadata {
+					stripMeta(o)
+					return o, nil
+				}
+			}
+			return defaultTransform(in)
+		}}
+	}
 	return cache.Options{
-		DefaultTransform: func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) },
+		DefaultTransform: defaultTransform,
 		ByObject:         byObject,
+	}
+}
+
+// filteredKinds are the kinds whose cache cacheOptions filters by label, field or namespace:
+// no detector may read anything else of them from the manager's cache.
+var filteredKinds = map[schema.GroupVersionKind]bool{
+	coordinationv1.SchemeGroupVersion.WithKind("Lease"): true,
+	corev1.SchemeGroupVersion.WithKind("Event"):         true,
+	corev1.SchemeGroupVersion.WithKind("Secret"):        true,
+}
+
+// trimUnstructured keeps of an object read whole only what the detectors that read its kind
+// read: apiVersion, kind, metadata (without managed fields and the client-side-apply copy) and
+// the fields at paths. Where a path's walk meets a value that is not a map before its end, that
+// value is kept as it is, so that a reader finds the same wrong shape (and reports it) as on the
+// whole object; a path the object does not have is not made up.
+func trimUnstructured(u *unstructured.Unstructured, paths [][]string) *unstructured.Unstructured {
+	out := make(map[string]any, 3+len(paths))
+	for _, k := range []string{"apiVersion", "kind", "metadata"} {
+		if v, ok := u.Object[k]; ok {
+			out[k] = v
+		}
+	}
+	for _, p := range paths {
+		copyPath(out, u.Object, p)
+	}
+	res := &unstructured.Unstructured{Object: out}
+	stripMeta(res)
+	return res
+}
+
+// copyPath copies the value at path from src into dst, making the maps on the way.
+func copyPath(dst, src map[string]any, path []string) {
+	for i, k := range path {
+		v, ok := src[k]
+		if !ok {
+			return
+		}
+		next, isMap := v.(map[string]any)
+		if i == len(path)-1 || !isMap {
+			dst[k] = v
+			return
+		}
+		d, ok := dst[k].(map[string]any)
+		if !ok {
+			d = map[string]any{}
+			dst[k] = d
+		}
+		dst, src = d, next
 	}
 }
 
@@ -603,17 +705,23 @@ func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: m}, nil
 	}
 	if obj, err := meta.Accessor(in); err == nil {
-		if obj.GetManagedFields() != nil {
-			obj.SetManagedFields(nil)
-		}
-		if a := obj.GetAnnotations(); a != nil {
-			if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-				delete(a, corev1.LastAppliedConfigAnnotation)
-				obj.SetAnnotations(a)
-			}
-		}
+		stripMeta(obj)
 	}
 	return in, nil
+}
+
+// stripMeta drops what no detector reads from any object's metadata: managed fields and the
+// client-side-apply copy of the whole object.
+func stripMeta(obj metav1.Object) {
+	if obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	if a := obj.GetAnnotations(); a != nil {
+		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			obj.SetAnnotations(a)
+		}
+	}
 }
 
 // trimMeta keeps identity, version and deletion state, and the annotations keep selects.

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -66,5 +69,162 @@ func TestCacheOptionsTakeTheUnion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrimUnstructured: an object of a kind a detector reads whole keeps apiVersion, kind,
+// metadata (without managed fields and the client-side-apply copy) and the fields named; the
+// rest goes. A path through something that is not a map keeps what it met, so the reader finds
+// the same wrong shape as on the whole object.
+func TestTrimUnstructured(t *testing.T) {
+	deployment := func() map[string]any {
+		return map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
+				"labels":          map[string]any{"app": "web"},
+				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x", corev1.LastAppliedConfigAnnotation: "{…}"},
+				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}},
+				"managedFields":   []any{map[string]any{"manager": "kubectl"}}},
+			"spec": map[string]any{"replicas": int64(2), "paused": true,
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c"}}}}},
+			"status": map[string]any{"readyReplicas": int64(2)},
+		}
+	}
+	cases := []struct {
+		name  string
+		obj   map[string]any
+		paths [][]string
+		want  map[string]any
+	}{
+		{"replicas only", deployment(), [][]string{{"spec", "replicas"}}, map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
+				"labels":          map[string]any{"app": "web"},
+				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x"},
+				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}}},
+			"spec": map[string]any{"replicas": int64(2)},
+		}},
+		{"a pause field and a map kept whole", deployment(), [][]string{{"spec", "paused"}, {"status"}}, map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
+				"labels":          map[string]any{"app": "web"},
+				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x"},
+				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}}},
+			"spec":   map[string]any{"paused": true},
+			"status": map[string]any{"readyReplicas": int64(2)},
+		}},
+		{"absent fields are not made up", map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x"}},
+			[][]string{{"spec", "replicas"}, {"spec", "templateRef", "name"}},
+			map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x"}}},
+		{"a path through a list keeps the list", map[string]any{"kind": "X", "metadata": map[string]any{"name": "x"},
+			"spec": []any{"not", "a", "map"}, "status": map[string]any{}},
+			[][]string{{"spec", "replicas"}},
+			map[string]any{"kind": "X", "metadata": map[string]any{"name": "x"}, "spec": []any{"not", "a", "map"}}},
+		{"metadata that is not a map stays as it is", map[string]any{"kind": "X", "metadata": "odd", "spec": map[string]any{"replicas": int64(1), "x": 1}},
+			[][]string{{"spec", "replicas"}},
+			map[string]any{"kind": "X", "metadata": "odd", "spec": map[string]any{"replicas": int64(1)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := trimUnstructured(&unstructured.Unstructured{Object: tc.obj}, tc.paths)
+			if !reflect.DeepEqual(got.Object, tc.want) {
+				t.Errorf("trimmed to\n%v\nwant\n%v", got.Object, tc.want)
+			}
+		})
+	}
+}
+
+// TestCacheOptionsTrimObjectKinds: the cache of a kind a detector reads as unstructured objects
+// trims them to its fields; its metadata form is trimmed as any other's, and a typed object or
+// another kind passes with only managed fields and the client-side-apply copy gone.
+func TestCacheOptionsTrimObjectKinds(t *testing.T) {
+	deploy := lifecycle.ObjectKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	o := cacheOptions("kustos", lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"},
+		ObjectFields: map[lifecycle.ObjectKind][][]string{deploy: {{"spec", "replicas"}}}})
+	var transform func(any) (any, error)
+	for obj, by := range o.ByObject {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == (schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) {
+			transform = by.Transform
+		}
+	}
+	if transform == nil {
+		t.Fatal("no cache of its own for the Deployments read as unstructured objects")
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(1), "template": map[string]any{}}}}
+	out, err := transform(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedMap(out.(*unstructured.Unstructured).Object, "spec", "template"); found { //nolint:forcetypeassert // the transform returns the type it got
+		t.Error("the pod template was kept")
+	}
+	pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"kustos.io/ttl": "1d", "team": "a"}}}
+	out, err = transform(pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := out.(*metav1.PartialObjectMetadata).Annotations; a["kustos.io/ttl"] != "1d" || a["team"] != "" { //nolint:forcetypeassert // as above
+		t.Errorf("metadata annotations %v, want only kustos.io/ttl", a)
+	}
+	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "managedFields": []any{}}, "data": map[string]any{"k": "v"}}}
+	out, err = o.DefaultTransform(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedMap(out.(*unstructured.Unstructured).Object, "data"); !found { //nolint:forcetypeassert // as above
+		t.Error("an object of a kind no detector trims lost its data")
+	}
+}
+
+// TestCacheOptionsShareMetadata: a kind one detector reads as trimmed objects and another reads
+// as metadata with every label and annotation is one cache whose transform does both; a kind
+// whose cache is filtered (Secrets: helm's only) keeps its filter.
+func TestCacheOptionsShareMetadata(t *testing.T) {
+	deploy := lifecycle.ObjectKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	secret := lifecycle.ObjectKind{Version: "v1", Kind: "Secret"}
+	o := cacheOptions("kustos",
+		lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, SecretLabels: map[string]string{"owner": "helm"},
+			ObjectFields: map[lifecycle.ObjectKind][][]string{deploy: {{"spec", "replicas"}}}},
+		lifecycle.Watches{WholeMetadata: []lifecycle.ObjectKind{deploy, secret}})
+	byGVK := map[schema.GroupVersionKind]func(any) (any, error){}
+	for obj, by := range o.ByObject {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if _, ok := obj.(*corev1.Secret); ok {
+			if by.Label == nil || by.Label.String() != "owner=helm" {
+				t.Errorf("Secrets' selector %v, want owner=helm", by.Label)
+			}
+			gvk = corev1.SchemeGroupVersion.WithKind("Secret")
+		}
+		if _, dup := byGVK[gvk]; dup {
+			t.Errorf("two caches of %s", gvk)
+		}
+		byGVK[gvk] = by.Transform
+	}
+	transform := byGVK[schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}]
+	if transform == nil {
+		t.Fatal("no cache of its own for Deployments")
+	}
+	pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "a"},
+		Annotations:   map[string]string{"kustos.io/ttl": "1d", "ci/merged": "true", corev1.LastAppliedConfigAnnotation: "{}"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := transform(pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.(*metav1.PartialObjectMetadata) //nolint:forcetypeassert // the transform returns the type it got
+	want := map[string]string{"kustos.io/ttl": "1d", "ci/merged": "true"}
+	if !reflect.DeepEqual(m.Annotations, want) || m.Labels["team"] != "a" || m.ManagedFields != nil {
+		t.Errorf("metadata kept: labels %v, annotations %v, managed fields %v; want every label, annotations %v, no managed fields",
+			m.Labels, m.Annotations, m.ManagedFields, want)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(1), "template": map[string]any{}}}}
+	if out, err = transform(u); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedMap(out.(*unstructured.Unstructured).Object, "spec", "template"); found { //nolint:forcetypeassert // as above
+		t.Error("the pod template was kept")
 	}
 }

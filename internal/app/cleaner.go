@@ -146,16 +146,17 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// --allowed-destinations and follows no redirect.
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
 	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
-	// Targets read as metadata only (those no condition reads, and every Secret) live in a cache
-	// of their own: the manager's trims metadata to what the other detectors read, and holds
-	// only helm's Secrets. The client-side-apply copy of the whole object goes (it holds a
+	// Targets live in a cache of their own, whole (the conditions may read any field) or as
+	// metadata only (those no condition reads, and every Secret): the manager's trims what it
+	// holds to what the other detectors read (metadata, the inactivity targets' few fields), and
+	// holds only helm's Secrets. The client-side-apply copy of the whole object goes (it holds a
 	// Secret's data when kubectl applied it), as do managed fields.
-	metadataCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: trimTargetMetadata})
+	targetCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: trimTarget})
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(metadataCache); err != nil {
+	if err := mgr.Add(targetCache); err != nil {
 		return err
 	}
 	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
@@ -176,7 +177,8 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Log:         o.Log.WithName("cleaner"),
 
 		ReleaseTouches: uninstaller,
-		MetadataCache:  metadataCache,
+		TargetCache:    targetCache,
+		SharedMetadata: sharedMetadata(o),
 	}
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
@@ -199,12 +201,41 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
 }
 
-// trimTargetMetadata drops the managed fields and the client-side-apply copy of the object
-// from a target's metadata; labels and annotations stay for selectors and conditions.
-func trimTargetMetadata(in any) (any, error) {
-	if o, ok := in.(*metav1.PartialObjectMetadata); ok {
-		o.ManagedFields = nil
-		delete(o.Annotations, corev1.LastAppliedConfigAnnotation)
+// cleanerWatches is what the Cleaner detector reads from the manager's cache: the metadata of
+// the expiry detector's kinds, with every label and annotation, so that one informer serves
+// both detectors' metadata reads of such a kind (the Cleaner's own cache serves the rest).
+func cleanerWatches(o Options) []lifecycle.Watches {
+	if !o.Cleaners.Enabled || !o.Expiry.Enabled {
+		return nil
+	}
+	w := lifecycle.Watches{}
+	for _, k := range o.Expiry.Kinds {
+		if filteredKinds[k] {
+			continue // the manager's cache holds only some of them
+		}
+		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	return []lifecycle.Watches{w}
+}
+
+// sharedMetadata are the kinds whose metadata the Cleaner detector reads from the manager's
+// cache (cleanerWatches).
+func sharedMetadata(o Options) map[schema.GroupVersionKind]bool {
+	shared := map[schema.GroupVersionKind]bool{}
+	for _, w := range cleanerWatches(o) {
+		for _, k := range w.WholeMetadata {
+			shared[schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = true
+		}
+	}
+	return shared
+}
+
+// trimTarget drops the managed fields and the client-side-apply copy of the object from a
+// Cleaner target's metadata, whole object or metadata only; labels and annotations stay for
+// selectors and conditions, and a whole object's other fields for the conditions.
+func trimTarget(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		stripMeta(obj)
 	}
 	return in, nil
 }

@@ -22,7 +22,8 @@ import (
 type InactivityOptions struct {
 	// Enabled is --enable-inactivity.
 	Enabled bool
-	// Kinds are --inactivity-kinds: the kinds of the targets (read as whole objects).
+	// Kinds are --inactivity-kinds: the kinds of the targets (read as unstructured objects,
+	// cached with only the fields the detector reads).
 	Kinds []schema.GroupVersionKind
 	// Settings: --inactivity-timeout, --max-alerts, --notification-interval,
 	// --inactivity-check-interval, --inactivity-persistent-default, --inactivity-pause-field,
@@ -90,12 +91,13 @@ func (i InactivityOptions) validate() error {
 	return nil
 }
 
-// inactivityWatches is what the inactivity detector adds to the metadata caches.
+// inactivityWatches is what the inactivity detector adds to the caches: metadata it reads, and
+// its targets trimmed to the fields it reads.
 func inactivityWatches(o Options) []lifecycle.Watches {
 	if !o.Inactivity.Enabled {
 		return nil
 	}
-	return []lifecycle.Watches{inactivity.Watches()}
+	return []lifecycle.Watches{inactivity.Watches(o.Inactivity.Kinds, o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
 }
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
@@ -145,8 +147,8 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		Now:      o.Now,
 		Log:      o.Log.WithName("activity"),
 	}
-	// Targets as whole objects (their replicas or pause field, their template reference),
-	// cached; the informers trim managed fields and last-applied copies.
+	// Targets as unstructured objects, cached with only what the detector reads (their
+	// metadata, replicas, pause field and template reference: inactivity.TargetFields).
 	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
 	if err != nil {

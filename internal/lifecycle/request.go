@@ -94,6 +94,22 @@ type Watches struct {
 	// SecretLabels, when set, is the label selector of the Secrets the detector watches (as
 	// metadata): helm's release records, owner=helm. Nil: the detector reads no Secrets.
 	SecretLabels map[string]string
+	// ObjectFields are the kinds the detector reads as whole (unstructured) objects from the
+	// manager's cache, each with the paths of the fields it reads besides apiVersion, kind and
+	// metadata (spec.replicas); the cached copies keep only those. A kind absent here is cached
+	// whole; a detector that reads arbitrary fields (a Cleaner's conditions) reads from a cache
+	// of its own.
+	ObjectFields map[ObjectKind][][]string
+	// WholeMetadata are kinds whose metadata the detector reads with every label and annotation
+	// (a Cleaner's selector and conditions) from the manager's cache: the cached metadata of
+	// these kinds is not trimmed to MetadataAnnotationPrefixes and MetadataLabels, so that one
+	// informer serves this detector and those that read fewer.
+	WholeMetadata []ObjectKind
+}
+
+// ObjectKind names a kind read as whole objects: group, version and kind.
+type ObjectKind struct {
+	Group, Version, Kind string
 }
 
 // Vocabulary names the Events the pipeline writes about one detector's Changes.

@@ -36,7 +36,7 @@ func (i *Flags) AddFlags(fs *pflag.FlagSet) {
 	})
 	cli.InGroup(fs, cli.GroupInactivity, func() {
 		cli.Kinds(fs, &i.Kinds, "inactivity-kinds", expiry.DefaultLifecycleKinds,
-			"comma-separated group/version/Kind of the targets (read as whole objects: replicas, pause field, template reference)")
+			"comma-separated group/version/Kind of the targets (cached with only what the detector reads: metadata, replicas, pause field, template reference)")
 		fs.StringVar(&i.ConfigFile, "inactivity-config", "", "YAML file listing the activity sources (name, available, data, ...); empty: ingress-nginx requests and the bastion's bastion_ssh_connections")
 		cli.Duration(fs, &o.Settings.Timeout, "inactivity-timeout", true, "timeout of targets whose object, template and namespace name none (90m, 7d, 2w); never or empty: they never time out")
 		fs.IntVar(&o.Settings.MaxAlerts, "max-alerts", o.Settings.MaxAlerts, "alerts before an idle target is paused or deleted (kustos.io/max-alerts overrides); 0 acts at once")

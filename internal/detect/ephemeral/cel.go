@@ -101,11 +101,14 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 type program struct {
 	source string
 	prg    cel.Program
+	// whole names the targets whose objects the condition reads beyond apiVersion, kind and
+	// metadata (wholeReads); the others are read as metadata.
+	whole map[string]bool
 }
 
-// compileCondition compiles one condition in env: a syntax or type error, a result that cannot
-// be a bool, or an estimated worst-case cost above EstimatedCostLimit is an error.
-func compileCondition(env *cel.Env, est sizeEstimator, src string) (program, error) {
+// compileCondition compiles one condition over vars in env: a syntax or type error, a result
+// that cannot be a bool, or an estimated worst-case cost above EstimatedCostLimit is an error.
+func compileCondition(env *cel.Env, est sizeEstimator, vars []variable, src string) (program, error) {
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
 		return program{}, iss.Err()
@@ -124,7 +127,7 @@ func compileCondition(env *cel.Env, est sizeEstimator, src string) (program, err
 	if err != nil {
 		return program{}, err
 	}
-	return program{source: src, prg: prg}, nil
+	return program{source: src, prg: prg, whole: wholeReads(ast.NativeRep().Expr(), vars)}, nil
 }
 
 // ErrNotBool is wrapped by the error of a condition whose value is not a bool.

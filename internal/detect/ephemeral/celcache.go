@@ -196,7 +196,7 @@ func (c *compiler) compile(src string) (program, error) {
 		for _, v := range c.vars {
 			est.selectors[v.name] = v.selector
 		}
-		prg, err := compileCondition(c.env, est, src)
+		prg, err := compileCondition(c.env, est, c.vars, src)
 		return programResult{prg, err}
 	})
 	return r.prg, r.err

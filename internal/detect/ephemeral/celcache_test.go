@@ -85,7 +85,7 @@ func TestInvalidConditionCached(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, fresh := compileCondition(env, sizeEstimator{selectors: map[string]bool{"revisions": true}}, cond)
+			_, fresh := compileCondition(env, sizeEstimator{selectors: map[string]bool{"revisions": true}}, []variable{{name: "revisions", selector: true}}, cond)
 			if fresh == nil {
 				t.Fatalf("%q compiles", cond)
 			}

@@ -196,10 +196,16 @@ type Reconciler struct {
 	Now    func() time.Time
 	Log    logr.Logger
 
-	// MetadataCache holds the targets read as metadata only (see metadataOnly), with every
-	// label and annotation (the manager's cache trims the metadata of what it holds for the
-	// other detectors, and holds only helm's Secrets). Nil: the manager's cache.
-	MetadataCache cache.Cache
+	// TargetCache holds the targets, whole (for the conditions, which may read any field) or as
+	// metadata only (see metadataOnly), with every label and annotation: the manager's cache
+	// trims what it holds to what the other detectors read (the metadata of their kinds, the
+	// fields of the inactivity detector's targets), and holds only helm's Secrets. Nil: the
+	// manager's cache.
+	TargetCache cache.Cache
+	// SharedMetadata are the kinds whose metadata the manager's cache holds with every label
+	// and annotation (those another detector watches as metadata): their metadata is read from
+	// it, one informer for both, not from TargetCache.
+	SharedMetadata map[schema.GroupVersionKind]bool
 
 	controller controller.Controller
 	cache      cache.Cache

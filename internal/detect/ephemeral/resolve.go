@@ -81,13 +81,13 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	if metadataOnly {
 		o := &metav1.PartialObjectMetadata{}
 		o.SetGroupVersionKind(gvk)
-		src = source.Kind(r.metadataCache(), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		src = source.Kind(r.metadataCache(gvk), o, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	} else {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src = source.Kind(r.cache, u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		src = source.Kind(r.targetCache(), u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	}
@@ -98,18 +98,45 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	return nil
 }
 
-func (r *Reconciler) metadataCache() cache.Cache {
-	if r.MetadataCache != nil {
-		return r.MetadataCache
+// watchingWhole reports whether whole objects of kind gvk are watched already.
+func (r *Reconciler) watchingWhole(gvk schema.GroupVersionKind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watching[watchKey{gvk: gvk}]
+}
+
+// metadataView is o as a target read as metadata is seen: apiVersion, kind and metadata.
+func metadataView(o *unstructured.Unstructured) *unstructured.Unstructured {
+	v := &unstructured.Unstructured{Object: map[string]any{}}
+	if m, ok := o.Object["metadata"]; ok {
+		v.Object["metadata"] = m
+	}
+	v.SetGroupVersionKind(o.GroupVersionKind())
+	return v
+}
+
+// metadataCache is where the metadata of kind gvk is read: the manager's cache for a kind it
+// shares with another detector, else the targets' own.
+func (r *Reconciler) metadataCache(gvk schema.GroupVersionKind) cache.Cache {
+	if r.SharedMetadata[gvk] {
+		return r.cache
+	}
+	return r.targetCache()
+}
+
+func (r *Reconciler) targetCache() cache.Cache {
+	if r.TargetCache != nil {
+		return r.TargetCache
 	}
 	return r.cache
 }
 
 // metadataOnly reports whether a target's objects are read as metadata only: when no condition
-// reads them (a target only deleted), and always for Secrets, whose data Kustos never caches
-// (a condition over a Secret sees its apiVersion, kind and metadata).
+// reads them beyond apiVersion, kind and metadata (a target only deleted, or selected by its
+// labels and tested on its annotations or age), and always for Secrets, whose data Kustos
+// never caches (a condition over a Secret sees its apiVersion, kind and metadata).
 func metadataOnly(t Target, m *meta.RESTMapping) bool {
-	return !t.Evaluated || isSecret(m.Resource.GroupResource())
+	return !t.Whole || isSecret(m.Resource.GroupResource())
 }
 
 func isSecret(gr schema.GroupResource) bool { return gr == schema.GroupResource{Resource: "secrets"} }
@@ -149,6 +176,13 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 			}
 		}
 		metaOnly := metadataOnly(t, m)
+		// A kind some Cleaner reads whole is read whole for every Cleaner (unless another
+		// detector's informer holds its metadata): an informer of its metadata besides would
+		// hold every object of the kind a second time. The conditions still see metadata only.
+		view := metaOnly && !isSecret(m.Resource.GroupResource()) && !r.SharedMetadata[m.GroupVersionKind] && r.watchingWhole(m.GroupVersionKind)
+		if view {
+			metaOnly = false
+		}
 		if err := r.watch(m.GroupVersionKind, metaOnly); err != nil {
 			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
 		}
@@ -157,6 +191,11 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly)
 		if err != nil {
 			return nil, "", "", err
+		}
+		if view {
+			for i, o := range objs {
+				objs[i] = metadataView(o)
+			}
 		}
 		rt.objects = objs
 		if t.Selector == nil {
@@ -180,7 +219,8 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		if metaOnly {
 			o := &metav1.PartialObjectMetadata{}
 			o.SetGroupVersionKind(gvk)
-			if err = r.metadataCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o); err == nil {
+			// Without a copy: fromMetadata converts it into maps of its own.
+			if err = r.metadataCache(gvk).Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, o, client.UnsafeDisableDeepCopy); err == nil {
 				var u *unstructured.Unstructured
 				if u, err = fromMetadata(gvk, o); err == nil {
 					out = append(out, u)
@@ -189,7 +229,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 		} else {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(gvk)
-			if err = r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
+			if err = r.targetCache().Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err == nil {
 				out = append(out, u)
 			}
 		}
@@ -203,7 +243,8 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	if metaOnly {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.metadataCache().List(ctx, list, opts...); err != nil {
+		// Without a copy: fromMetadata converts each item into maps of its own.
+		if err := r.metadataCache(gvk).List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {
@@ -216,7 +257,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	} else {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(listKind)
-		if err := r.Client.List(ctx, list, opts...); err != nil {
+		if err := r.targetCache().List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
 		}
 		for i := range list.Items {
@@ -228,7 +269,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 }
 
 // fromMetadata is o as the conditions see an object read as metadata: apiVersion, kind and
-// metadata, nothing else.
+// metadata, nothing else, in maps of its own (o may be the cache's object, not a copy).
 func fromMetadata(gvk schema.GroupVersionKind, o *metav1.PartialObjectMetadata) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
 	if err != nil {

@@ -51,6 +51,9 @@ type Target struct {
 	Selector   labels.Selector
 	Delete     bool
 	Evaluated  bool
+	// Whole: a condition reads the target's objects beyond apiVersion, kind and metadata, so
+	// they are read whole; an evaluated target that is not Whole is read as metadata.
+	Whole bool
 }
 
 // Conditions is the number of conditions.
@@ -157,6 +160,13 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	for i := range s.Targets {
+		for _, c := range s.conditions {
+			if c.whole[s.Targets[i].Name] {
+				s.Targets[i].Whole = s.Targets[i].Evaluated
+			}
+		}
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,10 +52,34 @@ type Prober interface {
 	Probe(ctx context.Context, url string) Probe
 }
 
-// Watches is what the detector reads through the metadata caches: its annotations and the
-// opt-out label on Namespaces and template objects.
-func Watches() lifecycle.Watches {
-	return lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{AnnotationIgnore}}
+// Watches is what the detector reads through the caches: its annotations and the opt-out label
+// on Namespaces and template objects (as metadata), and its targets of kinds as unstructured
+// objects trimmed to TargetFields.
+func Watches(kinds []schema.GroupVersionKind, p Pause, templateRef []string) lifecycle.Watches {
+	w := lifecycle.Watches{MetadataAnnotationPrefixes: []string{"kustos.io/"}, MetadataLabels: []string{AnnotationIgnore}}
+	if len(kinds) > 0 {
+		w.ObjectFields = make(map[lifecycle.ObjectKind][][]string, len(kinds))
+		for _, k := range kinds {
+			w.ObjectFields[lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = TargetFields(p, templateRef)
+		}
+	}
+	return w
+}
+
+// TargetFields are the fields the detector reads on a target besides apiVersion, kind and
+// metadata (whose labels and annotations the sources' target templates and the policy read,
+// every one of them): spec.replicas (Running without a pause field; one number, kept always),
+// the pause field (Running with one) and the template reference (TemplateRefOf). A Deployment's
+// pod template and status, most of its size, are read by nothing here.
+func TargetFields(p Pause, templateRef []string) [][]string {
+	fields := [][]string{{"spec", "replicas"}}
+	if len(p.Field) > 0 {
+		fields = append(fields, slices.Clone(p.Field))
+	}
+	if len(templateRef) > 0 {
+		fields = append(fields, slices.Clone(templateRef))
+	}
+	return fields
 }
 
 // Vocabulary names the Events the pipeline writes about inactivity Changes.
@@ -81,7 +106,7 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // Checked is the signal the check loop sends after each check: every target is looked at again.
 type Checked = event.TypedGenericEvent[struct{}]
 
-// Reconciler decides about the targets of one kind, read as whole objects (their replicas or
+// Reconciler decides about the targets of one kind, read as unstructured objects (their replicas or
 // pause field, their template reference) from the cache.
 type Reconciler struct {
 	// Objects reads targets as unstructured objects; Meta reads Namespaces and template objects
@@ -122,9 +147,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
 	log := r.Log.WithValues("kind", r.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 
+	// The reconcile only reads the target, its Namespace and its template (GetLabels and
+	// GetAnnotations copy; Running, TemplateRefOf and ParsePolicy read): the cache's objects
+	// are read without a copy, which was most of what a check cycle allocated.
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.Kind)
-	if err := r.Objects.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Objects.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetProbe(req.NamespacedName)
 		}
@@ -163,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ns := obj.GetNamespace(); ns != "" {
 		nsObj := &metav1.PartialObjectMetadata{}
 		nsObj.SetGroupVersionKind(namespaceGVK)
-		if err := r.Meta.Get(ctx, types.NamespacedName{Name: ns}, nsObj); err != nil {
+		if err := r.Meta.Get(ctx, types.NamespacedName{Name: ns}, nsObj, client.UnsafeDisableDeepCopy); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 		if nsObj.DeletionTimestamp != nil {
@@ -310,7 +338,7 @@ func (r *Reconciler) template(ctx context.Context, obj *unstructured.Unstructure
 	}
 	tpl := &metav1.PartialObjectMetadata{}
 	tpl.SetGroupVersionKind(r.TemplateKind)
-	if err := r.Meta.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tpl); err != nil {
+	if err := r.Meta.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, tpl, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, corev1.ObjectReference{}, &Problem{On: obj.GetKind() + "/" + obj.GetNamespace() + "/" + obj.GetName(),
 				Key: lifecycle.PathString(r.TemplateRef), Value: ns + "/" + name, Err: fmt.Sprintf("no %s of that name; the template's metadata is not read", r.TemplateKind.Kind)}, nil

@@ -1,9 +1,13 @@
 package inactivity
 
 import (
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 func instance(spec map[string]any) *unstructured.Unstructured {
@@ -63,6 +67,33 @@ func TestRunning(t *testing.T) {
 			got, err := Running(instance(tc.spec), tc.pause)
 			if got != tc.want || (err != nil) != tc.err {
 				t.Errorf("Running = %v, %v; want %v, error %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
+// TestTargetFields: the cache keeps what Running and TemplateRefOf read, and a target trimmed to
+// it decides as the whole one (replicas, pause field, template reference).
+func TestTargetFields(t *testing.T) {
+	cases := []struct {
+		name        string
+		pause       Pause
+		templateRef []string
+		want        [][]string
+	}{
+		{"scale to zero", Pause{}, nil, [][]string{{"spec", "replicas"}}},
+		{"a pause field", Pause{Field: []string{"spec", "running"}, Value: "false"}, nil, [][]string{{"spec", "replicas"}, {"spec", "running"}}},
+		{"a pause field and a template", Pause{Field: []string{"spec", "running"}, Value: "false"}, []string{"spec", "templateRef"},
+			[][]string{{"spec", "replicas"}, {"spec", "running"}, {"spec", "templateRef"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TargetFields(tc.pause, tc.templateRef); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("TargetFields = %v, want %v", got, tc.want)
+			}
+			w := Watches([]schema.GroupVersionKind{{Group: "crownlabs.polito.it", Version: "v1alpha2", Kind: "Instance"}}, tc.pause, tc.templateRef)
+			if got := w.ObjectFields[lifecycle.ObjectKind{Group: "crownlabs.polito.it", Version: "v1alpha2", Kind: "Instance"}]; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Watches' fields of the kind = %v, want %v", got, tc.want)
 			}
 		})
 	}
