@@ -43,9 +43,9 @@ LDFLAGS   := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT)
 
 # bin/kustos is built as the image's binary is (hack/image): without cgo and with the time zone
 # database. The benches measure it, so it must be what ships: with cgo, helm's kube package (via
-# cli-runtime and kustomize) links Go's plugin package, and the linker then exports every symbol
-# and keeps every exported method, 40 MB more binary and 30 MiB more RSS at start
-# (docs/performance.md, "The binary"). The symbol table and DWARF stay (make binsize reads them).
+# cli-runtime and kustomize) links Go's plugin package, and the linker then exports every symbol,
+# 38 MB more file and 25 MiB more RSS at start (docs/performance.md, "The binary"). The symbol
+# table and DWARF stay (make binsize reads them).
 .PHONY: build
 build: ## Build bin/kustos as the image does (no cgo, time zones built in), stamped with the version, commit and commit time (kustos version).
 	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags "$(LDFLAGS)" -o $(BIN)/kustos ./cmd/kustos

@@ -22,8 +22,9 @@ func main() {
 	runs := flag.Int("runs", 5, "how often each command runs; the report gives the median peak RSS")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := report(ctx, os.Stdout, *kustos, *top, *runs); err != nil {
+	err := report(ctx, os.Stdout, *kustos, *top, *runs)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "binsize:", err)
 		os.Exit(1)
 	}
@@ -224,7 +225,7 @@ func usages(ctx context.Context, bin string, args []string, n int) ([]Usage, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		u, err := usage(bin, args)
+		u, err := usage(ctx, bin, args)
 		if err != nil {
 			return nil, err
 		}

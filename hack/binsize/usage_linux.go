@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,12 +14,12 @@ import (
 // usage runs bin with args under ptrace, stops it as it exits (PTRACE_EVENT_EXIT: its memory is
 // still mapped) and reads its /proc status there: the peak, and what of the resident set is
 // anonymous and what is the binary's pages.
-func usage(bin string, args []string) (Usage, error) {
+func usage(ctx context.Context, bin string, args []string) (Usage, error) {
 	// The tracer is the thread that started the child; every ptrace call and wait must come
 	// from it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
 		return Usage{}, err
@@ -29,7 +30,7 @@ func usage(bin string, args []string) (Usage, error) {
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, syscall.WALL, nil); err != nil || !ws.Stopped() {
 		_ = cmd.Process.Kill()
-		return Usage{}, fmt.Errorf("%s: not stopped at exec (%v, %v)", bin, err, ws)
+		return Usage{}, fmt.Errorf("%s: not stopped at exec (status %v): %w", bin, ws, err)
 	}
 	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
 		_ = cmd.Process.Kill()
@@ -37,7 +38,7 @@ func usage(bin string, args []string) (Usage, error) {
 	}
 	var (
 		u   Usage
-		got error = fmt.Errorf("%s %s ended before its exit could be observed", bin, strings.Join(args, " "))
+		got = fmt.Errorf("%s %s ended before its exit could be observed", bin, strings.Join(args, " "))
 		sig int
 	)
 	for {
