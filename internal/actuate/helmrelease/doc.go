@@ -1,17 +1,31 @@
-// Package helmrelease owns how Kustos removes helm releases and reads them: it drives helm's own
-// library (helm.sh/helm/v3/pkg/action) against a *rest.Config, so that a release goes the way
-// `helm uninstall` takes it — pre- and post-delete hooks run, the release's objects are deleted,
-// and its history (Secrets labelled owner=helm, helm's default storage driver) is purged.
+// Package helmrelease owns how Kustos removes helm releases and reads them, the way
+// `helm uninstall` takes a release: pre- and post-delete hooks run, the release's objects are
+// deleted, and its history (Secrets labelled owner=helm, helm's default storage driver) is purged.
 //
-// Kustos does not reimplement any of this: a release is more than its objects (hooks, history,
-// resource policies), and only helm knows them all. What this package adds is what a controller
-// needs around helm's CLI-shaped API: a RESTClientGetter built from an in-cluster *rest.Config
-// instead of a kubeconfig file, a context that bounds every API call helm makes (helm's
-// Uninstall, GetValues and storage drivers take none), and idempotent results (uninstalling a
-// release that is already gone is success with removed=false, so a retry after a crash is safe).
+// What comes from helm: its kube client (helm.sh/helm/v3/pkg/kube: building objects from a
+// manifest, creating, watching a hook until it is ready, deleting, waiting for deletion), its
+// release storage and Secrets driver (pkg/storage), its release types and manifest sorting
+// (pkg/release, pkg/releaseutil). A release is more than its objects (hooks, history, resource
+// policies), and these packages are where helm keeps that knowledge.
+//
+// What Kustos does itself: the steps of the uninstall (uninstall.go), following helm's own
+// action.Uninstall and its hook execution (helm v3.21, pkg/action/uninstall.go and hooks.go)
+// step by step: status uninstalling, pre-delete hooks by weight with their delete policies,
+// the manifest's objects in helm's uninstall order except those with helm.sh/resource-policy:
+// keep, post-delete hooks, history purged. Calling pkg/action instead links what the helm
+// command line needs (OCI registry clients, chart downloaders, the chart linter and their
+// dependencies), which cost about 12 MiB of RSS at start for code an uninstall never runs
+// (docs/performance.md, "The binary"). Keep uninstall.go in step with helm's when helm is
+// upgraded.
+//
+// And around helm's CLI-shaped clients, what a controller needs: a RESTClientGetter built from
+// an in-cluster *rest.Config instead of a kubeconfig file, a context that bounds every API call
+// helm makes (its kube client and storage drivers take none), and idempotent results
+// (uninstalling a release that is already gone is success with removed=false, so a retry after a
+// crash is safe).
 //
 // And one refusal helm does not make: a release is a Secret its namespace's tenant may write,
 // and helm deletes and creates whatever namespaces its manifest and hooks name. Uninstall acts
 // only on a release whose every object stays in its namespace (package scope), checked on the
-// very revision helm reads to act on; Check tells a detector the same in advance.
+// very revision it reads to act on; Check tells a detector the same in advance.
 package helmrelease

@@ -15,7 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// restClientGetter is the genericclioptions.RESTClientGetter helm's action.Configuration needs,
+// restClientGetter is the genericclioptions.RESTClientGetter helm's kube client needs (kube.New),
 // built from a *rest.Config (a controller has no kubeconfig file) and bound to one namespace. It
 // lives for one call: discovery is cached in memory for that call only, so a CRD installed since
 // the last call is always seen.

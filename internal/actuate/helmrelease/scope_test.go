@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -193,51 +192,27 @@ func TestUninstallPurgesKeptHistoryOutsideNamespace(t *testing.T) {
 	}
 }
 
-// swappingDriver answers the first history read with the release as it is, and every later one
-// with swapped: a tenant who rewrites the release Secret between Kustos's check and helm's own
-// read, as fast as that can be.
-type swappingDriver struct {
-	driver.Driver
-	swapped *release.Release
-	reads   int
-}
-
-func (d *swappingDriver) Query(labels map[string]string) ([]*release.Release, error) {
-	d.reads++
-	if d.reads == 1 {
-		return d.Driver.Query(labels)
-	}
-	return []*release.Release{d.swapped}, nil
-}
-
-// TestUninstallChecksWhatHelmReads: helm's uninstall reads the release again after Kustos's
-// lookup; that read is checked too, so a release swapped in between is refused before any hook
-// runs or object goes.
-func TestUninstallChecksWhatHelmReads(t *testing.T) {
+// TestUninstallChecksWhatItActsOn: a tenant who rewrites the release Secret after a detector's
+// Check gains nothing: Uninstall reads the history once, checks that very read and acts on it, so
+// the rewritten release is refused before any hook runs or object goes.
+func TestUninstallChecksWhatItActsOn(t *testing.T) {
+	ctx := context.Background()
 	ns, other := newNamespace(t), newNamespace(t)
-	if _, err := k8s.CoreV1().ConfigMaps(other).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := k8s.CoreV1().ConfigMaps(other).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	install(t, ns, "swap", hookedChart(), nil)
-	cfg := helmConfig(t, ns)
-	swapped, err := cfg.Releases.Last("swap")
-	if err != nil {
-		t.Fatal(err)
+	u := newUninstaller(t)
+	if err := u.Check(ctx, ns, "swap"); err != nil {
+		t.Fatalf("Check before the rewrite: %v", err)
 	}
-	swapped.Manifest += "\n---\n" + configMapYAML("victim", other)
-	inner := &swappingDriver{Driver: cfg.Releases.Driver, swapped: swapped}
-	cfg.Releases.Driver = inner
-	s := &session{cfg: cfg, getter: newRESTClientGetter(restConfig, ns), namespace: ns, release: "swap"}
-	s.guard()
+	rewrite(t, ns, "swap", func(r *release.Release) { r.Manifest += "\n---\n" + configMapYAML("victim", other) })
 
-	removed, err := newUninstaller(t).uninstall(s)
+	removed, err := u.Uninstall(ctx, ns, "swap")
 	if removed || !errors.Is(err, lifecycle.ErrOutsideNamespace) || !strings.Contains(err.Error(), "ConfigMap "+other+"/victim") {
-		t.Fatalf("uninstall = %v, %v; want the swapped release refused", removed, err)
-	}
-	if inner.reads < 2 {
-		t.Fatalf("%d history reads; the test did not swap the release under helm", inner.reads)
+		t.Fatalf("Uninstall = %v, %v; want the rewritten release refused", removed, err)
 	}
 	if configMap(t, other, "victim") == nil || configMap(t, ns, "swap-data") == nil || configMap(t, ns, "swap-pre-delete") != nil {
-		t.Error("the swapped release was acted on")
+		t.Error("the rewritten release was acted on")
 	}
 }

@@ -29,12 +29,11 @@ func (u *Uninstaller) Touches(ctx context.Context, namespace, release string) (d
 		found bool
 	}
 	o, err := run(ctx, u, namespace, release, func(s *session) (out, error) {
-		cfg := s.cfg
-		last, err := lastRevision(cfg, release)
+		last, err := lastRevision(s.releases, release)
 		if err != nil || last == nil {
 			return out{}, err
 		}
-		history, err := cfg.Releases.History(release)
+		history, err := s.releases.History(release)
 		if err != nil {
 			return out{}, err
 		}

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/kube"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -26,14 +27,15 @@ const DefaultTimeout = 5 * time.Minute
 // ErrNotFound is wrapped by Values when the release has no history in the namespace.
 var ErrNotFound = errors.New("helm release not found")
 
-// Uninstaller removes helm releases with helm's own library (action.Uninstall): hooks run,
-// release history in Secrets (the storage driver helm uses by default) goes too. The zero value
+// Uninstaller removes helm releases as `helm uninstall` does, on helm's own kube client and
+// release storage (uninstall.go follows helm's action.Uninstall): hooks run, release history in
+// Secrets (the storage driver helm uses by default) goes too. The zero value
 // is not usable: Config is required. Its methods may be called concurrently.
 //
 // It removes only a release that stays in its namespace (package scope): whoever may write
 // Secrets in a namespace may write a release whose manifest or hooks name objects elsewhere,
 // and helm would delete and create them there with Kustos's rights. Uninstall checks the
-// revision helm acts on as helm reads it, so no caller can uninstall around the check.
+// revision it acts on, in the read it acts on, so no caller can uninstall around the check.
 type Uninstaller struct {
 	// Config reaches the API server. Kustos's own service account needs what `helm uninstall`
 	// needs: Secrets in the release's namespace and delete on the release's objects.
@@ -50,7 +52,7 @@ type Uninstaller struct {
 // release left "uninstalling" by a crash exists, so that Uninstall finishes it.
 func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bool, error) {
 	exists, err := run(ctx, u, namespace, release, func(s *session) (bool, error) {
-		last, err := lastRevision(s.cfg, release)
+		last, err := lastRevision(s.releases, release)
 		return last != nil && last.Info.Status != hrelease.StatusUninstalled, err
 	})
 	if err != nil {
@@ -94,23 +96,30 @@ func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) 
 
 // uninstall is Uninstall within a session whose reads are guarded.
 func (u *Uninstaller) uninstall(s *session) (bool, error) {
-	last, err := lastRevision(s.cfg, s.release)
-	if err != nil || last == nil {
+	// Helm's order: is the API server there, then the history. A forbidden or unreachable API
+	// server is an error, never "nothing to remove".
+	if err := s.kube.IsReachable(); err != nil {
 		return false, err
 	}
-	uninstall := action.NewUninstall(s.cfg)
-	uninstall.Timeout = u.timeout() * 9 / 10
-	uninstall.DeletionPropagation = "background"
-	// Not IgnoreNotFound: helm then swallows every error of the history lookup, a forbidden or
-	// unreachable API server included. The lookup above decides instead. Helm reads the
-	// release again, through the same guard: what it acts on is checked, whatever changed since.
-	if res, err := uninstall.Run(s.release); err != nil {
-		if errors.Is(err, driver.ErrReleaseNotFound) {
-			return false, nil // removed since the lookup above, by someone else
-		}
-		return false, describeFailure(res, err)
+	// Read through the guard: what is acted on below is this history, as checked.
+	history, err := s.releases.History(s.release)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return false, nil
 	}
-	return last.Info.Status != hrelease.StatusUninstalled, nil
+	if err != nil {
+		return false, err
+	}
+	if len(history) == 0 {
+		// The driver skipped records it could not decode; helm would fail on them too.
+		return false, fmt.Errorf("no readable revision of release %q", s.release)
+	}
+	releaseutil.SortByRevision(history)
+	// Removed unless only the history of an uninstall that kept it was left (purged now).
+	removed := history[len(history)-1].Info.Status != hrelease.StatusUninstalled
+	if rel, err := s.uninstallRelease(history, u.timeout()*9/10); err != nil {
+		return false, describeFailure(rel, err)
+	}
+	return removed, nil
 }
 
 // Check tells what Uninstall would do with release's latest revision now: nil when it would
@@ -121,7 +130,7 @@ func (u *Uninstaller) uninstall(s *session) (bool, error) {
 func (u *Uninstaller) Check(ctx context.Context, namespace, release string) error {
 	_, err := run(ctx, u, namespace, release, func(s *session) (struct{}, error) {
 		s.guard()
-		_, err := lastRevision(s.cfg, release)
+		_, err := lastRevision(s.releases, release)
 		return struct{}{}, err
 	})
 	if refused := refusal(err); refused != nil {
@@ -147,7 +156,7 @@ func refusal(err error) error {
 // them. A release without history is an error wrapping ErrNotFound.
 func (u *Uninstaller) Values(ctx context.Context, namespace, release string) (map[string]any, error) {
 	values, err := run(ctx, u, namespace, release, func(s *session) (map[string]any, error) {
-		last, err := lastRevision(s.cfg, release)
+		last, err := lastRevision(s.releases, release)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +195,7 @@ func (u *Uninstaller) Release(ctx context.Context, namespace, release string) (i
 		found bool
 	}
 	o, err := run(ctx, u, namespace, release, func(s *session) (out, error) {
-		last, err := lastRevision(s.cfg, release)
+		last, err := lastRevision(s.releases, release)
 		if err != nil || last == nil || last.Info == nil || last.Info.Status == hrelease.StatusUninstalled {
 			return out{}, err
 		}
@@ -213,18 +222,21 @@ func (u *Uninstaller) Installed(ctx context.Context, namespace, release string) 
 	return info.FirstDeployed.UTC().Format(time.RFC3339Nano), true, nil
 }
 
-// session is one call's helm configuration, for one release.
+// session is one call's helm clients, for one release: helm's kube client (what helm builds,
+// creates, watches and deletes objects with) and its release storage, Secrets in namespace.
 type session struct {
-	cfg       *action.Configuration
+	kube      *kube.Client
+	releases  *storage.Storage
 	getter    *restClientGetter
 	namespace string
 	release   string
+	log       func(format string, v ...any)
 }
 
 // guard makes helm's reads of the release's history check its latest revision (scope.Check)
 // before they return it: what helm then acts on is what was checked, read in the same request.
 func (s *session) guard() {
-	s.cfg.Releases.Driver = &checkedDriver{Driver: s.cfg.Releases.Driver, check: s.check}
+	s.releases.Driver = &checkedDriver{Driver: s.releases.Driver, check: s.check}
 }
 
 // check refuses rel unless uninstalling it stays in the session's namespace. A revision already
@@ -243,13 +255,13 @@ func (s *session) check(rel *hrelease.Release) error {
 	if _, _, err := dc.ServerGroupsAndResources(); err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("discovering the kinds the API server serves: %w", err)
 	}
-	return scope.Check(s.cfg.KubeClient, s.namespace, s.release, rel)
+	return scope.Check(s.kube, s.namespace, s.release, rel)
 }
 
-// checkedDriver is helm's release storage with every read of history checked: helm's uninstall
-// reads the release it acts on through Query (History, then the highest revision), so the
-// revision it acts on is the one check passed — a tenant who rewrites the release Secret between
-// a check and the uninstall gains nothing.
+// checkedDriver is helm's release storage with every read of history checked: uninstall reads
+// the release it acts on through Query (History, then the highest revision), so the revision it
+// acts on is the one check passed — a tenant who rewrites the release Secret between a check and
+// the uninstall gains nothing.
 type checkedDriver struct {
 	driver.Driver
 	check func(*hrelease.Release) error
@@ -257,7 +269,7 @@ type checkedDriver struct {
 
 var _ driver.Driver = (*checkedDriver)(nil)
 
-// Query checks the latest of the revisions found, the one helm acts on.
+// Query checks the latest of the revisions found, the one uninstall acts on.
 func (d *checkedDriver) Query(labels map[string]string) ([]*hrelease.Release, error) {
 	rels, err := d.Driver.Query(labels)
 	if err != nil || len(rels) == 0 {
@@ -275,8 +287,8 @@ func (d *checkedDriver) Query(labels map[string]string) ([]*hrelease.Release, er
 	return rels, nil
 }
 
-// Get checks the revision it returns (helm's uninstall does not read one this way; a future
-// helm that does must not escape the check).
+// Get checks the revision it returns (uninstall does not read one this way; a change that does
+// must not escape the check).
 func (d *checkedDriver) Get(key string) (*hrelease.Release, error) {
 	rel, err := d.Driver.Get(key)
 	if err != nil {
@@ -307,17 +319,22 @@ func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn 
 		fmt.Errorf("gave up after %v (the Uninstaller's Timeout): %w", timeout, context.DeadlineExceeded))
 	defer cancel()
 
-	cfg := new(action.Configuration)
+	// What helm's action.Configuration.Init set up with the "secret" driver.
 	getter := newRESTClientGetter(withContext(ctx, u.Config), namespace)
-	if err := cfg.Init(getter, namespace, "secret", u.debugLog); err != nil {
+	kc := kube.New(getter)
+	kc.Log = u.debugLog
+	clientset, err := kc.Factory.KubernetesClientSet()
+	if err != nil {
 		return zero, err
 	}
+	secrets := driver.NewSecrets(clientset.CoreV1().Secrets(namespace))
+	secrets.Log = u.debugLog
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	s := &session{cfg: cfg, getter: getter, namespace: namespace, release: name}
+	s := &session{kube: kc, releases: storage.Init(secrets), getter: getter, namespace: namespace, release: name, log: u.debugLog}
 	go func() {
 		v, err := fn(s)
 		done <- result{v, err}
@@ -331,8 +348,8 @@ func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn 
 }
 
 // lastRevision returns the release's latest revision, or nil when it has no history.
-func lastRevision(cfg *action.Configuration, name string) (*hrelease.Release, error) {
-	history, err := cfg.Releases.History(name)
+func lastRevision(releases *storage.Storage, name string) (*hrelease.Release, error) {
+	history, err := releases.History(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
@@ -360,9 +377,10 @@ func (u *Uninstaller) debugLog(format string, v ...any) {
 	}
 }
 
-// describeFailure names the hooks that failed, which helm's error does not ("timed out waiting
-// for the condition"), and flattens helm's multi-line multierror into one line for Events and logs.
-func describeFailure(res *hrelease.UninstallReleaseResponse, err error) error {
+// describeFailure names the hooks of rel that failed, which helm's error does not ("timed out
+// waiting for the condition"), and flattens helm's multi-line multierror into one line for Events
+// and logs.
+func describeFailure(rel *hrelease.Release, err error) error {
 	if multi, ok := err.(interface{ WrappedErrors() []error }); ok && len(multi.WrappedErrors()) > 0 {
 		msgs := make([]string, 0, len(multi.WrappedErrors()))
 		for _, e := range multi.WrappedErrors() {
@@ -370,11 +388,11 @@ func describeFailure(res *hrelease.UninstallReleaseResponse, err error) error {
 		}
 		err = &flatError{msg: strings.Join(msgs, "; "), err: err}
 	}
-	if res == nil || res.Release == nil {
+	if rel == nil {
 		return err
 	}
 	var failed []string
-	for _, h := range res.Release.Hooks {
+	for _, h := range rel.Hooks {
 		if h.LastRun.Phase == hrelease.HookPhaseFailed {
 			events := make([]string, 0, len(h.Events))
 			for _, e := range h.Events {
