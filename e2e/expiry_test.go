@@ -128,7 +128,7 @@ func TestExpiryObserverMode(t *testing.T) {
 	// the preview, the kept one and everything in the opted-out namespace are not; the gauge
 	// counts orphans.
 	rows, err := statusreport.Orphans(context.Background(), k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
-		expiry.DefaultSettings(), time.Now())
+		expiry.DefaultSettings(), time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

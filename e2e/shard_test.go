@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,12 +10,15 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/state"
+	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // shardLabel is the Namespace label the test's two installations select on.
@@ -52,6 +56,35 @@ func TestNamespaceSelectorShards(t *testing.T) {
 	}
 	for _, ns := range all {
 		waitUsed(t, ns, "compute", "requests.cpu", "8500m")
+		newEnvironment(t, ns, "orphan", nil) // no owner, no lifetime
+	}
+	// Each installation's orphan report (its admin digest, kustos status --orphans) lists its
+	// own namespaces' orphans only.
+	for shard, want := range map[string][]string{"a": {nsA, nsMove}, "b": {nsB}} {
+		sel, err := nsscope.Parse(shardLabel + "=" + shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := statusreport.Orphans(ctx, k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+			expiry.DefaultSettings(), time.Now(), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]bool{}
+		for _, r := range rows {
+			listed[r.Target] = true
+		}
+		for _, ns := range all {
+			wantIt := slices.Contains(want, ns)
+			for _, target := range []string{"Deployment.apps/" + ns + "/orphan", "Namespace/" + ns} {
+				if listed[target] != wantIt {
+					t.Errorf("shard %s's orphans list %s: %v, want %v", shard, target, listed[target], wantIt)
+				}
+			}
+		}
+		if len(rows) != 2*len(want) {
+			t.Errorf("shard %s's orphans: %d rows, want %d (its namespaces and their orphan Deployments): %+v", shard, len(rows), 2*len(want), rows)
+		}
 	}
 	shard := func(name string) func(*app.Options) {
 		return func(o *app.Options) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +29,9 @@ const maxDigestRows = 200
 type orphanDigest struct {
 	reader client.Reader // the API server, in pages, once a day
 	kinds  []schema.GroupVersionKind
+	// namespaces selects the namespaces this installation serves (--namespace-selector; nil:
+	// all): another installation's orphans are its administrators' digest.
+	namespaces labels.Selector
 	// stateNamespace holds the vSphere crawl's orphans (statusreport.VMOrphans).
 	stateNamespace string
 	settings       expiry.Settings
@@ -57,7 +61,7 @@ func (d *orphanDigest) Start(ctx context.Context) error {
 
 func (d *orphanDigest) send(ctx context.Context) error {
 	now := d.now()
-	rows, err := statusreport.Orphans(ctx, d.reader, d.kinds, d.settings, now)
+	rows, err := statusreport.Orphans(ctx, d.reader, d.kinds, d.settings, now, d.namespaces)
 	if err != nil {
 		return err
 	}

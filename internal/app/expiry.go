@@ -20,6 +20,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
@@ -155,7 +156,11 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	if nt.mail != nil {
 		settings.Mail = true // owners need an address now
 		if o.Expiry.AdminEmail != "" {
-			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, settings: settings, notifier: nt.mail, stateNamespace: o.StateNamespace,
+			namespaces, err := nsscope.Parse(o.NamespaceSelector)
+			if err != nil {
+				return err
+			}
+			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, namespaces: namespaces, settings: settings, notifier: nt.mail, stateNamespace: o.StateNamespace,
 				to: o.Expiry.AdminEmail, interval: o.Expiry.DigestInterval, now: o.Now, log: o.Log.WithName("orphan-digest")}); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,12 +37,18 @@ const listPage = 500
 // Orphans lists the Namespaces and the objects of kinds (metadata only, in pages) and returns
 // those the expiry detector would leave alone for want of an owner or a lifetime, or for
 // metadata it cannot use, sorted by target. It runs the detector's own lookup (SourcesOf,
-// ParsePolicy).
-func Orphans(ctx context.Context, c client.Reader, kinds []schema.GroupVersionKind, s expiry.Settings, now time.Time) ([]OrphanRow, error) {
+// ParsePolicy). Only the Namespaces sel selects, and the objects in them, are listed (nil: every
+// namespace): an installation that serves some namespaces (--namespace-selector) reports the
+// orphans it would otherwise act on, not another installation's.
+func Orphans(ctx context.Context, c client.Reader, kinds []schema.GroupVersionKind, s expiry.Settings, now time.Time, sel labels.Selector) ([]OrphanRow, error) {
 	nsGVK := corev1.SchemeGroupVersion.WithKind("Namespace")
 	namespaces := map[string]*expiry.Meta{}
 	var rows []OrphanRow
+	selected := map[string]bool{}
 	add := func(gvk schema.GroupVersionKind, o metav1.PartialObjectMetadata) {
+		if ns := o.Namespace; (gvk == nsGVK && !selected[o.Name]) || (ns != "" && !selected[ns]) {
+			return
+		}
 		t := lifecycle.Target{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Namespace, Name: o.Name}
 		p, problems := expiry.ParsePolicy(o.CreationTimestamp.Time, expiry.SourcesOf(t, expiry.Meta{Labels: o.Labels, Annotations: o.Annotations}, namespaces[o.Namespace]),
 			expiry.Scalable(gvk), s)
@@ -69,6 +76,7 @@ func Orphans(ctx context.Context, c client.Reader, kinds []schema.GroupVersionKi
 	}
 	for i := range nsItems {
 		namespaces[nsItems[i].Name] = &expiry.Meta{Labels: nsItems[i].Labels, Annotations: nsItems[i].Annotations}
+		selected[nsItems[i].Name] = sel == nil || sel.Matches(labels.Set(nsItems[i].Labels))
 	}
 	for i := range nsItems {
 		add(nsGVK, nsItems[i])

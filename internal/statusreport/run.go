@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/cli"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -31,7 +33,9 @@ With --orphans it prints instead the objects the expiry detector leaves alone: N
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
 kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
 the controller's --lifecycle-kinds and --default-ttl. With --state-namespace it adds the vSphere VMs
-the controller's last crawl found without EC_OWNER and EC_TTL in their notes (and none kept).`
+the controller's last crawl found without EC_OWNER and EC_TTL in their notes (and none kept).
+Give it the controller's --namespace-selector too, and it lists only the namespaces that
+installation serves.`
 
 // NewCommand is `kustos status`: --state-namespace, --kubeconfig, --lifecycle-kinds and
 // --default-ttl are run's (package cli).
@@ -41,6 +45,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		out            = "table"
 		orphans        bool
 		e              cli.Expiry
+		selector       string
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--state-namespace NS] [-o table|json] [--kubeconfig FILE] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
@@ -51,7 +56,11 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 			if ns == "" && !orphans {
 				return cli.Usagef("need --state-namespace (or $POD_NAMESPACE)")
 			}
-			return cli.ExitCode(status(ns, kubeconfig, out, orphans, e, stdout, stderr))
+			sel, err := nsscope.Parse(selector)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			return cli.ExitCode(status(ns, kubeconfig, out, orphans, e, sel, stdout, stderr))
 		},
 	}
 	fs := cmd.Flags()
@@ -60,6 +69,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 	cli.InGroup(fs, cli.GroupGeneral, func() {
 		fs.VarP(cli.Enum{V: &out, Allowed: []string{"table", "json"}}, "output", "o", "output: a table, or JSON lines")
 		fs.BoolVar(&orphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
+		fs.StringVar(&selector, "namespace-selector", "", "with --orphans: only the namespaces this label selector selects (the controller's --namespace-selector)")
 	})
 	e.AddScopeFlags(fs)
 	return cmd
@@ -70,7 +80,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
 }
 
-func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, stdout, stderr io.Writer) int {
+func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
 	kinds, settings := e.Kinds, e.Settings
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
@@ -90,7 +100,7 @@ func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, stdout, stde
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if orphans {
-		rows, err := Orphans(ctx, c, kinds, settings, time.Now())
+		rows, err := Orphans(ctx, c, kinds, settings, time.Now(), sel)
 		if err == nil {
 			var vms []OrphanRow
 			vms, err = VMOrphans(ctx, c, ns, time.Now())
