@@ -20,8 +20,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
-	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/notify"
+	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
