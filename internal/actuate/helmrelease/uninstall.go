@@ -100,15 +100,17 @@ func (s *session) deleteRelease(rel *hrelease.Release) []error {
 	return errs
 }
 
-// toDelete is files but those with helm.sh/resource-policy: keep (helm's filterManifestsToKeep).
+// toDelete is files but those with a helm.sh/resource-policy annotation, as helm's
+// filterManifestsToKeep: "keep" (any case, spaces trimmed) keeps the object, and so, by
+// omission, does any other value — helm puts such an object in neither its keep list nor its
+// delete list. A chart that renders the policy from a value defaulting to "" keeps its volume
+// under `helm uninstall`; Kustos must not delete it either.
 func toDelete(files []releaseutil.Manifest) []releaseutil.Manifest {
 	var out []releaseutil.Manifest
 	for _, m := range files {
-		if m.Head.Metadata != nil {
-			if p, ok := m.Head.Metadata.Annotations[kube.ResourcePolicyAnno]; ok {
-				if strings.ToLower(strings.TrimSpace(p)) == kube.KeepPolicy {
-					continue
-				}
+		if m.Head != nil && m.Head.Metadata != nil {
+			if _, ok := m.Head.Metadata.Annotations[kube.ResourcePolicyAnno]; ok {
+				continue
 			}
 		}
 		out = append(out, m)

@@ -435,3 +435,58 @@ func TestInvalidArguments(t *testing.T) {
 		t.Error("Values without Config did not fail")
 	}
 }
+
+// policyChart has one ConfigMap per helm.sh/resource-policy spelling (none, keep, " KEEP ", "",
+// retain) and pre- and post-delete hooks with and without hook-succeeded.
+func policyChart() *chart.Chart {
+	templates := map[string]string{}
+	for name, policy := range map[string]string{"plain": "", "keep": "keep", "keep-spaced": " KEEP ", "empty": `""`, "retain": "retain"} {
+		ann := ""
+		if name != "plain" {
+			ann = "\n  annotations:\n    helm.sh/resource-policy: " + policy
+		}
+		templates[name+".yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-" + name + ann + "\n"
+	}
+	for _, h := range []struct{ name, event, policy string }{
+		{"pre-kept", "pre-delete", "before-hook-creation"}, {"pre-gone", "pre-delete", "hook-succeeded"},
+		{"post-kept", "post-delete", "before-hook-creation"}, {"post-gone", "post-delete", "hook-succeeded,before-hook-creation"},
+	} {
+		templates[h.name+".yaml"] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-%s\n  annotations:\n    helm.sh/hook: %s\n    helm.sh/hook-delete-policy: %s\n", h.name, h.event, h.policy)
+	}
+	return testChart(templates)
+}
+
+// TestUninstallAsHelm uninstalls one release with helm's own action.Uninstall and the same
+// chart's other release with Kustos's, and compares what each leaves: every resource policy
+// (helm keeps an object whose policy is anything at all, not only "keep") and every hook's
+// delete policy must end the same way.
+func TestUninstallAsHelm(t *testing.T) {
+	ns := newNamespace(t)
+	install(t, ns, "byhelm", policyChart(), nil)
+	install(t, ns, "bykustos", policyChart(), nil)
+	un := action.NewUninstall(helmConfig(t, ns))
+	un.Timeout = time.Minute
+	if _, err := un.Run("byhelm"); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	if removed, err := newUninstaller(t).Uninstall(context.Background(), ns, "bykustos"); err != nil || !removed {
+		t.Fatalf("Uninstall = %v, %v; want true, nil", removed, err)
+	}
+	left := func(release string) map[string]bool {
+		out := map[string]bool{}
+		for _, name := range []string{"plain", "keep", "keep-spaced", "empty", "retain", "pre-kept", "pre-gone", "post-kept", "post-gone"} {
+			out[name] = configMap(t, ns, release+"-"+name) != nil
+		}
+		return out
+	}
+	helm, kustos := left("byhelm"), left("bykustos")
+	if !reflect.DeepEqual(helm, kustos) {
+		t.Errorf("left after uninstall: Kustos %v, helm %v", kustos, helm)
+	}
+	if helm["plain"] || !helm["empty"] || !helm["retain"] || helm["pre-gone"] || !helm["pre-kept"] {
+		t.Errorf("helm itself left %v: the test's premise changed with helm's version", helm)
+	}
+	if got := releaseSecrets(t, ns, "bykustos"); len(got) != 0 {
+		t.Errorf("release secrets after Kustos's uninstall = %v, want none", got)
+	}
+}
