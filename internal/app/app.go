@@ -42,6 +42,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
@@ -405,7 +406,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, serving, signer, o.scope); err != nil {
+	if err := setupWebhook(mgr, o.Webhook, serving, signer, stamperScope(o.scope, mgr.GetAPIReader())); err != nil {
 		return nil, err
 	}
 
@@ -505,6 +506,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// stamperScope is the author stamper's view of --namespace-selector: from the API server (see
+// nsscope.Scope.Live), or nil (every namespace).
+func stamperScope(s nsscope.Selecter, live client.Reader) admission.Scope {
+	if sc, ok := s.(*nsscope.Scope); ok && sc != nil {
+		return sc.Live(live)
+	}
+	return nil
 }
 
 // sentNoticesRemembered bounds the IDs of sent notices a process remembers (about 100 bytes each).

@@ -104,6 +104,19 @@ func (s *Scope) Selects(ctx context.Context, namespace string) (bool, error) {
 	return s.sel.Matches(labels.Set(ns.Labels)), nil
 }
 
+// Live is the same Scope answered from r instead: the author stamper asks the API server,
+// because it may run before the cache has synced or before the cache has seen a Namespace
+// created a moment before its Cleaner (a GitOps sync creates both together), and a Cleaner it
+// wrongly leaves unstamped would never act. A nil Scope stays nil (every namespace).
+func (s *Scope) Live(r client.Reader) *Scope {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.namespaces = r
+	return &c
+}
+
 // Selecter is a Scope as the predicates use it.
 type Selecter interface {
 	Selects(ctx context.Context, namespace string) (bool, error)

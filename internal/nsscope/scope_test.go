@@ -211,3 +211,28 @@ func TestObjectsPredicate(t *testing.T) {
 		}
 	})
 }
+
+// TestLive: the stamper's Scope answers from the reader it is given (the API server), not the
+// cache the detectors' Scope reads: a Namespace the cache has not seen yet is selected as soon
+// as the API server has it.
+func TestLive(t *testing.T) {
+	cache := namespaceLabels{}
+	live := namespaceLabels{"team-new": {"kustos.io/shard": "a"}}
+	s, err := New("kustos.io/shard=a", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Selects(context.Background(), "team-new"); ok || err != nil {
+		t.Fatalf("cached Scope: %v, %v; want false (the cache has not seen it)", ok, err)
+	}
+	if ok, err := s.Live(live).Selects(context.Background(), "team-new"); !ok || err != nil {
+		t.Fatalf("live Scope: %v, %v; want true", ok, err)
+	}
+	if ok, err := s.Selects(context.Background(), "team-new"); ok || err != nil {
+		t.Fatalf("Live changed the Scope it was made from: %v, %v", ok, err)
+	}
+	var none *Scope
+	if none.Live(live) != nil {
+		t.Fatal("the Live of a nil Scope (every namespace) is not nil")
+	}
+}
