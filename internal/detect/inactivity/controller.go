@@ -356,7 +356,7 @@ func (r *Reconciler) report(ctx context.Context, log logr.Logger, target corev1.
 	for _, p := range problems {
 		ref := target
 		for _, o := range others {
-			if p.On == o.Kind+"/"+o.Name || p.On == o.Kind+"/"+o.Namespace+"/"+o.Name {
+			if (p.On == o.Kind+"/"+o.Name || p.On == o.Kind+"/"+o.Namespace+"/"+o.Name) && r.mayWriteIn(ctx, o, target.Namespace) {
 				ref = o
 			}
 		}
@@ -368,6 +368,17 @@ func (r *Reconciler) report(ctx context.Context, log logr.Logger, target corev1.
 		}
 	}
 	return nil
+}
+
+// mayWriteIn says whether a problem found on o may be reported on o itself: a template object
+// in another namespace that --namespace-selector does not select is another installation's, so
+// the problem is reported on the target instead (which names o in the message).
+func (r *Reconciler) mayWriteIn(ctx context.Context, o corev1.ObjectReference, targetNamespace string) bool {
+	if r.Scope == nil || o.Namespace == "" || o.Namespace == targetNamespace {
+		return true
+	}
+	ok, err := r.Scope.Selects(ctx, o.Namespace)
+	return err == nil && ok
 }
 
 func (r *Reconciler) probeDue(n types.NamespacedName, now time.Time) bool {
