@@ -144,6 +144,7 @@ func (w *reads) call(c celast.CallExpr, scope map[string]value) value {
 				return w.field(args[0], name)
 			}
 		case metadata:
+			w.use(args[1]) // the key may itself read a target: web.metadata.labels[cm.data.k]
 			return args[0]
 		}
 	case fn == overloads.Size && !c.IsMemberFunction() && len(args) == 1 && args[0].shape == items,

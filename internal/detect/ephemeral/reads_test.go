@@ -41,6 +41,7 @@ func TestWholeReads(t *testing.T) {
 		{`pods.items.filter(p, p.metadata.name == "a").size() == 1`, []string{"pods"}},
 		{`web == cm`, []string{"cm", "web"}},
 		{`"spec" in web`, []string{"web"}},
+		{`web.metadata.labels[cm.data.team] == "x"`, []string{"cm"}},
 		{`web.exists(k, k == "spec")`, []string{"web"}},
 		{`string(web).size() > 0`, []string{"web"}},
 		{`[web, cm].size() == 2 && cm.metadata.name == "x"`, []string{"cm", "web"}},
