@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"strings"
@@ -441,13 +442,46 @@ func leaseHandler(trigger func(before, after client.Object) (lifecycle.Key, bool
 	}}
 }
 
-// metadataChanged lets through creations, deletions, and updates of labels, annotations or the
-// deletion timestamp: what Decide reads.
+// metadataChanged lets through creations, deletions, and updates of what Decide reads (the
+// annotations and labels Watches names) or of the deletion timestamp. The cache may hold more
+// (with Cleaners on, it keeps every label and annotation for them): a Deployment's
+// revision annotation, bumped at every rollout, must not make expiry look again.
 func metadataChanged() predicate.Predicate {
-	return predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{},
-		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
-		}})
+	w := Watches()
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
+			return true
+		}
+		return !sameReadMetadata(w, e.ObjectOld, e.ObjectNew)
+	}}
+}
+
+// sameReadMetadata says whether a and b agree on every annotation with one of w's prefixes and
+// every label w names.
+func sameReadMetadata(w lifecycle.Watches, a, b client.Object) bool {
+	for _, k := range w.MetadataLabels {
+		va, oka := a.GetLabels()[k]
+		vb, okb := b.GetLabels()[k]
+		if oka != okb || va != vb {
+			return false
+		}
+	}
+	read := func(o client.Object) map[string]string {
+		m := map[string]string{}
+		for k, v := range o.GetAnnotations() {
+			for _, p := range w.MetadataAnnotationPrefixes {
+				if strings.HasPrefix(k, p) {
+					m[k] = v
+					break
+				}
+			}
+		}
+		return m
+	}
+	return maps.Equal(read(a), read(b))
 }
 
 func (r *Reconciler) objectsOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
