@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/go-logr/logr"
 	"io"
 	"net"
 	"net/http"
@@ -767,4 +768,20 @@ func waitReleaseGone(t *testing.T, ns, name string) {
 		}
 		return !ok
 	})
+}
+
+// TestUnservedKindStopsStartUp: a kind in --lifecycle-kinds that the API server does not serve
+// stops Kustos at start with an error naming the flag and the kind, not one from deep inside
+// the cache.
+func TestUnservedKindStopsStartUp(t *testing.T) {
+	o := kustosOptions(t, func(o *app.Options) {
+		expiryOptions(o)
+		o.Expiry.Kinds = append(o.Expiry.Kinds, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+		o.Cleaners = app.CleanerOptions{Enabled: true} // the expiry kinds' metadata gets a cache entry of its own
+	})
+	o.Log = logr.Discard()
+	_, err := app.NewManager(env.Config, o)
+	if err == nil || !strings.Contains(err.Error(), "--lifecycle-kinds: example.com/v1, Kind=Widget is not served by the API server") {
+		t.Fatalf("NewManager: %v; want the error naming --lifecycle-kinds and the kind", err)
+	}
 }

@@ -217,6 +217,13 @@ func startKustos(t *testing.T, mutate func(*app.Options)) *kustos {
 // startKustosAs starts Kustos talking to the API server with cfg's identity.
 func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *kustos {
 	t.Helper()
+	return startKustosWith(t, cfg, kustosOptions(t, mutate))
+}
+
+// kustosOptions are the e2e tests' Options (observer mode, a state namespace of the test's
+// own), changed by mutate.
+func kustosOptions(t *testing.T, mutate func(*app.Options)) app.Options {
+	t.Helper()
 	threshold, _ := quota.ParseThreshold("80")
 	increment, _ := quota.ParseIncrement("20%")
 	o := app.Options{
@@ -246,7 +253,7 @@ func startKustosAs(t *testing.T, cfg *rest.Config, mutate func(*app.Options)) *k
 	if o.StateNamespace == "" {
 		o.StateNamespace = newNamespace(t, "kustos-state", nil)
 	}
-	return startKustosWith(t, cfg, o)
+	return o
 }
 
 // e2eDeletes lets every deleting detector delete the kinds the e2e tests create.

@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -358,6 +359,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkServed(cfg, o); err != nil {
+		return nil, err
+	}
 	// The selector's label keys must survive the cache's trim of Namespace metadata.
 	selector, err := nsscope.New(o.NamespaceSelector, nil)
 	if err != nil {
@@ -506,6 +510,45 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// checkServed says which flag names a kind the API server does not serve, before the manager is
+// made: its cache has an entry of its own for each kind a detector reads (trimmed, or with all
+// its metadata), and controller-runtime's error for an unserved one names neither the flag nor
+// the kind.
+func checkServed(cfg *rest.Config, o Options) error {
+	type kindOf struct {
+		flag string
+		kind schema.GroupVersionKind
+	}
+	var kinds []kindOf
+	if o.Expiry.Enabled {
+		for _, k := range o.Expiry.Kinds {
+			kinds = append(kinds, kindOf{"--lifecycle-kinds", k})
+		}
+	}
+	if o.Inactivity.Enabled {
+		for _, k := range o.Inactivity.Kinds {
+			kinds = append(kinds, kindOf{"--inactivity-kinds", k})
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return fmt.Errorf("reading the API server's kinds: %w", err)
+	}
+	for _, k := range kinds {
+		if _, err := mapper.RESTMapping(k.kind.GroupKind(), k.kind.Version); err != nil {
+			return fmt.Errorf("%s: %s is not served by the API server: %w", k.flag, k.kind, err)
+		}
+	}
+	return nil
 }
 
 // stamperScope is the author stamper's view of --namespace-selector: from the API server (see

@@ -189,9 +189,6 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	for _, k := range kinds {
-		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
-			return fmt.Errorf("--lifecycle-kinds: %s is not served by the API server: %w", k, err)
-		}
 		r := &expiry.Reconciler{
 			Cache:        mgr.GetClient(),
 			Pipeline:     &pl,

@@ -159,9 +159,6 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: inactivity.DetectorName, Log: o.Log.WithName("egress")}
 	prober := inactivity.HTTPProber{Client: guard.Client(in.ProbeTimeout), Log: o.Log.WithName("probe")}
 	for _, k := range in.Kinds {
-		if _, err := mgr.GetRESTMapper().RESTMapping(k.GroupKind(), k.Version); err != nil {
-			return fmt.Errorf("--inactivity-kinds: %s is not served by the API server: %w", k, err)
-		}
 		ch := make(chan inactivity.Checked, 1)
 		loop.Notify = append(loop.Notify, ch)
 		r := &inactivity.Reconciler{
