@@ -241,7 +241,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("cleaner").
-		For(&v1alpha1.Cleaner{}, builder.WithPredicates(nsscope.Objects(r.Scope), predicate.GenerationChangedPredicate{})).
+		// A predicate gets no context: its cache read of the Namespace runs under its own.
+		For(&v1alpha1.Cleaner{}, builder.WithPredicates(nsscope.Objects(r.Scope), predicate.GenerationChangedPredicate{})). //nolint:contextcheck // predicates get no context
 		// A Namespace that joins the selector has its Cleaners looked at.
 		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.cleanersOfNamespace), builder.WithPredicates(nsscope.Joined(r.Scope))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

@@ -20,7 +20,7 @@ func (r *recordedEvents) Notify(_ context.Context, ref corev1.ObjectReference, _
 type shardOf map[string]bool
 
 func (s shardOf) Selects(_ context.Context, ns string) (bool, error) { return ns == "" || s[ns], nil }
-func (s shardOf) Matches(map[string]string) bool                    { return false }
+func (s shardOf) Matches(map[string]string) bool                     { return false }
 
 // TestReportStaysInScope: a problem found on a template object is reported on that object when
 // its namespace is this installation's, and on the target when it is another installation's
