@@ -35,4 +35,3 @@ func TestTB(t *testing.T) {
 		t.Error(err)
 	}
 }
-
