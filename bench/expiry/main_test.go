@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/kustos-dev/kustos/bench/internal/kevents"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/report"
@@ -127,7 +125,9 @@ func TestPassDone(t *testing.T) {
 func TestAnalyze(t *testing.T) {
 	dl := time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)
 	wb, iv := 10*time.Second, 5*time.Second
-	seen := func(at time.Time, stamp time.Time) seenEvent { return seenEvent{seen: at, stamp: stamp, count: 1} }
+	seen := func(at time.Time, stamp time.Time) kevents.Seen {
+		return kevents.Seen{Seen: at, Stamp: stamp, Count: 1}
+	}
 	ok := scheduled{key: "ok", deadline: dl,
 		warn: seen(dl.Add(-wb+20*time.Millisecond), dl.Add(-wb)), due: seen(dl.Add(30*time.Millisecond), dl)}
 	st := analyze([]scheduled{ok}, wb, iv)
@@ -145,11 +145,11 @@ func TestAnalyze(t *testing.T) {
 	lateWarning.warn = seen(dl.Add(-4*time.Second), dl.Add(-4*time.Second))
 	lateWarning.due = seen(dl.Add(time.Second), dl.Add(time.Second))
 	unwarned := ok
-	unwarned.warn = seenEvent{}
+	unwarned.warn = kevents.Seen{}
 	neverDue := ok
-	neverDue.due = seenEvent{}
+	neverDue.due = kevents.Seen{}
 	twice := ok
-	twice.due.count, twice.warn.count = 2, 3
+	twice.due.Count, twice.warn.Count = 2, 3
 	st = analyze([]scheduled{ok, earlySeen, decidedEarly, warnedEarly, lateWarning, unwarned, neverDue, twice}, wb, iv)
 	want := schedStats{earlyDue: 2, earlyWarn: 1, unknown: 1, unwarned: 1, missingWarn: 1, missingDue: 1, dupDue: 1, dupWarn: 2}
 	if got := counts(st); !reflect.DeepEqual(got, want) {
@@ -213,36 +213,6 @@ func TestRowsAndVerdicts(t *testing.T) {
 	}
 
 	check("not measured", result{}, []report.Verdict{report.None}, 1)
-}
-
-func TestEventWatcherTally(t *testing.T) {
-	w := &eventWatcher{deployments: map[string]map[string]*seenEvent{}}
-	at := time.Now()
-	ev := func(name, ns, obj, kind, reason, component string) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: obj},
-			Reason:         reason, Source: corev1.EventSource{Component: component}, LastTimestamp: metav1.NewTime(at.Truncate(time.Second))}
-	}
-	w.note(ev("a.1", scheduledNamespace, "due-000", "Deployment", reasonWarning, kustosComponent), at)
-	w.note(ev("a.2", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(time.Second))
-	w.note(ev("a.3", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(2*time.Second))
-	w.note(ev("b.1", "expiry-001", "env-00001", "Deployment", reasonWarning, kustosComponent), at)
-	w.note(ev("c.1", "default", "expiry-001", "Namespace", "InvalidExpiryMetadata", kustosComponent), at)
-	w.note(ev("d.1", "expiry-002", "env-00002", "Deployment", reasonWarning, "kubelet"), at) // not Kustos's
-	if w.count() != 5 {
-		t.Errorf("count %d, want 5", w.count())
-	}
-	due := w.get(scheduledNamespace+"/due-000", reasonDue)
-	if due.count != 2 || !due.seen.Equal(at.Add(time.Second)) || !due.stamp.Equal(at.Truncate(time.Second)) {
-		t.Errorf("due: %+v", due)
-	}
-	if w.get("expiry-002/env-00002", reasonWarning).count != 0 {
-		t.Error("an Event by another component was counted")
-	}
-	n, examples, others := w.tally(func(key, reason string) bool { return strings.HasPrefix(key, scheduledNamespace+"/") })
-	if n != 1 || len(examples) != 1 || !strings.Contains(examples[0], "expiry-001/env-00001") || len(others) != 1 || !strings.Contains(others[0], "Namespace") {
-		t.Errorf("tally: %d %q %q", n, examples, others)
-	}
 }
 
 func TestPeakIsTheLargestReading(t *testing.T) {

@@ -15,9 +15,8 @@ const (
 	annotationOwner     = "kustos.io/owner"
 	annotationExpiresAt = "kustos.io/expires-at"
 
-	reasonWarning   = "ExpiryWarning"
-	reasonDue       = "ExpiryDue"
-	kustosComponent = "kustos"
+	reasonWarning = "ExpiryWarning"
+	reasonDue     = "ExpiryDue"
 
 	scheduledNamespace = "expiry-scheduled"
 )

@@ -85,9 +85,9 @@ func (r result) rows(o options) []report.Row {
 	due.Broken, due.Why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
 	rows = append(rows, due)
 
-	if u := r.unexpected + len(r.otherEvents); u > 0 {
+	if u := r.unexpected; u > 0 {
 		rows = append(rows, report.Row{Name: "unexpected Kustos Events", Target: "none",
-			Measured: fmt.Sprintf("%d: %s", u, strings.Join(append(append([]string(nil), r.examples...), r.otherEvents...), "; ")),
+			Measured: fmt.Sprintf("%d: %s", u, strings.Join(r.examples, "; ")),
 			Broken:   true, Why: "Events about idle Deployments, or of other reasons"})
 	}
 	return rows

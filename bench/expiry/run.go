@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kustos-dev/kustos/bench/internal/harness"
+	"github.com/kustos-dev/kustos/bench/internal/kevents"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/objects"
@@ -41,13 +42,12 @@ type result struct {
 	sched      []scheduled
 	stats      schedStats
 
-	unexpected  int      // Kustos Events about idle Deployments, or of other reasons, over the run
-	examples    []string // a few of them
-	otherEvents []string // Kustos Events about anything but a Deployment
-	errors      float64  // reconcile errors of the expiry detector
-	end         kustosproc.Sample
-	cpuTotal    time.Duration // whole life, shutdown included
-	exit        string
+	unexpected int      // Kustos Events about idle Deployments, or of other reasons, over the run
+	examples   []string // a few of them
+	errors     float64  // reconcile errors of the expiry detector
+	end        kustosproc.Sample
+	cpuTotal   time.Duration // whole life, shutdown included
+	exit       string
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
@@ -93,13 +93,13 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	r.setup = time.Since(t0)
 	logf("created %d namespaces and %d Deployments expiring at %s in %s", o.namespaces, o.n, expires.Format(time.RFC3339), r.setup.Round(time.Millisecond))
 
-	w, err := startEventWatcher(ctx, wcs, logf)
+	w, err := kevents.Start(ctx, wcs, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer func() {
-		if err := w.stop(); err != nil && r.err == nil {
+		if err := w.Stop(); err != nil && r.err == nil {
 			r.err = err
 		}
 	}()
@@ -144,7 +144,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
 	}
-	events0 := w.count()
+	events0 := w.Count()
 	select {
 	case <-ctx.Done():
 		r.err = ctx.Err()
@@ -160,7 +160,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
 	}
-	r.idleEvents = w.count() - events0
+	r.idleEvents = w.Count() - events0
 	r.idleReconciles = kmetrics.Delta(m0, m1, metricReconciles)
 	r.idleRequests = kmetrics.Delta(m0, m1, metricRequests)
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB; while idle %.0f reconciles, %.0f API requests, %d Events",
@@ -178,11 +178,11 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	if m2, err := sc.Scrape(ctx); err == nil {
 		r.errors, _ = m2.Sum(metricErrors, kmetrics.ControllerHasPrefix(expiryPrefix))
 	}
-	r.unexpected, r.examples, r.otherEvents = w.tally(func(key, reason string) bool {
-		return strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
+	r.unexpected, r.examples = w.Tally(func(kind, key, reason string) bool {
+		return kind == "Deployment" && strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
 	})
-	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v %v",
-		r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.unexpected+len(r.otherEvents), r.examples, r.otherEvents)
+	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v",
+		r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.unexpected, r.examples)
 	return r
 }
 
@@ -256,7 +256,7 @@ func waitPass(ctx context.Context, k *kustosproc.Process, sc kmetrics.Scraper, o
 
 // schedule creates the group of Deployments whose deadlines fall during the run, waits for
 // their ExpiryDue Events and analyses them into r.
-func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *eventWatcher, logf func(string, ...any)) error {
+func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *kevents.Watcher, logf func(string, ...any)) error {
 	base := time.Now().Truncate(time.Second).Add(time.Second)
 	dl := deadlines(base, o.scheduled, o.from, o.to)
 	ds := make([]*appsv1.Deployment, len(dl))
@@ -280,9 +280,9 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 	for i, d := range ds {
 		keys[i] = d.Namespace + "/" + d.Name
 	}
-	if _, err := w.wait(ctx, last.Add(o.timeout), func() bool {
+	if _, err := w.Wait(ctx, last.Add(o.timeout), func() bool {
 		for _, key := range keys {
-			if w.get(key, reasonDue).count == 0 {
+			if w.Get("Deployment", key, reasonDue).Count == 0 {
 				return false
 			}
 		}
@@ -298,7 +298,7 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 	}
 	r.sched = make([]scheduled, len(ds))
 	for i, key := range keys {
-		r.sched[i] = scheduled{key: key, deadline: dl[i], warn: w.get(key, reasonWarning), due: w.get(key, reasonDue)}
+		r.sched[i] = scheduled{key: key, deadline: dl[i], warn: w.Get("Deployment", key, reasonWarning), due: w.Get("Deployment", key, reasonDue)}
 		if o.verbose {
 			s := r.sched[i]
 			logf("  %s: deadline %s; warning seen %s, ExpiryDue seen %s after its time", key, s.deadline.Format("15:04:05"),
@@ -314,18 +314,18 @@ func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface
 	return nil
 }
 
-func lateString(s seenEvent, at time.Time) string {
-	if s.count == 0 {
+func lateString(s kevents.Seen, at time.Time) string {
+	if s.Count == 0 {
 		return "never"
 	}
-	return report.MS(s.seen.Sub(at)) + " ms"
+	return report.MS(s.Seen.Sub(at)) + " ms"
 }
 
 // scheduled is one Deployment of the scheduled group and what the watch saw of it.
 type scheduled struct {
 	key       string
 	deadline  time.Time
-	warn, due seenEvent
+	warn, due kevents.Seen
 }
 
 // schedStats is what the scheduled group says about Kustos's timing.
@@ -348,30 +348,30 @@ func analyze(ss []scheduled, warningBefore, interval time.Duration) schedStats {
 	var st schedStats
 	for _, s := range ss {
 		warnAt := s.deadline.Add(-warningBefore)
-		if s.warn.count == 0 {
+		if s.warn.Count == 0 {
 			st.missingWarn++
 		} else {
-			st.dupWarn += s.warn.count - 1
-			st.warnLate = append(st.warnLate, s.warn.seen.Sub(warnAt))
-			if s.warn.seen.Before(warnAt) || s.warn.stamp.Before(warnAt) {
+			st.dupWarn += s.warn.Count - 1
+			st.warnLate = append(st.warnLate, s.warn.Seen.Sub(warnAt))
+			if s.warn.Seen.Before(warnAt) || s.warn.Stamp.Before(warnAt) {
 				st.earlyWarn++
 			}
 		}
-		if s.due.count == 0 {
+		if s.due.Count == 0 {
 			st.missingDue++
 			continue
 		}
-		st.dupDue += s.due.count - 1
-		if s.due.seen.Before(s.deadline) || s.due.stamp.Before(s.deadline) {
+		st.dupDue += s.due.Count - 1
+		if s.due.Seen.Before(s.deadline) || s.due.Stamp.Before(s.deadline) {
 			st.earlyDue++
 		}
 		switch {
-		case s.warn.count == 0:
+		case s.warn.Count == 0:
 			st.unwarned++
-		case s.warn.seen.After(s.deadline.Add(-interval)):
+		case s.warn.Seen.After(s.deadline.Add(-interval)):
 			st.unknown++
 		default:
-			st.dueLate = append(st.dueLate, s.due.seen.Sub(s.deadline))
+			st.dueLate = append(st.dueLate, s.due.Seen.Sub(s.deadline))
 		}
 	}
 	return st

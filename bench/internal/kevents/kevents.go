@@ -1,4 +1,4 @@
-package main
+package kevents
 
 import (
 	"context"
@@ -14,33 +14,37 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// seenEvent is what the watch saw of one reason about one object.
-type seenEvent struct {
-	seen  time.Time // when the watch delivered the first such Event
-	stamp time.Time // that Event's lastTimestamp: Kustos's decision time, in whole seconds
-	count int       // such Events (distinct names)
+// Component is the source.component of the Events Kustos writes.
+const Component = "kustos"
+
+// Seen is what the watch saw of one reason about one object.
+type Seen struct {
+	Seen  time.Time // when the watch delivered the first such Event
+	Stamp time.Time // that Event's lastTimestamp: Kustos's decision time, in whole seconds
+	Count int       // such Events (distinct names)
 }
 
-// eventWatcher follows every Event Kustos writes (source.component "kustos") through one list
-// and watch, started before Kustos.
-type eventWatcher struct {
+// Watcher follows every Event Kustos writes (source.component "kustos") through one list and
+// watch, started before Kustos.
+type Watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu          sync.Mutex
-	deployments map[string]map[string]*seenEvent // "namespace/name" → reason
-	total       int                              // every Kustos Event seen
-	other       []string                         // Events about anything but a Deployment
-	err         error
+	mu      sync.Mutex
+	objects map[string]map[string]map[string]*Seen // kind → "namespace/name" → reason
+	total   int                                    // every Kustos Event seen
+	err     error
 }
 
-func startEventWatcher(ctx context.Context, cs kubernetes.Interface, logf func(string, ...any)) (*eventWatcher, error) {
-	sel := fields.OneTermEqualSelector("source", kustosComponent).String()
+// Start lists and then watches Kustos's Events in all namespaces, resuming the watch where the
+// server closed it.
+func Start(ctx context.Context, cs kubernetes.Interface, logf func(string, ...any)) (*Watcher, error) {
+	sel := fields.OneTermEqualSelector("source", Component).String()
 	list, err := cs.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("listing Kustos Events: %w", err)
 	}
-	w := &eventWatcher{done: make(chan struct{}), deployments: map[string]map[string]*seenEvent{}}
+	w := &Watcher{done: make(chan struct{}), objects: map[string]map[string]map[string]*Seen{}}
 	now := time.Now()
 	for i := range list.Items {
 		w.note(&list.Items[i], now)
@@ -77,7 +81,7 @@ func startEventWatcher(ctx context.Context, cs kubernetes.Interface, logf func(s
 }
 
 // drain handles one watch until ctx ends or it fails (false) or the server closes it (true).
-func (w *eventWatcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
+func (w *Watcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
 	for {
 		var ev watch.Event
 		var ok bool
@@ -106,35 +110,34 @@ func (w *eventWatcher) drain(ctx context.Context, wi watch.Interface, rv *string
 	}
 }
 
-func (w *eventWatcher) note(e *corev1.Event, at time.Time) {
-	if e.Source.Component != kustosComponent {
+func (w *Watcher) note(e *corev1.Event, at time.Time) {
+	if e.Source.Component != Component {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.total++
 	o := e.InvolvedObject
-	if o.Kind != "Deployment" {
-		if len(w.other) < 10 {
-			w.other = append(w.other, fmt.Sprintf("%s about %s %s/%s", e.Reason, o.Kind, o.Namespace, o.Name))
-		}
-		return
+	byKey := w.objects[o.Kind]
+	if byKey == nil {
+		byKey = map[string]map[string]*Seen{}
+		w.objects[o.Kind] = byKey
 	}
 	key := o.Namespace + "/" + o.Name
-	byReason := w.deployments[key]
+	byReason := byKey[key]
 	if byReason == nil {
-		byReason = map[string]*seenEvent{}
-		w.deployments[key] = byReason
+		byReason = map[string]*Seen{}
+		byKey[key] = byReason
 	}
 	s := byReason[e.Reason]
 	if s == nil {
-		s = &seenEvent{seen: at, stamp: e.LastTimestamp.Time}
+		s = &Seen{Seen: at, Stamp: e.LastTimestamp.Time}
 		byReason[e.Reason] = s
 	}
-	s.count++
+	s.Count++
 }
 
-func (w *eventWatcher) fail(err error) {
+func (w *Watcher) fail(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
@@ -142,45 +145,48 @@ func (w *eventWatcher) fail(err error) {
 	}
 }
 
-// get returns what was seen of reason about the Deployment namespace/name (zero: nothing).
-func (w *eventWatcher) get(key, reason string) seenEvent {
+// Get returns what was seen of reason about the object of kind at key, "namespace/name"
+// (zero: nothing).
+func (w *Watcher) Get(kind, key, reason string) Seen {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if s := w.deployments[key][reason]; s != nil {
+	if s := w.objects[kind][key][reason]; s != nil {
 		return *s
 	}
-	return seenEvent{}
+	return Seen{}
 }
 
-// count returns the Kustos Events seen so far.
-func (w *eventWatcher) count() int {
+// Count returns the Kustos Events seen so far.
+func (w *Watcher) Count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.total
 }
 
-// tally counts, over the whole run so far, the Kustos Events about Deployments for which
-// expected is false, and describes a few; others are the Events about anything else.
-func (w *eventWatcher) tally(expected func(key, reason string) bool) (n int, examples, others []string) {
+// Tally counts, over the whole run so far, the Kustos Events for which expected (of the
+// object's kind, "namespace/name" and the reason) is false, and describes up to five of them.
+func (w *Watcher) Tally(expected func(kind, key, reason string) bool) (n int, examples []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for key, byReason := range w.deployments {
-		for reason, s := range byReason {
-			if expected(key, reason) {
-				continue
-			}
-			n += s.count
-			if len(examples) < 5 {
-				examples = append(examples, fmt.Sprintf("%s about Deployment %s", reason, key))
+	for kind, byKey := range w.objects {
+		for key, byReason := range byKey {
+			for reason, s := range byReason {
+				if expected(kind, key, reason) {
+					continue
+				}
+				n += s.Count
+				if len(examples) < 5 {
+					examples = append(examples, fmt.Sprintf("%s about %s %s", reason, kind, key))
+				}
 			}
 		}
 	}
-	return n, examples, append([]string(nil), w.other...)
+	return n, examples
 }
 
-// wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
+// Wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
 // The times measured are taken by the watch itself, so polling costs no accuracy.
-func (w *eventWatcher) wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
+func (w *Watcher) Wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -204,7 +210,8 @@ func (w *eventWatcher) wait(ctx context.Context, deadline time.Time, cond func()
 	}
 }
 
-func (w *eventWatcher) stop() error {
+// Stop ends the watch and returns its error, if it failed.
+func (w *Watcher) Stop() error {
 	w.cancel()
 	<-w.done
 	w.mu.Lock()
