@@ -1,4 +1,4 @@
-package main
+package cleanerwatch
 
 import (
 	"context"
@@ -13,22 +13,22 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
-// seen is what the watch saw of one Cleaner; times are when the watch delivered it.
-type seen struct {
-	evaluated time.Time   // first status with lastEvaluation
-	due       time.Time   // first status with lastEvaluation.due
-	dueEval   metav1.Time // lastEvaluation.time of that status
-	deleted   bool
-	last      *v1alpha1.Cleaner // as last delivered
+// Seen is what the watch saw of one Cleaner; times are when the watch delivered it.
+type Seen struct {
+	Evaluated time.Time   // first status with lastEvaluation
+	Due       time.Time   // first status with lastEvaluation.due
+	DueEval   metav1.Time // lastEvaluation.time of that status
+	Deleted   bool
+	Last      *v1alpha1.Cleaner // as last delivered
 }
 
-// watcher follows every Cleaner in the cluster through one list and watch.
-type watcher struct {
+// Watcher follows every Cleaner in the cluster through one list and watch.
+type Watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	mu        sync.Mutex
-	cleaners  map[string]*seen // "namespace/name"
+	cleaners  map[string]*Seen // "namespace/name"
 	evaluated int
 	modified  int // MODIFIED events: status writes, as Kustos writes nothing else
 	lastWrite time.Time
@@ -38,12 +38,13 @@ type watcher struct {
 	trace func(old, cl *v1alpha1.Cleaner)
 }
 
-func startWatcher(ctx context.Context, c client.WithWatch, logf func(string, ...any)) (*watcher, error) {
+// Start lists and then watches every Cleaner, resuming the watch where the server closed it.
+func Start(ctx context.Context, c client.WithWatch, logf func(string, ...any)) (*Watcher, error) {
 	var list v1alpha1.CleanerList
 	if err := c.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing Cleaners: %w", err)
 	}
-	w := &watcher{done: make(chan struct{}), cleaners: map[string]*seen{}}
+	w := &Watcher{done: make(chan struct{}), cleaners: map[string]*Seen{}}
 	now := time.Now()
 	for i := range list.Items {
 		w.note(watch.Added, &list.Items[i], now)
@@ -80,7 +81,7 @@ func startWatcher(ctx context.Context, c client.WithWatch, logf func(string, ...
 }
 
 // drain handles one watch until ctx ends or it fails (false) or the server closes it (true).
-func (w *watcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
+func (w *Watcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
 	for {
 		var ev watch.Event
 		var ok bool
@@ -108,20 +109,20 @@ func (w *watcher) drain(ctx context.Context, wi watch.Interface, rv *string) boo
 	}
 }
 
-func (w *watcher) note(typ watch.EventType, cl *v1alpha1.Cleaner, at time.Time) {
+func (w *Watcher) note(typ watch.EventType, cl *v1alpha1.Cleaner, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := cl.Namespace + "/" + cl.Name
 	s := w.cleaners[key]
 	if s == nil {
-		s = &seen{}
+		s = &Seen{}
 		w.cleaners[key] = s
 	}
-	old := s.last
-	s.last = cl
+	old := s.Last
+	s.Last = cl
 	switch typ {
 	case watch.Deleted:
-		s.deleted = true
+		s.Deleted = true
 		return
 	case watch.Modified:
 		w.modified++
@@ -134,22 +135,24 @@ func (w *watcher) note(typ watch.EventType, cl *v1alpha1.Cleaner, at time.Time) 
 	if ev == nil {
 		return
 	}
-	if s.evaluated.IsZero() {
-		s.evaluated = at
+	if s.Evaluated.IsZero() {
+		s.Evaluated = at
 		w.evaluated++
 	}
-	if ev.Due && s.due.IsZero() {
-		s.due, s.dueEval = at, ev.Time
+	if ev.Due && s.Due.IsZero() {
+		s.Due, s.DueEval = at, ev.Time
 	}
 }
 
-func (w *watcher) setTrace(f func(old, cl *v1alpha1.Cleaner)) {
+// SetTrace sets a function called (under the lock) with a Cleaner's previous and new version
+// on every status write; nil: none.
+func (w *Watcher) SetTrace(f func(old, cl *v1alpha1.Cleaner)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.trace = f
 }
 
-func (w *watcher) fail(err error) {
+func (w *Watcher) fail(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
@@ -157,33 +160,33 @@ func (w *watcher) fail(err error) {
 	}
 }
 
-// get returns a copy of what was seen of the Cleaner namespace/name.
-func (w *watcher) get(key string) seen {
+// Get returns a copy of what was seen of the Cleaner namespace/name.
+func (w *Watcher) Get(key string) Seen {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s := w.cleaners[key]; s != nil {
 		return *s
 	}
-	return seen{}
+	return Seen{}
 }
 
-// counts returns the Cleaners evaluated at least once and the status writes seen so far.
-func (w *watcher) counts() (evaluated, modified int) {
+// Counts returns the Cleaners evaluated at least once and the status writes seen so far.
+func (w *Watcher) Counts() (evaluated, modified int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.evaluated, w.modified
 }
 
-// lastWriteAt returns when the watch delivered the last status write.
-func (w *watcher) lastWriteAt() time.Time {
+// LastWriteAt returns when the watch delivered the last status write.
+func (w *Watcher) LastWriteAt() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lastWrite
 }
 
-// wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
+// Wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
 // The times measured are taken by the watch itself, so polling costs no accuracy.
-func (w *watcher) wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
+func (w *Watcher) Wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -207,7 +210,8 @@ func (w *watcher) wait(ctx context.Context, deadline time.Time, cond func() bool
 	}
 }
 
-func (w *watcher) stop() {
+// Stop ends the watch.
+func (w *Watcher) Stop() {
 	w.cancel()
 	<-w.done
 }
