@@ -16,10 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/bench/internal/cleanerwatch"
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/objects"
 	"github.com/kustos-dev/kustos/bench/internal/report"
 	"github.com/kustos-dev/kustos/bench/internal/workers"
 )
@@ -158,7 +156,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	}
 	defer stopEnv()
 
-	setupC, watchC, err := clients(env.Config)
+	setupC, watchC, err := objects.Clients(env.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -454,24 +452,6 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *cleaner
 	logf("monotonic: seen due p50 %s ms, max %s ms after T; periodic: p50 %s ms, max %s ms",
 		report.MS(kustosproc.Percentile(r.mono.wall, 50)), report.MS(kustosproc.Percentile(r.mono.wall, 100)), report.MS(kustosproc.Percentile(r.periodic.wall, 50)), report.MS(kustosproc.Percentile(r.periodic.wall, 100)))
 	return nil
-}
-
-// clients returns a fast client for the setup and the samples, and a watching one.
-func clients(base *rest.Config) (client.Client, client.WithWatch, error) {
-	scheme := k8sruntime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
-		return nil, nil, err
-	}
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = 2000, 4000, "kustos-bench-setup"
-	setup, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, nil, err
-	}
-	wcfg := rest.CopyConfig(base)
-	wcfg.UserAgent = "kustos-bench-watch"
-	wc, err := client.NewWithWatch(wcfg, client.Options{Scheme: scheme})
-	return setup, wc, err
 }
 
 func statusJSON(cl *v1alpha1.Cleaner) string {
