@@ -221,3 +221,18 @@ func (w *Watcher) Stop() error {
 	}
 	return nil
 }
+
+// ByReason counts the Kustos Events seen so far by reason.
+func (w *Watcher) ByReason() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, byKey := range w.objects {
+		for _, byReason := range byKey {
+			for reason, s := range byReason {
+				out[reason] += s.Count
+			}
+		}
+	}
+	return out
+}

@@ -36,6 +36,9 @@ func TestWatcherNoteGetTally(t *testing.T) {
 	if w.Get("Namespace", "sched/due-000", "ExpiryDue").Count != 0 {
 		t.Error("the kind is part of the key")
 	}
+	if got := w.ByReason(); got["ExpiryDue"] != 2 || got["ExpiryWarning"] != 2 || got["InvalidExpiryMetadata"] != 1 || len(got) != 3 {
+		t.Errorf("by reason: %v", got)
+	}
 	n, examples := w.Tally(func(kind, key, _ string) bool { return kind == "Deployment" && strings.HasPrefix(key, "sched/") })
 	if n != 2 || len(examples) != 2 || !strings.Contains(strings.Join(examples, ";"), "Deployment expiry-001/env-00001") ||
 		!strings.Contains(strings.Join(examples, ";"), "InvalidExpiryMetadata about Namespace default/expiry-001") {
