@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/bench/internal/follow"
 )
 
 // Seen is what the watch saw of one Cleaner; times are when the watch delivered it.
@@ -62,20 +63,7 @@ func Start(ctx context.Context, c client.WithWatch, logf func(string, ...any)) (
 	}
 	go func() {
 		defer close(w.done)
-		for {
-			closed := w.drain(ctx, wi, &rv)
-			wi.Stop()
-			if !closed {
-				return
-			}
-			logf("Cleaner watch closed by the server; resuming at resourceVersion %s", rv)
-			if wi, err = open(); err != nil {
-				if ctx.Err() == nil {
-					w.fail(fmt.Errorf("resuming the Cleaner watch: %w", err))
-				}
-				return
-			}
-		}
+		follow.Resume(ctx, "Cleaner", wi, &rv, open, func(wi watch.Interface) bool { return w.drain(ctx, wi, &rv) }, w.fail, logf)
 	}()
 	return w, nil
 }
@@ -187,27 +175,13 @@ func (w *Watcher) LastWriteAt() time.Time {
 // Wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
 // The times measured are taken by the watch itself, so polling costs no accuracy.
 func (w *Watcher) Wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		w.mu.Lock()
-		err := w.err
-		w.mu.Unlock()
-		if err != nil {
-			return false, err
-		}
-		if cond() {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return follow.Until(ctx, 20*time.Millisecond, deadline, w.failed, cond)
+}
+
+func (w *Watcher) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // Stop ends the watch.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kustos-dev/kustos/bench/internal/follow"
 )
 
 // Component is the source.component of the Events Kustos writes.
@@ -61,21 +63,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, logf func(string, ...an
 	}
 	go func() {
 		defer close(w.done)
-		for {
-			closed := w.drain(ctx, wi, &rv)
-			wi.Stop()
-			if !closed {
-				return
-			}
-			// The server closed the watch: resume where it left off.
-			logf("Event watch closed by the server; resuming at resourceVersion %s", rv)
-			if wi, err = open(); err != nil {
-				if ctx.Err() == nil {
-					w.fail(fmt.Errorf("resuming the Event watch: %w", err))
-				}
-				return
-			}
-		}
+		follow.Resume(ctx, "Event", wi, &rv, open, func(wi watch.Interface) bool { return w.drain(ctx, wi, &rv) }, w.fail, logf)
 	}()
 	return w, nil
 }
@@ -187,27 +175,13 @@ func (w *Watcher) Tally(expected func(kind, key, reason string) bool) (n int, ex
 // Wait polls cond until it holds (true), the watch failed, ctx ends or deadline passes.
 // The times measured are taken by the watch itself, so polling costs no accuracy.
 func (w *Watcher) Wait(ctx context.Context, deadline time.Time, cond func() bool) (bool, error) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		w.mu.Lock()
-		err := w.err
-		w.mu.Unlock()
-		if err != nil {
-			return false, err
-		}
-		if cond() {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return follow.Until(ctx, 50*time.Millisecond, deadline, w.failed, cond)
+}
+
+func (w *Watcher) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // Stop ends the watch and returns its error, if it failed.
