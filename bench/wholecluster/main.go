@@ -116,7 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.heapEvery, "heap-every", time.Minute, "during churn, how often Kustos's heap after GC is read (at most a sixth of -churn)")
 	seed := fs.Uint64("seed", 1, "seed of the RNG that picks the samples")
 	harness.LogLevelFlag(fs, &o.logLevel)
-	fs.BoolVar(&o.verbose, "v", false, "print every sample and every cycle")
+	fs.BoolVar(&o.verbose, "v", false, "print every scheduled Deployment's warning and ExpiryDue lateness")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
