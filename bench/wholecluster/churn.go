@@ -198,7 +198,7 @@ func deleteTenant(ctx context.Context, cs kubernetes.Interface, c client.Client,
 		return fmt.Errorf("reading namespace %s: %w", t.ns, err)
 	}
 	ns.Spec.Finalizers = []corev1.FinalizerName{}
-	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); ignore(err) != nil {
+	if _, err := cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("finalizing namespace %s: %w", t.ns, err)
 	}
 	return nil

@@ -103,7 +103,7 @@ func TestShape(t *testing.T) {
 	}
 }
 
-func queue(reconciles float64, ready float64) kmetrics.Queue {
+func queue(reconciles, ready float64) kmetrics.Queue {
 	return kmetrics.Queue{Reconciles: reconciles, Ready: ready}
 }
 
