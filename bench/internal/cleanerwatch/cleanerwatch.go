@@ -70,31 +70,16 @@ func Start(ctx context.Context, c client.WithWatch, logf func(string, ...any)) (
 
 // drain handles one watch until ctx ends or it fails (false) or the server closes it (true).
 func (w *Watcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
-	for {
-		var ev watch.Event
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return false
-		case ev, ok = <-wi.ResultChan():
-		}
-		if !ok {
-			return true
-		}
-		now := time.Now()
-		if ev.Type == watch.Error {
-			w.fail(fmt.Errorf("cleaner watch failed: %v", ev.Object))
-			return false
-		}
+	return follow.Drain(ctx, "Cleaner", wi, w.fail, func(ev watch.Event, at time.Time) {
 		cl, isCleaner := ev.Object.(*v1alpha1.Cleaner)
 		if !isCleaner {
-			continue
+			return
 		}
 		*rv = cl.ResourceVersion
 		if ev.Type != watch.Bookmark {
-			w.note(ev.Type, cl, now)
+			w.note(ev.Type, cl, at)
 		}
-	}
+	})
 }
 
 func (w *Watcher) note(typ watch.EventType, cl *v1alpha1.Cleaner, at time.Time) {

@@ -31,6 +31,29 @@ func Resume(ctx context.Context, what string, wi watch.Interface, rv *string, op
 	}
 }
 
+// Drain hands each event of wi, with the time the watch delivered it, to handle until ctx ends
+// or the watch reports an error, which goes to fail (false), or the server closes it (true).
+func Drain(ctx context.Context, what string, wi watch.Interface, fail func(error), handle func(watch.Event, time.Time)) bool {
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok = <-wi.ResultChan():
+		}
+		if !ok {
+			return true
+		}
+		now := time.Now()
+		if ev.Type == watch.Error {
+			fail(fmt.Errorf("%s watch failed: %v", what, ev.Object))
+			return false
+		}
+		handle(ev, now)
+	}
+}
+
 // Until polls cond every period until it holds (true), failed returns an error, ctx ends or
 // deadline passes (false, no error).
 func Until(ctx context.Context, period time.Duration, deadline time.Time, failed func() error, cond func() bool) (bool, error) {

@@ -58,3 +58,36 @@ func TestUntil(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+func TestDrain(t *testing.T) {
+	ctx := context.Background()
+	fw := watch.NewFake()
+	go func() {
+		fw.Add(nil)
+		fw.Modify(nil)
+		fw.Stop() // the server closes it
+	}()
+	var types []watch.EventType
+	if closed := Drain(ctx, "Event", fw, func(error) { t.Error("failed") }, func(ev watch.Event, at time.Time) {
+		if at.IsZero() {
+			t.Error("no delivery time")
+		}
+		types = append(types, ev.Type)
+	}); !closed || len(types) != 2 || types[0] != watch.Added || types[1] != watch.Modified {
+		t.Errorf("closed %v, events %v", closed, types)
+	}
+
+	fw = watch.NewFake()
+	go fw.Error(nil)
+	var failed error
+	if closed := Drain(ctx, "Cleaner", fw, func(err error) { failed = err }, func(watch.Event, time.Time) {}); closed ||
+		failed == nil || !strings.Contains(failed.Error(), "Cleaner watch failed") {
+		t.Errorf("an error: closed %v, %v", closed, failed)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if Drain(cctx, "Event", watch.NewFake(), func(error) {}, func(watch.Event, time.Time) {}) {
+		t.Error("cancelled: closed")
+	}
+}

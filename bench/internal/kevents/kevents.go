@@ -70,22 +70,7 @@ func Start(ctx context.Context, cs kubernetes.Interface, logf func(string, ...an
 
 // drain handles one watch until ctx ends or it fails (false) or the server closes it (true).
 func (w *Watcher) drain(ctx context.Context, wi watch.Interface, rv *string) bool {
-	for {
-		var ev watch.Event
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return false
-		case ev, ok = <-wi.ResultChan():
-		}
-		if !ok {
-			return true
-		}
-		now := time.Now()
-		if ev.Type == watch.Error {
-			w.fail(fmt.Errorf("event watch failed: %v", ev.Object))
-			return false
-		}
+	return follow.Drain(ctx, "Event", wi, w.fail, func(ev watch.Event, at time.Time) {
 		if m, isMeta := ev.Object.(metav1.Object); isMeta {
 			*rv = m.GetResourceVersion()
 		}
@@ -93,9 +78,9 @@ func (w *Watcher) drain(ctx context.Context, wi watch.Interface, rv *string) boo
 		// Kustos writes each Event once under a name derived from what it reports: a new
 		// Event is an ADDED one. Bookmarks only move the resourceVersion on.
 		if isEvent && ev.Type == watch.Added {
-			w.note(e, now)
+			w.note(e, at)
 		}
-	}
+	})
 }
 
 func (w *Watcher) note(e *corev1.Event, at time.Time) {
