@@ -100,7 +100,9 @@
 //     -heap-every (1 m; at most a sixth of -churn) and at the end. The run FAILS, at any size,
 //     if the heap at the end is more than 10% above the first reading at or after a sixth of
 //     the churn: minute 5 of 30 with `-churn 30m`, as issue 19 asks, the same proportion for a
-//     shorter churn.
+//     shorter churn. That reading must come after the churn tenants reach their steady number
+//     (six alive), so a sixth of -churn must be at least six -churn-tick: -churn 3m at least
+//     with the default tick, `-churn 60s -churn-tick 1s` for a quick look.
 //
 // At the end Kustos's memory and CPU are read once more, then it gets SIGTERM (its CPU time
 // including shutdown, from getrusage, is printed too).

@@ -153,8 +153,11 @@ func (o options) validate() error {
 		return errors.New("want whole seconds with -warning-before + 3s ≤ -from ≤ -to")
 	case o.churn < 0 || o.churnTick <= 0 || o.heapEvery <= 0:
 		return errors.New("-churn must not be negative; -churn-tick and -heap-every must be positive")
-	case o.churn > 0 && o.churn < 6*o.churnTick:
-		return fmt.Errorf("-churn=%s: at least six -churn-tick (%s)", o.churn, o.churnTick)
+	case o.churn > 0 && o.churn/6 < churnKeep*o.churnTick:
+		// The reference reading, at a sixth of the churn, must come once the churn tenants
+		// have reached their steady number (one created and one deleted each tick).
+		return fmt.Errorf("-churn=%s: a sixth of it must be at least %d × -churn-tick (%s), when the churn tenants reach their steady number",
+			o.churn, churnKeep, o.churnTick)
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ func TestParseFlags(t *testing.T) {
 	if !o.fullSize() || o.idle != time.Minute || o.churn != 0 || !o.Strict || o.checkInterval != 30*time.Second {
 		t.Errorf("defaults: %+v", o)
 	}
+	if _, err := parseFlags([]string{"-kustos", k, "-churn", "30m"}, io.Discard); err != nil {
+		t.Errorf("-churn 30m: %v", err)
+	}
 	if o, err := parseFlags([]string{"-kustos", k, "-namespaces", "200"}, io.Discard); err != nil || o.fullSize() {
 		t.Errorf("a smoke run: %v, full size %v", err, o.fullSize())
 	}
@@ -48,7 +51,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-kustos", k, "-warning-before", "5s"}, "-notification-interval < -warning-before"},
 		{[]string{"-kustos", k, "-from", "5s"}, "-warning-before + 3s"},
 		{[]string{"-kustos", k, "-check-interval", "1500ms"}, "-check-interval"},
-		{[]string{"-kustos", k, "-churn", "10s"}, "at least six -churn-tick"},
+		{[]string{"-kustos", k, "-churn", "2m"}, "a sixth of it must be at least 6 × -churn-tick (5s)"},
+		{[]string{"-kustos", k, "-churn", "60s", "-churn-tick", "2s"}, "steady number"},
 		{[]string{"-kustos", k, "-idle", "-1s"}, "must not be negative"},
 		{[]string{"-kustos", k, "extra"}, "unexpected arguments"},
 	} {
