@@ -118,6 +118,6 @@
 // -strict (the default); a broken measurement always does.
 //
 // The result is a Markdown table on standard output (also written to -out), progress goes to
-// standard error; -v adds every expiry sample. Kustos's output is kept when something failed or
+// standard error; -v adds every scheduled Deployment's lateness. Kustos's output is kept when something failed or
 // with -keep-logs.
 package main
