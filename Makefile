@@ -117,6 +117,11 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 	$(GO) run ./bench/cleaners -kustos $(BIN)/kustos
 	$(GO) run ./bench/expiry -kustos $(BIN)/kustos
 	$(GO) run ./bench/inactivity -kustos $(BIN)/kustos
+	$(GO) run ./bench/wholecluster -kustos $(BIN)/kustos
+
+.PHONY: bench-churn
+bench-churn: testbin build ## The whole-cluster bench with 30 minutes of churn: fails if Kustos's heap after GC grows more than 10% from minute 5 to minute 30.
+	$(GO) run ./bench/wholecluster -kustos $(BIN)/kustos -churn 30m
 
 .PHONY: demo
 demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR), then vSphere lab VMs in a simulated vCenter (a warning, an extension, a quarantine).

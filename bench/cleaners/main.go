@@ -16,16 +16,15 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/bench/internal/cleanerwatch"
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/objects"
 	"github.com/kustos-dev/kustos/bench/internal/report"
 	"github.com/kustos-dev/kustos/bench/internal/workers"
 )
@@ -157,7 +156,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	}
 	defer stopEnv()
 
-	setupC, watchC, err := clients(env.Config)
+	setupC, watchC, err := objects.Clients(env.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -190,12 +189,12 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	// creationTimestamp has whole seconds: past 2 s, every TTL of 1 s has passed.
 	time.Sleep(2 * time.Second)
 
-	w, err := startWatcher(ctx, watchC, logf)
+	w, err := cleanerwatch.Start(ctx, watchC, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer w.stop()
+	defer w.Stop()
 
 	// Phase 1: Kustos starts, evaluates every Cleaner once, then idles.
 	r.kustosStart = time.Now()
@@ -218,8 +217,8 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		idleKeys[i] = cl.Namespace + "/" + cl.Name
 	}
 	progress := time.Now()
-	ok, err := w.wait(ctx, r.kustosStart.Add(o.evalTimeout), func() bool {
-		n, _ := w.counts()
+	ok, err := w.Wait(ctx, r.kustosStart.Add(o.evalTimeout), func() bool {
+		n, _ := w.Counts()
 		if time.Since(progress) >= 10*time.Second {
 			progress = time.Now()
 			logf("  %d/%d evaluated", n, o.n)
@@ -233,14 +232,14 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = err
 		return r
 	}
-	r.evaluated, _ = w.counts()
+	r.evaluated, _ = w.Counts()
 	var firstEval, lastEval time.Time
 	for _, key := range idleKeys {
-		s := w.get(key)
-		if !s.due.IsZero() {
+		s := w.Get(key)
+		if !s.Due.IsZero() {
 			r.dueEarly++
 		}
-		if e := s.evaluated; !e.IsZero() {
+		if e := s.Evaluated; !e.IsZero() {
 			if firstEval.IsZero() || e.Before(firstEval) {
 				firstEval = e
 			}
@@ -258,11 +257,11 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	}
 	logf("all %d evaluated %s after start (first after %s); CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; idle for %s",
 		o.n, r.allEval.Round(time.Millisecond), r.firstEval.Round(time.Millisecond), r.atEval.CPU.Seconds(), r.atEval.RSSMiB(), r.atEval.HWMMiB(), o.idle)
-	_, writes0 := w.counts()
+	_, writes0 := w.Counts()
 	idleStart := time.Now()
 	if o.verbose {
 		traced := 0
-		w.setTrace(func(old, cl *v1alpha1.Cleaner) {
+		w.SetTrace(func(old, cl *v1alpha1.Cleaner) {
 			traced++
 			if traced <= 3 {
 				logf("  status write while idle, %s/%s:\n    before %s\n    after  %s", cl.Namespace, cl.Name, statusJSON(old), statusJSON(cl))
@@ -279,11 +278,11 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = err
 		return r
 	}
-	_, writes1 := w.counts()
-	w.setTrace(nil)
+	_, writes1 := w.Counts()
+	w.SetTrace(nil)
 	r.idleWrites = writes1 - writes0
 	if r.idleWrites > 0 {
-		r.idleLastWrite = w.lastWriteAt().Sub(idleStart)
+		r.idleLastWrite = w.LastWriteAt().Sub(idleStart)
 	}
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB, %d status writes while idle (the last %s into it)",
 		r.afterIdle.CPU.Seconds(), (r.afterIdle.CPU - r.atEval.CPU).Seconds(), r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(),
@@ -307,7 +306,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		return r
 	}
 	for _, key := range idleKeys {
-		if w.get(key).deleted {
+		if w.Get(key).Deleted {
 			r.deleted++
 		}
 	}
@@ -315,7 +314,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	return r
 }
 
-func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *watcher, idleKeys []string, logf func(string, ...any)) error {
+func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *cleanerwatch.Watcher, idleKeys []string, logf func(string, ...any)) error {
 	rng := rand.New(rand.NewPCG(o.seed, 0x6b7573746f73)) // "kustos"
 	sampled := rng.Perm(o.n)[:o.samples]
 	r.sampled = len(sampled)
@@ -342,27 +341,27 @@ func reevaluate(ctx context.Context, o options, r *result, c client.Client, w *w
 	logf("%d target ConfigMaps set to done in %s; waiting up to %s for the due statuses", len(sampled), last.Sub(start).Round(time.Millisecond), o.timeout)
 	allDue := func() bool {
 		for _, idx := range sampled {
-			if w.get(idleKeys[idx]).due.IsZero() {
+			if w.Get(idleKeys[idx]).Due.IsZero() {
 				return false
 			}
 		}
 		return true
 	}
-	if _, err := w.wait(ctx, last.Add(o.timeout), allDue); err != nil {
+	if _, err := w.Wait(ctx, last.Add(o.timeout), allDue); err != nil {
 		return err
 	}
 	time.Sleep(500 * time.Millisecond) // a short look for strays
 	var b strings.Builder
 	for i, idx := range sampled {
-		if s := w.get(idleKeys[idx]); !s.due.IsZero() {
-			r.latencies = append(r.latencies, s.due.Sub(sent[i]))
-			fmt.Fprintf(&b, " %s", report.MS(s.due.Sub(sent[i])))
+		if s := w.Get(idleKeys[idx]); !s.Due.IsZero() {
+			r.latencies = append(r.latencies, s.Due.Sub(sent[i]))
+			fmt.Fprintf(&b, " %s", report.MS(s.Due.Sub(sent[i])))
 		} else {
 			b.WriteString(" missing")
 		}
 	}
 	for _, key := range idleKeys {
-		if !isSampled[key] && !w.get(key).due.IsZero() {
+		if !isSampled[key] && !w.Get(key).Due.IsZero() {
 			r.unexpected++
 		}
 	}
@@ -395,7 +394,7 @@ func probeWrites(ctx context.Context, c client.Client, n int, interval time.Dura
 	return out, nil
 }
 
-func late(ctx context.Context, o options, r *result, c client.Client, w *watcher, logf func(string, ...any)) error {
+func late(ctx context.Context, o options, r *result, c client.Client, w *cleanerwatch.Watcher, logf func(string, ...any)) error {
 	base := time.Now().Truncate(time.Second).Add(time.Second)
 	due := make([]time.Time, o.late)
 	var cleaners []*v1alpha1.Cleaner
@@ -417,9 +416,9 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 	deadline := due[len(due)-1].Add(o.latePeriod + 10*time.Second)
 	logf("%d monotonic and %d periodic (period %s) Cleaners due between %s and %s; waiting until %s",
 		o.late, o.late, o.latePeriod, due[0].Format("15:04:05"), due[len(due)-1].Format("15:04:05"), deadline.Format("15:04:05"))
-	if _, err := w.wait(ctx, deadline, func() bool {
+	if _, err := w.Wait(ctx, deadline, func() bool {
 		for _, cl := range cleaners {
-			if w.get(cl.Namespace + "/" + cl.Name).due.IsZero() {
+			if w.Get(cl.Namespace + "/" + cl.Name).Due.IsZero() {
 				return false
 			}
 		}
@@ -432,45 +431,27 @@ func late(ctx context.Context, o options, r *result, c client.Client, w *watcher
 		if i%2 == 1 {
 			g = &r.periodic
 		}
-		s := w.get(cl.Namespace + "/" + cl.Name)
-		if s.due.IsZero() {
+		s := w.Get(cl.Namespace + "/" + cl.Name)
+		if s.Due.IsZero() {
 			g.missing++
-			if o.verbose && s.last != nil {
-				logf("  %s: never due; status %s", cl.Name, statusJSON(s.last))
+			if o.verbose && s.Last != nil {
+				logf("  %s: never due; status %s", cl.Name, statusJSON(s.Last))
 			}
 			continue
 		}
 		at := due[i/2]
-		if s.due.Before(at) || s.dueEval.Time.Before(at) {
+		if s.Due.Before(at) || s.DueEval.Time.Before(at) {
 			g.early++
 		}
-		g.wall = append(g.wall, s.due.Sub(at))
-		g.evalAt = append(g.evalAt, s.dueEval.Sub(at))
+		g.wall = append(g.wall, s.Due.Sub(at))
+		g.evalAt = append(g.evalAt, s.DueEval.Sub(at))
 		if o.verbose {
-			logf("  %s: due at %s, seen due %s later (lastEvaluation.time %s)", cl.Name, at.Format("15:04:05"), report.MS(s.due.Sub(at))+" ms", s.dueEval.Format("15:04:05"))
+			logf("  %s: due at %s, seen due %s later (lastEvaluation.time %s)", cl.Name, at.Format("15:04:05"), report.MS(s.Due.Sub(at))+" ms", s.DueEval.Format("15:04:05"))
 		}
 	}
 	logf("monotonic: seen due p50 %s ms, max %s ms after T; periodic: p50 %s ms, max %s ms",
 		report.MS(kustosproc.Percentile(r.mono.wall, 50)), report.MS(kustosproc.Percentile(r.mono.wall, 100)), report.MS(kustosproc.Percentile(r.periodic.wall, 50)), report.MS(kustosproc.Percentile(r.periodic.wall, 100)))
 	return nil
-}
-
-// clients returns a fast client for the setup and the samples, and a watching one.
-func clients(base *rest.Config) (client.Client, client.WithWatch, error) {
-	scheme := k8sruntime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
-		return nil, nil, err
-	}
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = 2000, 4000, "kustos-bench-setup"
-	setup, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, nil, err
-	}
-	wcfg := rest.CopyConfig(base)
-	wcfg.UserAgent = "kustos-bench-watch"
-	wc, err := client.NewWithWatch(wcfg, client.Options{Scheme: scheme})
-	return setup, wc, err
 }
 
 func statusJSON(cl *v1alpha1.Cleaner) string {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
+	"github.com/kustos-dev/kustos/bench/internal/objects"
 	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
@@ -67,7 +68,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 	defer stopEnv()
 
-	cs, err := setupClient(env.Config)
+	cs, err := objects.SetupClient(env.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -77,7 +78,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 
 	t0 := time.Now()
-	quotas, err := createQuotas(ctx, cs, sc.namespaces, o.Workers)
+	quotas, err := objects.CreateQuotas(ctx, cs, namespaceNames(sc.namespaces), o.Workers)
 	r.setup = time.Since(t0)
 	if err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -86,7 +87,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	logf("created %d namespaces with quotas at 20%% in %s", sc.namespaces, r.setup.Round(time.Millisecond))
 	if sc.noise > 0 {
 		t0 = time.Now()
-		err := createNoise(ctx, cs, sc.noise, sc.namespaces, o.Workers)
+		err := objects.CreateNoise(ctx, cs, sc.noise, namespaceNames(sc.namespaces), o.Workers)
 		r.noiseSetup = time.Since(t0)
 		if err != nil {
 			r.err = fmt.Errorf("setup: %w", err)

@@ -4,14 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"github.com/kustos-dev/kustos/bench/internal/expirysched"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/report"
@@ -46,29 +43,6 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
-	}
-}
-
-func TestDeadlinesOnWholeSecondsInRange(t *testing.T) {
-	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	dl := deadlines(base, 50, 15*time.Second, 40*time.Second)
-	if len(dl) != 50 || !dl[0].Equal(base.Add(15*time.Second)) || !dl[49].Equal(base.Add(40*time.Second)) {
-		t.Fatalf("first %s, last %s", dl[0], dl[len(dl)-1])
-	}
-	for i, d := range dl {
-		if d.Nanosecond() != 0 {
-			t.Errorf("deadline %d: %s is not a whole second", i, d)
-		}
-		if i > 0 && d.Before(dl[i-1]) {
-			t.Errorf("deadline %d before %d", i, i-1)
-		}
-	}
-	if one := deadlines(base, 1, 15*time.Second, 40*time.Second); !one[0].Equal(base.Add(15 * time.Second)) {
-		t.Errorf("one: %s", one[0])
-	}
-	d := deployment("ns", "x", "ana@example.com", base.Add(500*time.Millisecond))
-	if d.Annotations[annotationExpiresAt] != "2026-11-24T10:00:00Z" || *d.Spec.Replicas != 0 {
-		t.Errorf("deployment: %v, replicas %d", d.Annotations, *d.Spec.Replicas)
 	}
 }
 
@@ -124,55 +98,11 @@ func TestPassDone(t *testing.T) {
 	}
 }
 
-func TestAnalyze(t *testing.T) {
-	dl := time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)
-	wb, iv := 10*time.Second, 5*time.Second
-	seen := func(at time.Time, stamp time.Time) seenEvent { return seenEvent{seen: at, stamp: stamp, count: 1} }
-	ok := scheduled{key: "ok", deadline: dl,
-		warn: seen(dl.Add(-wb+20*time.Millisecond), dl.Add(-wb)), due: seen(dl.Add(30*time.Millisecond), dl)}
-	st := analyze([]scheduled{ok}, wb, iv)
-	if len(st.dueLate) != 1 || st.dueLate[0] != 30*time.Millisecond || len(st.warnLate) != 1 || st.warnLate[0] != 20*time.Millisecond || !reflect.DeepEqual(counts(st), schedStats{}) {
-		t.Fatalf("one on time: %+v", st)
-	}
-
-	earlySeen := ok
-	earlySeen.due = seen(dl.Add(-time.Millisecond), dl.Add(-time.Second))
-	decidedEarly := ok // seen after the deadline, but decided in the second before it
-	decidedEarly.due = seen(dl.Add(5*time.Millisecond), dl.Add(-time.Second))
-	warnedEarly := ok
-	warnedEarly.warn = seen(dl.Add(-wb-time.Second), dl.Add(-wb-time.Second))
-	lateWarning := ok // warned 6 s late: due at warned + 5 s, after the deadline
-	lateWarning.warn = seen(dl.Add(-4*time.Second), dl.Add(-4*time.Second))
-	lateWarning.due = seen(dl.Add(time.Second), dl.Add(time.Second))
-	unwarned := ok
-	unwarned.warn = seenEvent{}
-	neverDue := ok
-	neverDue.due = seenEvent{}
-	twice := ok
-	twice.due.count, twice.warn.count = 2, 3
-	st = analyze([]scheduled{ok, earlySeen, decidedEarly, warnedEarly, lateWarning, unwarned, neverDue, twice}, wb, iv)
-	want := schedStats{earlyDue: 2, earlyWarn: 1, unknown: 1, unwarned: 1, missingWarn: 1, missingDue: 1, dupDue: 1, dupWarn: 2}
-	if got := counts(st); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v\nwant %+v", got, want)
-	}
-	// Left out of the lateness: the one warned too late (due time unknown), the unwarned one
-	// and the one never due.
-	if len(st.dueLate) != 5 || len(st.warnLate) != 7 {
-		t.Errorf("%d due and %d warning samples, want 5 and 7", len(st.dueLate), len(st.warnLate))
-	}
-}
-
-// counts is st without its samples, to compare.
-func counts(st schedStats) schedStats {
-	st.warnLate, st.dueLate = nil, nil
-	return st
-}
-
 func TestRowsAndVerdicts(t *testing.T) {
 	o := options{n: 100, idle: 30 * time.Second, scheduled: 2, farFuture: 30 * 24 * time.Hour}
 	measured := kustosproc.Sample{HWMKiB: 1 << 20, RSSKiB: 1 << 19}
-	good := result{atPass: measured, afterIdle: measured, end: measured, sched: make([]scheduled, 2),
-		stats: schedStats{warnLate: []time.Duration{time.Millisecond, 2 * time.Millisecond}, dueLate: []time.Duration{10 * time.Millisecond, 900 * time.Millisecond}}}
+	good := result{atPass: measured, afterIdle: measured, end: measured, sched: make([]expirysched.Scheduled, 2),
+		stats: expirysched.Stats{WarnLate: []time.Duration{time.Millisecond, 2 * time.Millisecond}, DueLate: []time.Duration{10 * time.Millisecond, 900 * time.Millisecond}}}
 	check := func(name string, r result, want []report.Verdict, broken int) {
 		t.Helper()
 		rows := r.rows(o)
@@ -200,12 +130,12 @@ func TestRowsAndVerdicts(t *testing.T) {
 	}
 
 	slow := good
-	slow.stats.dueLate = []time.Duration{10 * time.Millisecond, 1100 * time.Millisecond}
+	slow.stats.DueLate = []time.Duration{10 * time.Millisecond, 1100 * time.Millisecond}
 	check("slow", slow, []report.Verdict{report.None, report.None, report.None, report.Fail}, 0)
 
 	bad := good
 	bad.idleEvents = 1
-	bad.stats.earlyDue, bad.stats.missingWarn = 1, 1
+	bad.stats.EarlyDue, bad.stats.MissingWarn = 1, 1
 	bad.unexpected, bad.examples = 1, []string{"ExpiryWarning about Deployment expiry-001/env-00001"}
 	check("broken", bad, []report.Verdict{report.None, report.None, report.None, report.Pass, report.None}, 4)
 	if table := render(bad, o); !strings.Contains(table, "FAIL: 1 due early") || !strings.Contains(table, "FAIL: 1 never warned") {
@@ -213,36 +143,6 @@ func TestRowsAndVerdicts(t *testing.T) {
 	}
 
 	check("not measured", result{}, []report.Verdict{report.None}, 1)
-}
-
-func TestEventWatcherTally(t *testing.T) {
-	w := &eventWatcher{deployments: map[string]map[string]*seenEvent{}}
-	at := time.Now()
-	ev := func(name, ns, obj, kind, reason, component string) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: ns, Name: obj},
-			Reason:         reason, Source: corev1.EventSource{Component: component}, LastTimestamp: metav1.NewTime(at.Truncate(time.Second))}
-	}
-	w.note(ev("a.1", scheduledNamespace, "due-000", "Deployment", reasonWarning, kustosComponent), at)
-	w.note(ev("a.2", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(time.Second))
-	w.note(ev("a.3", scheduledNamespace, "due-000", "Deployment", reasonDue, kustosComponent), at.Add(2*time.Second))
-	w.note(ev("b.1", "expiry-001", "env-00001", "Deployment", reasonWarning, kustosComponent), at)
-	w.note(ev("c.1", "default", "expiry-001", "Namespace", "InvalidExpiryMetadata", kustosComponent), at)
-	w.note(ev("d.1", "expiry-002", "env-00002", "Deployment", reasonWarning, "kubelet"), at) // not Kustos's
-	if w.count() != 5 {
-		t.Errorf("count %d, want 5", w.count())
-	}
-	due := w.get(scheduledNamespace+"/due-000", reasonDue)
-	if due.count != 2 || !due.seen.Equal(at.Add(time.Second)) || !due.stamp.Equal(at.Truncate(time.Second)) {
-		t.Errorf("due: %+v", due)
-	}
-	if w.get("expiry-002/env-00002", reasonWarning).count != 0 {
-		t.Error("an Event by another component was counted")
-	}
-	n, examples, others := w.tally(func(key, reason string) bool { return strings.HasPrefix(key, scheduledNamespace+"/") })
-	if n != 1 || len(examples) != 1 || !strings.Contains(examples[0], "expiry-001/env-00001") || len(others) != 1 || !strings.Contains(others[0], "Namespace") {
-		t.Errorf("tally: %d %q %q", n, examples, others)
-	}
 }
 
 func TestPeakIsTheLargestReading(t *testing.T) {

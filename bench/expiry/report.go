@@ -47,47 +47,32 @@ func (r result) rows(o options) []report.Row {
 
 	st, n := r.stats, len(r.sched)
 	warn := report.Row{Name: "(reported) ExpiryWarning seen − (deadline − warning-before)", Target: "– (reported)",
-		Measured: fmt.Sprintf("%d/%d: %s", len(st.warnLate), n,
-			report.Latency(st.warnLate))}
+		Measured: fmt.Sprintf("%d/%d: %s", len(st.WarnLate), n,
+			report.Latency(st.WarnLate))}
 	var bad, notes []string
-	if st.missingWarn > 0 {
-		bad = append(bad, fmt.Sprintf("%d never warned", st.missingWarn))
+	if st.MissingWarn > 0 {
+		bad = append(bad, fmt.Sprintf("%d never warned", st.MissingWarn))
 	}
-	if st.earlyWarn > 0 {
-		bad = append(bad, fmt.Sprintf("%d warned early", st.earlyWarn))
+	if st.EarlyWarn > 0 {
+		bad = append(bad, fmt.Sprintf("%d warned early", st.EarlyWarn))
 	}
-	if st.dupWarn > 0 {
-		notes = append(notes, fmt.Sprintf("%d duplicate warnings", st.dupWarn))
+	if st.DupWarn > 0 {
+		notes = append(notes, fmt.Sprintf("%d duplicate warnings", st.DupWarn))
 	}
 	warn.Broken, warn.Why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
 	rows = append(rows, warn)
 
 	due := report.Row{Name: "ExpiryDue seen − due time (the deadline)", Target: fmt.Sprintf("p99 ≤ %g s, none early", dueP99.Seconds()),
-		Measured: fmt.Sprintf("%d/%d: %s; %d early", len(st.dueLate), n,
-			report.Latency(st.dueLate), st.earlyDue)}
-	due.Verdict = report.Judge(len(st.dueLate) > 0 && kustosproc.Percentile(st.dueLate, 99) <= dueP99)
-	bad, notes = nil, nil
-	if st.missingDue > 0 {
-		bad = append(bad, fmt.Sprintf("%d never due", st.missingDue))
-	}
-	if st.earlyDue > 0 {
-		bad = append(bad, fmt.Sprintf("%d due early", st.earlyDue))
-	}
-	if st.unwarned > 0 {
-		bad = append(bad, fmt.Sprintf("%d due without a warning", st.unwarned))
-	}
-	if st.unknown > 0 {
-		bad = append(bad, fmt.Sprintf("%d warned too late to know the due time", st.unknown))
-	}
-	if st.dupDue > 0 {
-		notes = append(notes, fmt.Sprintf("%d duplicate ExpiryDue", st.dupDue))
-	}
+		Measured: fmt.Sprintf("%d/%d: %s; %d early", len(st.DueLate), n,
+			report.Latency(st.DueLate), st.EarlyDue)}
+	due.Verdict = report.Judge(len(st.DueLate) > 0 && kustosproc.Percentile(st.DueLate, 99) <= dueP99)
+	bad, notes = st.Broken()
 	due.Broken, due.Why = len(bad) > 0, strings.Join(append(bad, notes...), ", ")
 	rows = append(rows, due)
 
-	if u := r.unexpected + len(r.otherEvents); u > 0 {
+	if u := r.unexpected; u > 0 {
 		rows = append(rows, report.Row{Name: "unexpected Kustos Events", Target: "none",
-			Measured: fmt.Sprintf("%d: %s", u, strings.Join(append(append([]string(nil), r.examples...), r.otherEvents...), "; ")),
+			Measured: fmt.Sprintf("%d: %s", u, strings.Join(r.examples, "; ")),
 			Broken:   true, Why: "Events about idle Deployments, or of other reasons"})
 	}
 	return rows

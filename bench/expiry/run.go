@@ -11,11 +11,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kustos-dev/kustos/bench/internal/expirysched"
 	"github.com/kustos-dev/kustos/bench/internal/harness"
+	"github.com/kustos-dev/kustos/bench/internal/kevents"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/objects"
-	"github.com/kustos-dev/kustos/bench/internal/report"
 )
 
 // result is what one run measured; a field is zero when the run failed before measuring it.
@@ -38,16 +39,15 @@ type result struct {
 	idleEvents     int     // Kustos Events
 
 	schedSetup time.Duration
-	sched      []scheduled
-	stats      schedStats
+	sched      []expirysched.Scheduled
+	stats      expirysched.Stats
 
-	unexpected  int      // Kustos Events about idle Deployments, or of other reasons, over the run
-	examples    []string // a few of them
-	otherEvents []string // Kustos Events about anything but a Deployment
-	errors      float64  // reconcile errors of the expiry detector
-	end         kustosproc.Sample
-	cpuTotal    time.Duration // whole life, shutdown included
-	exit        string
+	unexpected int      // Kustos Events about idle Deployments, or of other reasons, over the run
+	examples   []string // a few of them
+	errors     float64  // reconcile errors of the expiry detector
+	end        kustosproc.Sample
+	cpuTotal   time.Duration // whole life, shutdown included
+	exit       string
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
@@ -84,7 +84,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	expires := time.Now().Add(o.farFuture).Truncate(time.Second)
 	idle := make([]*appsv1.Deployment, o.n)
 	for i := range idle {
-		idle[i] = deployment(namespaceName(i%o.namespaces), idleName(i), fmt.Sprintf("team-%02d@example.com", i%o.namespaces), expires)
+		idle[i] = expirysched.Deployment(namespaceName(i%o.namespaces), idleName(i), 0, fmt.Sprintf("team-%02d@example.com", i%o.namespaces), expires)
 	}
 	if err := objects.CreateDeployments(ctx, cs, idle, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -93,13 +93,13 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	r.setup = time.Since(t0)
 	logf("created %d namespaces and %d Deployments expiring at %s in %s", o.namespaces, o.n, expires.Format(time.RFC3339), r.setup.Round(time.Millisecond))
 
-	w, err := startEventWatcher(ctx, wcs, logf)
+	w, err := kevents.Start(ctx, wcs, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer func() {
-		if err := w.stop(); err != nil && r.err == nil {
+		if err := w.Stop(); err != nil && r.err == nil {
 			r.err = err
 		}
 	}()
@@ -144,7 +144,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
 	}
-	events0 := w.count()
+	events0 := w.Count()
 	select {
 	case <-ctx.Done():
 		r.err = ctx.Err()
@@ -160,7 +160,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 		r.err = fmt.Errorf("reading Kustos's metrics: %w", err)
 		return r
 	}
-	r.idleEvents = w.count() - events0
+	r.idleEvents = w.Count() - events0
 	r.idleReconciles = kmetrics.Delta(m0, m1, metricReconciles)
 	r.idleRequests = kmetrics.Delta(m0, m1, metricRequests)
 	logf("after idle: CPU %.2f s (+%.2f s), RSS %.1f MiB, peak %.1f MiB; while idle %.0f reconciles, %.0f API requests, %d Events",
@@ -178,11 +178,11 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 	if m2, err := sc.Scrape(ctx); err == nil {
 		r.errors, _ = m2.Sum(metricErrors, kmetrics.ControllerHasPrefix(expiryPrefix))
 	}
-	r.unexpected, r.examples, r.otherEvents = w.tally(func(key, reason string) bool {
-		return strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
+	r.unexpected, r.examples = w.Tally(func(kind, key, reason string) bool {
+		return kind == "Deployment" && strings.HasPrefix(key, scheduledNamespace+"/") && (reason == reasonWarning || reason == reasonDue)
 	})
-	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v %v",
-		r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.unexpected+len(r.otherEvents), r.examples, r.otherEvents)
+	logf("end: CPU %.2f s, RSS %.1f MiB, peak %.1f MiB; %d unexpected Kustos Events %v",
+		r.end.CPU.Seconds(), r.end.RSSMiB(), peakMiB(r.atPass, r.afterIdle, r.end), r.unexpected, r.examples)
 	return r
 }
 
@@ -255,124 +255,10 @@ func waitPass(ctx context.Context, k *kustosproc.Process, sc kmetrics.Scraper, o
 }
 
 // schedule creates the group of Deployments whose deadlines fall during the run, waits for
-// their ExpiryDue Events and analyses them into r.
-func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *eventWatcher, logf func(string, ...any)) error {
-	base := time.Now().Truncate(time.Second).Add(time.Second)
-	dl := deadlines(base, o.scheduled, o.from, o.to)
-	ds := make([]*appsv1.Deployment, len(dl))
-	for i := range ds {
-		ds[i] = deployment(scheduledNamespace, scheduledName(i), fmt.Sprintf("team-%02d@example.com", i%10), dl[i])
-	}
-	t0 := time.Now()
-	if err := objects.CreateDeployments(ctx, cs, ds, o.Workers); err != nil {
-		return fmt.Errorf("creating the scheduled Deployments: %w", err)
-	}
-	r.schedSetup = time.Since(t0)
-	if first := dl[0].Add(-o.warningBefore); time.Now().After(first) {
-		return fmt.Errorf("creating %d Deployments took %s: the first warning (at %s) was due before they all existed; raise -from",
-			len(ds), r.schedSetup.Round(time.Millisecond), first.Format("15:04:05"))
-	}
-	last := dl[len(dl)-1]
-	logf("%d Deployments created in %s, deadlines %s–%s (warned %s before, due at the deadline); waiting until %s at most",
-		len(ds), r.schedSetup.Round(time.Millisecond), dl[0].Format("15:04:05"), last.Format("15:04:05"), o.warningBefore,
-		last.Add(o.timeout).Format("15:04:05"))
-	keys := make([]string, len(ds))
-	for i, d := range ds {
-		keys[i] = d.Namespace + "/" + d.Name
-	}
-	if _, err := w.wait(ctx, last.Add(o.timeout), func() bool {
-		for _, key := range keys {
-			if w.get(key, reasonDue).count == 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
-		return err
-	}
-	// A short look for duplicates.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Second):
-	}
-	r.sched = make([]scheduled, len(ds))
-	for i, key := range keys {
-		r.sched[i] = scheduled{key: key, deadline: dl[i], warn: w.get(key, reasonWarning), due: w.get(key, reasonDue)}
-		if o.verbose {
-			s := r.sched[i]
-			logf("  %s: deadline %s; warning seen %s, ExpiryDue seen %s after its time", key, s.deadline.Format("15:04:05"),
-				lateString(s.warn, s.deadline.Add(-o.warningBefore)), lateString(s.due, s.deadline))
-		}
-	}
-	r.stats = analyze(r.sched, o.warningBefore, o.interval)
-	st := r.stats
-	logf("ExpiryWarning %d/%d: %s late; ExpiryDue %d/%d: %s late; early: %d warnings, %d ExpiryDue",
-		len(st.warnLate), len(ds), report.Latency(st.warnLate),
-		len(st.dueLate), len(ds), report.Latency(st.dueLate),
-		st.earlyWarn, st.earlyDue)
-	return nil
-}
-
-func lateString(s seenEvent, at time.Time) string {
-	if s.count == 0 {
-		return "never"
-	}
-	return report.MS(s.seen.Sub(at)) + " ms"
-}
-
-// scheduled is one Deployment of the scheduled group and what the watch saw of it.
-type scheduled struct {
-	key       string
-	deadline  time.Time
-	warn, due seenEvent
-}
-
-// schedStats is what the scheduled group says about Kustos's timing.
-type schedStats struct {
-	warnLate []time.Duration // warning seen − (deadline − warning-before)
-	dueLate  []time.Duration // ExpiryDue seen − due time (the deadline)
-	// missing: never seen; early: seen, or decided (the Event's lastTimestamp), before its time;
-	// dup: further Events of the same reason about the same Deployment.
-	missingWarn, earlyWarn, dupWarn int
-	missingDue, earlyDue, dupDue    int
-	// unwarned: ExpiryDue without an ExpiryWarning. unknown: the warning came so late (after
-	// deadline − interval) that the due time was no longer the deadline; left out of dueLate.
-	unwarned, unknown int
-}
-
-// analyze: warned at deadline − warningBefore; due at max(deadline, warned + interval), which
-// is the deadline itself as long as the warning was seen by deadline − interval (Kustos records
-// the warning's time after writing its Event, so it cannot be later than the Event was seen).
-func analyze(ss []scheduled, warningBefore, interval time.Duration) schedStats {
-	var st schedStats
-	for _, s := range ss {
-		warnAt := s.deadline.Add(-warningBefore)
-		if s.warn.count == 0 {
-			st.missingWarn++
-		} else {
-			st.dupWarn += s.warn.count - 1
-			st.warnLate = append(st.warnLate, s.warn.seen.Sub(warnAt))
-			if s.warn.seen.Before(warnAt) || s.warn.stamp.Before(warnAt) {
-				st.earlyWarn++
-			}
-		}
-		if s.due.count == 0 {
-			st.missingDue++
-			continue
-		}
-		st.dupDue += s.due.count - 1
-		if s.due.seen.Before(s.deadline) || s.due.stamp.Before(s.deadline) {
-			st.earlyDue++
-		}
-		switch {
-		case s.warn.count == 0:
-			st.unwarned++
-		case s.warn.seen.After(s.deadline.Add(-interval)):
-			st.unknown++
-		default:
-			st.dueLate = append(st.dueLate, s.due.seen.Sub(s.deadline))
-		}
-	}
-	return st
+// their ExpiryDue Events and analyses them into r (bench/internal/expirysched).
+func schedule(ctx context.Context, o options, r *result, cs kubernetes.Interface, w *kevents.Watcher, logf func(string, ...any)) error {
+	g, err := expirysched.Run(ctx, expirysched.Params{Namespace: scheduledNamespace, N: o.scheduled, Workers: o.Workers,
+		From: o.from, To: o.to, WarningBefore: o.warningBefore, Interval: o.interval, Timeout: o.timeout, Verbose: o.verbose}, cs, w, logf)
+	r.schedSetup, r.sched, r.stats = g.Setup, g.Scheduled, g.Stats
+	return err
 }

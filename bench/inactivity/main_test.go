@@ -310,8 +310,8 @@ func TestRowsAndVerdicts(t *testing.T) {
 
 func TestActiveTargets(t *testing.T) {
 	a := activeTargets(10000, 100, 100)
-	if len(a) != 100 || a[0].String() != "inact-000/env-00000" || a[0].source != "nginx" ||
-		a[1].String() != "inact-000/env-00100" || a[1].source != "bastion" || a[99].String() != "inact-000/env-09900" {
+	if len(a) != 100 || a[0].String() != "inact-000/env-00000" || a[0].Source != "nginx" ||
+		a[1].String() != "inact-000/env-00100" || a[1].Source != "bastion" || a[99].String() != "inact-000/env-09900" {
 		t.Errorf("active: %v %v %v", a[0], a[1], a[99])
 	}
 	if a := activeTargets(500, 10, 10); a[3].String() != "inact-000/env-00150" {
@@ -323,36 +323,6 @@ func TestActiveTargets(t *testing.T) {
 	c := compareActivity(a[:3], 4, map[string]bool{"inact-000/env-00000": true, "inact-000/env-00100": true, "inact-001/env-00001": true})
 	if c.leases != 4 || c.seen != 2 || len(c.missing) != 1 || !strings.Contains(c.missing[0], "env-00200 (nginx)") || c.idleSeen != 1 {
 		t.Errorf("compare: %+v", c)
-	}
-}
-
-func TestBenchTB(t *testing.T) {
-	dir := t.TempDir()
-	tb := newBenchTB(dir, func(string, ...any) {})
-	var order []int
-	tmp := ""
-	err := tb.guard(func() {
-		tmp = tb.TempDir()
-		tb.Cleanup(func() { order = append(order, 1) })
-		tb.Cleanup(func() { order = append(order, 2) })
-		tb.Fatalf("no %s", "prometheus")
-		order = append(order, 99) // never reached
-	})
-	if err == nil || err.Error() != "no prometheus" || !tb.Failed() {
-		t.Errorf("guard: %v, failed %v", err, tb.Failed())
-	}
-	if _, err := os.Stat(tmp); err != nil || !strings.HasPrefix(tmp, dir) {
-		t.Errorf("TempDir %q: %v", tmp, err)
-	}
-	tb.finish()
-	if len(order) != 2 || order[0] != 2 || order[1] != 1 {
-		t.Errorf("cleanups ran %v, want the last first", order)
-	}
-	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Errorf("TempDir not removed: %v", err)
-	}
-	if err := newBenchTB(dir, nil).guard(func() {}); err != nil {
-		t.Error(err)
 	}
 }
 

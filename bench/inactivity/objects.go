@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/kustos-dev/kustos/bench/internal/promrun"
 )
 
 // The annotation and state the bench reads, spelled out: the bench measures the binary, and
@@ -21,13 +23,7 @@ func owner(i int) string { return fmt.Sprintf("team-%02d@example.com", i) }
 
 // targetAt is target i: Deployment env-NNNNN in namespace i mod namespaces.
 func targetAt(i, namespaces int) target {
-	return target{namespace: namespaceName(i % namespaces), name: fmt.Sprintf("env-%05d", i)}
-}
-
-// activeTarget is a target in use, and the source that says so.
-type activeTarget struct {
-	target
-	source string // nginx or bastion
+	return target{Namespace: namespaceName(i % namespaces), Name: fmt.Sprintf("env-%05d", i)}
 }
 
 // activeTargets are every (n/active)-th target, alternately in use through the ingress (nginx)
@@ -39,11 +35,11 @@ func activeTargets(n, namespaces, active int) []activeTarget {
 	stride := n / active
 	out := make([]activeTarget, active)
 	for j := range out {
-		src := "nginx"
+		src := promrun.SourceNginx
 		if j%2 == 1 {
-			src = "bastion"
+			src = promrun.SourceBastion
 		}
-		out[j] = activeTarget{target: targetAt(j*stride, namespaces), source: src}
+		out[j] = activeTarget{Target: targetAt(j*stride, namespaces), Source: src}
 	}
 	return out
 }
@@ -67,7 +63,7 @@ func compareActivity(active []activeTarget, leases int, withActivity map[string]
 		if withActivity[a.String()] {
 			c.seen++
 		} else if len(c.missing) < 5 {
-			c.missing = append(c.missing, a.String()+" ("+a.source+")")
+			c.missing = append(c.missing, a.String()+" ("+a.Source+")")
 		}
 	}
 	for key := range withActivity {

@@ -15,6 +15,7 @@ import (
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 	"github.com/kustos-dev/kustos/bench/internal/objects"
+	"github.com/kustos-dev/kustos/bench/internal/promrun"
 )
 
 // result is what one run measured; a field is zero when the run failed before measuring it.
@@ -71,7 +72,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	ds := make([]*appsv1.Deployment, o.n)
 	for i := range ds {
 		all[i] = targetAt(i, o.namespaces)
-		ds[i] = objects.Deployment(all[i].namespace, all[i].name, 1, nil)
+		ds[i] = objects.Deployment(all[i].Namespace, all[i].Name, 1, nil)
 	}
 	if err := objects.CreateDeployments(ctx, cs, ds, o.Workers); err != nil {
 		r.err = fmt.Errorf("setup: %w", err)
@@ -82,18 +83,18 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 
 	// Prometheus, scraping the exporter of every target's activity, behind the counting proxy.
 	t0 = time.Now()
-	tb := newBenchTB(logDir, logf)
-	defer tb.finish()
+	tb := promrun.NewTB(logDir, logf)
+	defer tb.Finish()
 	active := activeTargets(o.n, o.namespaces, o.active)
-	exp, err := newActivityExporter(tb, all, active)
+	exp, err := promrun.NewExporter(tb, all, active)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	expCtx, stopExp := context.WithCancel(ctx)
 	defer stopExp()
-	go exp.serve(expCtx, max(o.scrape/2, 500*time.Millisecond))
-	prom, err := startPrometheus(tb, exp, o.scrape, o.n, len(exp.nginx)) //nolint:contextcheck // promtest takes no context: tb.finish stops Prometheus
+	go exp.Serve(expCtx, max(o.scrape/2, 500*time.Millisecond))
+	prom, err := promrun.Start(tb, exp, o.scrape, o.n) //nolint:contextcheck // promtest takes no context: tb.finish stops Prometheus
 	if err != nil {
 		r.err = fmt.Errorf("starting Prometheus: %w", err)
 		return r
@@ -110,7 +111,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	}()
 	r.promSetup = time.Since(t0)
 	logf("Prometheus %s up with %d+%d series (scraped every %s) in %s; Kustos asks it through %s; %d targets in use (%d by the ingress, %d by the bastion)",
-		prom.URL, o.n, o.n, o.scrape, r.promSetup.Round(time.Millisecond), proxy.URL, len(active), len(exp.nginx), len(active)-len(exp.nginx))
+		prom.URL, o.n, o.n, o.scrape, r.promSetup.Round(time.Millisecond), proxy.URL, len(active), exp.Nginx(), len(active)-exp.Nginx())
 
 	addr, err := kmetrics.FreeAddr(ctx)
 	if err != nil {
@@ -136,7 +137,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	obs, err := watch(ctx, o, k, sc, proxy, kustosStart, &r, logf)
 	r.obs = len(obs) - 1
 	if err != nil {
-		tb.fail()
+		tb.Fail()
 		r.err = err
 		return r
 	}
@@ -164,7 +165,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	logf("state Leases: %d; active targets with a last activity %d/%d; idle ones with one %d",
 		r.activity.leases, r.activity.seen, len(active), r.activity.idleSeen)
 	if bad := r.broken(o); bad != "" {
-		tb.fail() // keeps Prometheus's log in view
+		tb.Fail() // keeps Prometheus's log in view
 	}
 	return r
 }

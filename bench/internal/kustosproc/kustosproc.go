@@ -139,16 +139,20 @@ func rusageCPU(ps *os.ProcessState) time.Duration {
 // Sample is what /proc says about a process at one moment.
 type Sample struct {
 	RSSKiB, HWMKiB int64         // VmRSS, VmHWM (peak RSS)
+	AnonKiB        int64         // RssAnon: the part of VmRSS that is not file-backed (heap, stacks)
 	CPU            time.Duration // utime + stime
 }
 
 // RSSMiB is VmRSS in MiB.
 func (s Sample) RSSMiB() float64 { return float64(s.RSSKiB) / 1024 }
 
+// AnonMiB is RssAnon in MiB.
+func (s Sample) AnonMiB() float64 { return float64(s.AnonKiB) / 1024 }
+
 // HWMMiB is VmHWM, the peak RSS, in MiB.
 func (s Sample) HWMMiB() float64 { return float64(s.HWMKiB) / 1024 }
 
-// ReadProc reads VmRSS and VmHWM from /proc/<pid>/status and utime+stime from /proc/<pid>/stat
+// ReadProc reads VmRSS, VmHWM and RssAnon from /proc/<pid>/status and utime+stime from /proc/<pid>/stat
 // (in clock ticks of 1/100 s).
 func ReadProc(pid int) (Sample, error) {
 	var s Sample
@@ -173,6 +177,8 @@ func parseProc(pid int, status, stat []byte) (Sample, error) {
 			s.RSSKiB, err = parseKiB(v)
 		case "VmHWM":
 			s.HWMKiB, err = parseKiB(v)
+		case "RssAnon":
+			s.AnonKiB, err = parseKiB(v)
 		}
 		if err != nil {
 			return s, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)

@@ -43,14 +43,14 @@ func TestReadProcSelf(t *testing.T) {
 }
 
 func TestParseProc(t *testing.T) {
-	status := []byte("Name:\tkustos\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t9\n")
+	status := []byte("Name:\tkustos\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nRssAnon:\t    6144 kB\nThreads:\t9\n")
 	// A command name with spaces and parentheses; utime 250 and stime 50 ticks.
 	stat := []byte("42 (ku) (s tos) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 0 0")
 	s, err := parseProc(42, status, stat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.RSSKiB != 10240 || s.HWMKiB != 20480 || s.CPU != 3*time.Second || s.RSSMiB() != 10 || s.HWMMiB() != 20 {
+	if s.RSSKiB != 10240 || s.HWMKiB != 20480 || s.CPU != 3*time.Second || s.RSSMiB() != 10 || s.HWMMiB() != 20 || s.AnonMiB() != 6 {
 		t.Errorf("got %+v", s)
 	}
 	for _, bad := range []struct{ status, stat string }{

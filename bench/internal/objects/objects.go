@@ -1,7 +1,8 @@
 // Package objects is the setup the control-plane benchmarks (bench/expiry, bench/inactivity)
 // share: a client fast enough to create thousands of objects in seconds, cheap Deployments (no
-// controller-manager runs, so no ReplicaSets or pods follow from them), and parallel creation of
-// Namespaces and Deployments with bench/internal/workers.
+// controller-manager runs, so no ReplicaSets or pods follow from them), parallel creation of
+// Namespaces and Deployments with bench/internal/workers, namespaces with a ResourceQuota whose
+// status the bench writes (no quota controller runs) and ordinary Events as noise.
 package objects
 
 import (

@@ -37,3 +37,25 @@ func TestCreateNamespacesAndDeployments(t *testing.T) {
 		t.Error("creating an existing namespace: no error")
 	}
 }
+
+func TestCreateQuotasAndNoise(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	qs, err := CreateQuotas(ctx, cs, []string{"a", "b"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range qs {
+		used, hard := q.Status.Used[corev1.ResourceRequestsCPU], q.Status.Hard[corev1.ResourceRequestsCPU]
+		if q.Name != QuotaName || used.String() != "2" || hard.String() != "10" {
+			t.Errorf("quota %d: %+v", i, q)
+		}
+	}
+	if err := CreateNoise(ctx, cs, 5, []string{"a", "b"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := cs.CoreV1().Events("a").List(ctx, metav1.ListOptions{})
+	if err != nil || len(evs.Items) != 3 || evs.Items[0].Message != NoiseMessage {
+		t.Errorf("events in a: %v %v", evs, err)
+	}
+}
