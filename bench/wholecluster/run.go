@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -173,8 +175,15 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		r.err = err
 		return r
 	}
+	pprofAddr := "0"
+	if o.heapProfile != "" {
+		if pprofAddr, err = kmetrics.FreeAddr(ctx); err != nil {
+			r.err = err
+			return r
+		}
+	}
 	start := time.Now()
-	k, err := startKustos(o, env.Kubeconfig, addr, prom.URL, logPath)
+	k, err := startKustos(o, env.Kubeconfig, addr, pprofAddr, prom.URL, logPath)
 	if err != nil {
 		r.err = err
 		return r
@@ -224,6 +233,13 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	pl.setPeriod(o.poll)
 	idleEnd := time.Now()
 	r.heapIdle = heapNow(ctx, sc)
+	if o.heapProfile != "" {
+		if err := saveHeapProfile(ctx, pprofAddr, o.heapProfile); err != nil {
+			logf("heap profile: %v", err)
+		} else {
+			logf("heap profile written to %s", o.heapProfile)
+		}
+	}
 	logf("after idle: CPU +%.2f s over %s; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; heap after GC %s; %d Kustos Events",
 		(r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.idle.Round(time.Millisecond), r.afterIdle.RSSMiB(), r.afterIdle.AnonMiB(),
 		r.afterIdle.HWMMiB(), r.heapIdle, r.idleEvents)
@@ -278,7 +294,7 @@ func heapNow(ctx context.Context, sc kmetrics.Scraper) heapReading {
 }
 
 // startKustos starts `kustos run` in observer mode with every detector on, its metrics on addr.
-func startKustos(o options, kubeconfig, addr, promURL, logPath string) (*kustosproc.Process, error) {
+func startKustos(o options, kubeconfig, addr, pprofAddr, promURL, logPath string) (*kustosproc.Process, error) {
 	return kustosproc.Start(o.Kustos, []string{
 		"--kubeconfig=" + kubeconfig,
 		"--mode=observe",
@@ -297,8 +313,34 @@ func startKustos(o options, kubeconfig, addr, promURL, logPath string) (*kustosp
 		"--leader-elect=false",
 		"--metrics-bind-address=" + addr,
 		"--health-probe-bind-address=0",
+		"--pprof-bind-address=" + pprofAddr,
 		"--log-level=" + o.logLevel,
 	}, logPath)
+}
+
+// saveHeapProfile writes Kustos's heap profile, after a GC (gc=1), from its pprof address.
+func saveHeapProfile(ctx context.Context, addr, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/heap: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // quotaLatency raises the sampled quotas to 95% use, o.interval apart, and times each until the

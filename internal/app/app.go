@@ -121,6 +121,9 @@ type Options struct {
 
 	MetricsAddr string // "0" disables
 	HealthAddr  string // "" or "0" disables
+	// PprofAddr serves Go's profiles (where the memory goes in a large cluster); "" or "0"
+	// disables, the default: a profile shows object names.
+	PprofAddr string
 
 	MaxConcurrentReconciles int
 	// Instance names this replica in Events (the pod name).
@@ -373,6 +376,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                         cacheOptions(o.StateNamespace, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
+		PprofBindAddress:              orDisabled(o.PprofAddr),
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.StateNamespace,
