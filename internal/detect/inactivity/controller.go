@@ -139,6 +139,51 @@ type Reconciler struct {
 
 	mu        sync.Mutex
 	lastProbe map[types.NamespacedName]time.Time
+	// targets are the objects whose last look found a timeout or a probe: what a check's new
+	// activity data can change. checks counts the checks, for the full sweeps.
+	targets map[types.NamespacedName]bool
+	checks  int
+}
+
+// FullSweepEvery is how often (in checks) a check is followed by a look at every object of the
+// kind, not only at the targets: a template object is not watched, so a timeout its template
+// gains is found at the next full sweep (hourly at the default 5-minute check interval).
+// Between full sweeps only the targets are looked at again: in a cluster where one Deployment in
+// ten is a lab environment, the nine others cost nothing at each check.
+const FullSweepEvery = 12
+
+// setTarget records whether the last look at n found it a target.
+func (r *Reconciler) setTarget(n types.NamespacedName, target bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !target {
+		delete(r.targets, n)
+		return
+	}
+	if r.targets == nil {
+		r.targets = map[types.NamespacedName]bool{}
+	}
+	r.targets[n] = true
+}
+
+// afterCheck is what a check queues: every object of the kind at the first check and every
+// FullSweepEvery checks, else the targets.
+func (r *Reconciler) afterCheck(ctx context.Context) []reconcile.Request {
+	r.mu.Lock()
+	r.checks++
+	full := r.checks%FullSweepEvery == 1
+	var reqs []reconcile.Request
+	if !full {
+		reqs = make([]reconcile.Request, 0, len(r.targets))
+		for n := range r.targets {
+			reqs = append(reqs, reconcile.Request{NamespacedName: n})
+		}
+	}
+	r.mu.Unlock()
+	if full {
+		return r.all(ctx, "")
+	}
+	return reqs
 }
 
 // Reconcile decides about one target.
@@ -155,16 +200,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Objects.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetProbe(req.NamespacedName)
+			r.setTarget(req.NamespacedName, false)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if obj.GetDeletionTimestamp() != nil {
+		r.setTarget(req.NamespacedName, false)
 		return reconcile.Result{}, nil
 	}
 	if r.Scope != nil {
 		// Another installation's namespace (or one that left the selector): no Event, no
 		// decision; a proposal already open stays for people to close.
 		if ok, err := r.Scope.Selects(ctx, obj.GetNamespace()); err != nil || !ok {
+			if err == nil {
+				r.setTarget(req.NamespacedName, false)
+			}
 			return reconcile.Result{}, err
 		}
 	}
@@ -207,8 +257,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if policy.Ignored || (policy.Timeout <= 0 && policy.ProbeURL == "") {
 		// Opted out, never times out, or metadata that cannot be used: no Lease, no look.
+		r.setTarget(req.NamespacedName, false)
 		return reconcile.Result{}, nil
 	}
+	r.setTarget(req.NamespacedName, true)
 	running, err := Running(obj, r.Settings.Pause)
 	if err != nil {
 		if err := r.report(ctx, log, objRef, nil, []Problem{{On: target.String(), Key: "pause state", Value: err.Error(),
@@ -419,7 +471,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if r.Checked != nil {
 		b = b.WatchesRawSource(source.TypedChannel(r.Checked, handler.TypedFuncs[struct{}, reconcile.Request]{
 			GenericFunc: func(ctx context.Context, _ event.TypedGenericEvent[struct{}], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				for _, req := range r.all(ctx, "") {
+				for _, req := range r.afterCheck(ctx) {
 					q.Add(req)
 				}
 			}}))

@@ -2,11 +2,16 @@ package inactivity
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 type recordedEvents []corev1.ObjectReference
@@ -50,5 +55,44 @@ func TestReportStaysInScope(t *testing.T) {
 				t.Fatalf("Events on %v, want one on %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// listedObjects is a cache of objects of one kind, as the check's full sweep lists it.
+type listedObjects []types.NamespacedName
+
+func (l listedObjects) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("not used")
+}
+
+func (l listedObjects) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	u := list.(*unstructured.UnstructuredList)
+	for _, n := range l {
+		o := unstructured.Unstructured{}
+		o.SetNamespace(n.Namespace)
+		o.SetName(n.Name)
+		u.Items = append(u.Items, o)
+	}
+	return nil
+}
+
+// TestAfterCheck: the first check, and every FullSweepEvery-th, is followed by a look at every
+// object of the kind (a template's new timeout is found there); the others only at the
+// targets, which a look adds and removes.
+func TestAfterCheck(t *testing.T) {
+	desk, web, api := types.NamespacedName{Namespace: "lab", Name: "desk"}, types.NamespacedName{Namespace: "team", Name: "web"}, types.NamespacedName{Namespace: "team", Name: "api"}
+	r := &Reconciler{Objects: listedObjects{desk, web, api}, Kind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}}
+	r.setTarget(desk, true)
+	r.setTarget(web, true)
+	r.setTarget(web, false) // its timeout was removed
+	for check := 1; check <= 2*FullSweepEvery+1; check++ {
+		got := r.afterCheck(context.Background())
+		want := 1
+		if check%FullSweepEvery == 1 {
+			want = 3
+		}
+		if len(got) != want || (want == 1 && got[0].NamespacedName != desk) {
+			t.Fatalf("check %d queued %v, want %d objects", check, got, want)
+		}
 	}
 }
