@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
 // Gathering a Cleaner's snapshot: its targets' kinds resolved through the RESTMapper, watched as
@@ -236,6 +237,7 @@ func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, name
 	}
 	r.Log.V(1).Info("target read from the API server: its cached copy was trimmed before the fields this Cleaner reads were known",
 		"kind", gvk.String(), "namespace", namespace, "target", t.Name)
+	metrics.CleanerLiveReads.Inc()
 	return r.readLive(ctx, gvk, namespace, t)
 }
 
