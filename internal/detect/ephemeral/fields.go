@@ -89,6 +89,14 @@ func (r *FieldRegistry) Need(gvk schema.GroupVersionKind, f Fields) int64 {
 	if r == nil || !f.Beyond() {
 		return 0
 	}
+	// Every look at a Cleaner asks; the union seldom grows.
+	r.mu.RLock()
+	if k := r.kinds[gvk]; k != nil && k.fields.covers(f) {
+		v := k.version
+		r.mu.RUnlock()
+		return v
+	}
+	r.mu.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := r.kinds[gvk]
