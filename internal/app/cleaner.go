@@ -146,13 +146,15 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// --allowed-destinations and follows no redirect.
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
 	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
-	// Targets live in a cache of their own, whole (the conditions may read any field) or as
-	// metadata only (those no condition reads, and every Secret): the manager's trims what it
-	// holds to what the other detectors read (metadata, the inactivity targets' few fields), and
-	// holds only helm's Secrets. The client-side-apply copy of the whole object goes (it holds a
-	// Secret's data when kubectl applied it), as do managed fields.
+	// Targets live in a cache of their own, as the fields the Cleaners' conditions read of their
+	// kind (ephemeral.FieldRegistry) or as metadata only (those no condition reads, and every
+	// Secret): the manager's trims what it holds to what the other detectors read (metadata, the
+	// inactivity targets' few fields), and holds only helm's Secrets. The client-side-apply copy
+	// of the whole object goes (it holds a Secret's data when kubectl applied it), as do managed
+	// fields.
+	fields := &ephemeral.FieldRegistry{Strip: stripMeta}
 	targetCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: trimTarget})
+		DefaultTransform: fields.Transform})
 	if err != nil {
 		return err
 	}
@@ -179,6 +181,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		ReleaseTouches: uninstaller,
 		TargetCache:    targetCache,
 		SharedMetadata: sharedMetadata(o),
+		Fields:         fields,
 	}
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
@@ -228,16 +231,6 @@ func sharedMetadata(o Options) map[schema.GroupVersionKind]bool {
 		}
 	}
 	return shared
-}
-
-// trimTarget drops the managed fields and the client-side-apply copy of the object from a
-// Cleaner target's metadata, whole object or metadata only; labels and annotations stay for
-// selectors and conditions, and a whole object's other fields for the conditions.
-func trimTarget(in any) (any, error) {
-	if obj, err := meta.Accessor(in); err == nil {
-		stripMeta(obj)
-	}
-	return in, nil
 }
 
 // addGoneSweeper sweeps the Leases of the per-object detectors (Cleaner targets, expiring

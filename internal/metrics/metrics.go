@@ -112,9 +112,17 @@ var (
 		Name: "kustos_cel_cache_total",
 		Help: "Lookups in the caches of Cleaners' compiled CEL conditions and environments, by cache (program, env) and event (hit, miss, eviction).",
 	}, []string{"cache", "event"})
+	// CleanerLiveReads counts Cleaner targets read from the API server instead of the cache:
+	// their cached copies were trimmed before the union of fields the Cleaners read of their
+	// kind grew to what this Cleaner reads (until the object's next watch event).
+	CleanerLiveReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kustos_cleaner_target_live_reads_total",
+		Help: "Cleaner targets read from the API server because their cached copies were trimmed before a Cleaner reading more of their kind's fields came.",
+	})
 )
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(VSphereVMs, VSphereCrawlErrors, VSphereQuarantined, VSphereActionErrors, Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
-		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused, CELCache)
+		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused, CELCache,
+		CleanerLiveReads)
 }

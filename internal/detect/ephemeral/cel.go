@@ -101,9 +101,9 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 type program struct {
 	source string
 	prg    cel.Program
-	// whole names the targets whose objects the condition reads beyond apiVersion, kind and
-	// metadata (wholeReads); the others are read as metadata.
-	whole map[string]bool
+	// reads are, per target, the fields the condition reads of its objects beyond apiVersion,
+	// kind and metadata (fieldReads); the targets it does not name are read as metadata.
+	reads map[string]Fields
 }
 
 // compileCondition compiles one condition over vars in env: a syntax or type error, a result
@@ -127,7 +127,7 @@ func compileCondition(env *cel.Env, est sizeEstimator, vars []variable, src stri
 	if err != nil {
 		return program{}, err
 	}
-	return program{source: src, prg: prg, whole: wholeReads(ast.NativeRep().Expr(), vars)}, nil
+	return program{source: src, prg: prg, reads: fieldReads(ast.NativeRep().Expr(), vars)}, nil
 }
 
 // ErrNotBool is wrapped by the error of a condition whose value is not a bool.

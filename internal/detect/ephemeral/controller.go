@@ -206,6 +206,9 @@ type Reconciler struct {
 	// and annotation (those another detector watches as metadata): their metadata is read from
 	// it, one informer for both, not from TargetCache.
 	SharedMetadata map[schema.GroupVersionKind]bool
+	// Fields is the union of the fields the conditions read per kind, which TargetCache's
+	// transform (Fields.Transform) trims whole objects to. Nil: objects are cached whole.
+	Fields *FieldRegistry
 
 	controller controller.Controller
 	cache      cache.Cache

@@ -2,6 +2,8 @@ package ephemeral
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -12,10 +14,69 @@ import (
 // What a condition reads of its targets' objects, from its checked AST: a target whose objects
 // the conditions read only as apiVersion, kind and metadata (labels, annotations, name,
 // creationTimestamp, …) is cached and read as metadata, not as whole objects (a Deployment's
-// metadata is a small part of it). The analysis is conservative: any use of an object, a
-// selector target or its items that it does not know to stay within metadata (passing one to
-// a function, comparing two objects, building a list of them, iterating over an object's keys)
-// counts as reading the whole object.
+// metadata is a small part of it). A target read beyond metadata is read from the whole
+// objects' informer, whose cached copies keep only the field paths some Cleaner's conditions
+// read of that kind (FieldRegistry): the analysis says which, a path read as a value (compared,
+// passed to a function, iterated, indexed dynamically) keeping its whole subtree. It is
+// conservative: any use of an object itself, a selector target or its items that it does not
+// know to stay within metadata or a path (passing one to a function, comparing two objects,
+// building a list of them, iterating over an object's keys) counts as reading all of it.
+
+// Fields is what the conditions read of one target's objects beyond apiVersion, kind and
+// metadata: nothing (the zero value: metadata only), the subtrees at Paths, or All of it.
+type Fields struct {
+	All bool
+	// Paths are field paths from the object's root ([spec replicas]), sorted, none a prefix of
+	// another; each keeps the subtree under it.
+	Paths [][]string
+}
+
+// Beyond reports whether anything beyond apiVersion, kind and metadata is read.
+func (f Fields) Beyond() bool { return f.All || len(f.Paths) > 0 }
+
+// fieldSet accumulates one target's reads.
+type fieldSet struct {
+	all   bool
+	paths map[string][]string // by pathKey
+}
+
+func (s *fieldSet) add(p []string) {
+	if s.paths == nil {
+		s.paths = map[string][]string{}
+	}
+	s.paths[pathKey(p)] = p
+}
+
+// fields is s as sorted, minimal Fields: a path under another one is dropped.
+func (s *fieldSet) fields() Fields {
+	if s == nil {
+		return Fields{}
+	}
+	if s.all {
+		return Fields{All: true}
+	}
+	var out [][]string
+	for _, p := range s.paths {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
+	minimal := out[:0]
+	for _, p := range out {
+		// Sorted: a prefix of p, if any, is the last path kept.
+		if n := len(minimal); n > 0 && hasPrefix(p, minimal[n-1]) {
+			continue
+		}
+		minimal = append(minimal, p)
+	}
+	return Fields{Paths: minimal}
+}
+
+func hasPrefix(p, prefix []string) bool {
+	return len(prefix) <= len(p) && slices.Equal(p[:len(prefix)], prefix)
+}
+
+// pathKey joins a path with a byte no field name of a Kubernetes object holds.
+func pathKey(p []string) string { return strings.Join(p, "\x00") }
 
 // shape is what an expression's value is, as far as the analysis follows it.
 type shape int
@@ -32,21 +93,20 @@ const (
 	items
 	// metadata: an object's metadata or something in it: any read of it is a metadata read.
 	metadata
+	// sub: the value at a field path of an object, outside metadata (path).
+	sub
 )
 
-// value is an expression's shape and the target variable it comes from.
+// value is an expression's shape, the target variable it comes from and, for sub, its path.
 type value struct {
 	target string
 	shape  shape
+	path   []string
 }
 
-// followed says whether v is an object, a selection or items (a use of it other than the ones
-// the analysis knows reads the whole object).
-func (v value) followed() bool { return v.shape == object || v.shape == selection || v.shape == items }
-
-// wholeReads returns the names of vars whose objects the checked expression e reads beyond
-// apiVersion, kind and metadata.
-func wholeReads(e celast.Expr, vars []variable) map[string]bool {
+// fieldReads returns, per target variable of vars, what the checked expression e reads of its
+// objects beyond apiVersion, kind and metadata; a variable read as metadata only is absent.
+func fieldReads(e celast.Expr, vars []variable) map[string]Fields {
 	scope := make(map[string]value, len(vars))
 	for _, v := range vars {
 		s := object
@@ -55,17 +115,49 @@ func wholeReads(e celast.Expr, vars []variable) map[string]bool {
 		}
 		scope[v.name] = value{target: v.name, shape: s}
 	}
-	w := reads{whole: map[string]bool{}}
+	w := reads{sets: map[string]*fieldSet{}}
 	w.use(w.visit(e, scope))
-	return w.whole
+	out := make(map[string]Fields, len(w.sets))
+	for name, s := range w.sets {
+		out[name] = s.fields()
+	}
+	return out
 }
 
-type reads struct{ whole map[string]bool }
+// wholeReads returns the names of vars whose objects e reads beyond apiVersion, kind and
+// metadata (those read from the whole objects' informer).
+func wholeReads(e celast.Expr, vars []variable) map[string]bool {
+	out := map[string]bool{}
+	for name, f := range fieldReads(e, vars) {
+		if f.Beyond() {
+			out[name] = true
+		}
+	}
+	return out
+}
 
-// use records that v is used in a way the analysis does not follow.
+type reads struct{ sets map[string]*fieldSet }
+
+func (w *reads) set(target string) *fieldSet {
+	s := w.sets[target]
+	if s == nil {
+		s = &fieldSet{}
+		w.sets[target] = s
+	}
+	return s
+}
+
+// all records that target's objects are read beyond any path.
+func (w *reads) all(target string) { w.set(target).all = true }
+
+// use records that v is used in a way the analysis does not follow: an object, a selection or
+// its items is read whole, a sub-object its whole subtree.
 func (w *reads) use(v value) {
-	if v.followed() {
-		w.whole[v.target] = true
+	switch v.shape {
+	case object, selection, items:
+		w.all(v.target)
+	case sub:
+		w.set(v.target).add(v.path)
 	}
 }
 
@@ -76,7 +168,14 @@ func (w *reads) visit(e celast.Expr, scope map[string]value) value {
 		return scope[e.AsIdent()]
 	case celast.SelectKind:
 		s := e.AsSelect()
-		return w.field(w.visit(s.Operand(), scope), s.FieldName())
+		v := w.field(w.visit(s.Operand(), scope), s.FieldName())
+		if s.IsTestOnly() {
+			// has(x.f): whether f is there, which the path's trimmed copy keeps (the maps
+			// along it stay, even when f is absent).
+			w.use(v)
+			return value{}
+		}
+		return v
 	case celast.CallKind:
 		return w.call(e.AsCall(), scope)
 	case celast.ComprehensionKind:
@@ -110,20 +209,23 @@ func (w *reads) field(v value, name string) value {
 		case "apiVersion", "kind":
 			return value{}
 		}
-		w.whole[v.target] = true
+		return value{target: v.target, shape: sub, path: []string{name}}
 	case selection:
 		if name == "items" {
 			return value{target: v.target, shape: items}
 		}
-		w.whole[v.target] = true
+		w.all(v.target)
 	case metadata:
 		return v
+	case sub:
+		return value{target: v.target, shape: sub, path: append(slices.Clip(v.path), name)}
 	}
 	return value{}
 }
 
 // call is the value of a function call: an index into an object or the items, size() of the
-// items and a comparison with null are followed; any other use of an object is a whole read.
+// items and a comparison with null are followed; any other use of an object is a whole read,
+// of a sub-object a read of its subtree.
 func (w *reads) call(c celast.CallExpr, scope map[string]value) value {
 	var recv value
 	if c.IsMemberFunction() {
@@ -139,7 +241,7 @@ func (w *reads) call(c celast.CallExpr, scope map[string]value) value {
 		case items:
 			w.use(args[1])
 			return value{target: args[0].target, shape: object}
-		case object, selection:
+		case object, selection, sub:
 			if name, ok := stringLiteral(c.Args()[1]); ok {
 				return w.field(args[0], name)
 			}
@@ -152,7 +254,14 @@ func (w *reads) call(c celast.CallExpr, scope map[string]value) value {
 		return value{}
 	case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
 		if isNull(c.Args()[0]) || isNull(c.Args()[1]) {
-			return value{} // whether a named target exists
+			// Whether a named target exists; a sub-object's value is read (absent is an
+			// error, not null).
+			for _, a := range args {
+				if a.shape == sub {
+					w.use(a)
+				}
+			}
+			return value{}
 		}
 	}
 	w.use(recv)
@@ -163,7 +272,8 @@ func (w *reads) call(c celast.CallExpr, scope map[string]value) value {
 }
 
 // comprehension follows a macro over a selector's items (exists, all, filter…): its iteration
-// variable is an object there. Iterating over an object's or a selection's keys is a whole read.
+// variable is an object there. Iterating over an object's or a selection's keys is a whole read,
+// over a sub-object's a read of its subtree.
 func (w *reads) comprehension(c celast.ComprehensionExpr, scope map[string]value) {
 	rng := w.visit(c.IterRange(), scope)
 	if rng.shape != items {

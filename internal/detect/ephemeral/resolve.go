@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
 // Gathering a Cleaner's snapshot: its targets' kinds resolved through the RESTMapper, watched as
@@ -183,12 +184,18 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 		if view {
 			metaOnly = false
 		}
+		// The kind's union grows (if it must) before its informer may start: the first list is
+		// trimmed to it.
+		var need int64
+		if !metaOnly && !view {
+			need = r.Fields.Need(m.GroupVersionKind, t.Fields)
+		}
 		if err := r.watch(m.GroupVersionKind, metaOnly); err != nil {
 			return nil, "", "", fmt.Errorf("watching %s: %w", m.GroupVersionKind, err)
 		}
 		rt := resolvedTarget{Target: t, mapping: m}
 		kind := resourceKey(m.Resource)
-		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly)
+		objs, err := r.read(ctx, m.GroupVersionKind, cl.Namespace, t, metaOnly, need)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -210,9 +217,66 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 	return out, "", "", nil
 }
 
-// read returns the target's objects in namespace from the cache, sorted by name: whole, or
-// (metaOnly) as apiVersion, kind and metadata.
-func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool) ([]*unstructured.Unstructured, error) {
+// read returns the target's objects in namespace from the cache, sorted by name: whole (as
+// trimmed to their kind's union of fields), or (metaOnly) as apiVersion, kind and metadata. A
+// cached copy trimmed before the union's version need (the union grew for this target's fields
+// since) is not used: the target is read from the API server instead.
+func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool, need int64) ([]*unstructured.Unstructured, error) {
+	out, err := r.readCached(ctx, gvk, namespace, t, metaOnly)
+	if err != nil || metaOnly {
+		return out, err
+	}
+	stale := false
+	for _, o := range out {
+		if !trimmedFor(o, need) {
+			stale = true
+		}
+	}
+	if !stale {
+		return out, nil
+	}
+	r.Log.V(1).Info("target read from the API server: its cached copy was trimmed before the fields this Cleaner reads were known",
+		"kind", gvk.String(), "namespace", namespace, "target", t.Name)
+	metrics.CleanerLiveReads.Inc()
+	return r.readLive(ctx, gvk, namespace, t)
+}
+
+// readLive reads the target's objects from the API server, trimmed as the cache would trim
+// them now (which keeps at least the fields the union held at need), sorted by name.
+func (r *Reconciler) readLive(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	if t.Selector == nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := r.Live.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.ObjectName}, u); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading %s %s/%s from the API server: %w", gvk.Kind, namespace, t.ObjectName, err)
+		}
+		out = append(out, u)
+	} else {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Live.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: t.Selector}); err != nil {
+			return nil, fmt.Errorf("listing %s in %s from the API server: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	for _, o := range out {
+		if _, err := r.Fields.Transform(o); err != nil {
+			return nil, err
+		}
+		trimmedFor(o, 0) // drops the mark
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
+}
+
+// readCached reads the target's objects from the caches, sorted by name.
+func (r *Reconciler) readCached(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	if t.Selector == nil {
 		var err error

@@ -52,8 +52,10 @@ type Target struct {
 	Delete     bool
 	Evaluated  bool
 	// Whole: a condition reads the target's objects beyond apiVersion, kind and metadata, so
-	// they are read whole; an evaluated target that is not Whole is read as metadata.
-	Whole bool
+	// they are read from the whole objects' informer; an evaluated target that is not Whole is
+	// read as metadata. Fields are the union of what the conditions read of them.
+	Whole  bool
+	Fields Fields
 }
 
 // Conditions is the number of conditions.
@@ -162,11 +164,14 @@ func Compile(spec v1alpha1.CleanerSpec) (*Spec, field.ErrorList) {
 		return nil, errs
 	}
 	for i := range s.Targets {
-		for _, c := range s.conditions {
-			if c.whole[s.Targets[i].Name] {
-				s.Targets[i].Whole = s.Targets[i].Evaluated
-			}
+		t := &s.Targets[i]
+		if !t.Evaluated {
+			continue
 		}
+		for _, c := range s.conditions {
+			t.Fields = t.Fields.union(c.reads[t.Name])
+		}
+		t.Whole = t.Fields.Beyond()
 	}
 	return s, nil
 }

@@ -1,0 +1,152 @@
+package ephemeral
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kustos-dev/kustos/api/v1alpha1"
+)
+
+var deployments = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+func deployment(name string, spec map[string]any) *unstructured.Unstructured {
+	o := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "labels": map[string]any{"app": name}},
+		"status":   map[string]any{"replicas": int64(2)},
+	}
+	if spec != nil {
+		o["spec"] = spec
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+func compileOne(t *testing.T, cond string) *Spec {
+	t.Helper()
+	spec, errs := Compile(v1alpha1.CleanerSpec{TTL: "1h", Conditions: []string{cond}, Targets: []v1alpha1.Target{
+		{Name: "web", Reference: v1alpha1.Reference{APIGroup: "apps", Version: "v1", Kind: "Deployment", Name: "web"}}}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return spec
+}
+
+// TestTrimmedEvaluatesAsWhole: a condition evaluated on the copy the cache keeps (trimmed to the
+// fields it reads) has the value, or fails, as it does on the whole object: a missing field,
+// has() of an absent one, a list read under a path, a map iterated.
+func TestTrimmedEvaluatesAsWhole(t *testing.T) {
+	conds := []string{
+		`web.spec.replicas == 0`,
+		`has(web.spec.replicas)`,
+		`has(web.spec.paused) && web.spec.paused`,
+		`web.spec.template.spec.containers.all(c, c.image == "x")`,
+		`web.spec.template.metadata.labels.exists(k, k == "tier")`,
+		`web.spec.replicas == null`,
+		`"replicas" in web.spec`,
+		`web == null || web.metadata.labels.app == "web"`,
+	}
+	objs := map[string]*unstructured.Unstructured{
+		"replicas 0": deployment("web", map[string]any{"replicas": int64(0), "paused": true,
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"tier": "a"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"image": "x", "name": "c"}}}}}),
+		"replicas 3":     deployment("web", map[string]any{"replicas": int64(3), "strategy": map[string]any{"type": "Recreate"}}),
+		"no replicas":    deployment("web", map[string]any{"selector": map[string]any{}}),
+		"no spec":        deployment("web", nil),
+		"spec not a map": deployment("web", nil),
+	}
+	objs["spec not a map"].Object["spec"] = "odd"
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	eval := func(s *Spec, o map[string]any) Result {
+		d := s.Decide(context.Background(), Snapshot{Created: now.Add(-2 * time.Hour), Now: now, Objects: map[string][]map[string]any{"web": {o}}})
+		return d.Results[0]
+	}
+	for _, cond := range conds {
+		for name, o := range objs {
+			t.Run(cond+"/"+name, func(t *testing.T) {
+				s := compileOne(t, cond)
+				var reg FieldRegistry
+				need := reg.Need(deployments, s.Targets[0].Fields)
+				cp := o.DeepCopy()
+				if _, err := reg.Transform(cp); err != nil {
+					t.Fatal(err)
+				}
+				if !trimmedFor(cp, need) {
+					t.Fatalf("a copy trimmed at the current union does not hold it")
+				}
+				whole, trimmed := eval(s, o.Object), eval(s, cp.Object)
+				if whole.Value != trimmed.Value || (whole.Err == nil) != (trimmed.Err == nil) {
+					t.Errorf("on the whole object %v (%v), on the trimmed copy %v (%v); copy %v", whole.Value, whole.Err, trimmed.Value, trimmed.Err, cp.Object)
+				}
+			})
+		}
+	}
+}
+
+// TestFieldRegistry: the cache keeps apiVersion, kind, metadata and the union's paths, marks
+// each copy with the union's version (removed before the conditions see it), and a copy trimmed
+// before the union grew does not hold what the growth added.
+func TestFieldRegistry(t *testing.T) {
+	replicas := Fields{Paths: [][]string{{"spec", "replicas"}}}
+	labels := Fields{Paths: [][]string{{"spec", "template", "metadata", "labels"}}}
+	var reg FieldRegistry
+	obj := func() *unstructured.Unstructured {
+		return deployment("web", map[string]any{"replicas": int64(1), "strategy": map[string]any{"type": "Recreate"},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}, "spec": map[string]any{"x": "y"}}})
+	}
+	trim := func() *unstructured.Unstructured {
+		u := obj()
+		if _, err := reg.Transform(u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if got := trim(); !reflect.DeepEqual(got.Object, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": obj().Object["metadata"], trimVersionKey: int64(0)}) {
+		t.Errorf("a kind no Cleaner reads beyond metadata: %v", got.Object)
+	}
+	v1 := reg.Need(deployments, replicas)
+	if again := reg.Need(deployments, replicas); again != v1 || v1 == 0 {
+		t.Errorf("versions %d then %d for the same fields: want one, not 0", v1, again)
+	}
+	before := trim()
+	if want := map[string]any{"replicas": int64(1)}; !reflect.DeepEqual(before.Object["spec"], want) {
+		t.Errorf("spec %v, want %v", before.Object["spec"], want)
+	}
+	if _, ok := before.Object["status"]; ok {
+		t.Errorf("status kept, no condition reads it")
+	}
+	v2 := reg.Need(deployments, labels)
+	if v2 <= v1 {
+		t.Fatalf("the union grew, its version did not: %d, %d", v1, v2)
+	}
+	if reg.Need(deployments, replicas) != v2 {
+		t.Errorf("fields the union holds need its current version")
+	}
+	if !trimmedFor(before.DeepCopy(), v1) {
+		t.Errorf("a copy trimmed at version %d does not hold that version's fields", v1)
+	}
+	stale := before.DeepCopy()
+	if trimmedFor(stale, v2) {
+		t.Errorf("a copy trimmed at %d holds version %d's fields", v1, v2)
+	}
+	if _, ok := stale.Object[trimVersionKey]; ok {
+		t.Errorf("the mark is left for the conditions to see")
+	}
+	after := trim()
+	want := map[string]any{"replicas": int64(1), "template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}}
+	if !reflect.DeepEqual(after.Object["spec"], want) || !trimmedFor(after, v2) {
+		t.Errorf("after the growth: spec %v, want %v", after.Object["spec"], want)
+	}
+	reg.Need(deployments, Fields{All: true})
+	if got := trim(); !reflect.DeepEqual(got.Object["status"], obj().Object["status"]) {
+		t.Errorf("a condition reading all of it: status %v", got.Object["status"])
+	}
+	// The mark survives the cache's deep copies.
+	_ = runtime.DeepCopyJSONValue(trim().Object)
+}
