@@ -59,7 +59,7 @@ func (s *fieldSet) fields() Fields {
 	for _, p := range s.paths {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
+	slices.SortFunc(out, slices.Compare)
 	minimal := out[:0]
 	for _, p := range out {
 		// Sorted: a prefix of p, if any, is the last path kept.
