@@ -320,7 +320,7 @@ func startKustos(o options, kubeconfig, addr, pprofAddr, promURL, logPath string
 
 // saveHeapProfile writes Kustos's heap profile, after a GC (gc=1), from its pprof address.
 func saveHeapProfile(ctx context.Context, addr, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", http.NoBody)
 	if err != nil {
 		return err
 	}
