@@ -414,7 +414,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	obj.SetGroupVersionKind(r.Kind)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("expiry-"+strings.ToLower(kindLabel(r.Kind))).
-		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(nsscope.Objects(r.Scope), metadataChanged())).
+		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(r.targetsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if r.Kind != namespaceGVK {
 		nsMeta := &metav1.PartialObjectMetadata{}
@@ -440,6 +440,16 @@ func leaseHandler(trigger func(before, after client.Object) (lifecycle.Key, bool
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
 		}
 	}}
+}
+
+// targetsChanged is the predicate of the watch of r.Kind's objects: what Decide reads changed,
+// in a namespace the selector selects; and, when the targets are Namespaces, a Namespace that
+// joins the selector (its selector label is not something Decide reads).
+func (r *Reconciler) targetsChanged() predicate.Predicate {
+	if r.Kind == namespaceGVK {
+		return nsscope.Namespaces(r.Scope, metadataChanged())
+	}
+	return predicate.And[client.Object](nsscope.Objects(r.Scope), metadataChanged())
 }
 
 // metadataChanged lets through creations, deletions, and updates of what Decide reads (the

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // TestMetadataChanged: only what Decide reads wakes the detector. The cache may keep every
@@ -41,5 +43,26 @@ func TestMetadataChanged(t *testing.T) {
 	}
 	if !metadataChanged().Create(event.CreateEvent{Object: base()}) || !metadataChanged().Delete(event.DeleteEvent{Object: base()}) {
 		t.Error("a creation or deletion must be looked at")
+	}
+}
+
+// TestTargetsChangedNamespaceJoins: a Namespace that is itself an expiry target and joins the
+// selector (only its shard label changes, which Decide does not read) is looked at.
+func TestTargetsChangedNamespaceJoins(t *testing.T) {
+	scope, err := nsscope.New("kustos.io/shard=b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := func(shard string) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "lab", Labels: map[string]string{"kustos.io/shard": shard}}}
+		o.SetGroupVersionKind(namespaceGVK)
+		return o
+	}
+	r := &Reconciler{Kind: namespaceGVK, Scope: scope}
+	if !r.targetsChanged().Update(event.UpdateEvent{ObjectOld: ns("a"), ObjectNew: ns("b")}) {
+		t.Error("a Namespace joining the selector is not looked at")
+	}
+	if r.targetsChanged().Update(event.UpdateEvent{ObjectOld: ns("b"), ObjectNew: ns("a")}) {
+		t.Error("a Namespace leaving the selector is looked at (nothing to do there)")
 	}
 }
