@@ -76,15 +76,29 @@ type FieldRegistry struct {
 	kinds map[schema.GroupVersionKind]*kindFields
 }
 
-// kindFields is one kind's union and its version, which counts its growths.
+// kindFields is one kind's union and its version, which counts its growths; history[v-1] is
+// the union as of version v.
 type kindFields struct {
 	version int64
 	fields  Fields
 	tree    *pathNode
+	history []Fields
 }
 
-// Need adds f to gvk's union and returns the union's version from which a cached copy holds
-// everything f reads (0: any copy does). Nil-safe: a nil registry trims nothing.
+// since is the first version whose union covers f (the union only grows): a copy trimmed at
+// that version or later holds what f reads. Cleaners whose fields an earlier version held keep
+// reading their cached copies when another Cleaner grows the union.
+func (k *kindFields) since(f Fields) int64 {
+	for i, u := range k.history {
+		if u.covers(f) {
+			return int64(i + 1)
+		}
+	}
+	return k.version
+}
+
+// Need adds f to gvk's union and returns the first version of the union from which a cached copy
+// holds everything f reads (0: any copy does). Nil-safe: a nil registry trims nothing.
 func (r *FieldRegistry) Need(gvk schema.GroupVersionKind, f Fields) int64 {
 	if r == nil || !f.Beyond() {
 		return 0
@@ -92,7 +106,7 @@ func (r *FieldRegistry) Need(gvk schema.GroupVersionKind, f Fields) int64 {
 	// Every look at a Cleaner asks; the union seldom grows.
 	r.mu.RLock()
 	if k := r.kinds[gvk]; k != nil && k.fields.covers(f) {
-		v := k.version
+		v := k.since(f)
 		r.mu.RUnlock()
 		return v
 	}
@@ -108,11 +122,12 @@ func (r *FieldRegistry) Need(gvk schema.GroupVersionKind, f Fields) int64 {
 		r.kinds[gvk] = k
 	}
 	if k.fields.covers(f) {
-		return k.version
+		return k.since(f)
 	}
 	k.fields = k.fields.union(f)
 	k.tree = newPathTree(k.fields.Paths)
 	k.version++
+	k.history = append(k.history, k.fields)
 	return k.version
 }
 

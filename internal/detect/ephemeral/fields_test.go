@@ -125,8 +125,11 @@ func TestFieldRegistry(t *testing.T) {
 	if v2 <= v1 {
 		t.Fatalf("the union grew, its version did not: %d, %d", v1, v2)
 	}
-	if reg.Need(deployments, replicas) != v2 {
-		t.Errorf("fields the union holds need its current version")
+	if got := reg.Need(deployments, replicas); got != v1 {
+		t.Errorf("fields the union held since version %d need version %d: a copy trimmed before the union grew holds them", v1, got)
+	}
+	if got := reg.Need(deployments, labels); got != v2 {
+		t.Errorf("the fields that grew the union need version %d, got %d", v2, got)
 	}
 	if !trimmedFor(before.DeepCopy(), v1) {
 		t.Errorf("a copy trimmed at version %d does not hold that version's fields", v1)
