@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -362,7 +363,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkServed(cfg, o); err != nil {
+	mapper, err := checkServed(cfg, o)
+	if err != nil {
 		return nil, err
 	}
 	// The selector's label keys must survive the cache's trim of Namespace metadata.
@@ -376,6 +378,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                         cacheOptions(o.StateNamespace, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
+		MapperProvider:                reuseMapper(mapper),
 		PprofBindAddress:              orDisabled(o.PprofAddr),
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -519,8 +522,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 // checkServed says which flag names a kind the API server does not serve, before the manager is
 // made: its cache has an entry of its own for each kind a detector reads (trimmed, or with all
 // its metadata), and controller-runtime's error for an unserved one names neither the flag nor
-// the kind.
-func checkServed(cfg *rest.Config, o Options) error {
+// the kind. The mapper it read the kinds with (nil when there was nothing to check) is the
+// manager's too, so discovery is not read twice at start.
+func checkServed(cfg *rest.Config, o Options) (meta.RESTMapper, error) {
 	type kindOf struct {
 		flag string
 		kind schema.GroupVersionKind
@@ -537,22 +541,30 @@ func checkServed(cfg *rest.Config, o Options) error {
 		}
 	}
 	if len(kinds) == 0 {
-		return nil
+		return nil, nil
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 	if err != nil {
-		return fmt.Errorf("reading the API server's kinds: %w", err)
+		return nil, fmt.Errorf("reading the API server's kinds: %w", err)
 	}
 	for _, k := range kinds {
 		if _, err := mapper.RESTMapping(k.kind.GroupKind(), k.kind.Version); err != nil {
-			return fmt.Errorf("%s: %s is not served by the API server: %w", k.flag, k.kind, err)
+			return nil, fmt.Errorf("%s: %s is not served by the API server: %w", k.flag, k.kind, err)
 		}
 	}
-	return nil
+	return mapper, nil
+}
+
+// reuseMapper gives the manager mapper when there is one, else its default.
+func reuseMapper(mapper meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+	if mapper == nil {
+		return apiutil.NewDynamicRESTMapper
+	}
+	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil }
 }
 
 // stamperScope is the author stamper's view of --namespace-selector: from the API server (see
