@@ -96,10 +96,22 @@ func TestCleanerSharesExpiryMetadata(t *testing.T) {
 }
 
 // TestInactivityReadsTrimmedFields: the inactivity detector's targets are cached with only the
-// fields it reads; a target's pause field and template reference (here a Knative Service's
-// spec.running and spec.templateRef, next to a spec the trim drops) still decide: the running
-// one, whose timeout comes from its template, is alerted about; the paused one is not.
+// fields it reads, in the manager's cache or, with Cleaners on, in the Cleaners' target cache
+// (one informer for both detectors, trimmed to the union of what they read); a target's pause
+// field and template reference (here a Knative Service's spec.running and spec.templateRef,
+// next to a spec the trim drops) still decide: the running one, whose timeout comes from its
+// template, is alerted about; the paused one is not.
 func TestInactivityReadsTrimmedFields(t *testing.T) {
+	for _, cleaners := range []bool{false, true} {
+		name := "manager's cache"
+		if cleaners {
+			name = "Cleaners' target cache"
+		}
+		t.Run(name, func(t *testing.T) { inactivityReadsTrimmedFields(t, cleaners) })
+	}
+}
+
+func inactivityReadsTrimmedFields(t *testing.T, cleaners bool) {
 	live := startLiveActivity(t, true)
 	ns := newNamespace(t, "inactivity-trim", nil)
 	tpl := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "course",
@@ -125,6 +137,7 @@ func TestInactivityReadsTrimmedFields(t *testing.T) {
 		o.Inactivity.Settings.Pause = inactivity.Pause{Field: []string{"spec", "running"}, Value: "false"}
 		o.Inactivity.TemplateRef = []string{"spec", "templateRef"}
 		o.Inactivity.TemplateKind = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+		o.Cleaners.Enabled = cleaners
 	})
 	dumpOnFailure(t, k)
 

@@ -487,8 +487,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
+	var targets *targetCache
 	if o.Cleaners.Enabled {
-		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer); err != nil {
+		if targets, err = newTargetCache(mgr); err != nil {
+			return nil, err
+		}
+		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer, targets); err != nil {
 			return nil, err
 		}
 	}
@@ -505,7 +509,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if o.Inactivity.Enabled {
-		if err := setupInactivity(mgr, o, pl, live, nt); err != nil {
+		if err := setupInactivity(mgr, o, pl, live, nt, targets); err != nil {
 			return nil, err
 		}
 	}

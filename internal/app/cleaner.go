@@ -115,7 +115,7 @@ func cleanerVocabulary() lifecycle.Vocabulary {
 // store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
 // that no manifest in the repository defines is deleted directly (with the evaluated version as
 // precondition, and never when a GitOps tool's labels or annotations say it manages it).
-func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer) error {
+func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer, targets *targetCache) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
@@ -146,21 +146,6 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// --allowed-destinations and follows no redirect.
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
 	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
-	// Targets live in a cache of their own, as the fields the Cleaners' conditions read of their
-	// kind (ephemeral.FieldRegistry) or as metadata only (those no condition reads, and every
-	// Secret): the manager's trims what it holds to what the other detectors read (metadata, the
-	// inactivity targets' few fields), and holds only helm's Secrets. The client-side-apply copy
-	// of the whole object goes (it holds a Secret's data when kubectl applied it), as do managed
-	// fields.
-	fields := &ephemeral.FieldRegistry{Strip: stripMeta}
-	targetCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: fields.Transform})
-	if err != nil {
-		return err
-	}
-	if err := mgr.Add(targetCache); err != nil {
-		return err
-	}
 	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 	r := &ephemeral.Reconciler{
 		Client:      c,
@@ -179,9 +164,9 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Log:         o.Log.WithName("cleaner"),
 
 		ReleaseTouches: uninstaller,
-		TargetCache:    targetCache,
+		TargetCache:    targets.Cache,
 		SharedMetadata: sharedMetadata(o),
-		Fields:         fields,
+		Fields:         targets.fields,
 	}
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
@@ -202,6 +187,31 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}
 	return r.SetupWithManager(ctx, mgr, o.MaxConcurrentReconciles)
+}
+
+// targetCache holds the objects the Cleaner detector (and, with it, the inactivity detector)
+// reads whole: one informer per kind for both, each object trimmed to the union of the fields
+// its kind's readers read (ephemeral.FieldRegistry), or as metadata only (kinds no condition
+// reads beyond metadata, and every Secret). The manager's cache trims what it holds to what
+// the other detectors read and holds only helm's Secrets. The client-side-apply copy of the
+// whole object goes (it holds a Secret's data when kubectl applied it), as do managed fields.
+type targetCache struct {
+	cache.Cache
+	fields *ephemeral.FieldRegistry
+}
+
+// newTargetCache makes the target cache and adds it to mgr, which starts it.
+func newTargetCache(mgr ctrl.Manager) (*targetCache, error) {
+	fields := &ephemeral.FieldRegistry{Strip: stripMeta}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: fields.Transform})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
+	}
+	return &targetCache{Cache: c, fields: fields}, nil
 }
 
 // cleanerWatches is what the Cleaner detector reads from the manager's cache: the metadata of

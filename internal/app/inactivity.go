@@ -91,20 +91,25 @@ func (i InactivityOptions) validate() error {
 	return nil
 }
 
-// inactivityWatches is what the inactivity detector adds to the caches: metadata it reads, and
-// its targets trimmed to the fields it reads.
+// inactivityWatches is what the inactivity detector adds to the manager's cache: metadata it
+// reads, and its targets trimmed to the fields it reads, unless the Cleaners' target cache
+// holds them (Cleaners on: setupInactivity).
 func inactivityWatches(o Options) []lifecycle.Watches {
 	if !o.Inactivity.Enabled {
 		return nil
 	}
-	return []lifecycle.Watches{inactivity.Watches(o.Inactivity.Kinds, o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
+	kinds := o.Inactivity.Kinds
+	if o.Cleaners.Enabled {
+		kinds = nil
+	}
+	return []lifecycle.Watches{inactivity.Watches(kinds, o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
 }
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
 // per check, on the leader) and one controller per target kind, on their own pipeline (Keys
 // inactivity/…) sharing the store, reporter and actuators. In PR mode a target no manifest
 // defines is paused or deleted directly.
-func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers) error {
+func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers, targets *targetCache) error {
 	in := o.Inactivity
 	pl := *base
 	pl.Detector = inactivity.DetectorName
@@ -148,9 +153,18 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		Log:      o.Log.WithName("activity"),
 	}
 	// Targets as unstructured objects, cached with only what the detector reads (their
-	// metadata, replicas, pause field and template reference: inactivity.TargetFields).
+	// metadata, replicas, pause field and template reference: inactivity.TargetFields). With
+	// Cleaners on they live in the Cleaners' target cache, their fields kept for every copy
+	// before it starts: a Deployment a Cleaner and the detector both read is held once.
+	reader := mgr.GetCache()
+	if targets != nil {
+		for _, k := range in.Kinds {
+			targets.fields.Keep(k, inactivity.TargetFields(settings.Pause, in.TemplateRef))
+		}
+		reader = targets
+	}
 	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
+		Cache: &client.CacheOptions{Reader: reader, Unstructured: true}})
 	if err != nil {
 		return fmt.Errorf("creating the inactivity detector's client: %w", err)
 	}
@@ -167,6 +181,9 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
+		}
+		if targets != nil {
+			r.Targets = targets
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the inactivity detector for %s: %w", k, err)

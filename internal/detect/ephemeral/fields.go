@@ -131,6 +131,17 @@ func (r *FieldRegistry) Need(gvk schema.GroupVersionKind, f Fields) int64 {
 	return k.version
 }
 
+// Keep adds paths, which another detector reads of gvk's objects through the TargetCache, to
+// gvk's union. Called before the cache starts (as the inactivity detector's wiring does), every
+// cached copy holds them, and that reader need not look at the mark.
+func (r *FieldRegistry) Keep(gvk schema.GroupVersionKind, paths [][]string) {
+	s := &fieldSet{}
+	for _, p := range paths {
+		s.add(p)
+	}
+	r.Need(gvk, s.fields())
+}
+
 // Fields returns gvk's union.
 func (r *FieldRegistry) Fields(gvk schema.GroupVersionKind) Fields {
 	if r == nil {

@@ -153,3 +153,38 @@ func TestFieldRegistry(t *testing.T) {
 	// The mark survives the cache's deep copies.
 	_ = runtime.DeepCopyJSONValue(trim().Object)
 }
+
+// TestFieldRegistryKeep: paths another detector reads through the TargetCache (the inactivity
+// detector's replicas and pause field) are in every copy from the first one on, overlapping
+// paths kept once; a Cleaner reading one of them needs no newer copy, and a Cleaner growing the
+// union keeps them.
+func TestFieldRegistryKeep(t *testing.T) {
+	var reg FieldRegistry
+	reg.Keep(deployments, [][]string{{"spec", "replicas"}, {"spec", "replicas"}, {"spec", "strategy", "type"}, {"spec", "strategy"}})
+	want := Fields{Paths: [][]string{{"spec", "replicas"}, {"spec", "strategy"}}}
+	if got := reg.Fields(deployments); !reflect.DeepEqual(got, want) {
+		t.Fatalf("union %v, want %v", got, want)
+	}
+	obj := func() *unstructured.Unstructured {
+		return deployment("web", map[string]any{"replicas": int64(1), "strategy": map[string]any{"type": "Recreate"},
+			"template": map[string]any{"spec": map[string]any{"x": "y"}}})
+	}
+	u := obj()
+	if _, err := reg.Transform(u); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := u.Object["spec"], map[string]any{"replicas": int64(1), "strategy": map[string]any{"type": "Recreate"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("first copy's spec %v, want %v", got, want)
+	}
+	if v := reg.Need(deployments, Fields{Paths: [][]string{{"spec", "replicas"}}}); !trimmedFor(u.DeepCopy(), v) {
+		t.Errorf("a Cleaner reading a kept path needs version %d, newer than the first copy", v)
+	}
+	reg.Need(deployments, Fields{Paths: [][]string{{"spec", "template"}}})
+	u = obj()
+	if _, err := reg.Transform(u); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Object["spec"].(map[string]any); got["replicas"] != int64(1) || got["strategy"] == nil || got["template"] == nil { //nolint:forcetypeassert // trim keeps the map
+		t.Errorf("after a Cleaner grew the union: spec %v", got)
+	}
+}

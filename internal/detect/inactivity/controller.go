@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -112,8 +113,11 @@ type Reconciler struct {
 	// Objects reads targets as unstructured objects; Meta reads Namespaces and template objects
 	// as metadata. Both are caches.
 	Objects, Meta client.Reader
-	Pipeline      Pipeline
-	Reporter      Reporter
+	// Targets is the cache Objects reads, when it is not the manager's: the targets are watched
+	// through it (one informer per kind for every detector reading the kind's objects whole).
+	Targets  cache.Cache
+	Pipeline Pipeline
+	Reporter Reporter
 	// Scope is --namespace-selector; nil: every namespace.
 	Scope    Scope
 	Kind     schema.GroupVersionKind
@@ -460,13 +464,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	obj.SetGroupVersionKind(r.Kind)
 	nsMeta := &metav1.PartialObjectMetadata{}
 	nsMeta.SetGroupVersionKind(namespaceGVK)
+	preds := []predicate.Predicate{nsscope.Objects(r.Scope),
+		// A spec change (a restart, a new pause field) or new metadata: what Decide reads.
+		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("inactivity-"+strings.ToLower(r.Kind.Kind)+"-"+strings.ReplaceAll(r.Kind.Group, ".", "-")).
-		Watches(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(nsscope.Objects(r.Scope),
-			// A spec change (a restart, a new pause field) or new metadata: what Decide reads.
-			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(nsscope.Namespaces(r.Scope,
-			predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})))).
+		Named("inactivity-" + strings.ToLower(r.Kind.Kind) + "-" + strings.ReplaceAll(r.Kind.Group, ".", "-"))
+	if r.Targets != nil {
+		b = b.WatchesRawSource(source.Kind[client.Object](r.Targets, obj, &handler.EnqueueRequestForObject{}, preds...))
+	} else {
+		b = b.Watches(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(preds...))
+	}
+	b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(nsscope.Namespaces(r.Scope,
+		predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
 	if r.Checked != nil {
 		b = b.WatchesRawSource(source.TypedChannel(r.Checked, handler.TypedFuncs[struct{}, reconcile.Request]{
