@@ -62,8 +62,24 @@ func TestCleanerReadsWhatInactivityTrims(t *testing.T) {
 // its kinds from the manager's cache (one informer for both), which then keeps every label and
 // annotation, not only the expiry detector's: a Cleaner that selects Deployments by a label and
 // tests an annotation neither of which is the expiry detector's finds its cleanup due, and the
-// expiry detector still reads its own annotations (an unusable ttl is reported).
+// expiry detector still reads its own annotations (an unusable ttl is reported). With the
+// inactivity detector on as well, Deployments are held as objects in the Cleaners' target cache
+// and both read their metadata from there: the same outcome.
 func TestCleanerSharesExpiryMetadata(t *testing.T) {
+	for _, withInactivity := range []bool{false, true} {
+		name := "metadata informer"
+		if withInactivity {
+			name = "objects held for inactivity"
+		}
+		t.Run(name, func(t *testing.T) { cleanerSharesExpiryMetadata(t, withInactivity) })
+	}
+}
+
+func cleanerSharesExpiryMetadata(t *testing.T, withInactivity bool) {
+	var promURL string
+	if withInactivity {
+		promURL = startLiveActivity(t, false).prom.URL
+	}
 	ns := newNamespace(t, "cleaner-shared", nil)
 	d := deploymentOf(ns, "preview", 1, "100m")
 	d.Labels = map[string]string{"team": "a"}
@@ -85,6 +101,9 @@ func TestCleanerSharesExpiryMetadata(t *testing.T) {
 		o.Mode = app.ModeObserve
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
 		expiryOptions(o)
+		if withInactivity {
+			inactivityDetector(o, promURL, sourcesWithRange(t, "3s"))
+		}
 	})
 	dumpOnFailure(t, k)
 

@@ -54,6 +54,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/objcache"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -489,7 +490,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	var targets *targetCache
 	if o.Cleaners.Enabled {
-		if targets, err = newTargetCache(mgr); err != nil {
+		if targets, err = newTargetCache(mgr, o); err != nil {
 			return nil, err
 		}
 		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer, targets); err != nil {
@@ -504,7 +505,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if o.Expiry.Enabled {
 		// setupExpiry adds the owner's page link to nt's notices when it serves the page.
-		if err := setupExpiry(mgr, o, pl, live, &nt); err != nil {
+		if err := setupExpiry(mgr, o, pl, live, &nt, targets); err != nil {
 			return nil, err
 		}
 	}
@@ -721,6 +722,9 @@ func trimUnstructured(u *unstructured.Unstructured, paths [][]string) *unstructu
 	}
 	res := &unstructured.Unstructured{Object: out}
 	stripMeta(res)
+	if md, ok := out["metadata"].(map[string]any); ok {
+		out["metadata"] = objcache.Compact(md) // without the room of the managed fields
+	}
 	return res
 }
 

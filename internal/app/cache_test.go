@@ -228,3 +228,54 @@ func TestCacheOptionsShareMetadata(t *testing.T) {
 		t.Error("the pod template was kept")
 	}
 }
+
+// TestHeldWhole: with Cleaners and the inactivity detector on, the inactivity detector's kinds
+// are held as objects in the target cache, and the expiry detector's kinds among them are not
+// kept as metadata in the manager's cache for the Cleaners (a second informer of the same
+// objects); Namespaces and kinds the manager filters are never held there.
+func TestHeldWhole(t *testing.T) {
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	sts := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	ns := corev1.SchemeGroupVersion.WithKind("Namespace")
+	secret := corev1.SchemeGroupVersion.WithKind("Secret")
+	opts := func(cleaners, inactivity bool) Options {
+		var o Options
+		o.Cleaners.Enabled = cleaners
+		o.Expiry.Enabled = true
+		o.Expiry.Kinds = []schema.GroupVersionKind{deploy, sts}
+		o.Inactivity.Enabled = inactivity
+		o.Inactivity.Kinds = []schema.GroupVersionKind{deploy, ns, secret}
+		return o
+	}
+	for _, tc := range []struct {
+		name                 string
+		cleaners, inactivity bool
+		held, sharedMetadata []schema.GroupVersionKind
+	}{
+		{"Cleaners and inactivity", true, true, []schema.GroupVersionKind{deploy}, []schema.GroupVersionKind{sts}},
+		{"no inactivity", true, false, nil, []schema.GroupVersionKind{deploy, sts}},
+		{"no Cleaners", false, true, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts(tc.cleaners, tc.inactivity)
+			held := heldWhole(o)
+			if len(held) != len(tc.held) {
+				t.Errorf("held %v, want %v", held, tc.held)
+			}
+			for _, k := range tc.held {
+				if !held[k] {
+					t.Errorf("%s not held (held: %v)", k, held)
+				}
+			}
+			shared := sharedMetadata(o)
+			if len(shared) != len(tc.sharedMetadata) {
+				t.Errorf("metadata shared in the manager's cache %v, want %v", shared, tc.sharedMetadata)
+			}
+			for _, k := range tc.sharedMetadata {
+				if !shared[k] {
+					t.Errorf("%s's metadata not shared (shared: %v)", k, shared)
+				}
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/keyring"
@@ -200,9 +201,14 @@ type targetCache struct {
 	fields *ephemeral.FieldRegistry
 }
 
-// newTargetCache makes the target cache and adds it to mgr, which starts it.
-func newTargetCache(mgr ctrl.Manager) (*targetCache, error) {
+// newTargetCache makes the target cache and adds it to mgr, which starts it. The inactivity
+// detector's targets are held in it from the start (heldWhole), with the fields that detector
+// reads kept in every copy.
+func newTargetCache(mgr ctrl.Manager, o Options) (*targetCache, error) {
 	fields := &ephemeral.FieldRegistry{Strip: stripMeta}
+	for k := range heldWhole(o) {
+		fields.Keep(k, inactivity.TargetFields(o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef))
+	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultTransform: fields.Transform})
 	if err != nil {
@@ -214,6 +220,23 @@ func newTargetCache(mgr ctrl.Manager) (*targetCache, error) {
 	return &targetCache{Cache: c, fields: fields}, nil
 }
 
+// heldWhole are the kinds the target cache holds as objects from the start, for the
+// inactivity detector (with Cleaners on; without them it has no target cache): the Cleaners
+// and the expiry detector read their metadata from those objects (objcache.MetadataView), so
+// that each object of such a kind is cached once.
+func heldWhole(o Options) map[schema.GroupVersionKind]bool {
+	held := map[schema.GroupVersionKind]bool{}
+	if !o.Cleaners.Enabled || !o.Inactivity.Enabled {
+		return held
+	}
+	for _, k := range o.Inactivity.Kinds {
+		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !filteredKinds[k] {
+			held[k] = true
+		}
+	}
+	return held
+}
+
 // cleanerWatches is what the Cleaner detector reads from the manager's cache: the metadata of
 // the expiry detector's kinds, with every label and annotation, so that one informer serves
 // both detectors' metadata reads of such a kind (the Cleaner's own cache serves the rest).
@@ -222,9 +245,10 @@ func cleanerWatches(o Options) []lifecycle.Watches {
 		return nil
 	}
 	w := lifecycle.Watches{}
+	held := heldWhole(o)
 	for _, k := range o.Expiry.Kinds {
-		if filteredKinds[k] {
-			continue // the manager's cache holds only some of them
+		if filteredKinds[k] || held[k] {
+			continue // the manager's cache holds only some of them, or the target cache all
 		}
 		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 	}

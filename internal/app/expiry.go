@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
@@ -22,6 +23,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/objcache"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -123,7 +125,7 @@ func expiryWatches(o Options) []lifecycle.Watches {
 // Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
 // actuators of the quota detector's. In PR mode a target no manifest defines is removed
 // directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers) error {
+func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers, targets *targetCache) error {
 	pl := *base
 	pl.Detector = expiry.DetectorName
 	pl.Vocab = expiry.Vocabulary()
@@ -188,9 +190,19 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	// Whether a target that is no longer scheduled still has a Lease to clear: from the cache.
 	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
+	held := heldWhole(o)
 	for _, k := range kinds {
+		var cached client.Reader = mgr.GetClient()
+		var objects cache.Cache
+		if held[k] {
+			// The target cache holds the kind's objects for the inactivity detector and the
+			// Cleaners: their metadata is read from there, not from a second informer.
+			objects = targets
+			cached = objcache.MetadataView{Objects: targets, Kinds: held, Rest: mgr.GetClient()}
+		}
 		r := &expiry.Reconciler{
-			Cache:        mgr.GetClient(),
+			Cache:        cached,
+			Targets:      objects,
 			Pipeline:     &pl,
 			Reporter:     rep,
 			Scope:        o.scope,

@@ -154,13 +154,10 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	}
 	// Targets as unstructured objects, cached with only what the detector reads (their
 	// metadata, replicas, pause field and template reference: inactivity.TargetFields). With
-	// Cleaners on they live in the Cleaners' target cache, their fields kept for every copy
-	// before it starts: a Deployment a Cleaner and the detector both read is held once.
+	// Cleaners on they live in the Cleaners' target cache, their fields kept in every copy
+	// (newTargetCache): a Deployment a Cleaner, the expiry and this detector read is held once.
 	reader := mgr.GetCache()
 	if targets != nil {
-		for _, k := range in.Kinds {
-			targets.fields.Keep(k, inactivity.TargetFields(settings.Pause, in.TemplateRef))
-		}
 		reader = targets
 	}
 	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kustos-dev/kustos/internal/objcache"
 )
 
 // The Cleaners' whole-object informers keep, per kind, only apiVersion, kind, metadata and the
@@ -142,6 +144,19 @@ func (r *FieldRegistry) Keep(gvk schema.GroupVersionKind, paths [][]string) {
 	r.Need(gvk, s.fields())
 }
 
+// Held reports whether gvk's objects are cached as objects (trimmed to its union), not as
+// metadata only: a Cleaner or another detector reads fields of them. A reader of their metadata
+// reads it from those objects, not from an informer of its own that would hold every object of
+// the kind a second time.
+func (r *FieldRegistry) Held(gvk schema.GroupVersionKind) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.kinds[gvk] != nil
+}
+
 // Fields returns gvk's union.
 func (r *FieldRegistry) Fields(gvk schema.GroupVersionKind) Fields {
 	if r == nil {
@@ -186,6 +201,9 @@ func (r *FieldRegistry) trim(gvk schema.GroupVersionKind, obj map[string]any) ma
 		version, tree, all = k.version, k.tree, k.fields.All
 	}
 	r.mu.RUnlock()
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		obj["metadata"] = objcache.Compact(md) // without the room of the stripped managed fields
+	}
 	if all {
 		obj[trimVersionKey] = version
 		return obj

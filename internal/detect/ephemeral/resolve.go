@@ -177,10 +177,12 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 			}
 		}
 		metaOnly := metadataOnly(t, m)
-		// A kind some Cleaner reads whole is read whole for every Cleaner (unless another
-		// detector's informer holds its metadata): an informer of its metadata besides would
-		// hold every object of the kind a second time. The conditions still see metadata only.
-		view := metaOnly && !isSecret(m.Resource.GroupResource()) && !r.SharedMetadata[m.GroupVersionKind] && r.watchingWhole(m.GroupVersionKind)
+		// A kind some Cleaner or another detector reads whole (the inactivity detector's
+		// targets: Fields.Held) is read whole for every Cleaner (unless another detector's
+		// informer holds its metadata): an informer of its metadata besides would hold every
+		// object of the kind a second time. The conditions still see metadata only.
+		view := metaOnly && !isSecret(m.Resource.GroupResource()) && !r.SharedMetadata[m.GroupVersionKind] &&
+			(r.watchingWhole(m.GroupVersionKind) || r.Fields.Held(m.GroupVersionKind))
 		if view {
 			metaOnly = false
 		}

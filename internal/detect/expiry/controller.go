@@ -15,17 +15,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -86,7 +89,12 @@ var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 // Reconciler decides about the objects of one kind (a lifecycle kind, or Namespaces): it reads
 // their metadata and their namespace's from the cache and hands the decision to the pipeline.
 type Reconciler struct {
-	Cache    client.Reader
+	// Cache reads Kind's objects and Namespaces as metadata.
+	Cache client.Reader
+	// Targets, when set, is the cache through which Kind's objects are watched, as unstructured
+	// objects another detector holds there (Cache then answers their metadata reads from it:
+	// objcache.MetadataView); nil: they are watched as metadata through the manager's cache.
+	Targets  cache.Cache
 	Pipeline Pipeline
 	Reporter Reporter
 	// Scope is --namespace-selector; nil: every namespace.
@@ -406,16 +414,22 @@ func kindLabel(k schema.GroupVersionKind) string {
 	return k.Kind + "." + k.Group
 }
 
-// SetupWithManager registers the controller for Kind, watched as metadata; a Namespace's
-// metadata change maps to every object of Kind in it. Only objects of namespaces in Scope are
+// SetupWithManager registers the controller for Kind, watched as metadata (or through Targets);
+// a Namespace's metadata change maps to every object of Kind in it. Only objects of namespaces in Scope are
 // enqueued; a Namespace that joins it has its objects looked at.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(r.Kind)
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("expiry-"+strings.ToLower(kindLabel(r.Kind))).
-		WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(r.targetsChanged())).
+		Named("expiry-" + strings.ToLower(kindLabel(r.Kind))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.Targets != nil && r.Kind != namespaceGVK {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(r.Kind)
+		b = b.WatchesRawSource(source.Kind[client.Object](r.Targets, u, &handler.EnqueueRequestForObject{}, r.targetsChanged()))
+	} else {
+		b = b.WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(r.targetsChanged()))
+	}
 	if r.Kind != namespaceGVK {
 		nsMeta := &metav1.PartialObjectMetadata{}
 		nsMeta.SetGroupVersionKind(namespaceGVK)
