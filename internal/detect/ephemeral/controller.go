@@ -212,6 +212,7 @@ type Reconciler struct {
 
 	controller controller.Controller
 	cache      cache.Cache
+	liveCopies liveCopies
 
 	mu       sync.Mutex
 	watching map[watchKey]bool
@@ -237,6 +238,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 	r.watching = map[watchKey]bool{}
 	r.specs = map[types.NamespacedName]compiled{}
 	r.cache = mgr.GetCache()
+	r.liveCopies = newLiveCopies()
 	if r.Mapper == nil {
 		r.Mapper = mgr.GetRESTMapper()
 	}

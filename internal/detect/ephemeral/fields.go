@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilslru "k8s.io/utils/lru"
 
 	"github.com/kustos-dev/kustos/internal/objcache"
 )
@@ -20,7 +21,8 @@ import (
 // like it is likely to read again. Each cached copy carries the version of the union it was
 // trimmed with (trimVersionKey, removed before any condition sees the object); a Cleaner
 // needing a path the union gained after an object was cached reads that object from the API
-// server instead (Reconciler.read), until the object's next watch event trims it again.
+// server instead (Reconciler.read), once per state of the object (liveCopies), until the
+// object's next watch event trims it again.
 
 // trimVersionKey holds, in a cached copy, the version of its kind's union it was trimmed with.
 // No object served by the API server has a top-level field of this name (a "/" in a field
@@ -283,4 +285,53 @@ func (n *pathNode) keep(in, out map[string]any) {
 		c.keep(m, sub)
 		out[name] = sub
 	}
+}
+
+// liveCopies remembers targets read from the API server because their cached copy was
+// trimmed before the union held what a Cleaner reads (Reconciler.read). Such a cached copy is
+// trimmed again only when its object changes: without the memory, every evaluation of that
+// Cleaner would read the unchanged object from the API server again. A remembered copy stands
+// for the object while the cache holds the same resourceVersion of it, which names one state
+// of the object. Bounded (least recently used go first); safe for concurrent use; the zero
+// value remembers nothing.
+type liveCopies struct {
+	cache *utilslru.Cache
+}
+
+// liveCopiesRemembered is how many live copies are remembered at most.
+const liveCopiesRemembered = 1024
+
+func newLiveCopies() liveCopies { return liveCopies{cache: utilslru.New(liveCopiesRemembered)} }
+
+// liveCopy is one object as read from the API server, trimmed with the union's version.
+type liveCopy struct {
+	resourceVersion string
+	version         int64
+	obj             *unstructured.Unstructured
+}
+
+// put remembers o (read from the API server, trimmed with the union's version, its mark
+// dropped).
+func (l liveCopies) put(o *unstructured.Unstructured, version int64) {
+	if l.cache == nil || o.GetUID() == "" {
+		return
+	}
+	l.cache.Add(o.GetUID(), liveCopy{resourceVersion: o.GetResourceVersion(), version: version, obj: o.DeepCopy()})
+}
+
+// get returns a copy of the remembered live copy of cached's object, if one was read at
+// cached's resourceVersion and trimmed with a union that holds version need's fields.
+func (l liveCopies) get(cached *unstructured.Unstructured, need int64) (*unstructured.Unstructured, bool) {
+	if l.cache == nil {
+		return nil, false
+	}
+	v, ok := l.cache.Get(cached.GetUID())
+	if !ok {
+		return nil, false
+	}
+	c := v.(liveCopy) //nolint:forcetypeassert // put adds only liveCopy values
+	if c.resourceVersion != cached.GetResourceVersion() || c.version < need {
+		return nil, false
+	}
+	return c.obj.DeepCopy(), true
 }

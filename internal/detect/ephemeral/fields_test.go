@@ -2,13 +2,17 @@ package ephemeral
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
@@ -186,5 +190,115 @@ func TestFieldRegistryKeep(t *testing.T) {
 	}
 	if got := u.Object["spec"].(map[string]any); got["replicas"] != int64(1) || got["strategy"] == nil || got["template"] == nil { //nolint:forcetypeassert // trim keeps the map
 		t.Errorf("after a Cleaner grew the union: spec %v", got)
+	}
+}
+
+// targetStore is the TargetCache as read: one cached copy per name (only Get is used).
+type targetStore struct {
+	cache.Cache
+	objs map[string]*unstructured.Unstructured
+}
+
+func (s *targetStore) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	o, ok := s.objs[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, key.Name)
+	}
+	o.DeepCopyInto(obj.(*unstructured.Unstructured)) //nolint:forcetypeassert // the Cleaners read unstructured objects
+	return nil
+}
+
+// apiServer is the API server as read: the object as it is now; it counts the reads.
+type apiServer struct {
+	obj   *unstructured.Unstructured
+	reads int
+}
+
+func (a *apiServer) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	a.reads++
+	a.obj.DeepCopyInto(obj.(*unstructured.Unstructured)) //nolint:forcetypeassert // as above
+	return nil
+}
+
+func (a *apiServer) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not listed here")
+}
+
+// TestStaleCopyReadLiveOnce: a cached copy trimmed before the union grew is read from the API
+// server once per state of its object (resourceVersion), not at every evaluation; the live copy
+// stands for it only while the cache holds that state, and only if it holds the fields needed.
+func TestStaleCopyReadLiveOnce(t *testing.T) {
+	web := func(rv string) *unstructured.Unstructured {
+		u := deployment("web", map[string]any{"replicas": int64(1),
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}})
+		u.SetUID("uid-web")
+		u.SetResourceVersion(rv)
+		u.Object["status"] = map[string]any{"replicas": int64(1)}
+		return u
+	}
+	reg := &FieldRegistry{}
+	v1 := reg.Need(deployments, Fields{Paths: [][]string{{"spec", "replicas"}}})
+	cached := func(rv string) *unstructured.Unstructured {
+		u := web(rv)
+		if _, err := reg.Transform(u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	store := &targetStore{objs: map[string]*unstructured.Unstructured{"web": cached("1")}}
+	api := &apiServer{obj: web("1")}
+	r := &Reconciler{TargetCache: store, Live: api, Fields: reg, liveCopies: newLiveCopies()}
+	labels := Fields{Paths: [][]string{{"spec", "template", "metadata", "labels"}}}
+	v2 := reg.Need(deployments, labels)
+	target := Target{Name: "web", ObjectName: "web", Whole: true, Fields: labels}
+	const v3 = 3 // the union's version after the step that adds status
+	read := func(need int64) *unstructured.Unstructured {
+		t.Helper()
+		objs, err := r.read(context.Background(), deployments, "ns", target, false, need)
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("read = %v, %v", objs, err)
+		}
+		return objs[0]
+	}
+	steps := []struct {
+		name      string
+		before    func()
+		need      int64
+		wantReads int
+		wantRV    string
+	}{
+		{"fresh copy, need met", nil, v1, 0, "1"},
+		{"stale copy: read live", nil, v2, 1, "1"},
+		{"stale copy again, same state: the live copy", nil, v2, 1, "1"},
+		{"the object changed, the cache still holds state 1: the live copy of state 1", func() { api.obj = web("2") }, v2, 1, "1"},
+		{"more fields needed than the live copy was trimmed for: read live", func() {
+			reg.Need(deployments, Fields{Paths: [][]string{{"status"}}})
+			api.obj = web("1")
+		}, v3, 2, "1"},
+		{"the cache holds state 2, trimmed anew: no live read", func() { store.objs["web"] = cached("2") }, v3, 2, "2"},
+		{"a stale copy of a state the live copy is not of: read live", func() {
+			stale := web("3")
+			stale.Object = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": stale.Object["metadata"],
+				"spec": map[string]any{"replicas": int64(1)}, trimVersionKey: v1}
+			store.objs["web"] = stale
+			api.obj = web("3")
+		}, v3, 3, "3"},
+	}
+	for _, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		got := read(s.need)
+		if api.reads != s.wantReads || got.GetResourceVersion() != s.wantRV {
+			t.Errorf("%s: %d live reads, state %s; want %d, %s", s.name, api.reads, got.GetResourceVersion(), s.wantReads, s.wantRV)
+		}
+		if _, marked := got.Object[trimVersionKey]; marked {
+			t.Errorf("%s: the mark reached the conditions", s.name)
+		}
+		if s.need >= v2 {
+			if l, _, _ := unstructured.NestedStringMap(got.Object, "spec", "template", "metadata", "labels"); l["app"] != "web" {
+				t.Errorf("%s: the pod template's labels are missing: %v", s.name, got.Object)
+			}
+		}
 	}
 }

@@ -222,17 +222,23 @@ func (r *Reconciler) resolve(ctx context.Context, cl *v1alpha1.Cleaner, spec *Sp
 // read returns the target's objects in namespace from the cache, sorted by name: whole (as
 // trimmed to their kind's union of fields), or (metaOnly) as apiVersion, kind and metadata. A
 // cached copy trimmed before the union's version need (the union grew for this target's fields
-// since) is not used: the target is read from the API server instead.
+// since) is not used: the object's copy read from the API server at the same resourceVersion
+// is, if one is remembered, else the target is read from the API server.
 func (r *Reconciler) read(ctx context.Context, gvk schema.GroupVersionKind, namespace string, t Target, metaOnly bool, need int64) ([]*unstructured.Unstructured, error) {
 	out, err := r.readCached(ctx, gvk, namespace, t, metaOnly)
 	if err != nil || metaOnly {
 		return out, err
 	}
 	stale := false
-	for _, o := range out {
-		if !trimmedFor(o, need) {
-			stale = true
+	for i, o := range out {
+		if trimmedFor(o, need) {
+			continue
 		}
+		if c, ok := r.liveCopies.get(o, need); ok {
+			out[i] = c
+			continue
+		}
+		stale = true
 	}
 	if !stale {
 		return out, nil
@@ -271,7 +277,9 @@ func (r *Reconciler) readLive(ctx context.Context, gvk schema.GroupVersionKind, 
 		if _, err := r.Fields.Transform(o); err != nil {
 			return nil, err
 		}
+		version, _ := o.Object[trimVersionKey].(int64)
 		trimmedFor(o, 0) // drops the mark
+		r.liveCopies.put(o, version)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, nil
