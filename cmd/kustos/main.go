@@ -153,6 +153,7 @@ func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 	o.Log = log
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	gcTarget, gcSource := applyGCPercent(o.GCPercent, os.LookupEnv)
 
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
@@ -170,7 +171,8 @@ func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 	defer stop()
 	log.Info("starting", "version", info.Version, "commit", info.Commit, "mode", o.Mode, "stateNamespace", o.StateNamespace,
 		"threshold", quota.FormatRat(o.Defaults.Threshold), "increment", quota.FormatRat(o.Defaults.Increment),
-		"cooldown", lifecycle.FormatDuration(o.DefaultCooldown), "repository", o.PR.GitHub.Repository, "autoMerge", o.PR.AutoMerge)
+		"cooldown", lifecycle.FormatDuration(o.DefaultCooldown), "repository", o.PR.GitHub.Repository, "autoMerge", o.PR.AutoMerge,
+		"gcPercent", gcTarget, "gcPercentFrom", gcSource)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "stopped with an error")
 		return 1

@@ -57,6 +57,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables")
 		fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables")
 		fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof/ (heap and CPU profiles; bind it to loopback, e.g. 127.0.0.1:8082, and reach it with kubectl port-forward); 0 disables")
+		fs.IntVar(&o.GCPercent, "gogc", defaultGCPercent, "Go's garbage-collection target: the heap grows by this percentage of the live heap (mostly Kustos's caches, which live as long as it does) before the next collection; lower holds less memory for more CPU, 100 is Go's default; the GOGC environment variable wins when set")
 		fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
 		fs.StringVar(&r.allowDelete, "allow-delete", "", "what each detector may delete from the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:resource, detector one of expiry, inactivity, ephemeral (Cleaners), resource plural with its API group (expiry:namespaces,expiry:apps/deployments,ephemeral:configmaps; expiry:vsphere.kustos.io/virtualmachines lets expired vSphere VMs be quarantined); empty: nothing is deleted, refusals are DeleteNotAllowed Warning Events")
 	})
@@ -217,6 +218,9 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	}
 	if _, err := nsscope.Parse(o.NamespaceSelector); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
+	}
+	if o.GCPercent < minGCPercent {
+		return o, "", "", &cli.UsageError{Err: fmt.Errorf("--gogc=%d: at least %d (a lower target collects almost without pause)", o.GCPercent, minGCPercent)}
 	}
 	o.Webhook.Configurations = splitList(r.webhookConfigs)
 	o.Gates.SubmissionAllowedHosts = splitList(r.submissionAllowedHosts)

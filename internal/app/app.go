@@ -126,6 +126,9 @@ type Options struct {
 	// PprofAddr serves Go's profiles (where the memory goes in a large cluster); "" or "0"
 	// disables, the default: a profile shows object names.
 	PprofAddr string
+	// GCPercent is --gogc, Go's garbage-collection target, which `kustos run` applies at start
+	// unless the GOGC environment variable is set; NewManager does not read it.
+	GCPercent int
 
 	MaxConcurrentReconciles int
 	// Instance names this replica in Events (the pod name).
