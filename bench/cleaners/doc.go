@@ -15,7 +15,8 @@
 //	kustos run --kubeconfig=… --mode=observe --enable-cleaners=true --state-namespace=kustos-bench
 //	  --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0 --log-level=error
 //
-// with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go defaults); its output
+// with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go's defaults, Kustos's own
+// --gogc); its output
 // goes to a temporary file. One list+watch of all Cleaners (started before Kustos) timestamps,
 // per Cleaner, when a status with lastEvaluation and when one with lastEvaluation.due=true was
 // first delivered, and counts MODIFIED events (status writes: nothing else writes Cleaners).

@@ -5,8 +5,8 @@ import (
 )
 
 // startKustos starts `kustos run` in observer mode with the Cleaner detector as a separate
-// process (see kustosproc.Start: Go's defaults for GOMAXPROCS, GOGC and GOMEMLIMIT), its
-// output going to logPath.
+// process (see kustosproc.Start: Go's defaults for GOMAXPROCS and GOMEMLIMIT, Kustos's
+// --gogc), its output going to logPath.
 func startKustos(path, kubeconfig, logPath, logLevel string) (*kustosproc.Process, error) {
 	return kustosproc.Start(path, []string{
 		"--kubeconfig=" + kubeconfig,

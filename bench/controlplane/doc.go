@@ -19,7 +19,8 @@
 //  2. Kustos runs as a separate process:
 //     kustos run --kubeconfig=… --state-namespace=kustos-bench --leader-elect=false
 //     --metrics-bind-address=0 --health-probe-bind-address=0 --log-level=error
-//     with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go defaults). Its
+//     with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go's defaults, Kustos's
+//     own --gogc). Its
 //     output goes to a file in a temporary directory.
 //  3. Idle for -idle (30 s). This includes Kustos's start-up and initial sync. RSS and CPU
 //     are read here too ("after idle").

@@ -5,7 +5,7 @@ import (
 )
 
 // startKustos starts `kustos run` as a separate process (see kustosproc.Start: Go's defaults
-// for GOMAXPROCS, GOGC and GOMEMLIMIT), its output going to logPath.
+// for GOMAXPROCS and GOMEMLIMIT, Kustos's --gogc), its output going to logPath.
 func startKustos(path, kubeconfig, stateNamespace, logPath string) (*kustosproc.Process, error) {
 	return kustosproc.Start(path, []string{
 		"--kubeconfig=" + kubeconfig,

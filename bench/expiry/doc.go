@@ -19,7 +19,8 @@
 //	  --state-namespace=kustos-bench --leader-elect=false --metrics-bind-address=127.0.0.1:<free port>
 //	  --health-probe-bind-address=0 --log-level=error
 //
-// with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go defaults); its output
+// with GOMAXPROCS, GOGC and GOMEMLIMIT removed from its environment (Go's defaults, Kustos's own
+// --gogc); its output
 // goes to a temporary file. Observer mode: nothing is deleted, ExpiryWarning and ExpiryDue are
 // Warning Events. One list+watch of the Events Kustos writes (fieldSelector source=kustos,
 // started before Kustos) timestamps when each was delivered, per Deployment and reason.

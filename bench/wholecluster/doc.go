@@ -39,7 +39,8 @@
 // and the bastion (their gauge is 1). With a timeout of 2h none goes idle during the run.
 //
 // Kustos runs as a separate process (bench/internal/kustosproc: GOMAXPROCS, GOGC and GOMEMLIMIT
-// removed from its environment, so Go's defaults), its output in a temporary file:
+// removed from its environment, so Go's defaults and Kustos's own --gogc), its output in a
+// temporary file:
 //
 //	kustos run --kubeconfig=… --mode=observe --enable-cleaners=true --enable-expiry=true
 //	  --lifecycle-kinds=apps/v1/Deployment --expiry-warning-before=10s --notification-interval=5s

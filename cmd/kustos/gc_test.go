@@ -19,6 +19,7 @@ func TestApplyGCPercent(t *testing.T) {
 		{"flag", nil, 50, "50", "--gogc", 50},
 		{"environment wins", map[string]string{"GOGC": "200"}, 50, "200", "GOGC", 100},
 		{"environment off", map[string]string{"GOGC": "off"}, 30, "off", "GOGC", 100},
+		{"environment empty", map[string]string{"GOGC": ""}, 30, "30", "--gogc", 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetGCPercent(100) // as the runtime left it

@@ -251,10 +251,12 @@ func TestHeldWhole(t *testing.T) {
 		name                 string
 		cleaners, inactivity bool
 		held, sharedMetadata []schema.GroupVersionKind
+		// trimmedInManager: the inactivity kinds the manager's cache holds as trimmed objects.
+		trimmedInManager []schema.GroupVersionKind
 	}{
-		{"Cleaners and inactivity", true, true, []schema.GroupVersionKind{deploy}, []schema.GroupVersionKind{sts}},
-		{"no inactivity", true, false, nil, []schema.GroupVersionKind{deploy, sts}},
-		{"no Cleaners", false, true, nil, nil},
+		{"Cleaners and inactivity", true, true, []schema.GroupVersionKind{deploy}, []schema.GroupVersionKind{sts}, []schema.GroupVersionKind{ns, secret}},
+		{"no inactivity", true, false, nil, []schema.GroupVersionKind{deploy, sts}, nil},
+		{"no Cleaners", false, true, nil, nil, []schema.GroupVersionKind{deploy, ns, secret}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts(tc.cleaners, tc.inactivity)
@@ -275,6 +277,18 @@ func TestHeldWhole(t *testing.T) {
 				if !shared[k] {
 					t.Errorf("%s's metadata not shared (shared: %v)", k, shared)
 				}
+			}
+			var trimmed []schema.GroupVersionKind
+			for _, w := range inactivityWatches(o) {
+				for k := range w.ObjectFields {
+					trimmed = append(trimmed, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+				}
+			}
+			sort.Slice(trimmed, func(i, j int) bool { return trimmed[i].String() < trimmed[j].String() })
+			want := append([]schema.GroupVersionKind(nil), tc.trimmedInManager...)
+			sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
+			if !reflect.DeepEqual(trimmed, want) {
+				t.Errorf("inactivity kinds trimmed in the manager's cache %v, want %v (each kind in one cache)", trimmed, want)
 			}
 		})
 	}

@@ -92,15 +92,18 @@ func (i InactivityOptions) validate() error {
 }
 
 // inactivityWatches is what the inactivity detector adds to the manager's cache: metadata it
-// reads, and its targets trimmed to the fields it reads, unless the Cleaners' target cache
-// holds them (Cleaners on: setupInactivity).
+// reads, and its targets trimmed to the fields it reads, but for the kinds the Cleaners'
+// target cache holds (heldWhole).
 func inactivityWatches(o Options) []lifecycle.Watches {
 	if !o.Inactivity.Enabled {
 		return nil
 	}
-	kinds := o.Inactivity.Kinds
-	if o.Cleaners.Enabled {
-		kinds = nil
+	held := heldWhole(o)
+	var kinds []schema.GroupVersionKind
+	for _, k := range o.Inactivity.Kinds {
+		if !held[k] {
+			kinds = append(kinds, k)
+		}
 	}
 	return []lifecycle.Watches{inactivity.Watches(kinds, o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
 }
@@ -154,16 +157,21 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	}
 	// Targets as unstructured objects, cached with only what the detector reads (their
 	// metadata, replicas, pause field and template reference: inactivity.TargetFields). With
-	// Cleaners on they live in the Cleaners' target cache, their fields kept in every copy
-	// (newTargetCache): a Deployment a Cleaner, the expiry and this detector read is held once.
-	reader := mgr.GetCache()
-	if targets != nil {
-		reader = targets
-	}
+	// Cleaners on, the kinds heldWhole names live in the Cleaners' target cache, their fields
+	// kept in every copy (newTargetCache): a Deployment a Cleaner, the expiry and this
+	// detector read is held once. The others (a kind the manager's cache filters) stay there.
 	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		Cache: &client.CacheOptions{Reader: reader, Unstructured: true}})
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
 	if err != nil {
 		return fmt.Errorf("creating the inactivity detector's client: %w", err)
+	}
+	var heldObjects client.Client
+	held := heldWhole(o)
+	if len(held) > 0 {
+		if heldObjects, err = client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Cache: &client.CacheOptions{Reader: targets, Unstructured: true}}); err != nil {
+			return fmt.Errorf("creating the inactivity detector's client: %w", err)
+		}
 	}
 	// The probe URL is a tenant's: the egress client refuses destinations outside
 	// --allowed-destinations and follows no redirect (an exam endpoint answers itself).
@@ -179,8 +187,8 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
-		if targets != nil {
-			r.Targets = targets
+		if held[k] {
+			r.Objects, r.Targets = heldObjects, targets
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the inactivity detector for %s: %w", k, err)

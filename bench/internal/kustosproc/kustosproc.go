@@ -32,8 +32,9 @@ type Process struct {
 	waitErr error         // valid after exited is closed
 }
 
-// Start starts `<path> run <args...>` as a separate process with Go's defaults for GOMAXPROCS,
-// GOGC and GOMEMLIMIT (and without KUBECONFIG, so that only --kubeconfig counts), its standard
+// Start starts `<path> run <args...>` as a separate process with Go's defaults for GOMAXPROCS
+// and GOMEMLIMIT and no GOGC (so Kustos's own --gogc sets the garbage-collection target, as in
+// a cluster where nobody sets GOGC), without KUBECONFIG (so that only --kubeconfig counts), its standard
 // output and error going to the file logPath (created or truncated). The process gets SIGKILL
 // if the benchmark dies first.
 func Start(path string, args []string, logPath string) (*Process, error) {
