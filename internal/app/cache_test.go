@@ -260,35 +260,28 @@ func TestHeldWhole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts(tc.cleaners, tc.inactivity)
-			held := heldWhole(o)
-			if len(held) != len(tc.held) {
-				t.Errorf("held %v, want %v", held, tc.held)
-			}
-			for _, k := range tc.held {
-				if !held[k] {
-					t.Errorf("%s not held (held: %v)", k, held)
-				}
-			}
-			shared := sharedMetadata(o)
-			if len(shared) != len(tc.sharedMetadata) {
-				t.Errorf("metadata shared in the manager's cache %v, want %v", shared, tc.sharedMetadata)
-			}
-			for _, k := range tc.sharedMetadata {
-				if !shared[k] {
-					t.Errorf("%s's metadata not shared (shared: %v)", k, shared)
-				}
-			}
-			var trimmed []schema.GroupVersionKind
+			trimmed := map[schema.GroupVersionKind]bool{}
 			for _, w := range inactivityWatches(o) {
 				for k := range w.ObjectFields {
-					trimmed = append(trimmed, schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+					trimmed[schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = true
 				}
 			}
-			sort.Slice(trimmed, func(i, j int) bool { return trimmed[i].String() < trimmed[j].String() })
-			want := append([]schema.GroupVersionKind(nil), tc.trimmedInManager...)
-			sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
-			if !reflect.DeepEqual(trimmed, want) {
-				t.Errorf("inactivity kinds trimmed in the manager's cache %v, want %v (each kind in one cache)", trimmed, want)
+			for _, c := range []struct {
+				what string
+				got  map[schema.GroupVersionKind]bool
+				want []schema.GroupVersionKind
+			}{
+				{"held as objects in the target cache", heldWhole(o), tc.held},
+				{"metadata shared in the manager's cache", sharedMetadata(o), tc.sharedMetadata},
+				{"inactivity kinds trimmed in the manager's cache", trimmed, tc.trimmedInManager},
+			} {
+				want := map[schema.GroupVersionKind]bool{}
+				for _, k := range c.want {
+					want[k] = true
+				}
+				if !reflect.DeepEqual(c.got, want) {
+					t.Errorf("%s: %v, want %v", c.what, c.got, want)
+				}
 			}
 		})
 	}
