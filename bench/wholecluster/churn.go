@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,23 +40,43 @@ type churnResult struct {
 	end                     kustosproc.Sample
 }
 
-// growth compares the heap after GC at the first sample at or after a sixth of the churn (minute
-// 5 of 30) with the last sample: the relative growth and whether there was something to
-// compare.
+// growth compares the heap after GC early in the churn with its end: the median of the
+// readings from a sixth of the churn to a third (minutes 5 to 10 of 30) against the median of
+// the readings in its last sixth (the end's: at its offset), the relative growth and whether
+// there was something to compare. One reading is the heap marked live at the last collection,
+// with whatever a check cycle had in flight then: at 10,000 tenants readings 20% apart follow
+// each other with no trend (docs/performance.md), so single readings would judge the noise.
 func growth(samples []heapSample, churn time.Duration) (ref, end heapSample, g float64, ok bool) {
-	if len(samples) < 2 {
+	refFrom, refTo, endFrom := churn/6, churn/3, churn-churn/6
+	var early, late []float64
+	for _, s := range samples {
+		switch {
+		case s.at >= refFrom && s.at < refTo:
+			early = append(early, s.live)
+		case s.at >= endFrom:
+			late = append(late, s.live)
+		}
+	}
+	if len(early) == 0 || len(late) == 0 {
 		return ref, end, 0, false
 	}
-	refAt := churn / 6
-	i := 0
-	for i < len(samples)-1 && samples[i].at < refAt {
-		i++
-	}
-	ref, end = samples[i], samples[len(samples)-1]
-	if i == len(samples)-1 || ref.live <= 0 {
+	ref = heapSample{at: refFrom, live: median(early)}
+	end = heapSample{at: samples[len(samples)-1].at, live: median(late)}
+	if ref.live <= 0 {
 		return ref, end, 0, false
 	}
 	return ref, end, end.live/ref.live - 1, true
+}
+
+// median is the middle of xs (the mean of the two middle ones for an even count); xs is sorted
+// in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // heapEvery is how often the heap is read during churn: -heap-every, but at least six times.

@@ -171,7 +171,8 @@ func cycleRow(cs []cycle, o options) report.Row {
 
 func churnRow(c churnResult, o options) report.Row {
 	ref, end, g, ok := growth(c.heap, o.churn)
-	row := report.Row{Name: fmt.Sprintf("churn %s: heap after GC, at %s → at the end", o.churn, ref.at.Round(time.Second)),
+	row := report.Row{Name: fmt.Sprintf("churn %s: heap after GC, median from %s to %s → median of the last %s", o.churn,
+		ref.at.Round(time.Second), (o.churn / 3).Round(time.Second), (o.churn / 6).Round(time.Second)),
 		Target: fmt.Sprintf("≤ +%.0f%%", maxGrowth*100)}
 	if !ok {
 		row.Measured, row.Broken, row.Why = fmt.Sprintf("%d readings", len(c.heap)), true, "too few heap readings to compare"
