@@ -725,9 +725,6 @@ func trimUnstructured(u *unstructured.Unstructured, paths [][]string) *unstructu
 	}
 	res := &unstructured.Unstructured{Object: out}
 	stripMeta(res)
-	if md, ok := out["metadata"].(map[string]any); ok {
-		out["metadata"] = objcache.Compact(md) // without the room of the managed fields
-	}
 	return res
 }
 
@@ -791,7 +788,8 @@ func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 }
 
 // stripMeta drops what no detector reads from any object's metadata: managed fields and the
-// client-side-apply copy of the whole object.
+// client-side-apply copy of the whole object. An unstructured object's metadata map is then
+// copied into one sized for what is left (objcache.Compact).
 func stripMeta(obj metav1.Object) {
 	if obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
@@ -800,6 +798,11 @@ func stripMeta(obj metav1.Object) {
 		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
 			delete(a, corev1.LastAppliedConfigAnnotation)
 			obj.SetAnnotations(a)
+		}
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			u.Object["metadata"] = objcache.Compact(md) // without the room of the managed fields
 		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilslru "k8s.io/utils/lru"
-
-	"github.com/kustos-dev/kustos/internal/objcache"
 )
 
 // The Cleaners' whole-object informers keep, per kind, only apiVersion, kind, metadata and the
@@ -73,7 +71,7 @@ next:
 // use; the zero value is empty (every object trimmed to apiVersion, kind and metadata).
 type FieldRegistry struct {
 	// Strip, when set, trims an object's metadata (managed fields, the client-side-apply copy)
-	// before its fields are trimmed.
+	// before its fields are trimmed; internal/app's also compacts the map that is left.
 	Strip func(metav1.Object)
 
 	mu    sync.RWMutex
@@ -203,9 +201,6 @@ func (r *FieldRegistry) trim(gvk schema.GroupVersionKind, obj map[string]any) ma
 		version, tree, all = k.version, k.tree, k.fields.All
 	}
 	r.mu.RUnlock()
-	if md, ok := obj["metadata"].(map[string]any); ok {
-		obj["metadata"] = objcache.Compact(md) // without the room of the stripped managed fields
-	}
 	if all {
 		obj[trimVersionKey] = version
 		return obj
