@@ -9,8 +9,8 @@ import (
 // live as long as the process: Go's default of 100 lets the heap grow to twice that before each
 // collection, memory held for garbage that a cache-heavy process does not make quickly
 // (Prometheus lowered its default to 75 for the same reason). bench/wholecluster measured the
-// trade at 10,000 tenants: peak RSS 321 -> 241 MiB for about a third more CPU over the run
-// (docs/performance.md, "Whole cluster").
+// trade at 10,000 tenants: peak RSS 321 -> 239-241 MiB; the run's CPU grew by a third on a busy
+// machine and not on a quiet one (docs/performance.md, "Whole cluster").
 const defaultGCPercent = 50
 
 // minGCPercent is the lowest --gogc accepted.
