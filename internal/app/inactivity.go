@@ -159,7 +159,8 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	// metadata, replicas, pause field and template reference: inactivity.TargetFields). With
 	// Cleaners on, the kinds heldWhole names live in the Cleaners' target cache, their fields
 	// kept in every copy (newTargetCache): a Deployment a Cleaner, the expiry and this
-	// detector read is held once. The others (a kind the manager's cache filters) stay there.
+	// detector read is held once. The others (Namespaces, a kind the manager's cache filters)
+	// stay in the manager's cache.
 	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
 	if err != nil {
