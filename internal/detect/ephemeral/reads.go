@@ -124,18 +124,6 @@ func fieldReads(e celast.Expr, vars []variable) map[string]Fields {
 	return out
 }
 
-// wholeReads returns the names of vars whose objects e reads beyond apiVersion, kind and
-// metadata (those read from the whole objects' informer).
-func wholeReads(e celast.Expr, vars []variable) map[string]bool {
-	out := map[string]bool{}
-	for name, f := range fieldReads(e, vars) {
-		if f.Beyond() {
-			out[name] = true
-		}
-	}
-	return out
-}
-
 type reads struct{ sets map[string]*fieldSet }
 
 func (w *reads) set(target string) *fieldSet {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 
+	celast "github.com/google/cel-go/common/ast"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,17 +56,11 @@ func TestWholeReads(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.cond, func(t *testing.T) {
-			env, err := newEnv(canonical(vars))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast, iss := env.Compile(tc.cond)
-			if iss.Err() != nil {
-				t.Fatal(iss.Err())
-			}
 			var got []string
-			for name := range wholeReads(ast.NativeRep().Expr(), vars) {
-				got = append(got, name)
+			for name, f := range fieldReads(checked(t, vars, tc.cond), vars) {
+				if f.Beyond() {
+					got = append(got, name)
+				}
 			}
 			sort.Strings(got)
 			if !reflect.DeepEqual(got, tc.whole) {
@@ -72,6 +68,20 @@ func TestWholeReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checked is cond compiled and checked in the conditions' environment over vars.
+func checked(t *testing.T, vars []variable, cond string) celast.Expr {
+	t.Helper()
+	env, err := newEnv(canonical(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast, iss := env.Compile(cond)
+	if iss.Err() != nil {
+		t.Fatal(iss.Err())
+	}
+	return ast.NativeRep().Expr()
 }
 
 // TestCompileMarksWholeTargets: Compile reads a target whole only when one of the conditions
@@ -220,15 +230,7 @@ func TestFieldPaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.cond, func(t *testing.T) {
-			env, err := newEnv(canonical(vars))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast, iss := env.Compile(tc.cond)
-			if iss.Err() != nil {
-				t.Fatal(iss.Err())
-			}
-			if got := fieldReads(ast.NativeRep().Expr(), vars); !reflect.DeepEqual(got, tc.want) {
+			if got := fieldReads(checked(t, vars, tc.cond), vars); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("reads %v, want %v", got, tc.want)
 			}
 		})
