@@ -161,17 +161,23 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	// kept in every copy (newTargetCache): a Deployment a Cleaner, the expiry and this
 	// detector read is held once. The others (Namespaces, a kind the manager's cache filters)
 	// stay in the manager's cache.
-	objects, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
+	reading := func(c client.Reader) (client.Client, error) {
+		cl, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Cache: &client.CacheOptions{Reader: c, Unstructured: true}})
+		if err != nil {
+			return nil, fmt.Errorf("creating the inactivity detector's client: %w", err)
+		}
+		return cl, nil
+	}
+	objects, err := reading(mgr.GetCache())
 	if err != nil {
-		return fmt.Errorf("creating the inactivity detector's client: %w", err)
+		return err
 	}
 	var heldObjects client.Client
 	held := heldWhole(o)
 	if len(held) > 0 {
-		if heldObjects, err = client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			Cache: &client.CacheOptions{Reader: targets, Unstructured: true}}); err != nil {
-			return fmt.Errorf("creating the inactivity detector's client: %w", err)
+		if heldObjects, err = reading(targets); err != nil {
+			return err
 		}
 	}
 	// The probe URL is a tenant's: the egress client refuses destinations outside
