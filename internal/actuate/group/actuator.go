@@ -139,6 +139,8 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time
 		if !ok {
 			return lifecycle.Outcome{}, &lifecycle.QueuedError{Reason: lifecycle.QueuedBudget, Message: why, Until: until}
 		}
+		// Its room is held until the pull request is open and the forge's count can see it.
+		defer a.Budget.Settled(c.Key)
 	}
 	if opts.Queued {
 		// It waited: a proposal of it opened before a crash may have been closed by a human
@@ -234,6 +236,8 @@ func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts li
 			}
 			return lifecycle.Outcome{}, q
 		}
+		// The budget gave the group room: held until its pull request is open (see Apply).
+		defer a.Budget.Settled(g.Key)
 	}
 	members, err := a.members(ctx, &rec, &pr.Member{Change: c, GitPath: opts.GitPath}, false)
 	if err != nil {

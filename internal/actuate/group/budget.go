@@ -33,7 +33,9 @@ type Ask struct {
 // longest waiting). It is safe for concurrent use.
 //
 // Counts come from the forge (Counter), read at most every Refresh, plus the room this process
-// granted since. A proposal that is not the most urgent waiting one is refused while another
+// granted that the forge's count may not hold yet: a grant is held until its proposal has
+// Settled (its pull request was opened, or it was not) before a count began, because opening a
+// pull request takes a push and a call, and a count read in between would not see it. A proposal that is not the most urgent waiting one is refused while another
 // that is waits, so a proposal that asks often cannot overtake one that asks rarely; a waiter
 // that has not asked for three Recheck intervals (its Change was withdrawn) stops holding
 // others back. After a restart the waiters register again on their first look.
@@ -52,10 +54,21 @@ type Budget struct {
 	counted  time.Time
 	open     int
 	hourly   int
-	granted  []time.Time
+	granted  []grant
 	released int
 	waiters  map[lifecycle.Key]waiter
 }
+
+// grant is room given to the proposal key at at; settled is when its proposal ended (zero:
+// still opening its pull request).
+type grant struct {
+	key         lifecycle.Key
+	at, settled time.Time
+}
+
+// unsettledFor is how long a grant whose proposal never settled (a caller that lost it) holds
+// its room; opening one pull request takes seconds.
+const unsettledFor = 10 * time.Minute
 
 type waiter struct {
 	ask   Ask
@@ -85,10 +98,7 @@ func (b *Budget) Admit(ctx context.Context, a Ask) (ok bool, until time.Time, wh
 	if b.Unlimited() {
 		return true, time.Time{}, "", nil
 	}
-	now := time.Now()
-	if b.Now != nil {
-		now = b.Now()
-	}
+	now := b.now()
 	if err := b.count(ctx, now); err != nil {
 		return false, time.Time{}, "", err
 	}
@@ -125,8 +135,33 @@ func (b *Budget) Admit(ctx context.Context, a Ask) (ok bool, until time.Time, wh
 		return false, until, fmt.Sprintf("%d more urgent or longer waiting proposals go first", ahead), nil
 	}
 	delete(b.waiters, a.Key)
-	b.granted = append(b.granted, now)
+	b.granted = append(b.granted, grant{key: a.Key, at: now})
 	return true, time.Time{}, "", nil
+}
+
+// Settled records that the proposal key, admitted before, has ended: its pull request is open
+// (and in the forge's next count), or it was not opened. Call it once per admission, whatever
+// the outcome; a key without an unsettled grant is ignored.
+func (b *Budget) Settled(key lifecycle.Key) {
+	if b.Unlimited() {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.granted {
+		if g := &b.granted[i]; g.key == key && g.settled.IsZero() {
+			g.settled = now
+			return
+		}
+	}
+}
+
+func (b *Budget) now() time.Time {
+	if b.Now != nil {
+		return b.Now()
+	}
+	return time.Now()
 }
 
 // ahead counts the waiters that go before a: more urgent, or as urgent and waiting longer.
@@ -189,12 +224,14 @@ func (b *Budget) count(ctx context.Context, now time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.counted, b.open, b.hourly, b.released = now, open, hourly, 0
-	// Room granted before the count is in it (or its PR was never opened); room granted while
-	// counting is not yet.
+	// Room whose proposal settled before the count began is in it (or its pull request was never
+	// opened); room still opening its pull request, or settled while counting, is not yet.
 	kept := b.granted[:0]
-	for _, t := range b.granted {
-		if !t.Before(now) {
-			kept = append(kept, t)
+	for _, g := range b.granted {
+		settledBefore := !g.settled.IsZero() && g.settled.Before(now)
+		lost := g.settled.IsZero() && now.Sub(g.at) > unsettledFor
+		if !settledBefore && !lost {
+			kept = append(kept, g)
 		}
 	}
 	b.granted = kept

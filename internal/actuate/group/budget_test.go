@@ -17,13 +17,26 @@ type counter struct {
 	mu            sync.Mutex
 	open, created int
 	calls         int
+	// listed, when set, runs after the open pull requests were read, before the count returns.
+	listed func()
 }
 
 func (c *counter) OpenPullRequests(context.Context, string) ([]*gh.PullRequest, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.calls++
-	return make([]*gh.PullRequest, c.open), nil
+	prs := make([]*gh.PullRequest, c.open)
+	listed := c.listed
+	c.mu.Unlock()
+	if listed != nil {
+		listed()
+	}
+	return prs, nil
+}
+
+func (c *counter) set(open int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.open = open
 }
 
 func (c *counter) PullRequestsCreatedSince(context.Context, string, time.Time) (int, error) {
@@ -104,7 +117,9 @@ func TestBudget(t *testing.T) {
 				t.Fatalf("granted %v, want only %s", granted, want)
 			}
 			// Its pull request is opened, then merged; the forge's next count says so.
-			now = now.Add(31 * time.Second)
+			now = now.Add(time.Second)
+			b.Settled(lifecycle.Key(want))
+			now = now.Add(30 * time.Second)
 			c.mu.Lock()
 			c.open = 0
 			c.mu.Unlock()
@@ -127,6 +142,71 @@ func TestBudget(t *testing.T) {
 		now = now.Add(time.Minute)
 		if ok, _, why, _ := b.Admit(ctx, ask("other", lifecycle.UrgencyOther, 0)); !ok {
 			t.Fatalf("refused after the withdrawn waiter stopped asking: %s", why)
+		}
+	})
+
+	// A granted proposal takes a push and a call to open its pull request; a count of the forge
+	// read meanwhile does not see it, and must not give its room away again.
+	t.Run("a grant is held until its pull request is open before a count", func(t *testing.T) {
+		type step struct {
+			name string
+			// at is the time of the step, from t0; open is the forge's count from then on.
+			at   time.Duration
+			open int
+			// settle settles a's grant: before the ask, or (settleWhileListing) while the
+			// forge's count is being read.
+			settle, settleWhileListing bool
+			ask                        string
+			ok                         bool
+			why                        string
+		}
+		for _, tc := range []struct {
+			name  string
+			steps []step
+		}{
+			{"opened after the count was read", []step{
+				{name: "a is granted the last room", at: 0, open: 1, ask: "a", ok: true},
+				{name: "a count while a's pull request is opening: a's room is still taken", at: 3 * time.Second, open: 1, ask: "b", why: "2 of Kustos's pull requests are open"},
+				{name: "a's pull request opens between the count's read and its end", at: 6 * time.Second, open: 1, settleWhileListing: true, ask: "b", why: "2 of Kustos's pull requests are open"},
+				{name: "the next count sees it, once", at: 9 * time.Second, open: 2, ask: "b", why: "2 of Kustos's pull requests are open"},
+				{name: "a human closes another: room", at: 12 * time.Second, open: 1, ask: "b", ok: true},
+			}},
+			{"opened before the count: counted by the forge, not twice", []step{
+				{name: "a is granted", at: 0, open: 0, ask: "a", ok: true},
+				{name: "a's pull request is open; the forge counts it", at: 3 * time.Second, open: 1, settle: true, ask: "b", ok: true},
+			}},
+			{"a proposal that opened nothing gives its room back at the next count", []step{
+				{name: "a is granted the last room", at: 0, open: 1, ask: "a", ok: true},
+				{name: "a found its change already in the base branch", at: 3 * time.Second, open: 1, settle: true, ask: "b", ok: true},
+			}},
+			{"a grant never settled is given back after unsettledFor", []step{
+				{name: "a is granted the last room", at: 0, open: 1, ask: "a", ok: true},
+				{name: "still held", at: unsettledFor, open: 1, ask: "b", why: "2 of Kustos's pull requests are open"},
+				{name: "given back", at: unsettledFor + 3*time.Second, open: 1, ask: "b", ok: true},
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				clock := t0
+				c := &counter{}
+				b := &Budget{Counter: c, MaxOpen: 2, Refresh: 2 * time.Second, Now: func() time.Time { return clock }}
+				for _, s := range tc.steps {
+					clock = t0.Add(s.at)
+					c.set(s.open)
+					if s.settle {
+						clock = clock.Add(-time.Second)
+						b.Settled("a")
+						clock = clock.Add(time.Second)
+					}
+					c.listed = nil
+					if s.settleWhileListing {
+						c.listed = func() { b.Settled("a") }
+					}
+					ok, _, why, err := b.Admit(ctx, ask(s.ask, lifecycle.UrgencyOther, 0))
+					if err != nil || ok != s.ok || !strings.Contains(why, s.why) {
+						t.Fatalf("%s: %s: ok %v why %q err %v; want ok %v why %q", s.name, s.ask, ok, why, err, s.ok, s.why)
+					}
+				}
+			})
 		}
 	})
 
