@@ -11,14 +11,13 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// restClientGetter is the genericclioptions.RESTClientGetter helm's kube client needs (kube.New),
-// built from a *rest.Config (a controller has no kubeconfig file) and bound to one namespace. It
-// lives for one call: discovery is cached in memory for that call only, so a CRD installed since
-// the last call is always seen.
+// restClientGetter is one call's discovery and RESTMapper, built from a *rest.Config (a controller
+// has no kubeconfig file) and bound to one namespace. It lives for one call: discovery is cached
+// in memory for that call only, so a CRD installed since the last call is always seen. (The tests
+// complete it into the genericclioptions.RESTClientGetter that helm's action package, which they
+// install releases with, needs.)
 type restClientGetter struct {
 	config    *rest.Config
 	namespace string
@@ -33,11 +32,6 @@ func newRESTClientGetter(config *rest.Config, namespace string) *restClientGette
 	return &restClientGetter{config: config, namespace: namespace}
 }
 
-// ToRESTConfig returns a copy: helm's kube client and factory adjust the configs they get.
-func (g *restClientGetter) ToRESTConfig() (*rest.Config, error) {
-	return rest.CopyConfig(g.config), nil
-}
-
 func (g *restClientGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
 	g.init()
 	return g.discovery, g.err
@@ -48,16 +42,8 @@ func (g *restClientGetter) ToRESTMapper() (meta.RESTMapper, error) {
 	return g.mapper, g.err
 }
 
-// ToRawKubeConfigLoader only carries the namespace: helm's kube client takes the namespace of the
-// objects it builds from it, and nothing reads a kubeconfig file.
-func (g *restClientGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
-	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{
-		Context: clientcmdapi.Context{Namespace: g.namespace},
-	})
-}
-
-// init builds discovery and the RESTMapper once: helm's factory asks for them many times in
-// one action, and each fresh discovery client would query the API server again.
+// init builds discovery and the RESTMapper once: a call asks for them several times, and each
+// fresh discovery client would query the API server again.
 func (g *restClientGetter) init() {
 	g.once.Do(func() {
 		config := rest.CopyConfig(g.config)

@@ -9,17 +9,19 @@ import (
 	"strings"
 	"time"
 
-	"helm.sh/helm/v3/pkg/kube"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	helmtime "helm.sh/helm/v3/pkg/time"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// resourcePolicyAnnotation is helm's helm.sh/resource-policy (helm's kube.ResourcePolicyAnno).
+const resourcePolicyAnnotation = "helm.sh/resource-policy"
 
 // This file is helm's uninstall (helm v3.21: pkg/action/uninstall.go, hooks.go and
 // resource_policy.go) step by step, with the options Kustos used with action.Uninstall: hooks
-// run, history purged, deletion propagation background, no --wait. Helm's own kube client and
-// release storage make every API call (doc.go says why pkg/action is not linked). One step of
+// run, history purged, deletion propagation background, no --wait. Helm's release storage and
+// kubeClient (kube.go, what helm's kube client does) make every API call (doc.go says why
+// pkg/action and pkg/kube are not linked). One step of
 // helm's is left out on purpose: copying hook logs (helm.sh/hook-output-log-policy), which
 // action.Configuration.Init sent to io.Discard, so nothing changes.
 
@@ -89,15 +91,11 @@ func (s *session) deleteRelease(rel *hrelease.Release) []error {
 	for _, f := range toDelete(files) {
 		b.WriteString("\n---\n" + f.Content)
 	}
-	resources, err := s.kube.Build(strings.NewReader(b.String()), false)
+	resources, err := s.kube.Build(strings.NewReader(b.String()))
 	if err != nil {
 		return []error{fmt.Errorf("unable to build kubernetes objects for delete: %w", err)}
 	}
-	if len(resources) == 0 {
-		return nil
-	}
-	_, errs := s.kube.DeleteWithPropagationPolicy(resources, metav1.DeletePropagationBackground)
-	return errs
+	return s.kube.Delete(resources)
 }
 
 // toDelete is files but those with a helm.sh/resource-policy annotation, as helm's
@@ -109,7 +107,7 @@ func toDelete(files []releaseutil.Manifest) []releaseutil.Manifest {
 	var out []releaseutil.Manifest
 	for _, m := range files {
 		if m.Head != nil && m.Head.Metadata != nil {
-			if _, ok := m.Head.Metadata.Annotations[kube.ResourcePolicyAnno]; ok {
+			if _, ok := m.Head.Metadata.Annotations[resourcePolicyAnnotation]; ok {
 				continue
 			}
 		}
@@ -144,7 +142,7 @@ func (s *session) execHooks(rel *hrelease.Release, event hrelease.HookEvent, tim
 		if err := s.deleteHookByPolicy(h, hrelease.HookBeforeHookCreation, timeout); err != nil {
 			return err
 		}
-		resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest), true)
+		resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest))
 		if err != nil {
 			return fmt.Errorf("unable to build kubernetes object for %s hook %s: %w", event, h.Path, err)
 		}
@@ -153,7 +151,7 @@ func (s *session) execHooks(rel *hrelease.Release, event hrelease.HookEvent, tim
 			s.log("warning: Failed to update release %s: %s", rel.Name, err)
 		}
 		h.LastRun.Phase = hrelease.HookPhaseUnknown
-		if _, err := s.kube.Create(resources); err != nil {
+		if err := s.kube.Create(resources); err != nil {
 			h.LastRun.CompletedAt = helmtime.Now()
 			h.LastRun.Phase = hrelease.HookPhaseFailed
 			return fmt.Errorf("warning: Hook %s %s failed: %w", event, h.Path, err)
@@ -188,11 +186,11 @@ func (s *session) deleteHookByPolicy(h *hrelease.Hook, policy hrelease.HookDelet
 	if h.Kind == "CustomResourceDefinition" || !slices.Contains(h.DeletePolicies, policy) {
 		return nil
 	}
-	resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest), false)
+	resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest))
 	if err != nil {
 		return fmt.Errorf("unable to build kubernetes object for deleting hook %s: %w", h.Path, err)
 	}
-	if _, errs := s.kube.Delete(resources); len(errs) > 0 {
+	if errs := s.kube.Delete(resources); len(errs) > 0 {
 		return &flatError{msg: joinErrors(errs), err: errors.Join(errs...)}
 	}
 	return s.kube.WaitForDelete(resources, timeout)

@@ -9,12 +9,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/kube"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease/scope"
@@ -81,7 +82,7 @@ func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bo
 // When ctx ends first, Uninstall returns at once. Helm may still be running in the background
 // then, but every request it makes fails, so it changes nothing more.
 func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) (removed bool, err error) {
-	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) {
+	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) { //nolint:contextcheck // s.kube carries run's ctx (the call's, with Timeout)
 		s.guard()
 		return u.uninstall(s)
 	})
@@ -222,10 +223,10 @@ func (u *Uninstaller) Installed(ctx context.Context, namespace, release string) 
 	return info.FirstDeployed.UTC().Format(time.RFC3339Nano), true, nil
 }
 
-// session is one call's helm clients, for one release: helm's kube client (what helm builds,
-// creates, watches and deletes objects with) and its release storage, Secrets in namespace.
+// session is one call's clients, for one release: kubeClient (what helm's kube client does:
+// build, create, watch and delete objects) and helm's release storage, Secrets in namespace.
 type session struct {
-	kube      *kube.Client
+	kube      *kubeClient
 	releases  *storage.Storage
 	getter    *restClientGetter
 	namespace string
@@ -320,13 +321,22 @@ func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn 
 	defer cancel()
 
 	// What helm's action.Configuration.Init set up with the "secret" driver.
-	getter := newRESTClientGetter(withContext(ctx, u.Config), namespace)
-	kc := kube.New(getter)
-	kc.Log = u.debugLog
-	clientset, err := kc.Factory.KubernetesClientSet()
+	config := withContext(ctx, u.Config)
+	getter := newRESTClientGetter(config, namespace)
+	clientset, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return zero, err
 	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return zero, err
+	}
+	mapper, err := getter.ToRESTMapper()
+	if err != nil {
+		return zero, err
+	}
+	kc := &kubeClient{ctx: ctx, decoder: scope.Decoder{Mapper: mapper, Namespace: namespace}, dynamic: dyn,
+		discovery: clientset.Discovery(), log: u.debugLog}
 	secrets := driver.NewSecrets(clientset.CoreV1().Secrets(namespace))
 	secrets.Log = u.debugLog
 	type result struct {

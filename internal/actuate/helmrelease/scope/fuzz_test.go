@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// FuzzCheck: Check never panics, its refusal is one line, and what it accepts is what helm's
-// uninstall then acts on: the manifest decoded as helm decodes it for deletion (split, sorted,
-// joined again, one Build) and every hook's manifest give only namespaced objects in the
-// release's namespace, without an error. Check decodes document by document; this is the
+// FuzzCheck: Check never panics, its refusal is one line, and what it accepts is what the
+// uninstall then acts on: the manifest decoded as helm's uninstall decodes it for deletion
+// (split, sorted, joined again, one Build) and every hook's manifest give only namespaced
+// objects in the release's namespace, without an error. Check decodes document by document; this is the
 // property that makes that the same as helm's one stream.
 func FuzzCheck(f *testing.F) {
 	for _, seed := range []struct{ manifest, hook string }{
@@ -48,13 +48,13 @@ func FuzzCheck(f *testing.F) {
 			joined.WriteString("\n---\n" + file.Content)
 		}
 		for what, text := range map[string]string{"the manifest": joined.String(), "the hook": hookManifest} {
-			infos, err := b.Build(strings.NewReader(text), false)
+			objs, err := b.Build(strings.NewReader(text))
 			if err != nil {
-				t.Fatalf("accepted, but helm's build of %s fails: %v", what, err)
+				t.Fatalf("accepted, but the uninstall's build of %s fails: %v", what, err)
 			}
-			for _, info := range infos {
-				if info.Mapping == nil || info.Mapping.Scope.Name() != meta.RESTScopeNameNamespace || info.Namespace != ns {
-					t.Fatalf("accepted, but helm's build of %s gives %s in %q", what, describe(info), info.Namespace)
+			for _, o := range objs {
+				if o.Mapping == nil || o.Mapping.Scope.Name() != meta.RESTScopeNameNamespace || o.Namespace != ns || o.Obj.GetNamespace() != ns {
+					t.Fatalf("accepted, but the uninstall's build of %s gives %s in %q", what, describe(o), o.Namespace)
 				}
 			}
 		}

@@ -10,24 +10,19 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
-// Builder decodes a YAML stream into the objects helm acts on: helm's kube client, bound to the
-// release's namespace, whose Build gives an object without a namespace that namespace — what
-// helm's uninstall does with the manifest and the hooks.
+// Builder decodes a YAML stream into the objects helm's uninstall acts on, bound to the release's
+// namespace, which an object without a namespace is given (Decoder).
 type Builder interface {
-	Build(reader io.Reader, validate bool) (kube.ResourceList, error)
+	Build(reader io.Reader) ([]Object, error)
 }
-
-var _ Builder = (*kube.Client)(nil)
 
 // maxNamed bounds the offences an Error lists: enough to fix a release, never an Event that a
 // manifest of thousands of documents could fill.
@@ -132,11 +127,8 @@ func (c *checker) add(o Offence) {
 // objects decodes text with b and records every object outside namespace, and the document
 // itself when it cannot be decoded (what did decode is checked all the same).
 func (c *checker) objects(b Builder, namespace, in, doc, text string) {
-	infos, err := b.Build(strings.NewReader(text), false)
-	for _, info := range infos {
-		if info == nil {
-			continue
-		}
+	objs, err := b.Build(strings.NewReader(text))
+	for _, info := range objs {
 		obj := describe(info)
 		switch {
 		case info.Mapping == nil:
@@ -153,7 +145,7 @@ func (c *checker) objects(b Builder, namespace, in, doc, text string) {
 }
 
 // describe names a decoded object: Kind[.group] [namespace/]name.
-func describe(info *resource.Info) string {
+func describe(info Object) string {
 	kind := ""
 	if info.Mapping != nil {
 		gvk := info.Mapping.GroupVersionKind
@@ -161,8 +153,8 @@ func describe(info *resource.Info) string {
 		if gvk.Group != "" {
 			kind += "." + gvk.Group
 		}
-	} else if info.Object != nil {
-		gvk := info.Object.GetObjectKind().GroupVersionKind()
+	} else if info.Obj != nil {
+		gvk := info.Obj.GroupVersionKind()
 		kind = gvk.Kind
 		if gvk.Group != "" {
 			kind += "." + gvk.Group

@@ -61,9 +61,13 @@ func testMapper() meta.RESTMapper {
 	return m
 }
 
-// builder is helm's own kube client over the static mapper, bound to namespace as the
-// Uninstaller's is.
-func builder(namespace string) *kube.Client {
+// builder is Kustos's Decoder over the static mapper, bound to namespace as the Uninstaller's is.
+func builder(namespace string) Decoder {
+	return Decoder{Mapper: testMapper(), Namespace: namespace}
+}
+
+// helmBuilder is helm's own kube client over the same mapper: what Decoder must decode alike.
+func helmBuilder(namespace string) *kube.Client {
 	return kube.New(staticGetter{namespace: namespace, mapper: testMapper()})
 }
 
