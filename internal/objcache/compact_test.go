@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"sigs.k8s.io/json"
 )
@@ -21,6 +22,37 @@ func TestCompact(t *testing.T) {
 	c["name"] = "other"
 	if m["name"] != "web" {
 		t.Error("the compact copy shares its entries' storage with the original")
+	}
+}
+
+// Two objects decoded apart hold one copy of each key, their labels' and annotations' too.
+func TestCompactInternsKeys(t *testing.T) {
+	decode := func() map[string]any {
+		var o map[string]any
+		if err := json.UnmarshalCaseSensitivePreserveInts([]byte(deploymentJSON), &o); err != nil {
+			t.Fatal(err)
+		}
+		return Compact(o["metadata"].(map[string]any)) //nolint:forcetypeassert // the document above
+	}
+	keyData := func(m map[string]any, want string) *byte {
+		for k := range m {
+			if k == want {
+				return unsafe.StringData(k)
+			}
+		}
+		t.Fatalf("no key %q in %v", want, m)
+		return nil
+	}
+	a, b := decode(), decode()
+	if keyData(a, "namespace") != keyData(b, "namespace") {
+		t.Error(`two copies of the key "namespace"`)
+	}
+	la, lb := a["labels"].(map[string]any), b["labels"].(map[string]any) //nolint:forcetypeassert // the document above
+	if keyData(la, "app") != keyData(lb, "app") {
+		t.Error(`two copies of the label key "app"`)
+	}
+	if la["app"] != "app-00012" {
+		t.Errorf("labels %v", la)
 	}
 }
 
