@@ -270,7 +270,7 @@ func full() (options, result) {
 	idle := mem
 	idle.CPU += 600 * time.Millisecond // 1% of a core
 	r := result{
-		pass: 40 * time.Second, atPass: mem, afterIdle: idle, end: idle, idle: time.Minute,
+		pass: 40 * time.Second, sweep: 45 * time.Second, atPass: mem, beforeIdle: mem, afterIdle: idle, end: idle, idle: time.Minute,
 		quota:   samples{expected: 2, latencies: ms(10, 40)},
 		cleaner: samples{expected: 2, latencies: ms(10, 30)},
 		expiry: expirysched.Group{Scheduled: make([]expirysched.Scheduled, 2),
@@ -291,7 +291,7 @@ func TestVerdicts(t *testing.T) {
 		{"every target met", func(*options, *result) {}, nil, nil},
 		{"peak RSS", func(_ *options, r *result) { r.afterIdle.HWMKiB = 197 << 10 }, []string{"peak RSS"}, nil},
 		{"anonymous", func(_ *options, r *result) { r.atPass.AnonKiB = 121 << 10 }, []string{"anonymous RSS"}, nil},
-		{"idle CPU", func(_ *options, r *result) { r.afterIdle.CPU = r.atPass.CPU + 1300*time.Millisecond }, []string{"CPU over the idle"}, nil},
+		{"idle CPU", func(_ *options, r *result) { r.afterIdle.CPU = r.beforeIdle.CPU + 1300*time.Millisecond }, []string{"CPU over the idle"}, nil},
 		{"quota slower than the reference", func(_ *options, r *result) { r.quota.latencies[1] = quotaRefP99 }, []string{"quota"}, nil},
 		{"a quota never answered", func(_ *options, r *result) { r.quota.expected = 3 }, nil, []string{"quota"}},
 		{"expiry late", func(_ *options, r *result) { r.expiry.Stats.DueLate[1] = 1001 * time.Millisecond }, []string{"expiry"}, nil},

@@ -50,6 +50,12 @@ func (r result) table(o options) report.Table {
 	add(report.Row{Name: "initial pass: Kustos's start until every target was looked at once", Target: "– (reported)",
 		Measured: fmt.Sprintf("%.1f s (reconciles %s)", r.pass.Seconds(), reconcileString(r.passReconciles))})
 
+	sweep := "not seen (before the first read of the metrics)"
+	if r.sweep > 0 {
+		sweep = fmt.Sprintf("%.1f s; the idle period starts after it", r.sweep.Seconds())
+	}
+	add(report.Row{Name: "inactivity's first check, which looks at every Deployment: decided after Kustos's start", Target: "– (reported)", Measured: sweep})
+
 	peak := max(r.atPass.HWMKiB, r.afterIdle.HWMKiB)
 	add(report.Row{Name: "peak RSS (VmHWM) after the pass / after idle", Target: fmt.Sprintf("≤ %d MiB", maxPeakMiB),
 		Measured: fmt.Sprintf("%.1f / %.1f MiB", mib(r.atPass.HWMKiB), mib(peak)),
@@ -60,7 +66,7 @@ func (r result) table(o options) report.Table {
 		Verdict:  judge(o, r.afterIdle.AnonKiB > 0 && mib(anon) <= maxAnonMiB)})
 	add(report.Row{Name: "Go heap after GC (" + metricHeapLive + ") after the pass / after idle", Target: "– (reported)",
 		Measured: fmt.Sprintf("%s / %s", r.heapPass, r.heapIdle)})
-	idleCPU := r.afterIdle.CPU - r.atPass.CPU
+	idleCPU := r.afterIdle.CPU - r.beforeIdle.CPU
 	add(report.Row{Name: "CPU over the idle period", Target: fmt.Sprintf("≤ %g%% of a core", maxIdleCPU),
 		Measured: fmt.Sprintf("%.2f s over %.0f s: %.2f%% of a core", idleCPU.Seconds(), r.idle.Seconds(), cpuPercent(idleCPU, r.idle)),
 		Verdict:  judge(o, r.idle > 0 && cpuPercent(idleCPU, r.idle) <= maxIdleCPU)})

@@ -37,8 +37,10 @@ type result struct {
 
 	setup, promSetup time.Duration
 	pass             time.Duration      // Kustos's start until every target was looked at once
+	sweep            time.Duration      // Kustos's start until its first inactivity check was decided; 0: not seen
 	passReconciles   map[string]float64 // by controller, at the end of the pass
 	atPass           kustosproc.Sample  // read right after the pass
+	beforeIdle       kustosproc.Sample  // at the start of the idle period
 	afterIdle, end   kustosproc.Sample  // at the end of the idle period, at the end
 	heapPass         heapReading        // Kustos's heap right after the pass
 	heapIdle         heapReading        // at the end of the idle period
@@ -216,9 +218,27 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	logf("initial pass done by %s after start; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; heap after GC %s",
 		r.pass.Round(time.Millisecond), r.atPass.RSSMiB(), r.atPass.AnonMiB(), r.atPass.HWMMiB(), r.heapPass)
 
+	// The inactivity detector's first check looks at every Deployment once more; the idle period
+	// starts after it.
+	sweptAt, err := waitFirstSweep(ctx, pl, start, o.deployments, o.passTimeout, o.poll)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if sweptAt.IsZero() {
+		logf("the inactivity detector's first check was not seen (it may have run before the first read); idling now")
+	} else {
+		r.sweep = sweptAt.Sub(start)
+		logf("the inactivity detector's first check (every Deployment) was decided %s after start", r.sweep.Round(time.Millisecond))
+	}
+
 	// Phase 2: idle, /metrics read rarely.
 	pl.setPeriod(o.idlePoll)
 	events0 := ew.Count()
+	if r.beforeIdle, err = k.Sample(); err != nil {
+		r.err = err
+		return r
+	}
 	idleStart := time.Now()
 	if err := sleep(ctx, o.idle); err != nil {
 		r.err = err
@@ -241,7 +261,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		}
 	}
 	logf("after idle: CPU +%.2f s over %s; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; heap after GC %s; %d Kustos Events",
-		(r.afterIdle.CPU - r.atPass.CPU).Seconds(), r.idle.Round(time.Millisecond), r.afterIdle.RSSMiB(), r.afterIdle.AnonMiB(),
+		(r.afterIdle.CPU - r.beforeIdle.CPU).Seconds(), r.idle.Round(time.Millisecond), r.afterIdle.RSSMiB(), r.afterIdle.AnonMiB(),
 		r.afterIdle.HWMMiB(), r.heapIdle, r.idleEvents)
 
 	// Phase 3: detection latencies. The expiry group's deadlines run meanwhile.
