@@ -72,7 +72,7 @@ func withContext(ctx context.Context, config *rest.Config) *rest.Config {
 }
 
 // contextTransport cancels a request, and the reading of its response body, when ctx ends, on
-// top of whatever context the request already carries (helm's watches have their own).
+// top of whatever context the request already carries (a hook's watch has its own).
 type contextTransport struct {
 	ctx  context.Context
 	next http.RoundTripper

@@ -28,8 +28,8 @@ const DefaultTimeout = 5 * time.Minute
 // ErrNotFound is wrapped by Values when the release has no history in the namespace.
 var ErrNotFound = errors.New("helm release not found")
 
-// Uninstaller removes helm releases as `helm uninstall` does, on helm's own kube client and
-// release storage (uninstall.go follows helm's action.Uninstall): hooks run, release history in
+// Uninstaller removes helm releases as `helm uninstall` does, on helm's own release storage and
+// kubeClient (uninstall.go follows helm's action.Uninstall, kube.go helm's kube client): hooks run, release history in
 // Secrets (the storage driver helm uses by default) goes too. The zero value
 // is not usable: Config is required. Its methods may be called concurrently.
 //
