@@ -65,10 +65,11 @@
 //     heap after GC, go_gc_heap_live_bytes (the runtime's /gc/heap/live:bytes, which
 //     client_golang's Go collector exports because controller-runtime registers it with
 //     runtime metrics), beside go_memstats_heap_inuse_bytes.
-//     Then the inactivity detector's first check is awaited: it looks at every Deployment once
-//     more (once in inactivity.FullSweepEvery checks), and whether that fell into the idle
-//     period or not moved idle CPU between 1 and 4%. Reported: when it was decided (a cycle as
-//     in 3, over every Deployment), or that it was not seen.
+//     Then the first inactivity check that starts after the pass is awaited (a cycle as in 3):
+//     start-up work is over after it. The first check looks at every Deployment (once in
+//     inactivity.FullSweepEvery checks), and the first check that knows the targets' activity
+//     writes a Lease for each used one; either had fallen into the idle minute in some runs
+//     (idle CPU 1–4%). Reported: when it was decided.
 //  2. Idle period: -idle (60 s), /metrics read only every -idle-poll (15 s), as each read costs
 //     Kustos CPU. Reported: the CPU time (utime+stime in /proc/<pid>/stat) over it as % of one
 //     core, the memory figures again at its end, and the Kustos Events written during it (any

@@ -33,7 +33,7 @@ type options struct {
 	harness.Flags
 
 	logLevel                                  string
-	heapProfile                               string
+	heapProfile, cpuProfile                   string
 	namespaces, deployments, cleaners, events int
 	idle, passTimeout, poll, idlePoll         time.Duration
 	checkInterval, scrape                     time.Duration
@@ -117,6 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.heapEvery, "heap-every", time.Minute, "during churn, how often Kustos's heap after GC is read (at most a sixth of -churn)")
 	seed := fs.Uint64("seed", 1, "seed of the RNG that picks the samples")
 	harness.LogLevelFlag(fs, &o.logLevel)
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write Kustos's CPU profile over the idle period (--pprof-bind-address) to this file; read it with go tool pprof -top bin/kustos FILE")
 	fs.StringVar(&o.heapProfile, "heap-profile", "", "after the idle period, write Kustos's heap profile (--pprof-bind-address) to this file; read it with go tool pprof -top -sample_index=inuse_space bin/kustos FILE")
 	fs.BoolVar(&o.verbose, "v", false, "print every scheduled Deployment's warning and ExpiryDue lateness")
 	if err := fs.Parse(args); err != nil {

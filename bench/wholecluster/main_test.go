@@ -270,7 +270,7 @@ func full() (options, result) {
 	idle := mem
 	idle.CPU += 600 * time.Millisecond // 1% of a core
 	r := result{
-		pass: 40 * time.Second, sweep: 45 * time.Second, atPass: mem, beforeIdle: mem, afterIdle: idle, end: idle, idle: time.Minute,
+		pass: 40 * time.Second, steady: 45 * time.Second, atPass: mem, beforeIdle: mem, afterIdle: idle, end: idle, idle: time.Minute,
 		quota:   samples{expected: 2, latencies: ms(10, 40)},
 		cleaner: samples{expected: 2, latencies: ms(10, 30)},
 		expiry: expirysched.Group{Scheduled: make([]expirysched.Scheduled, 2),

@@ -219,18 +219,18 @@ func waitPass(ctx context.Context, p *poller, s shape, o options, start time.Tim
 	}
 }
 
-// waitFirstSweep waits until the inactivity detector's first check, which looks at every object
-// of its kinds (deployments), is decided, and returns when; the zero time when it was not seen
-// within timeout (a check before the poller's first read shows no rise). The idle period starts
-// after it: that sweep happens once per FullSweepEvery checks, and whether it fell into the idle
-// minute or not moved idle CPU between 1 and 4%.
-func waitFirstSweep(ctx context.Context, p *poller, start time.Time, deployments int, timeout, poll time.Duration) (time.Time, error) {
+// waitSteady waits until the first inactivity check that starts after the initial pass (at
+// from) is decided, and returns when; the zero time when none was within timeout. The idle
+// period starts after it, when the start-up work is over: the first check looks at every object
+// of its kinds, and the first check that knows the targets' activity writes a Lease for each
+// used one (1,800 here). Either had fallen into the idle minute in some runs (idle CPU 1–4%).
+func waitSteady(ctx context.Context, p *poller, from time.Time, targets int, timeout, poll time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if err := p.proc.Running(); err != nil {
 			return time.Time{}, err
 		}
-		if cs := findCycles(p.all(), start, float64(deployments)); len(cs) > 0 && cs[0].complete {
+		if cs := findCycles(p.all(), from, float64(targets)); len(cs) > 0 && cs[0].complete {
 			return cs[0].decided, nil
 		}
 		if err := sleep(ctx, poll); err != nil {

@@ -50,11 +50,11 @@ func (r result) table(o options) report.Table {
 	add(report.Row{Name: "initial pass: Kustos's start until every target was looked at once", Target: "– (reported)",
 		Measured: fmt.Sprintf("%.1f s (reconciles %s)", r.pass.Seconds(), reconcileString(r.passReconciles))})
 
-	sweep := "not seen (before the first read of the metrics)"
-	if r.sweep > 0 {
-		sweep = fmt.Sprintf("%.1f s; the idle period starts after it", r.sweep.Seconds())
+	steady := "none within two check intervals and a minute"
+	if r.steady > 0 {
+		steady = fmt.Sprintf("%.1f s; the idle period starts after it", r.steady.Seconds())
 	}
-	add(report.Row{Name: "inactivity's first check, which looks at every Deployment: decided after Kustos's start", Target: "– (reported)", Measured: sweep})
+	add(report.Row{Name: "inactivity's first check after the pass decided, after Kustos's start (start-up work over)", Target: "– (reported)", Measured: steady})
 
 	peak := max(r.atPass.HWMKiB, r.afterIdle.HWMKiB)
 	add(report.Row{Name: "peak RSS (VmHWM) after the pass / after idle", Target: fmt.Sprintf("≤ %d MiB", maxPeakMiB),

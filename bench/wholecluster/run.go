@@ -37,7 +37,7 @@ type result struct {
 
 	setup, promSetup time.Duration
 	pass             time.Duration      // Kustos's start until every target was looked at once
-	sweep            time.Duration      // Kustos's start until its first inactivity check was decided; 0: not seen
+	steady           time.Duration      // Kustos's start until its first inactivity check after the pass was decided; 0: none
 	passReconciles   map[string]float64 // by controller, at the end of the pass
 	atPass           kustosproc.Sample  // read right after the pass
 	beforeIdle       kustosproc.Sample  // at the start of the idle period
@@ -178,7 +178,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		return r
 	}
 	pprofAddr := "0"
-	if o.heapProfile != "" {
+	if o.heapProfile != "" || o.cpuProfile != "" {
 		if pprofAddr, err = kmetrics.FreeAddr(ctx); err != nil {
 			r.err = err
 			return r
@@ -218,18 +218,17 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	logf("initial pass done by %s after start; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; heap after GC %s",
 		r.pass.Round(time.Millisecond), r.atPass.RSSMiB(), r.atPass.AnonMiB(), r.atPass.HWMMiB(), r.heapPass)
 
-	// The inactivity detector's first check looks at every Deployment once more; the idle period
-	// starts after it.
-	sweptAt, err := waitFirstSweep(ctx, pl, start, o.deployments, o.passTimeout, o.poll)
+	// The idle period starts after the inactivity detector's first check after the pass.
+	steadyAt, err := waitSteady(ctx, pl, passAt, len(s.inactivity), 2*o.checkInterval+time.Minute, o.poll)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	if sweptAt.IsZero() {
-		logf("the inactivity detector's first check was not seen (it may have run before the first read); idling now")
+	if steadyAt.IsZero() {
+		logf("no inactivity check after the initial pass was decided; idling now")
 	} else {
-		r.sweep = sweptAt.Sub(start)
-		logf("the inactivity detector's first check (every Deployment) was decided %s after start", r.sweep.Round(time.Millisecond))
+		r.steady = steadyAt.Sub(start)
+		logf("the inactivity detector's first check after the pass was decided %s after start", r.steady.Round(time.Millisecond))
 	}
 
 	// Phase 2: idle, /metrics read rarely.
@@ -240,9 +239,22 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		return r
 	}
 	idleStart := time.Now()
+	cpuProfiled := make(chan error, 1)
+	if o.cpuProfile != "" {
+		go func() {
+			cpuProfiled <- saveProfile(ctx, pprofAddr, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(o.idle.Seconds())), o.cpuProfile)
+		}()
+	}
 	if err := sleep(ctx, o.idle); err != nil {
 		r.err = err
 		return r
+	}
+	if o.cpuProfile != "" {
+		if err := <-cpuProfiled; err != nil {
+			logf("CPU profile: %v", err)
+		} else {
+			logf("CPU profile of the idle period written to %s", o.cpuProfile)
+		}
 	}
 	if r.afterIdle, err = k.Sample(); err != nil {
 		r.err = err
@@ -340,7 +352,12 @@ func startKustos(o options, kubeconfig, addr, pprofAddr, promURL, logPath string
 
 // saveHeapProfile writes Kustos's heap profile, after a GC (gc=1), from its pprof address.
 func saveHeapProfile(ctx context.Context, addr, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", http.NoBody)
+	return saveProfile(ctx, addr, "/debug/pprof/heap?gc=1", path)
+}
+
+// saveProfile writes what Kustos's pprof endpoint at addr serves on uri to path.
+func saveProfile(ctx context.Context, addr, uri, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+uri, http.NoBody)
 	if err != nil {
 		return err
 	}
@@ -350,7 +367,7 @@ func saveHeapProfile(ctx context.Context, addr, path string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/heap: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", uri, resp.Status)
 	}
 	f, err := os.Create(path)
 	if err != nil {
