@@ -67,8 +67,10 @@ type grant struct {
 }
 
 // unsettledFor is how long a grant whose proposal never settled (a caller that lost it) holds
-// its room; opening one pull request takes seconds.
-const unsettledFor = 10 * time.Minute
+// its room. Opening one pull request takes seconds, but each of its GitHub calls may wait out a
+// rate limit (go-github waits up to 90 s): a grant must not expire while its pull request is
+// still being opened.
+const unsettledFor = time.Hour
 
 type waiter struct {
 	ask   Ask
@@ -223,6 +225,11 @@ func (b *Budget) count(ctx context.Context, now time.Time) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if now.Before(b.counted) {
+		// A count that began later landed first: it saw at least as much as this one, and the
+		// grants it dropped are in it, not in this one.
+		return nil
+	}
 	b.counted, b.open, b.hourly, b.released = now, open, hourly, 0
 	// Room whose proposal settled before the count began is in it (or its pull request was never
 	// opened); room still opening its pull request, or settled while counting, is not yet.

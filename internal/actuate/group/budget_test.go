@@ -199,7 +199,7 @@ func TestBudget(t *testing.T) {
 					}
 					c.listed = nil
 					if s.settleWhileListing {
-						c.listed = func() { b.Settled("a") }
+						c.listed = func() { clock = clock.Add(500 * time.Millisecond); b.Settled("a") }
 					}
 					ok, _, why, err := b.Admit(ctx, ask(s.ask, lifecycle.UrgencyOther, 0))
 					if err != nil || ok != s.ok || !strings.Contains(why, s.why) {
@@ -207,6 +207,37 @@ func TestBudget(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+
+	// Two proposals ask at once (four workers): the count that began first may land last, and
+	// must not put back what the later one saw.
+	t.Run("an older count landing after a newer one is dropped", func(t *testing.T) {
+		clock := t0
+		c := &counter{open: 1}
+		b := &Budget{Counter: c, MaxOpen: 2, Refresh: 10 * time.Second, Now: func() time.Time { return clock }}
+		if ok, _, why, _ := b.Admit(ctx, ask("a", lifecycle.UrgencyOther, 0)); !ok {
+			t.Fatalf("a refused: %s", why)
+		}
+		clock = t0.Add(11 * time.Second)
+		var newer string
+		c.listed = func() {
+			// Count A has read one open pull request. Meanwhile a's opens and settles, and count B
+			// begins and ends, seeing it.
+			c.listed = nil
+			c.set(2)
+			clock = t0.Add(12 * time.Second)
+			b.Settled("a")
+			clock = t0.Add(13 * time.Second)
+			ok, _, why, _ := b.Admit(ctx, ask("c", lifecycle.UrgencyOther, 0))
+			if ok {
+				t.Error("c granted with two pull requests open")
+			}
+			newer = why
+		}
+		ok, _, why, err := b.Admit(ctx, ask("b", lifecycle.UrgencyOther, 0))
+		if err != nil || ok || !strings.Contains(why, "2 of Kustos's pull requests are open") {
+			t.Fatalf("b after the older count landed: ok %v why %q err %v; want refused, 2 open (the newer count said %q)", ok, why, err, newer)
 		}
 	})
 
