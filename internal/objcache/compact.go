@@ -1,13 +1,17 @@
 package objcache
 
-import "unique"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Compact returns m's entries in a map sized for them, with its keys, and the keys of the maps
 // in it (labels, annotations), interned. A Go map keeps the room of the entries
 // deleted from it: an object's metadata decoded with its managed fields, which the caches drop,
 // would hold room for them in every cached copy (about 330 of 2,500 bytes of a Deployment
 // trimmed to a few fields). And a decoded object has its own copy of every key ("namespace",
-// "app", "kustos.io/owner"): the same few strings, held once per cached object. Nil stays nil.
+// "app", "kustos.io/owner"): the same few strings, held once per cached object (intern). Nil
+// stays nil.
 func Compact(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
@@ -36,6 +40,32 @@ func internKeys(m map[string]any) map[string]any {
 	return out
 }
 
-// intern returns the canonical copy of s. unique's table drops a string no cached object holds
-// any more.
-func intern(s string) string { return unique.Make(s).Value() }
+// interned holds one copy of each key seen, up to maxInterned keys of at most maxInternedLen
+// bytes: the keys are tenants' label and annotation keys too, so the table is bounded, and a key
+// past the bound is simply not shared. (The unique package's table holds its strings only while
+// a Handle lives: a copy interned between two garbage collections would not be shared with one
+// interned after.)
+var (
+	interned      sync.Map // string → string
+	internedCount atomic.Int64
+)
+
+const (
+	maxInterned    = 4096
+	maxInternedLen = 128
+)
+
+// intern returns the shared copy of s, or s when the table is full or s too long.
+func intern(s string) string {
+	if v, ok := interned.Load(s); ok {
+		return v.(string) //nolint:forcetypeassert // only strings are stored
+	}
+	if len(s) > maxInternedLen || internedCount.Load() >= maxInterned {
+		return s
+	}
+	v, loaded := interned.LoadOrStore(s, s)
+	if !loaded {
+		internedCount.Add(1)
+	}
+	return v.(string) //nolint:forcetypeassert // only strings are stored
+}

@@ -3,6 +3,7 @@ package objcache
 import (
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -43,7 +44,9 @@ func TestCompactInternsKeys(t *testing.T) {
 		t.Fatalf("no key %q in %v", want, m)
 		return nil
 	}
-	a, b := decode(), decode()
+	a := decode()
+	runtime.GC() // a copy interned before a collection is still the one shared after it
+	b := decode()
 	if keyData(a, "namespace") != keyData(b, "namespace") {
 		t.Error(`two copies of the key "namespace"`)
 	}
@@ -53,6 +56,10 @@ func TestCompactInternsKeys(t *testing.T) {
 	}
 	if la["app"] != "app-00012" {
 		t.Errorf("labels %v", la)
+	}
+	long := strings.Repeat("k", maxInternedLen+1)
+	if x, y := intern(strings.Clone(long)), intern(strings.Clone(long)); unsafe.StringData(x) == unsafe.StringData(y) {
+		t.Errorf("a key of %d bytes was interned (at most %d are)", len(long), maxInternedLen)
 	}
 }
 
