@@ -56,6 +56,7 @@ func TestWatchUntilReady(t *testing.T) {
 		{"pod runs on past the timeout", hookPod, string(corev1.PodRunning), "Pod hook: timed out waiting for the condition"},
 		{"pod deleted meanwhile (helm takes that as done)", hookPod, "delete", ""},
 		{"a ConfigMap is ready when created", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hook\n", "", ""},
+		{"a pod named by generateName succeeds", strings.Replace(hookPod, "name: hook", "generateName: hook-", 1), string(corev1.PodSucceeded), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := newNamespace(t)
@@ -67,14 +68,18 @@ func TestWatchUntilReady(t *testing.T) {
 			if err := k.Create(objs); err != nil {
 				t.Fatal(err)
 			}
+			name := objs[0].Name // the server's, for generateName
+			if !strings.HasPrefix(name, "hook") {
+				t.Fatalf("created %q", name)
+			}
 			if tc.then != "" {
 				time.AfterFunc(300*time.Millisecond, func() {
 					ctx := context.Background()
 					if tc.then == "delete" {
-						_ = k8s.CoreV1().Pods(ns).Delete(ctx, "hook", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+						_ = k8s.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 						return
 					}
-					p, err := k8s.CoreV1().Pods(ns).Get(ctx, "hook", metav1.GetOptions{})
+					p, err := k8s.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 					if err != nil {
 						t.Error(err)
 						return

@@ -12,6 +12,8 @@ import (
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	helmtime "helm.sh/helm/v3/pkg/time"
+
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease/scope"
 )
 
 // resourcePolicyAnnotation is helm's helm.sh/resource-policy (helm's kube.ResourcePolicyAnno).
@@ -87,13 +89,16 @@ func (s *session) deleteRelease(rel *hrelease.Release) []error {
 	if err != nil {
 		return []error{fmt.Errorf("corrupted release record. You must manually delete the resources: %w", err)}
 	}
-	var b strings.Builder
+	// Each document on its own, as scope.Check decoded it (helm decodes them joined into one
+	// stream; a JSON document reads differently there, and what is acted on must be what was
+	// checked).
+	var resources []scope.Object
 	for _, f := range toDelete(files) {
-		b.WriteString("\n---\n" + f.Content)
-	}
-	resources, err := s.kube.Build(strings.NewReader(b.String()))
-	if err != nil {
-		return []error{fmt.Errorf("unable to build kubernetes objects for delete: %w", err)}
+		objs, err := s.kube.Build(strings.NewReader(f.Content))
+		if err != nil {
+			return []error{fmt.Errorf("unable to build kubernetes objects for delete: %w", err)}
+		}
+		resources = append(resources, objs...)
 	}
 	return s.kube.Delete(resources)
 }

@@ -30,9 +30,9 @@ type Object struct {
 // flattened into its items, the release's namespace as the default): documents split at
 // `---`, empty and `null` documents skipped, each mapped to its resource by Mapper, a namespaced
 // object without a namespace given Namespace. What it cannot decode is an error naming only
-// the document's position (a decoder's message may quote the document: a Secret's data), and
-// the documents after it are still decoded, but those after a syntax error, where the stream
-// cannot be followed.
+// the document's position and a YAML line (a decoder's message may quote the document: a
+// Secret's data), and the documents after it are still decoded, but those after a syntax
+// error, where the stream cannot be followed.
 //
 // The Uninstaller both checks a release (Check) and acts on it with one Decoder, so what is
 // checked is what is acted on; TestDecoderAsHelm and FuzzDecoderAsHelm compare it with helm's
@@ -55,9 +55,10 @@ func (d Decoder) Build(r io.Reader) ([]Object, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			// The stream cannot be followed past a syntax error. The YAML parser's message names
-			// a line and what it expected, never the document's text.
-			return out, fmt.Errorf("document %d: %w", doc, err)
+			// The stream cannot be followed past a syntax error. The decoders' messages may quote
+			// the document ("invalid Yaml document separator: <the line>"); only the YAML line
+			// number is passed on.
+			return out, errors.Join(append(errs, syntaxError(doc, err))...)
 		}
 		data := bytes.TrimSpace(raw.Raw)
 		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
@@ -70,6 +71,14 @@ func (d Decoder) Build(r io.Reader) ([]Object, error) {
 		out = append(out, objs...)
 	}
 	return out, errors.Join(errs...)
+}
+
+// syntaxError says that document doc cannot be read, without quoting it.
+func syntaxError(doc int, err error) error {
+	if m := yamlLine.FindString(err.Error()); m != "" { // scope.go's
+		return fmt.Errorf("document %d: not valid YAML (%s)", doc, m)
+	}
+	return fmt.Errorf("document %d: not valid YAML or JSON", doc)
 }
 
 // errUndecodable is a document that is not a Kubernetes object: no kind, not a JSON object, or

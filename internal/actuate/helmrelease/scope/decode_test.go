@@ -82,3 +82,25 @@ func FuzzDecoderAsHelm(f *testing.F) {
 		}
 	})
 }
+
+// What does not decode is reported by position and YAML line, never by the document's text (a
+// Secret's data), whichever decoder refused it.
+func TestDecoderQuotesNothing(t *testing.T) {
+	for _, text := range []string{
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata: {null: czNjcjN0}\n",
+		cm("a", "") + "---garbage: czNjcjN0\n" + cm("b", ""),
+		"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  password: czNjcjN0\n  bad: [\n",
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"p":"czNjcjN0"}` + "\n" + `{"kind": czNjcjN0}`,
+		"apiVersion: v1\nmetadata:\n  name: s\ndata:\n  password: czNjcjN0\n",
+	} {
+		_, err := builder("team-a").Build(strings.NewReader(text))
+		if err == nil {
+			t.Errorf("%q decoded", text)
+			continue
+		}
+		if strings.Contains(err.Error(), "czNjcjN0") {
+			t.Errorf("the error quotes the document: %v", err)
+		}
+		t.Log(err)
+	}
+}
