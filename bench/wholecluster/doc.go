@@ -67,9 +67,9 @@
 //     runtime metrics), beside go_memstats_heap_inuse_bytes.
 //     Then the first inactivity check that starts after the pass is awaited (a cycle as in 3):
 //     start-up work is over after it. The first check looks at every Deployment (once in
-//     inactivity.FullSweepEvery checks), and the first check that knows the targets' activity
-//     writes a Lease for each used one; either had fallen into the idle minute in some runs
-//     (idle CPU 1–4%). Reported: when it was decided.
+//     inactivity.FullSweepEvery checks), and a check that learns a used target's activity for
+//     the first time writes it to the target's Lease; those writes had fallen into an idle
+//     minute that started at the pass (idle CPU 3.8–4.2%). Reported: when it was decided.
 //  2. Idle period: -idle (60 s), /metrics read only every -idle-poll (15 s), as each read costs
 //     Kustos CPU. Reported: the CPU time (utime+stime in /proc/<pid>/stat) over it as % of one
 //     core, the memory figures again at its end, and the Kustos Events written during it (any
