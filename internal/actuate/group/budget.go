@@ -33,12 +33,13 @@ type Ask struct {
 // longest waiting). It is safe for concurrent use.
 //
 // Counts come from the forge (Counter), read at most every Refresh, plus the room this process
-// granted that the forge's count may not hold yet: a grant is held until its proposal has
-// Settled (its pull request was opened, or it was not) before a count began, because opening a
-// pull request takes a push and a call, and a count read in between would not see it. A proposal that is not the most urgent waiting one is refused while another
-// that is waits, so a proposal that asks often cannot overtake one that asks rarely; a waiter
-// that has not asked for three Recheck intervals (its Change was withdrawn) stops holding
-// others back. After a restart the waiters register again on their first look.
+// granted that the forge's count may not hold yet: a grant is held until its proposal has Settled
+// (its pull request was opened, or it was not) before a count began, because opening a pull
+// request takes a push and a call, and a count read in between would not see it. A proposal that
+// is not the most urgent waiting one is refused while another that is waits, so a proposal that
+// asks often cannot overtake one that asks rarely; a waiter that has not asked for three Recheck
+// intervals (its Change was withdrawn) stops holding others back. After a restart the waiters
+// register again on their first look.
 type Budget struct {
 	Counter Counter
 	// HeadPrefix is the branch prefix of Kustos's pull requests ("kustos/<cluster>/").

@@ -20,12 +20,12 @@ import (
 const resourcePolicyAnnotation = "helm.sh/resource-policy"
 
 // This file is helm's uninstall (helm v3.21: pkg/action/uninstall.go, hooks.go and
-// resource_policy.go) step by step, with the options Kustos used with action.Uninstall: hooks
-// run, history purged, deletion propagation background, no --wait. Helm's release storage and
+// resource_policy.go) step by step, with the options Kustos used with action.Uninstall: hooks run,
+// history purged, deletion propagation background, no --wait. Helm's release storage and
 // kubeClient (kube.go, what helm's kube client does) make every API call (doc.go says why
-// pkg/action and pkg/kube are not linked). One step of
-// helm's is left out on purpose: copying hook logs (helm.sh/hook-output-log-policy), which
-// action.Configuration.Init sent to io.Discard, so nothing changes.
+// pkg/action and pkg/kube are not linked). One step of helm's is left out on purpose: copying hook
+// logs (helm.sh/hook-output-log-policy), which action.Configuration.Init sent to io.Discard, so
+// nothing changes.
 
 // uninstallRelease uninstalls the latest revision of history and purges history, as
 // action.Uninstall.Run does. The release it returns carries its hooks' LastRun.

@@ -29,9 +29,9 @@ const DefaultTimeout = 5 * time.Minute
 var ErrNotFound = errors.New("helm release not found")
 
 // Uninstaller removes helm releases as `helm uninstall` does, on helm's own release storage and
-// kubeClient (uninstall.go follows helm's action.Uninstall, kube.go helm's kube client): hooks run, release history in
-// Secrets (the storage driver helm uses by default) goes too. The zero value
-// is not usable: Config is required. Its methods may be called concurrently.
+// kubeClient (uninstall.go follows helm's action.Uninstall, kube.go helm's kube client): hooks
+// run, release history in Secrets (the storage driver helm uses by default) goes too. The zero
+// value is not usable: Config is required. Its methods may be called concurrently.
 //
 // It removes only a release that stays in its namespace (package scope): whoever may write
 // Secrets in a namespace may write a release whose manifest or hooks name objects elsewhere,
