@@ -18,6 +18,7 @@ FUZZ_TARGETS := \
   ./internal/extension:FuzzVerify,FuzzClient,FuzzVerifyOwner \
   ./internal/activity:FuzzLoadConfig \
   ./internal/detect/inactivity:FuzzParsePolicy \
+  ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
   ./internal/egress:FuzzParsePolicy \
   ./internal/authorship:FuzzVerify \
@@ -78,13 +79,13 @@ vet: ## go vet and a gofmt check.
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 .PHONY: unit
-unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, the group actuator, helm uninstall, the removal gates, the webhook and the mail notifier (against mailpit) are tested by `make e2e`).
+unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, the group actuator, helm uninstall, the removal gates, the webhook, the packed object cache and the mail notifier (against mailpit) are tested by `make e2e`).
 	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/group -e /internal/actuate/helmrelease -e /internal/actuate/gate -e /internal/admission -e /internal/notify -e /internal/activity/promtest)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/group -e /internal/actuate/helmrelease -e /internal/actuate/gate -e /internal/admission -e /internal/notify -e /internal/objcache/cachetest -e /internal/activity/promtest)
 
 .PHONY: e2e
 e2e: testbin ## End-to-end tests on the real control plane.
-	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/group/... ./internal/actuate/helmrelease/... ./internal/actuate/gate/... ./internal/admission/... ./internal/notify/... ./internal/activity/promtest/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/group/... ./internal/actuate/helmrelease/... ./internal/actuate/gate/... ./internal/admission/... ./internal/notify/... ./internal/objcache/cachetest/... ./internal/activity/promtest/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart

@@ -198,7 +198,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			// The target cache holds the kind's objects for the inactivity detector and the
 			// Cleaners: their metadata is read from there, not from a second informer.
 			objects = targets
-			cached = objcache.MetadataView{Objects: targets, Kinds: held, Rest: mgr.GetClient()}
+			cached = objcache.MetadataView{Objects: targets.Cache, Rest: mgr.GetClient()}
 		}
 		r := &expiry.Reconciler{
 			Cache:        cached,

@@ -1,5 +1,14 @@
-// Package objcache lets detectors that read only the metadata of a kind share the informer of
-// the detectors that read the kind's objects (trimmed to a few fields, as unstructured
-// objects): a MetadataView answers their metadata reads from that informer, so the cluster's
-// objects of the kind are held once, not once as objects and again as metadata.
+// Package objcache owns how Kustos holds the objects it caches by the ten thousand (the
+// Deployments the Cleaners, the inactivity and the expiry detectors read):
+//
+//   - Packed: an unstructured object as an informer holds it, its metadata in fields and flat
+//     slices and its other kept fields as one JSON text (about a quarter of its maps' size);
+//     PackTransform makes the informers hold them.
+//   - Cache: reads of a cache holding packed objects as of any other cache (unstructured reads
+//     unpack a copy of the caller's own), the metadata of its Kinds answered from the packed
+//     objects, and Keys naming them without a copy.
+//   - MetadataView: a reader sending the metadata reads of those kinds to a Cache and every
+//     other read elsewhere, so that a detector reading only metadata shares their informer.
+//   - Compact: an unstructured object's metadata map without the room of what a transform
+//     dropped, its keys interned (for the caches that hold unstructured objects).
 package objcache

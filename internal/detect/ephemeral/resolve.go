@@ -88,7 +88,9 @@ func (r *Reconciler) watch(gvk schema.GroupVersionKind, metadataOnly bool) error
 	} else {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		src = source.Kind(r.targetCache(), u, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		// As client.Object: the target cache holds its objects packed (objcache.Packed), not
+		// as the unstructured objects its reads return.
+		src = source.Kind[client.Object](r.targetCache(), u, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.mapObject(ctx, gvk, o)
 		}))
 	}

@@ -197,8 +197,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := r.Log.WithValues("kind", r.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
 
 	// The reconcile only reads the target, its Namespace and its template (GetLabels and
-	// GetAnnotations copy; Running, TemplateRefOf and ParsePolicy read): the cache's objects
-	// are read without a copy, which was most of what a check cycle allocated.
+	// GetAnnotations copy; Running, TemplateRefOf and ParsePolicy read): the manager's cache's
+	// objects are read without a copy, which was most of what a check cycle allocated. (The
+	// target cache holds its objects packed: a read of it is always the caller's own copy.)
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(r.Kind)
 	if err := r.Objects.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
@@ -492,8 +493,32 @@ func (r *Reconciler) inNamespace(ctx context.Context, ns client.Object) []reconc
 	return r.all(ctx, ns.GetName())
 }
 
+// keyLister is a cache that names its objects without copying them (objcache.Cache, whose
+// objects are packed: a List would unpack every one).
+type keyLister interface {
+	Keys(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]types.NamespacedName, error)
+}
+
 // all lists the targets of Kind (in namespace, or everywhere) from the cache.
 func (r *Reconciler) all(ctx context.Context, namespace string) []reconcile.Request {
+	keys, err := r.keys(ctx, namespace)
+	if err != nil {
+		r.Log.Error(err, "listing targets", "kind", r.Kind.Kind, "namespace", namespace)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	}
+	sort.Slice(reqs, func(i, j int) bool { return reqs[i].String() < reqs[j].String() })
+	return reqs
+}
+
+// keys names the cached targets of Kind in namespace (everywhere for "").
+func (r *Reconciler) keys(ctx context.Context, namespace string) ([]types.NamespacedName, error) {
+	if kl, ok := r.Targets.(keyLister); ok {
+		return kl.Keys(ctx, r.Kind, namespace)
+	}
 	u := &unstructured.UnstructuredList{}
 	u.SetGroupVersionKind(r.Kind.GroupVersion().WithKind(r.Kind.Kind + "List"))
 	// Only the names are read: no copy of every cached object at every check.
@@ -502,15 +527,13 @@ func (r *Reconciler) all(ctx context.Context, namespace string) []reconcile.Requ
 		opts = append(opts, client.InNamespace(namespace))
 	}
 	if err := r.Objects.List(ctx, u, opts...); err != nil {
-		r.Log.Error(err, "listing targets", "kind", r.Kind.Kind, "namespace", namespace)
-		return nil
+		return nil, err
 	}
-	reqs := make([]reconcile.Request, 0, len(u.Items))
+	keys := make([]types.NamespacedName, 0, len(u.Items))
 	for i := range u.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: u.Items[i].GetNamespace(), Name: u.Items[i].GetName()}})
+		keys = append(keys, types.NamespacedName{Namespace: u.Items[i].GetNamespace(), Name: u.Items[i].GetName()})
 	}
-	sort.Slice(reqs, func(i, j int) bool { return reqs[i].String() < reqs[j].String() })
-	return reqs
+	return keys, nil
 }
 
 // CheckLoop runs the activity checks (on the leader): one query per source every Interval,
