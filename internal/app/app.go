@@ -757,11 +757,16 @@ func copyPath(dst, src map[string]any, path []string) {
 func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 	switch o := in.(type) {
 	case *corev1.ResourceQuota:
-		return &corev1.ResourceQuota{
+		q := &corev1.ResourceQuota{
 			TypeMeta:   o.TypeMeta,
 			ObjectMeta: trimMeta(&o.ObjectMeta, nil),
 			Status:     o.Status,
-		}, nil
+		}
+		// Held by the ten thousand: packed (objcache.PackedQuota), read as a ResourceQuota.
+		if p, err := objcache.PackQuota(q); err == nil {
+			return p, nil
+		}
+		return q, nil
 	case *metav1.PartialObjectMetadata:
 		m := trimMeta(&o.ObjectMeta, func(k string) bool {
 			for _, p := range annotationPrefixes {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/objcache"
 )
 
 func validOptions() Options {
@@ -82,7 +83,11 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := out.(*corev1.ResourceQuota)
+		packed, ok := out.(*objcache.PackedQuota)
+		if !ok {
+			t.Fatalf("the cache holds a %T, not a packed quota", out)
+		}
+		got := packed.DeepCopyObject().(*corev1.ResourceQuota) //nolint:forcetypeassert // a PackedQuota unpacks to a quota
 		if got.Name != "compute" || got.Namespace != "team-a" || got.ResourceVersion != "9" || len(got.Status.Used) != 1 || len(got.Status.Hard) != 1 {
 			t.Errorf("trimmed quota lost what the detector reads: %+v", got)
 		}

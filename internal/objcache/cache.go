@@ -31,6 +31,8 @@ type Cache struct {
 
 var _ cache.Cache = Cache{}
 
+var errNoMetadata = errors.New("no metadata")
+
 // PackTransform packs an unstructured object after next (another transform, or nil) has
 // trimmed it; an object that does not pack (see Pack) is held as it is, and any other object
 // is next's.
@@ -58,7 +60,7 @@ func PackTransform(next toolscache.TransformFunc) toolscache.TransformFunc {
 func (c Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		return c.Cache.Get(ctx, key, obj, withoutUnsafe(opts)...)
+		return c.Cache.Get(ctx, key, obj, copyingGet(opts))
 	case *metav1.PartialObjectMetadata:
 		gvk := o.GroupVersionKind()
 		if !c.Kinds[gvk] {
@@ -68,6 +70,9 @@ func (c Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object,
 		if err != nil {
 			return err
 		}
+		// The informer's key: namespace/name, the name alone for a cluster-scoped object (whose
+		// reader passes no namespace: unlike controller-runtime's reader, this one does not
+		// look the kind's scope up).
 		storeKey := key.Name
 		if key.Namespace != "" {
 			storeKey = key.Namespace + "/" + key.Name
@@ -89,7 +94,7 @@ func (c Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object,
 func (c Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	switch l := list.(type) {
 	case *unstructured.UnstructuredList:
-		return c.Cache.List(ctx, list, withoutUnsafe(opts)...)
+		return c.Cache.List(ctx, list, copyingList(opts))
 	case *metav1.PartialObjectMetadataList:
 		listGVK := l.GroupVersionKind()
 		gvk := listGVK.GroupVersion().WithKind(strings.TrimSuffix(listGVK.Kind, "List"))
@@ -172,6 +177,11 @@ func (c Cache) indexer(ctx context.Context, gvk schema.GroupVersionKind) (toolsc
 	if !ok {
 		return nil, fmt.Errorf("the informer of %s (%T) has no store to read", gvk.Kind, inf)
 	}
+	if !inf.HasSynced() {
+		// A started cache returns its informers synced: this one has not started (as the
+		// cache's own reads answer).
+		return nil, &cache.ErrCacheNotStarted{}
+	}
 	return withIndexer.GetIndexer(), nil
 }
 
@@ -198,8 +208,6 @@ func fillMetadata(pom *metav1.PartialObjectMetadata, item any, gvk schema.GroupV
 	return nil
 }
 
-var errNoMetadata = errors.New("no metadata")
-
 func fillUnstructuredMetadata(pom *metav1.PartialObjectMetadata, u *unstructured.Unstructured) error {
 	pom.ObjectMeta = metav1.ObjectMeta{}
 	m, ok := u.Object["metadata"].(map[string]any)
@@ -213,7 +221,10 @@ func fillUnstructuredMetadata(pom *metav1.PartialObjectMetadata, u *unstructured
 func labelsOf(item any) packedLabels {
 	switch o := item.(type) {
 	case *Packed:
-		return packedLabels{p: o}
+		if _, odd := o.metaRest["labels"]; !odd {
+			return packedLabels{p: o}
+		}
+		return packedLabels{m: o.GetLabels()}
 	case metav1.Object:
 		return packedLabels{m: o.GetLabels()}
 	}
@@ -246,17 +257,21 @@ func (l packedLabels) Get(key string) string {
 	return v
 }
 
-// withoutUnsafe is opts without client.UnsafeDisableDeepCopy: the cache reader copies (unpacks)
+// copyingGet is opts as one GetOptions that asks for a copy: the cache reader copies (unpacks)
 // every packed object it returns, and hands out no object of the informer's.
-func withoutUnsafe[O any](opts []O) []O {
-	out := make([]O, 0, len(opts))
-	for _, o := range opts {
-		if _, unsafe := any(o).(client.UnsafeDisableDeepCopyOption); unsafe {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
+func copyingGet(opts []client.GetOption) *client.GetOptions {
+	o := &client.GetOptions{}
+	o.ApplyOptions(opts)
+	o.UnsafeDisableDeepCopy = nil
+	return o
+}
+
+// copyingList is opts as one ListOptions that asks for copies (see copyingGet).
+func copyingList(opts []client.ListOption) *client.ListOptions {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	o.UnsafeDisableDeepCopy = nil
+	return o
 }
 
 // convertMetadata is the API's conversion of an unstructured object's metadata.

@@ -23,19 +23,31 @@ import (
 // Packed is an unstructured object as a cache holds it when the object is held by the
 // thousand: the metadata every reader asks for in fields and flat slices, everything else
 // (the few fields the detectors read, spec.replicas) as one JSON text. A Deployment trimmed
-// to its metadata and replicas is about 1.5 KB as the maps of an unstructured object (a Go map
-// is 300 bytes before its first entry) and about 500 bytes packed.
+// to its metadata and replicas is about 2,000 bytes of heap as the maps of an unstructured
+// object (a Go map is 300 bytes before its first entry) and about 470 packed
+// (BenchmarkPackedDeployment).
 //
 // A Packed is read-only once packed: it is what the informer holds. Its DeepCopyObject
 // returns the object unpacked (a *unstructured.Unstructured of the caller's own), which is
 // how controller-runtime's cache reader copies a cached object: a Get or List of unstructured
 // objects from a cache whose transform packs (see Cache) is served unpacked, as before. It is
 // a client.Object for the informer's handlers and predicates; its setters exist for that
-// interface and are not for cached copies.
+// interface and are not for cached copies. (That DeepCopyObject returns another type is why
+// client-go's cache mutation detector, KUBE_CACHE_MUTATION_DETECTOR, cannot watch a cache of
+// packed objects: it compares a copy with the cached object.)
 type Packed struct {
+	packedMeta
 	apiVersion, kind string
+	// rest is the object's other top-level fields as JSON (see encodeJSON), "" for none.
+	rest string
+}
+
+// packedMeta is an object's metadata as Packed and PackedQuota hold it, and the metav1.Object
+// they are for the informers' handlers.
+type packedMeta struct {
 	// has records which of the slots below the metadata had (a slot's zero value is not
-	// absence): Unpack gives back exactly the keys there were.
+	// absence), and for Packed whether the object had apiVersion, kind and metadata: Unpack
+	// gives back exactly the keys there were.
 	has                                                                    slot
 	name, namespace, generateName, uid, resourceVersion, creationTimestamp string
 	generation                                                             int64
@@ -45,8 +57,6 @@ type Packed struct {
 	// metaRest is the rest of the metadata (owner references, finalizers, a deletion
 	// timestamp, any value of an unexpected type): nil for most objects.
 	metaRest map[string]any
-	// rest is the object's other top-level fields as JSON (see encodeJSON), "" for none.
-	rest string
 }
 
 // slot is a bit per metadata field Packed holds in a field of its own.
@@ -68,6 +78,7 @@ const (
 )
 
 var _ metav1.Object = (*Packed)(nil)
+var _ metav1.Object = (*packedMeta)(nil)
 var _ runtime.Object = (*Packed)(nil)
 
 // errNotPackable is returned for an object holding a value no JSON decoder makes (an int32, a
@@ -114,7 +125,7 @@ func isMap(v any) bool {
 
 // packMetadata fills p's metadata slots from md; what has no slot, or not the type a slot
 // holds, goes to metaRest (a copy: md may be the caller's).
-func (p *Packed) packMetadata(md map[string]any) error {
+func (p *packedMeta) packMetadata(md map[string]any) error {
 	for k, v := range md {
 		s, isString := v.(string)
 		switch {
@@ -221,7 +232,7 @@ func (p *Packed) Unpack() *unstructured.Unstructured {
 }
 
 // metadata is the metadata map as it was packed, a copy of the caller's own.
-func (p *Packed) metadata() map[string]any {
+func (p *packedMeta) metadata() map[string]any {
 	md := make(map[string]any, len(p.metaRest)+10)
 	for k, v := range p.metaRest {
 		md[k] = runtime.DeepCopyJSONValue(v)
@@ -261,7 +272,7 @@ func unflatten(pairs []string) map[string]any {
 
 // stringMap is the labels or annotations as a map of the caller's own: empty, not nil, when
 // the object has an empty map (as an unstructured object's getter answers).
-func (p *Packed) stringMap(bit slot, pairs []string) map[string]string {
+func (p *packedMeta) stringMap(bit slot, pairs []string) map[string]string {
 	if p.has&bit == 0 {
 		return nil
 	}
@@ -273,47 +284,49 @@ func (p *Packed) stringMap(bit slot, pairs []string) map[string]string {
 }
 
 // Label is the value of the label key, without a copy of the labels.
-func (p *Packed) Label(key string) (string, bool) { return lookup(p.labels, key) }
+func (p *packedMeta) Label(key string) (string, bool) { return lookup(p.labels, key) }
 
 // Annotation is the value of the annotation key, without a copy of the annotations.
-func (p *Packed) Annotation(key string) (string, bool) { return lookup(p.annotations, key) }
+func (p *packedMeta) Annotation(key string) (string, bool) { return lookup(p.annotations, key) }
 
 // Key is the object's namespace and name.
-func (p *Packed) Key() types.NamespacedName {
+func (p *packedMeta) Key() types.NamespacedName {
 	return types.NamespacedName{Namespace: p.namespace, Name: p.name}
 }
 
 // FillObjectMeta sets m to the object's metadata, as the API's conversion of the unpacked
-// metadata would (the maps m gets are its own).
-func (p *Packed) FillObjectMeta(m *metav1.ObjectMeta) error {
+// metadata does (the maps m gets are its own). An object packed without metadata (never one
+// the API server served) is an error, as its conversion would be.
+func (p *packedMeta) FillObjectMeta(m *metav1.ObjectMeta) error {
+	if p.has&hasMetadata == 0 {
+		return errNoMetadata
+	}
+	if p.metaRest != nil {
+		// Owner references, finalizers, a deletion, or a field of a type its slot does not
+		// hold: the conversion of the whole metadata, as for an unstructured object (rare).
+		*m = metav1.ObjectMeta{}
+		return convertMetadata(p.metadata(), m)
+	}
 	*m = metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, GenerateName: p.generateName, UID: types.UID(p.uid),
 		ResourceVersion: p.resourceVersion, Generation: p.generation,
 		Labels: p.stringMap(hasLabels, p.labels), Annotations: p.stringMap(hasAnnotations, p.annotations)}
-	if p.has&hasCreationTimestamp == 0 && p.metaRest == nil {
-		return nil
-	}
-	// The rare fields, and the time, converted as the API converts them (a slot's field of an
-	// unexpected type is among them: the conversion reports it).
-	rare := make(map[string]any, len(p.metaRest)+1)
-	for k, v := range p.metaRest {
-		rare[k] = runtime.DeepCopyJSONValue(v)
-	}
 	if p.has&hasCreationTimestamp != 0 {
-		rare["creationTimestamp"] = p.creationTimestamp
+		// Parsed as the conversion parses it (which refuses "").
+		quoted, err := json.Marshal(p.creationTimestamp)
+		if err != nil {
+			return err
+		}
+		if err := m.CreationTimestamp.UnmarshalJSON(quoted); err != nil {
+			return err
+		}
 	}
-	var more metav1.ObjectMeta
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rare, &more); err != nil {
-		return err
-	}
-	m.CreationTimestamp, m.DeletionTimestamp, m.DeletionGracePeriodSeconds = more.CreationTimestamp, more.DeletionTimestamp, more.DeletionGracePeriodSeconds
-	m.OwnerReferences, m.Finalizers, m.ManagedFields, m.SelfLink = more.OwnerReferences, more.Finalizers, more.ManagedFields, more.SelfLink //nolint:staticcheck // SelfLink: kept as it was
 	return nil
 }
 
 // rareView is an unstructured object holding only the metadata without a slot and the
 // timestamp: the getters and setters of those read and write through it, as unstructured
 // objects do.
-func (p *Packed) rareView() *unstructured.Unstructured {
+func (p *packedMeta) rareView() *unstructured.Unstructured {
 	md := p.metaRest
 	if md == nil {
 		md = map[string]any{}
@@ -322,7 +335,7 @@ func (p *Packed) rareView() *unstructured.Unstructured {
 	return u
 }
 
-func (p *Packed) setRare(u *unstructured.Unstructured) {
+func (p *packedMeta) setRare(u *unstructured.Unstructured) {
 	md, _ := u.Object["metadata"].(map[string]any)
 	if len(md) == 0 {
 		md = nil
@@ -349,7 +362,7 @@ func (p *Packed) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 // unstructured object it was (see Packed).
 func (p *Packed) DeepCopyObject() runtime.Object { return p.Unpack() }
 
-func (p *Packed) setString(bit slot, dst *string, v string) {
+func (p *packedMeta) setString(bit slot, dst *string, v string) {
 	*dst = v
 	p.has |= bit | hasMetadata
 }
@@ -357,42 +370,52 @@ func (p *Packed) setString(bit slot, dst *string, v string) {
 // The metav1.Object getters read the slots; the setters write them (a Packed in a cache is
 // never written: they exist for the interface).
 
-func (p *Packed) GetNamespace() string         { return p.namespace }
-func (p *Packed) SetNamespace(v string)        { p.setString(hasNamespace, &p.namespace, v) }
-func (p *Packed) GetName() string              { return p.name }
-func (p *Packed) SetName(v string)             { p.setString(hasName, &p.name, v) }
-func (p *Packed) GetGenerateName() string      { return p.generateName }
-func (p *Packed) SetGenerateName(v string)     { p.setString(hasGenerateName, &p.generateName, v) }
-func (p *Packed) GetUID() types.UID            { return types.UID(p.uid) }
-func (p *Packed) SetUID(v types.UID)           { p.setString(hasUID, &p.uid, string(v)) }
-func (p *Packed) GetResourceVersion() string   { return p.resourceVersion }
-func (p *Packed) SetResourceVersion(v string)  { p.setString(hasResourceVersion, &p.resourceVersion, v) }
-func (p *Packed) GetGeneration() int64         { return p.generation }
-func (p *Packed) SetGeneration(v int64)        { p.generation, p.has = v, p.has|hasGeneration|hasMetadata }
-func (p *Packed) GetSelfLink() string          { return p.rareView().GetSelfLink() }
-func (p *Packed) GetLabels() map[string]string { return p.stringMap(hasLabels, p.labels) }
-func (p *Packed) GetAnnotations() map[string]string {
+func (p *packedMeta) GetNamespace() string       { return p.namespace }
+func (p *packedMeta) SetNamespace(v string)      { p.setString(hasNamespace, &p.namespace, v) }
+func (p *packedMeta) GetName() string            { return p.name }
+func (p *packedMeta) SetName(v string)           { p.setString(hasName, &p.name, v) }
+func (p *packedMeta) GetGenerateName() string    { return p.generateName }
+func (p *packedMeta) SetGenerateName(v string)   { p.setString(hasGenerateName, &p.generateName, v) }
+func (p *packedMeta) GetUID() types.UID          { return types.UID(p.uid) }
+func (p *packedMeta) SetUID(v types.UID)         { p.setString(hasUID, &p.uid, string(v)) }
+func (p *packedMeta) GetResourceVersion() string { return p.resourceVersion }
+func (p *packedMeta) SetResourceVersion(v string) {
+	p.setString(hasResourceVersion, &p.resourceVersion, v)
+}
+func (p *packedMeta) GetGeneration() int64  { return p.generation }
+func (p *packedMeta) SetGeneration(v int64) { p.generation, p.has = v, p.has|hasGeneration|hasMetadata }
+func (p *packedMeta) GetSelfLink() string   { return p.rareView().GetSelfLink() }
+func (p *packedMeta) GetLabels() map[string]string {
+	if _, odd := p.metaRest["labels"]; odd { // not a map of strings: as an unstructured object reads it
+		return p.rareView().GetLabels()
+	}
+	return p.stringMap(hasLabels, p.labels)
+}
+func (p *packedMeta) GetAnnotations() map[string]string {
+	if _, odd := p.metaRest["annotations"]; odd { // as for labels
+		return p.rareView().GetAnnotations()
+	}
 	return p.stringMap(hasAnnotations, p.annotations)
 }
-func (p *Packed) GetFinalizers() []string { return p.rareView().GetFinalizers() }
-func (p *Packed) GetDeletionGracePeriodSeconds() *int64 {
+func (p *packedMeta) GetFinalizers() []string { return p.rareView().GetFinalizers() }
+func (p *packedMeta) GetDeletionGracePeriodSeconds() *int64 {
 	return p.rareView().GetDeletionGracePeriodSeconds()
 }
-func (p *Packed) GetDeletionTimestamp() *metav1.Time { return p.rareView().GetDeletionTimestamp() }
-func (p *Packed) GetOwnerReferences() []metav1.OwnerReference {
+func (p *packedMeta) GetDeletionTimestamp() *metav1.Time { return p.rareView().GetDeletionTimestamp() }
+func (p *packedMeta) GetOwnerReferences() []metav1.OwnerReference {
 	return p.rareView().GetOwnerReferences()
 }
-func (p *Packed) GetManagedFields() []metav1.ManagedFieldsEntry {
+func (p *packedMeta) GetManagedFields() []metav1.ManagedFieldsEntry {
 	return p.rareView().GetManagedFields()
 }
 
 // GetCreationTimestamp parses the timestamp as an unstructured object's getter does.
-func (p *Packed) GetCreationTimestamp() metav1.Time {
+func (p *packedMeta) GetCreationTimestamp() metav1.Time {
 	u := unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"creationTimestamp": p.creationTimestamp}}}
 	return u.GetCreationTimestamp()
 }
 
-func (p *Packed) SetCreationTimestamp(t metav1.Time) {
+func (p *packedMeta) SetCreationTimestamp(t metav1.Time) {
 	u := unstructured.Unstructured{Object: map[string]any{}}
 	u.SetCreationTimestamp(t)
 	s, ok, _ := unstructured.NestedString(u.Object, "metadata", "creationTimestamp")
@@ -404,39 +427,39 @@ func (p *Packed) SetCreationTimestamp(t metav1.Time) {
 	}
 }
 
-func (p *Packed) SetSelfLink(v string) { u := p.rareView(); u.SetSelfLink(v); p.setRare(u) }
-func (p *Packed) SetFinalizers(v []string) {
+func (p *packedMeta) SetSelfLink(v string) { u := p.rareView(); u.SetSelfLink(v); p.setRare(u) }
+func (p *packedMeta) SetFinalizers(v []string) {
 	u := p.rareView()
 	u.SetFinalizers(v)
 	p.setRare(u)
 }
-func (p *Packed) SetDeletionGracePeriodSeconds(v *int64) {
+func (p *packedMeta) SetDeletionGracePeriodSeconds(v *int64) {
 	u := p.rareView()
 	u.SetDeletionGracePeriodSeconds(v)
 	p.setRare(u)
 }
-func (p *Packed) SetDeletionTimestamp(v *metav1.Time) {
+func (p *packedMeta) SetDeletionTimestamp(v *metav1.Time) {
 	u := p.rareView()
 	u.SetDeletionTimestamp(v)
 	p.setRare(u)
 }
-func (p *Packed) SetOwnerReferences(v []metav1.OwnerReference) {
+func (p *packedMeta) SetOwnerReferences(v []metav1.OwnerReference) {
 	u := p.rareView()
 	u.SetOwnerReferences(v)
 	p.setRare(u)
 }
-func (p *Packed) SetManagedFields(v []metav1.ManagedFieldsEntry) {
+func (p *packedMeta) SetManagedFields(v []metav1.ManagedFieldsEntry) {
 	u := p.rareView()
 	u.SetManagedFields(v)
 	p.setRare(u)
 }
 
-func (p *Packed) SetLabels(v map[string]string) {
+func (p *packedMeta) SetLabels(v map[string]string) {
 	p.labels, p.has = flattenStrings(v), p.has|hasMetadata
 	p.has = setBit(p.has, hasLabels, v != nil)
 }
 
-func (p *Packed) SetAnnotations(v map[string]string) {
+func (p *packedMeta) SetAnnotations(v map[string]string) {
 	p.annotations, p.has = flattenStrings(v), p.has|hasMetadata
 	p.has = setBit(p.has, hasAnnotations, v != nil)
 }

@@ -83,7 +83,7 @@ func samePacked(t *testing.T, u *unstructured.Unstructured) {
 	}
 	var pm, um metav1.ObjectMeta
 	perr := p.FillObjectMeta(&pm)
-	var uerr error
+	uerr := errNoMetadata // an object without metadata converts to none
 	if md, ok := u.Object["metadata"].(map[string]any); ok {
 		uerr = convertMetadata(md, &um)
 	}
@@ -108,7 +108,7 @@ func TestPackedRoundTrip(t *testing.T) {
 		"a name that is not a string":    `{"metadata":{"name":7,"generation":"1"}}`,
 		"metadata that is not a map":     `{"apiVersion":"v1","kind":"X","metadata":"m"}`,
 		"no metadata, kind not a string": `{"kind":3,"spec":{"replicas":1}}`,
-		"the trim mark":                  `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"},"kustos.io/trimmed":3}`,
+		"the trim mark":                  `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"},"kustos.io/trimmed-with":3}`,
 		"escapes in keys and values":     `{"metadata":{"name":"a","annotations":{"q\"k":"v\u003c\n\u2028"}},"s\\p":{"\u00e9":"<>&"}}`,
 		"empty object":                   `{}`,
 	} {
@@ -187,13 +187,14 @@ var time0 = metav1.Now()
 // the trim mark.
 const deploymentTrimmed = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"app-00012","namespace":"wc-00012",` +
 	`"uid":"0f1c5b0e-7d3e-4a8e-9a43-2f7f3c4b5d6e","resourceVersion":"123456","generation":1,"creationTimestamp":"2026-11-27T15:13:02Z",` +
-	`"labels":{"app":"app-00012"},"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":1},"kustos.io/trimmed":1}`
+	`"labels":{"app":"app-00012"},"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":1},"kustos.io/trimmed-with":1}`
 
 // FuzzPacked: any JSON object an informer could decode packs and unpacks to itself, and the
 // packed object's getters answer as the unstructured object's.
 func FuzzPacked(f *testing.F) {
 	for _, s := range []string{deploymentTrimmed, deploymentJSON, `{"metadata":{"labels":{"a":1}}}`, `{"a":[1.0,-0,1e400]}`,
-		`{"metadata":{"creationTimestamp":"not a time","deletionTimestamp":5}}`} {
+		`{"metadata":{"creationTimestamp":"not a time","deletionTimestamp":5}}`,
+		`{"metadata":{"generation":1.0}}`, `{"metadata":{"annotations":{"a":null,"b":"c"}}}`, `{"metadata":{"labels":{"a":null}}}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {

@@ -339,8 +339,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 func quotaStatusChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
-			n, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
+			o, ok1 := asQuota(e.ObjectOld)
+			n, ok2 := asQuota(e.ObjectNew)
 			if !ok1 || !ok2 {
 				return true
 			}
@@ -349,6 +349,19 @@ func quotaStatusChanged() predicate.Predicate {
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
 	}
+}
+
+// asQuota is the quota an event carries: the cache's object itself, or the quota it holds in
+// another form (the manager's cache packs quotas: objcache.PackedQuota), unpacked.
+func asQuota(o client.Object) (*corev1.ResourceQuota, bool) {
+	if q, ok := o.(*corev1.ResourceQuota); ok {
+		return q, true
+	}
+	if o == nil {
+		return nil, false
+	}
+	q, ok := o.DeepCopyObject().(*corev1.ResourceQuota)
+	return q, ok
 }
 
 func equalResources(a, b corev1.ResourceList) bool {

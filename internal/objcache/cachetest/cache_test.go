@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,10 +88,11 @@ func TestCacheReadsPackedObjects(t *testing.T) {
 	}
 
 	t.Run("Get unstructured: the object as served, a copy of the caller's own", func(t *testing.T) {
-		for range 2 {
+		// Both ways of asking for no copy: the option, and options carrying it.
+		for _, noCopy := range []client.GetOption{client.UnsafeDisableDeepCopy, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}} {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(configMaps)
-			if err := c.Get(ctx, types.NamespacedName{Namespace: nsA, Name: "a1"}, u, client.UnsafeDisableDeepCopy); err != nil {
+			if err := c.Get(ctx, types.NamespacedName{Namespace: nsA, Name: "a1"}, u, noCopy); err != nil {
 				t.Fatal(err)
 			}
 			if want := live("a1", nsA); !reflect.DeepEqual(u.Object, want.Object) {
@@ -117,7 +119,7 @@ func TestCacheReadsPackedObjects(t *testing.T) {
 	t.Run("List unstructured: namespace and label selector", func(t *testing.T) {
 		ul := &unstructured.UnstructuredList{}
 		ul.SetGroupVersionKind(configMaps.GroupVersion().WithKind("ConfigMapList"))
-		if err := c.List(ctx, ul, client.InNamespace(nsA), client.MatchingLabels{"app": "x"}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, ul, client.InNamespace(nsA), client.MatchingLabels{"app": "x"}, &client.ListOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 			t.Fatal(err)
 		}
 		if len(ul.Items) != 1 || !reflect.DeepEqual(ul.Items[0].Object, live("a1", nsA).Object) {
@@ -228,4 +230,73 @@ func namespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// counting is a client.Reader that counts the reads it passes on.
+type counting struct {
+	client.Reader
+	reads int
+}
+
+func (c *counting) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (c *counting) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.reads++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// TestMetadataViewRoutes: the metadata reads of the Cache's kinds go to the Cache, every
+// other read (another kind's metadata, a whole object) to Rest.
+func TestMetadataViewRoutes(t *testing.T) {
+	ctx := t.Context()
+	ns := namespace(t)
+	if err := k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := cache.New(cfg, cache.Options{DefaultTransform: objcache.PackTransform(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := objcache.Cache{Cache: inner, Kinds: map[schema.GroupVersionKind]bool{configMaps: true}}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	others := &counting{Reader: k8s}
+	v := objcache.MetadataView{Objects: c, Rest: others}
+	pom := func(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(gvk)
+		return o
+	}
+	pomList := func(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+		o := &metav1.PartialObjectMetadataList{}
+		o.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		return o
+	}
+	namespaces := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	for _, tc := range []struct {
+		name   string
+		read   func() error
+		toRest bool
+	}{
+		{"a Cache kind's metadata", func() error { return v.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c"}, pom(configMaps)) }, false},
+		{"a Cache kind's metadata list", func() error { return v.List(ctx, pomList(configMaps), client.InNamespace(ns)) }, false},
+		{"another kind's metadata", func() error { return v.Get(ctx, types.NamespacedName{Name: ns}, pom(namespaces)) }, true},
+		{"another kind's metadata list", func() error { return v.List(ctx, pomList(namespaces)) }, true},
+		{"a whole object of a Cache kind", func() error {
+			return v.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c"}, &corev1.ConfigMap{})
+		}, true},
+	} {
+		before := others.reads
+		if err := tc.read(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if got := others.reads > before; got != tc.toRest {
+			t.Errorf("%s: read from Rest %v, want %v", tc.name, got, tc.toRest)
+		}
+	}
 }
