@@ -753,7 +753,8 @@ func copyPath(dst, src map[string]any, path []string) {
 // the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
 // the objects cached by the thousand, keep only what the detectors read: objects watched as
 // metadata (Namespaces, the expiry detector's workloads) only the annotations with one of the
-// detectors' prefixes and the labels they name.
+// detectors' prefixes and the labels they name. Quotas and Kustos's state Leases are held
+// packed (internal/objcache): a read returns them as they were.
 func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 	switch o := in.(type) {
 	case *corev1.ResourceQuota:
@@ -767,6 +768,14 @@ func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 			return p, nil
 		}
 		return q, nil
+	case *coordinationv1.Lease:
+		// Kustos's state, a Lease per target with a decision or a state: packed
+		// (objcache.PackedLease), read as a Lease.
+		stripMeta(o)
+		if p, err := objcache.PackLease(o); err == nil {
+			return p, nil
+		}
+		return o, nil
 	case *metav1.PartialObjectMetadata:
 		m := trimMeta(&o.ObjectMeta, func(k string) bool {
 			for _, p := range annotationPrefixes {

@@ -126,16 +126,33 @@ func TestTrimObjectDropsWhatNobodyReads(t *testing.T) {
 		}
 	})
 
-	t.Run("other objects lose managed fields and last-applied", func(t *testing.T) {
+	t.Run("state Leases are packed, without managed fields and last-applied", func(t *testing.T) {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "state-a-b", ManagedFields: managed,
 			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "resizer.io/last-modified": "2026-11-21T12:00:00Z"}}}
 		out, err := trimObject(l, []string{quota.AnnotationPrefix}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := out.(*coordinationv1.Lease)
-		if got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["resizer.io/last-modified"] == "" {
+		packed, ok := out.(*objcache.PackedLease)
+		if !ok {
+			t.Fatalf("the cache holds a %T, not a packed Lease", out)
+		}
+		got := packed.DeepCopyObject().(*coordinationv1.Lease) //nolint:forcetypeassert // a PackedLease unpacks to a Lease
+		if got.Name != "state-a-b" || got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["resizer.io/last-modified"] == "" {
 			t.Errorf("trimmed lease: %+v", got)
+		}
+	})
+
+	t.Run("other objects lose managed fields and last-applied", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", ManagedFields: managed,
+			Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: "{}", "team": "a"}}}
+		out, err := trimObject(cm, []string{quota.AnnotationPrefix}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*corev1.ConfigMap) //nolint:forcetypeassert // returned as it came
+		if got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["team"] != "a" {
+			t.Errorf("trimmed object: %+v", got)
 		}
 	})
 }

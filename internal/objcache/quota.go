@@ -93,11 +93,12 @@ func (p *PackedQuota) DeepCopyObject() runtime.Object {
 }
 
 // GetObjectKind is v1 ResourceQuota: a PackedQuota is never anything else.
-func (p *PackedQuota) GetObjectKind() schema.ObjectKind { return quotaObjectKind{} }
+func (p *PackedQuota) GetObjectKind() schema.ObjectKind { return fixedKind{quotaKind} }
 
-type quotaObjectKind struct{}
+// fixedKind is the kind of a packed typed object, which is never another.
+type fixedKind struct{ gvk schema.GroupVersionKind }
 
-func (quotaObjectKind) GroupVersionKind() schema.GroupVersionKind { return quotaKind }
+func (k fixedKind) GroupVersionKind() schema.GroupVersionKind { return k.gvk }
 
-// SetGroupVersionKind does nothing: the kind of a PackedQuota is fixed.
-func (quotaObjectKind) SetGroupVersionKind(schema.GroupVersionKind) {}
+// SetGroupVersionKind does nothing: the kind is fixed.
+func (fixedKind) SetGroupVersionKind(schema.GroupVersionKind) {}
