@@ -439,6 +439,10 @@ func TestExpiryExtension(t *testing.T) {
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+				t.Fatalf("the owner's page: %s", resp.Status)
+			}
 			page = extsrv.OwnerPage{}
 			err = json.NewDecoder(resp.Body).Decode(&page)
 			resp.Body.Close()

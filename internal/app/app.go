@@ -753,8 +753,10 @@ func copyPath(dst, src map[string]any, path []string) {
 // the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
 // the objects cached by the thousand, keep only what the detectors read: objects watched as
 // metadata (Namespaces, the expiry detector's workloads) only the annotations with one of the
-// detectors' prefixes and the labels they name. Quotas and Kustos's state Leases are held
-// packed (internal/objcache): a read returns them as they were.
+// detectors' prefixes and the labels they name. Quotas and Kustos's Leases are held packed
+// (internal/objcache): a read returns them as they were, as a copy. A read of them that asks
+// for no copy (client.UnsafeDisableDeepCopy) fails: the cache holds no Lease or quota to hand
+// out.
 func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 	switch o := in.(type) {
 	case *corev1.ResourceQuota:
@@ -769,8 +771,8 @@ func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 		}
 		return q, nil
 	case *coordinationv1.Lease:
-		// Kustos's state, a Lease per target with a decision or a state: packed
-		// (objcache.PackedLease), read as a Lease.
+		// Kustos's Leases (its state, a Lease per target with a decision or a state; the
+		// replicas' and the groups'): packed (objcache.PackedLease), read as a Lease.
 		stripMeta(o)
 		if p, err := objcache.PackLease(o); err == nil {
 			return p, nil

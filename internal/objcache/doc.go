@@ -4,7 +4,8 @@
 //   - Packed: an unstructured object as an informer holds it, its metadata in fields and flat
 //     slices and its other kept fields as one JSON text (about a quarter of its maps' size);
 //     PackTransform makes the informers hold them. PackedQuota and PackedLease: the typed
-//     quotas and state Leases of the manager's cache, packed the same way.
+//     quotas and Kustos's Leases in the manager's cache, packed the same way (a read copies
+//     them back through DeepCopyObject; one asking for no copy fails there).
 //   - Cache: reads of a cache holding packed objects as of any other cache (unstructured reads
 //     unpack a copy of the caller's own), the metadata of its Kinds answered from the packed
 //     objects, and Keys naming them without a copy.

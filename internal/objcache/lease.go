@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// PackedLease is a Lease as the manager's cache holds Kustos's state Leases (one per target
-// with a decision or a state to keep: thousands in a large cluster): its metadata as Packed
+// PackedLease is a Lease as the manager's cache holds Kustos's Leases (its state, one per
+// target with a decision or a state to keep: thousands in a large cluster): its metadata as Packed
 // holds metadata, its labels and annotations (the record and the detector's state) in flat
 // slices instead of two maps, and its spec as it is. Like Packed, it is read-only once packed,
 // and its DeepCopyObject returns a *coordinationv1.Lease of the caller's own.

@@ -127,7 +127,7 @@ type Reconciler struct {
 	// orphans are the orphans' keys, hashed: only counted (the gauge), and held for every
 	// orphan of the cluster (18,000 of the whole-cluster bench's Deployments), a hash is 8
 	// bytes where a namespace and name are 32 and their strings. Two keys sharing a hash
-	// (odds of about 10⁻¹¹ at 20,000 orphans) would count once.
+	// (odds of about 10⁻¹¹ at 20,000 orphans) would count one too few until set again.
 	orphans    map[uint64]struct{}
 	orphanSeed maphash.Seed
 }
