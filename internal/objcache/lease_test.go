@@ -2,7 +2,6 @@ package objcache
 
 import (
 	"reflect"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -64,34 +63,12 @@ func TestPackedLeaseRoundTrip(t *testing.T) {
 
 // BenchmarkPackedLease reports the heap a cache holds per state Lease: as a Lease and packed.
 func BenchmarkPackedLease(b *testing.B) {
-	for _, packed := range []bool{false, true} {
-		name := "lease"
-		if packed {
-			name = "packed"
+	heapPerObject(b, "lease", func(i int) any { return stateLease(i) })
+	heapPerObject(b, "packed", func(i int) any {
+		p, err := PackLease(stateLease(i))
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			const n = 10000
-			held := make([]any, n)
-			var perObject uint64
-			for range b.N {
-				before := liveHeap()
-				for i := range held {
-					l := stateLease(i)
-					if !packed {
-						held[i] = l
-						continue
-					}
-					p, err := PackLease(l)
-					if err != nil {
-						b.Fatal(err)
-					}
-					held[i] = p
-				}
-				perObject = (liveHeap() - before) / n
-				runtime.KeepAlive(held)
-				clear(held)
-			}
-			b.ReportMetric(float64(perObject), "heap-B/object")
-		})
-	}
+		return p
+	})
 }

@@ -2,7 +2,6 @@ package objcache
 
 import (
 	"reflect"
-	"runtime"
 	"testing"
 	"time"
 
@@ -73,34 +72,12 @@ func BenchmarkPackedQuota(b *testing.B) {
 				Used: corev1.ResourceList{"requests.cpu": resource.MustParse("2"), "requests.memory": resource.MustParse("4Gi"),
 					"limits.cpu": resource.MustParse("4"), "limits.memory": resource.MustParse("8Gi")}}}
 	}
-	for _, packed := range []bool{false, true} {
-		name := "quota"
-		if packed {
-			name = "packed"
+	heapPerObject(b, "quota", func(i int) any { return quota(i) })
+	heapPerObject(b, "packed", func(i int) any {
+		p, err := PackQuota(quota(i))
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			const n = 10000
-			held := make([]any, n)
-			var perObject uint64
-			for range b.N {
-				before := liveHeap()
-				for i := range held {
-					q := quota(i)
-					if !packed {
-						held[i] = q
-						continue
-					}
-					p, err := PackQuota(q)
-					if err != nil {
-						b.Fatal(err)
-					}
-					held[i] = p
-				}
-				perObject = (liveHeap() - before) / n
-				runtime.KeepAlive(held)
-				clear(held)
-			}
-			b.ReportMetric(float64(perObject), "heap-B/object")
-		})
-	}
+		return p
+	})
 }

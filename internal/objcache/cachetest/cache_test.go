@@ -68,15 +68,7 @@ func TestCacheReadsPackedObjects(t *testing.T) {
 		})
 	}
 
-	inner, err := cache.New(cfg, cache.Options{DefaultTransform: objcache.PackTransform(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := objcache.Cache{Cache: inner, Kinds: map[schema.GroupVersionKind]bool{configMaps: true}}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	c := packingCache(t)
 
 	live := func(name, ns string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -256,15 +248,7 @@ func TestMetadataViewRoutes(t *testing.T) {
 	if err := k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	inner, err := cache.New(cfg, cache.Options{DefaultTransform: objcache.PackTransform(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := objcache.Cache{Cache: inner, Kinds: map[schema.GroupVersionKind]bool{configMaps: true}}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the cache did not sync")
-	}
+	c := packingCache(t)
 	others := &counting{Reader: k8s}
 	v := objcache.MetadataView{Objects: c, Rest: others}
 	pom := func(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
@@ -299,4 +283,20 @@ func TestMetadataViewRoutes(t *testing.T) {
 			t.Errorf("%s: read from Rest %v, want %v", tc.name, got, tc.toRest)
 		}
 	}
+}
+
+// packingCache is a started, synced cache packing what it holds, answering the metadata of
+// ConfigMaps from the packed objects; it stops with the test.
+func packingCache(t *testing.T) objcache.Cache {
+	t.Helper()
+	inner, err := cache.New(cfg, cache.Options{DefaultTransform: objcache.PackTransform(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := objcache.Cache{Cache: inner, Kinds: map[schema.GroupVersionKind]bool{configMaps: true}}
+	go func() { _ = c.Start(t.Context()) }()
+	if !c.WaitForCacheSync(t.Context()) {
+		t.Fatal("the cache did not sync")
+	}
+	return c
 }
