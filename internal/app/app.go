@@ -803,10 +803,22 @@ func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
 	return in, nil
 }
 
-// stripMeta drops what no detector reads from any object's metadata: managed fields and the
-// client-side-apply copy of the whole object. An unstructured object's metadata map is then
-// copied into one sized for what is left (objcache.Compact).
+// stripMeta drops what no detector reads from any object's metadata (dropUnread). An
+// unstructured object's metadata map is then copied into one sized for what is left
+// (objcache.Compact).
 func stripMeta(obj metav1.Object) {
+	dropUnread(obj)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			u.Object["metadata"] = objcache.Compact(md) // without the room of the managed fields
+		}
+	}
+}
+
+// dropUnread drops managed fields and the client-side-apply copy of the whole object. It is
+// the target cache's strip: its objects are packed next (objcache.PackTransform), which copies
+// what is left, so a compacted map would be made only to be thrown away.
+func dropUnread(obj metav1.Object) {
 	if obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}
@@ -814,11 +826,6 @@ func stripMeta(obj metav1.Object) {
 		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
 			delete(a, corev1.LastAppliedConfigAnnotation)
 			obj.SetAnnotations(a)
-		}
-	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			u.Object["metadata"] = objcache.Compact(md) // without the room of the managed fields
 		}
 	}
 }
