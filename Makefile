@@ -20,7 +20,7 @@ FUZZ_TARGETS := \
   ./internal/detect/inactivity:FuzzParsePolicy \
   ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
-  ./internal/egress:FuzzParsePolicy \
+  ./internal/egress:FuzzParsePolicy,FuzzEmbeddedIPv4 \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
   ./internal/doccheck:FuzzLinks \

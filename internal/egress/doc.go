@@ -10,10 +10,10 @@
 //     connects to (net.Dialer.Control, so a name that resolves differently a second time — DNS
 //     rebinding — gains nothing): loopback, link-local, private (RFC 1918, 100.64.0.0/10,
 //     fc00::/7), unspecified, multicast and reserved addresses, and IPv6 forms that embed
-//     IPv4 (::ffff:a.b.c.d, NAT64, 6to4) classified as the IPv4 address they carry, are refused
-//     unless a CIDR of the policy allows them. It never goes through a proxy from the
-//     environment (HTTP_PROXY: the proxy would connect, past the check) and never follows a
-//     redirect (a destination could send Kustos anywhere). Only http and https;
+//     IPv4 (::ffff:a.b.c.d, NAT64 in every layout, ISATAP, 6to4) classified as the IPv4 address
+//     they carry, are refused unless a CIDR of the policy allows them. It never goes through a
+//     proxy from the environment (HTTP_PROXY: the proxy would connect, past the check) and
+//     never follows a redirect (a destination could send Kustos anywhere). Only http and https;
 //   - Failure and StatusClass, the class of a failure ("destination refused", "timeout", "HTTP
 //     5xx") that may be shown to the tenant. The error text itself can carry internal
 //     addresses, banners or a response body, so it goes to the operator's log only.

@@ -38,10 +38,15 @@ const (
 var (
 	cgn       = netip.MustParsePrefix("100.64.0.0/10")
 	siteLocal = netip.MustParsePrefix("fec0::/10")
-	nat64     = []netip.Prefix{netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48")}
-	sixToFour = netip.MustParsePrefix("2002::/16")
-	v4Compat  = netip.MustParsePrefix("::/96")
-	reserved  = []netip.Prefix{
+	// The well-known NAT64 prefix (RFC 6052) embeds the IPv4 address in its last 32 bits.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// The local-use translation prefix (RFC 8215) is a /48 from which an operator picks a
+	// translation prefix of /48, /56, /64 or /96, each embedding the IPv4 address elsewhere
+	// (RFC 6052, section 2.2).
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	v4Compat   = netip.MustParsePrefix("::/96")
+	reserved   = []netip.Prefix{
 		netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
 		netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("2001::/32"),
 	}
@@ -50,7 +55,8 @@ var (
 
 // ClassOf says whether ip is a public destination (ClassPublic) or which kind of
 // non-public address it is. IPv6 forms that carry an IPv4 address (IPv4-mapped ::ffff:a.b.c.d,
-// NAT64 64:ff9b::/96, 6to4 2002::/16) are classified as that IPv4 address, so that
+// NAT64 64:ff9b::/96 and the local-use 64:ff9b:1::/48 in each of its layouts, ISATAP
+// …:0:5efe:a.b.c.d, 6to4 2002::/16) are classified as that IPv4 address, so that
 // ::ffff:127.0.0.1 is loopback and 64:ff9b::a9fe:a9fe is link-local.
 func ClassOf(ip netip.Addr) Class {
 	ip = ip.WithZone("").Unmap()
@@ -70,10 +76,18 @@ func ClassOf(ip netip.Addr) Class {
 	}
 	if ip.Is6() {
 		b := ip.As16()
-		for _, p := range nat64 {
-			if p.Contains(ip) {
-				return embedded(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		// An ISATAP identifier can follow any prefix, a 6to4 or NAT64 one too: its IPv4 address
+		// is refused on its own, and a public one leaves the prefix to be read as usual.
+		if isISATAP(b) {
+			if c := embedded(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})); c != ClassPublic {
+				return c
 			}
+		}
+		if nat64.Contains(ip) {
+			return embedded(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		}
+		if nat64Local.Contains(ip) {
+			return localNAT64(b)
 		}
 		if sixToFour.Contains(ip) {
 			return embedded(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
@@ -97,6 +111,61 @@ func ClassOf(ip netip.Addr) Class {
 // public one leaves the IPv6 address public.
 func embedded(v4 netip.Addr) Class {
 	return ClassOf(v4)
+}
+
+// localNAT64 classifies an address b of the local-use prefix 64:ff9b:1::/48. Which of RFC 6052's
+// layouts the operator's translator uses cannot be seen from the address, so every layout the
+// address is consistent with is read (bits 64-71, the "u" octet, are zero and so is the suffix
+// after the IPv4 address for /48, /56 and /64; /96 fits any address), and the address is refused
+// when any reading carries a non-public IPv4 address: a tenant's name that resolves to the
+// translation of 10.0.0.1 under the translator's layout is refused whichever it is. A reading of
+// exactly 0.0.0.0 is what a shorter layout's zero suffix reads as under /96, and no translator
+// sends anything there; it decides only when every reading is 0.0.0.0. The price: a public
+// destination whose bytes read as a non-public address under another layout is refused too,
+// and needs a CIDR in --allowed-destinations.
+func localNAT64(b [16]byte) Class {
+	zero := func(bs ...byte) bool {
+		for _, x := range bs {
+			if x != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	var readings [][4]byte
+	if b[8] == 0 {
+		if zero(b[11:]...) {
+			readings = append(readings, [4]byte{b[6], b[7], b[9], b[10]}) // /48
+		}
+		if zero(b[12:]...) {
+			readings = append(readings, [4]byte{b[7], b[9], b[10], b[11]}) // /56
+		}
+		if zero(b[13:]...) {
+			readings = append(readings, [4]byte{b[9], b[10], b[11], b[12]}) // /64
+		}
+	}
+	readings = append(readings, [4]byte{b[12], b[13], b[14], b[15]}) // /96
+	zeros := 0
+	for _, r := range readings {
+		if r == [4]byte{} {
+			zeros++
+			continue
+		}
+		if c := embedded(netip.AddrFrom4(r)); c != ClassPublic {
+			return c
+		}
+	}
+	if zeros == len(readings) {
+		return ClassUnspecified
+	}
+	return ClassPublic
+}
+
+// isISATAP reports whether b has an ISATAP interface identifier (RFC 5214: 0000:5efe or, with
+// the universal/local bit, 0200:5efe, before the IPv4 address of the tunnel's end), under any
+// prefix: the packets go to that IPv4 address.
+func isISATAP(b [16]byte) bool {
+	return b[8]&^0x03 == 0 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe
 }
 
 // Policy is what the operator allows beyond public addresses: --allowed-destinations. The zero

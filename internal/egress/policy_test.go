@@ -48,11 +48,26 @@ func TestClassOf(t *testing.T) {
 		{"255.255.255.255", ClassReserved},
 		{"240.0.0.1", ClassReserved},
 		{"198.18.0.1", ClassReserved},
-		{"::a00:1", ClassReserved},                              // IPv4-compatible ::10.0.0.1
-		{"64:ff9b::7f00:1", ClassLoopback},                      // NAT64 of 127.0.0.1
-		{"64:ff9b::a9fe:a9fe", ClassLinkLocal},                  // NAT64 of 169.254.169.254
-		{"64:ff9b::808:808", ClassPublic},                       // NAT64 of 8.8.8.8
-		{"2002:a00:1::1", ClassPrivate},                         // 6to4 of 10.0.0.1
+		{"::a00:1", ClassReserved},             // IPv4-compatible ::10.0.0.1
+		{"64:ff9b::7f00:1", ClassLoopback},     // NAT64 of 127.0.0.1
+		{"64:ff9b::a9fe:a9fe", ClassLinkLocal}, // NAT64 of 169.254.169.254
+		{"64:ff9b::808:808", ClassPublic},      // NAT64 of 8.8.8.8
+		{"2002:a00:1::1", ClassPrivate},        // 6to4 of 10.0.0.1
+		// The local-use NAT64 prefix, in each of RFC 6052's layouts.
+		{"64:ff9b:1:a00:0:100::", ClassPrivate},        // /48 layout of 10.0.0.1
+		{"64:ff9b:1:7f:0:1::", ClassLoopback},          // /56 layout of 127.0.0.1
+		{"64:ff9b:1:0:a:0:100:0", ClassPrivate},        // /64 layout of 10.0.0.1 (read as /96: 1.0.0.0)
+		{"64:ff9b:1:0:a9:fea9:fe00:0", ClassLinkLocal}, // /64 layout of 169.254.169.254
+		{"64:ff9b:1::a00:1", ClassPrivate},             // /96 layout of 10.0.0.1
+		{"64:ff9b:1::808:808", ClassPublic},            // /96 layout of 8.8.8.8
+		{"64:ff9b:1:808:8:800::", ClassPublic},         // /48 layout of 8.8.8.8 (read as /96: 0.0.0.0)
+		{"64:ff9b:1::", ClassUnspecified},              // every layout reads 0.0.0.0
+		// ISATAP interface identifiers, under any prefix.
+		{"2a00:1450::5efe:a00:1", ClassPrivate},       // 10.0.0.1
+		{"2a00:1450::200:5efe:7f00:1", ClassLoopback}, // universal bit set, 127.0.0.1
+		{"2a00:1450::5efe:808:808", ClassPublic},      // 8.8.8.8
+		{"2002:808:808:0:0:5efe:a00:1", ClassPrivate}, // 6to4 of a public address, ISATAP of 10.0.0.1
+		{"fe80::5efe:808:808", ClassLinkLocal},
 		{"2002:808:808::1", ClassPublic},                        // 6to4 of 8.8.8.8
 		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", ClassReserved}, // Teredo
 	} {
@@ -195,6 +210,56 @@ func FuzzParsePolicy(f *testing.F) {
 		for _, r := range p.names {
 			if checkHostName(r.name) != nil {
 				t.Fatalf("%q: accepted name %q is not a host name", s, r.name)
+			}
+		}
+	})
+}
+
+// FuzzEmbeddedIPv4 checks that no IPv6 form carrying a non-public IPv4 address is public: the
+// well-known NAT64 prefix, the local-use one in each of RFC 6052's layouts (but 0.0.0.0, which
+// localNAT64 reads as a zero suffix), an ISATAP identifier under any prefix, and 6to4.
+func FuzzEmbeddedIPv4(f *testing.F) {
+	f.Add([]byte{10, 0, 0, 1}, []byte{0x2a, 0, 0x14, 0x50, 0, 0, 0, 0}, uint16(0))
+	f.Add([]byte{127, 0, 0, 1}, []byte{0, 0x64, 0xff, 0x9b, 0, 1, 0xab, 0xcd}, uint16(0x1234))
+	f.Add([]byte{169, 254, 169, 254}, []byte{0x20, 0x02, 0, 0, 0, 0, 0, 0}, uint16(0xffff))
+	f.Fuzz(func(t *testing.T, v4b, prefix []byte, site uint16) {
+		if len(v4b) != 4 || len(prefix) != 8 {
+			return
+		}
+		v4 := netip.AddrFrom4([4]byte(v4b))
+		if ClassOf(v4) == ClassPublic {
+			return
+		}
+		var forms [][16]byte
+		wellKnown := [16]byte{0, 0x64, 0xff, 0x9b}
+		copy(wellKnown[12:], v4b)
+		forms = append(forms, wellKnown)
+		local := [16]byte{0, 0x64, 0xff, 0x9b, 0, 1}
+		l48, l56, l64, l96 := local, local, local, local
+		l48[6], l48[7], l48[9], l48[10] = v4b[0], v4b[1], v4b[2], v4b[3]
+		l56[6] = byte(site)
+		l56[7], l56[9], l56[10], l56[11] = v4b[0], v4b[1], v4b[2], v4b[3]
+		l64[6], l64[7] = byte(site>>8), byte(site)
+		copy(l64[9:13], v4b)
+		l96[6], l96[7] = byte(site>>8), byte(site)
+		copy(l96[12:], v4b)
+		forms = append(forms, l48, l56, l64, l96)
+		var isatap [16]byte
+		copy(isatap[:8], prefix)
+		isatap[8], isatap[10], isatap[11] = byte(site)&0x02, 0x5e, 0xfe
+		copy(isatap[12:], v4b)
+		forms = append(forms, isatap)
+		sixToFour := [16]byte{0x20, 0x02}
+		copy(sixToFour[2:6], v4b)
+		copy(sixToFour[6:], prefix)
+		forms = append(forms, sixToFour)
+		for i, b := range forms {
+			if v4 == netip.IPv4Unspecified() && i >= 1 && i <= 4 {
+				continue // a local-use reading of exactly 0.0.0.0 is a zero suffix (localNAT64)
+			}
+			ip := netip.AddrFrom16(b)
+			if ClassOf(ip) == ClassPublic {
+				t.Errorf("ClassOf(%s) is public, but it carries %s (%s)", ip, v4, ClassOf(v4))
 			}
 		}
 	})
