@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
+	"strings"
 )
 
 // Skip is an entry of the directory that is not in the archive, and why.
@@ -24,14 +26,16 @@ const copyBuffer = 1 << 20
 // skip. The bytes depend only on the tree (names, modes, mtimes, contents), so that writing it
 // again after a cut gives the same stream, which is what lets an upload resume:
 //
-//   - entries in byte order of their paths, a directory before what it holds, each directory
-//     as an entry of its own (so an empty one survives);
+//   - each directory's entries in byte order of their names, whatever order the file system
+//     lists them in, a directory before what it holds, each directory as an entry of its own
+//     (so an empty one survives);
 //   - every entry stored (Store, no compression): the archive's bytes do not depend on a
 //     compressor's version, a disk image costs no CPU to pack, and its size is the tree's plus
 //     a few dozen bytes an entry;
 //   - the time of each entry is its file's mtime in UTC, its mode the file's permission bits.
 //
-// Only regular files and directories are archived. A symbolic link is never followed (it is
+// Only regular files and directories are archived, and none whose name holds a backslash
+// (skipped: extractors on Windows split names there). A symbolic link is never followed (it is
 // skipped, wherever it points), nor are device files, named pipes or sockets opened; every
 // open goes through an os.Root, so nothing outside root is ever read even when a file is
 // swapped for a link while the archive is written. A file or directory that cannot be read is
@@ -52,15 +56,24 @@ func archiveDir(root *os.Root, zw *zip.Writer, dir, rel string, buf []byte, skip
 		skip(Skip{Path: rel + "/", Reason: "cannot open the directory: " + reason(err)})
 		return nil
 	}
-	entries, err := f.ReadDir(-1) // sorted by name
+	entries, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
 		skip(Skip{Path: rel + "/", Reason: "cannot read the directory: " + reason(err)})
 		return nil
 	}
+	// A directory is read in the file system's order (creation order, a hash), not by name: the
+	// same tree made in another order must give the same archive.
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		name := path.Join(rel, e.Name())
 		fsPath := path.Join(dir, e.Name())
+		if strings.Contains(e.Name(), `\`) {
+			// A ZIP entry name separates with "/" only, but extractors on Windows also split at
+			// "\": `a\..\..\x` would be written outside the folder it is extracted to there.
+			skip(Skip{Path: name, Reason: `a name with "\", which extractors on Windows read as a path separator`})
+			continue
+		}
 		switch t := e.Type(); {
 		case t.IsDir():
 			info, err := root.Lstat(fsPath)

@@ -3,10 +3,12 @@ package submit_test
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,6 +203,97 @@ func readZip(t *testing.T, data []byte) map[string]entry {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
 		out[f.Name] = entry{content: string(b), modified: f.Modified.UTC(), mode: f.Mode().Perm()}
+	}
+	return out
+}
+
+// TestArchiveCreationOrder: one tree made in two creation orders gives the same bytes, with
+// each directory's entries sorted by name and a directory before what it holds. A file system
+// lists a directory in its own order (creation order, a hash of the name), which must not
+// reach the archive: a resumed upload writes the archive again, perhaps from a restored copy.
+func TestArchiveCreationOrder(t *testing.T) {
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("f%02d.txt", (i*17)%40), fmt.Sprintf("d%02d/x.txt", (i*7)%40))
+	}
+	names = append(names, "a-b.txt", "a/z.txt", "B.txt")
+	mtime := time.Date(2024, 6, 1, 12, 30, 0, 0, time.UTC)
+	build := func(order []string) string {
+		dir := t.TempDir()
+		for _, n := range order {
+			submittest.WriteTree(t, dir, map[string]string{n: "content of " + n})
+		}
+		// Every mtime, directories' last: creating their entries changed them.
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			return os.Chtimes(p, mtime, mtime)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() || p == dir {
+				return err
+			}
+			return os.Chtimes(p, mtime, mtime)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	reversed := slices.Clone(names)
+	slices.Reverse(reversed)
+	var a, b bytes.Buffer
+	archive(t, build(names), &a, func(s submit.Skip) { t.Errorf("skipped %v", s) })
+	archive(t, build(reversed), &b, func(s submit.Skip) { t.Errorf("skipped %v", s) })
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("the same tree made in two orders gives two archives:\n%v\n%v", entryNames(t, a.Bytes()), entryNames(t, b.Bytes()))
+	}
+	got := entryNames(t, a.Bytes())
+	if want := []string{"B.txt", "a/", "a/z.txt", "a-b.txt", "d00/", "d00/x.txt"}; !slices.Equal(got[:len(want)], want) {
+		t.Errorf("entries begin %v, want %v", got[:len(want)], want)
+	}
+}
+
+// TestArchiveBackslash: a name holding a backslash, which a Windows extractor splits into a
+// path (`..\..\x` leaves the folder it extracts to), is skipped and reported, a directory with
+// what it holds; the rest is archived.
+func TestArchiveBackslash(t *testing.T) {
+	dir := t.TempDir()
+	submittest.WriteTree(t, dir, map[string]string{
+		`..\..\evil.bat`:    "echo",
+		`sub\dir/inner.txt`: "inside",
+		"ok.txt":            "fine",
+	})
+	var skipped []string
+	var buf bytes.Buffer
+	archive(t, dir, &buf, func(s submit.Skip) {
+		if !strings.Contains(s.Reason, "path separator") {
+			t.Errorf("skip %q: reason %q does not say why", s.Path, s.Reason)
+		}
+		skipped = append(skipped, s.Path)
+	})
+	if got, want := entryNames(t, buf.Bytes()), []string{"ok.txt"}; !slices.Equal(got, want) {
+		t.Errorf("archived %q, want %q", got, want)
+	}
+	slices.Sort(skipped)
+	if want := []string{`..\..\evil.bat`, `sub\dir`}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %q, want %q", skipped, want)
+	}
+}
+
+func entryNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range zr.File {
+		out = append(out, f.Name)
 	}
 	return out
 }
