@@ -67,7 +67,8 @@ func Files(root string) ([]string, error) {
 // Check checks the documentation files (see Files) of the repository at root: every relative
 // link names a file or directory inside the repository, every #anchor a heading of the
 // Markdown file it points into, nothing links outside the repository (no URL, no path leaving
-// it), no forbidden text, and README.md is within its length.
+// it), no forbidden text, no paragraph run into a table above it, and README.md is within its
+// length.
 func Check(root string, files []string, rules Rules) ([]Problem, error) {
 	var problems []Problem
 	anchors := map[string]map[string]bool{}
@@ -98,6 +99,9 @@ func Check(root string, files []string, rules Rules) ([]Problem, error) {
 					problems = append(problems, Problem{file, i + 1, fmt.Sprintf("%q: %s", w, f.Why)})
 				}
 			}
+		}
+		for _, n := range TableRunOns(md) {
+			problems = append(problems, Problem{file, n, "this line follows a table without a blank line, and renders as a row of it: put a blank line after the table"})
 		}
 		for _, l := range Links(md) {
 			what, err := checkLink(root, file, l.Target, rules.Pending, anchorsOf)

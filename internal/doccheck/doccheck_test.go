@@ -159,3 +159,31 @@ func FuzzLinks(f *testing.F) {
 		Anchors([]byte(md))
 	})
 }
+
+// TestTableRunOns: text right after a table, which GitHub renders as a row of it, is found;
+// a blank line, a heading, a list or a fence ends a table, and a pipe in a code block or a
+// paragraph starts none.
+func TestTableRunOns(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		want     []int
+	}{
+		{"paragraph after a table", "| a | b |\n|---|---:|\n| 1 | 2 |\nNext paragraph.\n", []int{4}},
+		{"blank line after a table", "| a | b |\n|---|---|\n| 1 | 2 |\n\nNext paragraph.\n", nil},
+		{"rows without outer pipes", "a | b\n--- | ---\n1 | 2\nrun on\n", []int{4}},
+		{"heading after a table", "| a |\n|---|\n| 1 |\n## Next\n", nil},
+		{"list after a table", "| a |\n|---|\n| 1 |\n- item\n", nil},
+		{"fence after a table", "| a |\n|---|\n| 1 |\n```\ncode\n```\n", nil},
+		{"one report per table", "| a |\n|---|\nrun on\nand on\n", []int{3}},
+		{"a table in a code block", "```\n| a |\n|---|\n```\ntext\n", nil},
+		{"a pipe in a paragraph", "a | b\nno delimiter row\n", nil},
+		{"a thematic break is no delimiter row", "a | b\n---\ntext\n", nil},
+		{"two tables", "| a |\n|---|\n\ntext\n\n| b |\n| :-: |\n| 2 |\ntext\n", []int{9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TableRunOns([]byte(tc.md)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("TableRunOns = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

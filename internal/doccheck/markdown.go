@@ -249,3 +249,48 @@ func blank(line string) string {
 	}
 	return strings.Repeat(" ", len(line))
 }
+
+// tableDelimiter is a table's delimiter row: | --- | :---: |, with or without outer pipes.
+var tableDelimiter = regexp.MustCompile(`^\s{0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
+
+// blockStart is a line that starts a block of its own after a table: a heading, a fence, a
+// quote, a list item, a thematic break or HTML.
+var blockStart = regexp.MustCompile(`^\s{0,3}(#{1,6}(\s|$)|` + "```" + `|~~~|>|[-*+]\s|\d{1,9}[.)]\s|<|(\*\s*){3,}$|(-\s*){3,}$|(_\s*){3,}$)`)
+
+// TableRunOns returns the lines (1-based) where text follows a table without a blank line:
+// GitHub renders such a line as one more row of the table (its text in the first cell), not as
+// the paragraph it was meant to start.
+func TableRunOns(md []byte) []int {
+	var out []int
+	var code fences
+	inTable := false
+	prev := ""
+	for i, line := range strings.Split(string(md), "\n") {
+		if code.code(line) {
+			inTable, prev = false, ""
+			continue
+		}
+		switch {
+		case strings.TrimSpace(line) == "":
+			inTable = false
+		case inTable && blockStart.MatchString(line):
+			inTable = false
+		case inTable && !strings.Contains(line, "|"):
+			out = append(out, i+1)
+			inTable = false // one report per table
+		case !inTable && strings.Contains(prev, "|") && tableDelimiter.MatchString(line) && cells(prev) == cells(line):
+			inTable = true
+		}
+		prev = line
+	}
+	return out
+}
+
+// cells counts a table row's cells: its pipes, less the outer ones, plus one (GitHub makes a
+// table only where the header row and the delimiter row have as many).
+func cells(row string) int {
+	row = strings.TrimSpace(strings.ReplaceAll(row, `\|`, ""))
+	row = strings.TrimPrefix(row, "|")
+	row = strings.TrimSuffix(row, "|")
+	return strings.Count(row, "|") + 1
+}
