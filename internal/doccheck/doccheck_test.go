@@ -143,6 +143,7 @@ func FuzzLinks(f *testing.F) {
 	for _, s := range []string{
 		"[a](b.md#c)\n", "``x`` `y\n[z](w)`\n", "```\n[a](b)\n```\n", "<https://x.y> http://a.b/c.\n",
 		"[x]: <y z>\n", "# H\n~~~~\n# not\n~~~~\n", "a]( b ) c\n", "`\n\n`[a](b)`\n",
+		"| a | b |\n|---|---|\ntext\n",
 	} {
 		f.Add(s)
 	}
@@ -157,6 +158,11 @@ func FuzzLinks(f *testing.F) {
 			}
 		}
 		Anchors([]byte(md))
+		for _, n := range TableRunOns([]byte(md)) {
+			if n < 3 || n > len(lines) || strings.Contains(lines[n-1], "|") || strings.TrimSpace(lines[n-1]) == "" {
+				t.Fatalf("run-on line %d (of %d) is no text line after a table", n, len(lines))
+			}
+		}
 	})
 }
 
