@@ -48,19 +48,28 @@ LDFLAGS   := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT)
 # 38 MB more file and 25 MiB more RSS at start (docs/performance.md, "The binary"). The symbol
 # table and DWARF stay (make binsize reads them).
 .PHONY: build
-build: ## Build bin/kustos as the image does (no cgo, time zones built in), stamped with the version, commit and commit time (kustos version).
+# Build bin/kustos as the image does (no cgo, time zones built in), stamped with the version, commit
+# and commit time (kustos version).
+build: ## Build bin/kustos as the image does, stamped with version and commit.
 	CGO_ENABLED=0 $(GO) build -trimpath -tags timetzdata -ldflags "$(LDFLAGS)" -o $(BIN)/kustos ./cmd/kustos
 
 .PHONY: binsize
-binsize: build ## What bin/kustos costs before it works: size by module, package initialisation by module (GODEBUG=inittrace=1) and memory of `kustos version` and `kustos run --help`.
+# What bin/kustos costs before it works: size by module, package initialisation by module
+# (GODEBUG=inittrace=1) and memory of `kustos version` and `kustos run --help`.
+binsize: build ## What bin/kustos costs before it works: size, init time and memory by module.
 	$(GO) run ./hack/binsize -kustos $(BIN)/kustos
 
 .PHONY: docs
-docs: ## Regenerate docs/cli.md (every command, flag, environment variable and default) from the flag definitions.
+# Regenerate docs/cli.md (every command, flag, environment variable and default) from the flag
+# definitions.
+docs: ## Regenerate docs/cli.md from the flag definitions.
 	$(GO) test ./cmd/kustos -run TestDocs -count=1 -update
 
 .PHONY: testbin
-testbin: ## Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm, mailpit (the SMTP server of the mail tests), prometheus and promtool (the activity source of the inactivity tests) into bin/ (cached).
+# Build the real test control plane (kube-apiserver, kube-controller-manager, etcd), helm, mailpit
+# (the SMTP server of the mail tests), prometheus and promtool (the activity source of the
+# inactivity tests) into bin/ (cached).
+testbin: ## Build the test control plane, helm, mailpit, prometheus into bin/ (cached).
 	hack/setup-testbin.sh
 	hack/setup-openapi.sh
 
@@ -68,7 +77,9 @@ testbin: ## Build the real test control plane (kube-apiserver, kube-controller-m
 CONTROLLER_GEN := $(GO) run $(shell sed -n 's/^const controllerGen = "\(.*\)"/\1/p' api/v1alpha1/generated_test.go)
 
 .PHONY: generate
-generate: ## Regenerate the deepcopy functions (api/v1alpha1) and the CRD (charts/kustos/files/crds, which the chart's templates/crds.yaml includes) from the Go types.
+# Regenerate the deepcopy functions (api/v1alpha1) and the CRD (charts/kustos/files/crds, which the
+# chart's templates/crds.yaml includes) from the Go types.
+generate: ## Regenerate deepcopy functions and the CRD from the Go types in api/v1alpha1.
 	$(CONTROLLER_GEN) object crd:crdVersions=v1 paths=./api/... output:crd:artifacts:config=charts/kustos/files/crds
 
 .PHONY: vet
@@ -79,7 +90,10 @@ vet: ## go vet and a gofmt check.
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 
 .PHONY: unit
-unit: ## Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, the group actuator, helm uninstall, the removal gates, the webhook, the packed object cache and the mail notifier (against mailpit) are tested by `make e2e`).
+# Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, the
+# group actuator, helm uninstall, the removal gates, the webhook, the packed object cache and the
+# mail notifier (against mailpit) are tested by `make e2e`).
+unit: ## Unit tests and fuzz seed corpora (no cluster needed).
 	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/group -e /internal/actuate/helmrelease -e /internal/actuate/gate -e /internal/admission -e /internal/notify -e /internal/objcache/cachetest -e /internal/activity/promtest)
 
@@ -89,7 +103,8 @@ e2e: testbin ## End-to-end tests on the real control plane.
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart
-chart: testbin ## helm lint and helm template of charts/kustos; promtool check and test of its alerts.
+# helm lint and helm template of charts/kustos; promtool check and test of its alerts.
+chart: testbin ## helm lint and helm template of charts/kustos; promtool tests of its alerts.
 	$(BIN)/helm lint --strict charts/kustos
 	$(BIN)/helm lint --strict charts/kustos --set prometheusRule.enabled=true --set dashboard.enabled=true
 	cd charts/kustos/files && $(abspath $(BIN))/promtool check rules alerts.yaml && $(abspath $(BIN))/promtool test rules alerts_test.yaml
@@ -101,7 +116,8 @@ chart: testbin ## helm lint and helm template of charts/kustos; promtool check a
 	  echo "chart accepted an invalid mode"; exit 1; fi
 
 .PHONY: test
-test: testbin vet lint ## Everything: vet, lint, unit, fuzz seeds, e2e on the real control plane, chart checks.
+# Everything: vet, lint, unit, fuzz seeds, e2e on the real control plane, chart checks.
+test: testbin vet lint ## Everything: vet, lint, unit, fuzz seeds, e2e on the real control plane, chart.
 	$(GO) test -count=1 -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
 	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory chart
@@ -121,18 +137,27 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 	$(GO) run ./bench/wholecluster -kustos $(BIN)/kustos
 
 .PHONY: bench-churn
-bench-churn: testbin build ## The whole-cluster bench with 30 minutes of churn: fails if Kustos's heap after GC grows more than 10% from minute 5 to minute 30.
+# The whole-cluster bench with 30 minutes of churn: fails if Kustos's heap after GC grows more than
+# 10% from minute 5 to minute 30.
+bench-churn: testbin build ## Whole-cluster bench with 30 minutes of churn: fails if the heap grows >10%.
 	$(GO) run ./bench/wholecluster -kustos $(BIN)/kustos -churn 30m
 
 .PHONY: demo
-demo: testbin build ## The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs), then an idle lab environment (its alerts and its pause PR), then vSphere lab VMs in a simulated vCenter (a warning, an extension, a quarantine).
+# The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode
+# against a local GitHub-compatible server (the PR it opens and merges), then a Cleaner (its
+# schedule, the deletion, the CloudEvent), then expiring previews (warning, extension link, PRs),
+# then an idle lab environment (its alerts and its pause PR), then vSphere lab VMs in a simulated
+# vCenter (a warning, an extension, a quarantine).
+demo: testbin build ## The main job: every detector on a real control plane, observer then PR mode.
 	$(GO) run ./cmd/kustos-demo -kustos $(BIN)/kustos
 
 # How many demo runs `make demo-soak` makes.
 N ?= 10
 
 .PHONY: demo-soak
-demo-soak: ## Run `make demo` N times (N=10) while `make test` runs beside it; prints "demo-soak: P of N passed", keeps failed runs' output in bin/demo-soak/.
+# Run `make demo` N times (N=10) while `make test` runs beside it; prints "demo-soak: P of N
+# passed", keeps failed runs' output in bin/demo-soak/.
+demo-soak: ## Run `make demo` N times (N=10) beside `make test`; keeps failed runs' output.
 	hack/demo-soak.sh $(N)
 
 # What `make image` stamps into the binary and the image's labels. SOURCE_DATE_EPOCH (the commit
@@ -148,12 +173,17 @@ IMAGE_DIGEST_FILE ?=
 IMAGE_TOOL         = GOWORK=off $(GO) run -C hack/image .
 
 .PHONY: image
-image: ## Build the container image without Docker (linux/amd64 and linux/arm64, scratch + CA certificates + non-root user) as an OCI layout in dist/image, then check it (platforms, user, entrypoint, labels, CA bundle, `kustos version`).
+# Build the container image without Docker (linux/amd64 and linux/arm64, scratch + CA certificates +
+# non-root user) as an OCI layout in dist/image, then check it (platforms, user, entrypoint, labels,
+# CA bundle, `kustos version`).
+image: ## Build and check the container image without Docker (OCI layout in dist/image).
 	$(IMAGE_TOOL) build --repo $(CURDIR) --out $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH)
 	$(IMAGE_TOOL) check --layout $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT)
 
 .PHONY: image-push
-image-push: ## Push dist/image (built by `make image`) to IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0 (credentials: REGISTRY_USERNAME/REGISTRY_PASSWORD or the Docker config).
+# Push dist/image (built by `make image`) to IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-
+# dev/kustos:0.2.0 (credentials: REGISTRY_USERNAME/REGISTRY_PASSWORD or the Docker config).
+image-push: ## Push dist/image to IMAGE_REF (e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0).
 	@test -n "$(IMAGE_REF)" || { echo "image-push: set IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0"; exit 1; }
 	$(IMAGE_TOOL) push --layout $(abspath $(IMAGE_LAYOUT)) --ref $(IMAGE_REF) $(if $(IMAGE_DIGEST_FILE),--digest-file $(abspath $(IMAGE_DIGEST_FILE)))
 
@@ -163,7 +193,10 @@ INSTALL_CHART    ?= charts/kustos
 INSTALL_MANIFEST ?= dist/install.yaml
 
 .PHONY: install-manifest
-install-manifest: testbin ## Render dist/install.yaml (kubectl apply --server-side -f) from the chart: observer mode, namespace kustos-system, CRDs, values in hack/install-values.yaml. Commit the result; e2e/install_test.go fails while it is stale.
+# Render dist/install.yaml (kubectl apply --server-side -f) from the chart: observer mode, namespace
+# kustos-system, CRDs, values in hack/install-values.yaml. Commit the result; e2e/install_test.go
+# fails while it is stale.
+install-manifest: testbin ## Render dist/install.yaml from the chart (commit it; e2e checks it).
 	$(GO) run ./hack/installmanifest -helm $(BIN)/helm -chart $(INSTALL_CHART) -values hack/install-values.yaml -o $(INSTALL_MANIFEST)
 
 .PHONY: lint
