@@ -227,8 +227,9 @@ func expiryAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clie
 		fmt.Fprintf(out, "\n     Pull request #%d merged: %s  (branch %s)\n", p.Number, p.Title, p.Head)
 		for _, name := range previews {
 			path := expiryDir + name + ".yaml"
-			before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
-			after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
+			var before, after version
+			before.text, before.exists = s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
+			after.text, after.exists = s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
 			if before == after {
 				continue
 			}

@@ -229,7 +229,7 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	}
 	before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
 	after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
-	diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, before, after)
+	diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, version{before, true}, version{after, true})
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 	if !ok {
 		return fmt.Errorf("%s missing on the PR branch %s", quotaPath, p.Head)
 	}
-	diff, err := unifiedDiff(tb.TempDir(), quotaPath, before, after)
+	diff, err := unifiedDiff(tb.TempDir(), quotaPath, version{before, true}, version{after, true})
 	if err != nil {
 		return err
 	}
@@ -263,18 +263,31 @@ func poll(ctx context.Context, cond func() (bool, error)) error {
 	}
 }
 
-// unifiedDiff is `git diff` of two versions of path, computed in dir.
-func unifiedDiff(dir, path, before, after string) (string, error) {
-	for side, content := range map[string]string{"a": before, "b": after} {
+// version is a file as a commit has it: its text, or absent.
+type version struct {
+	text   string
+	exists bool
+}
+
+// unifiedDiff is `git diff` of two versions of path, computed in dir: a file absent on one side
+// is shown as created or deleted (/dev/null), not as emptied.
+func unifiedDiff(dir, path string, before, after version) (string, error) {
+	sides := []string{"/dev/null", "/dev/null"}
+	for i, v := range []version{before, after} {
+		if !v.exists {
+			continue
+		}
+		side := []string{"a", "b"}[i]
 		f := filepath.Join(dir, side, path)
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(v.text), 0o644); err != nil {
 			return "", err
 		}
+		sides[i] = side + "/" + path
 	}
-	cmd := exec.Command("git", "diff", "--no-index", "--no-color", "--no-prefix", "a/"+path, "b/"+path)
+	cmd := exec.Command("git", "diff", "--no-index", "--no-color", "--no-prefix", sides[0], sides[1])
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

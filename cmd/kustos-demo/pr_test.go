@@ -41,7 +41,7 @@ func TestDemoTB(t *testing.T) {
 
 func TestUnifiedDiffAndComments(t *testing.T) {
 	after := strings.Replace(quotaManifest, `"10"`, `"12"`, 1)
-	d, err := unifiedDiff(t.TempDir(), quotaPath, quotaManifest, after)
+	d, err := unifiedDiff(t.TempDir(), quotaPath, version{quotaManifest, true}, version{after, true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +50,19 @@ func TestUnifiedDiffAndComments(t *testing.T) {
 			t.Errorf("diff lacks %q:\n%s", want, d)
 		}
 	}
-	if _, err := unifiedDiff(t.TempDir(), quotaPath, quotaManifest, quotaManifest); err == nil {
+	if _, err := unifiedDiff(t.TempDir(), quotaPath, version{quotaManifest, true}, version{quotaManifest, true}); err == nil {
 		t.Error("no error for an unchanged file")
+	}
+	// A removal pull request deletes the file: shown as deleted, every line removed, not as a
+	// file emptied.
+	gone, err := unifiedDiff(t.TempDir(), quotaPath, version{quotaManifest, true}, version{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"deleted file mode", "+++ /dev/null", `-    requests.cpu: "10"   # keep quoted`} {
+		if !strings.Contains(gone, want) {
+			t.Errorf("the diff of a deleted file lacks %q:\n%s", want, gone)
+		}
 	}
 	if err := keepsComments(quotaManifest, after); err != nil {
 		t.Error(err)
