@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -143,23 +144,30 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// run starts the controller with o and returns the exit code when it stops.
+// run starts the controller with o and returns the exit code when it stops. What stops it
+// before it starts (options that cannot work, no cluster to reach) is one line on stderr, in the
+// form of a flag error, before any JSON log line: the options first, so that --mode=pr without
+// --git-repo is said whether or not a kubeconfig is at hand.
 func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos run:", err)
 		return 2
 	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(stderr, "kustos run:", err)
+		return 2
+	}
+	cfg, err := restConfig(kubeconfig, os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos run:", err)
+		return 1
+	}
 	o.Log = log
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	gcTarget, gcSource := applyGCPercent(o.GCPercent, os.LookupEnv)
 
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		log.Error(err, "no Kubernetes configuration")
-		return 1
-	}
 	info := buildinfo.Get()
 	cfg.UserAgent = "kustos/" + info.Version
 	mgr, err := app.NewManager(cfg, o)
@@ -181,11 +189,46 @@ func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 	return 0
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// errNoConfig is a start with no cluster to reach: no --kubeconfig, no KUBECONFIG, not in a
+// pod, no ~/.kube/config. client-go's own words for it ("try setting KUBERNETES_MASTER") name a
+// variable nothing reads any more.
+var errNoConfig = errors.New("no Kubernetes configuration: set --kubeconfig or KUBECONFIG, or run in a cluster")
+
+// restConfig finds the cluster as controller-runtime's GetConfig does — --kubeconfig, else
+// KUBECONFIG, else the pod's service account, else ~/.kube/config — but says which of them
+// failed, and logs nothing (GetConfig logs an ERROR line when there is no in-cluster
+// configuration, which is every start outside a pod).
+func restConfig(kubeconfig string, lookupEnv func(string) (string, bool)) (*rest.Config, error) {
 	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig=%s: %w", kubeconfig, err)
+		}
+		return cfg, nil
 	}
-	return ctrl.GetConfig()
+	env, _ := lookupEnv(clientcmd.RecommendedConfigPathEnvVar)
+	host, _ := lookupEnv("KUBERNETES_SERVICE_HOST")
+	if env == "" && host != "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in the cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules() // KUBECONFIG, else ~/.kube/config
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		if env != "" {
+			return nil, fmt.Errorf("KUBECONFIG=%s: %w", env, errNoConfig)
+		}
+		return nil, errNoConfig
+	case err != nil && env != "":
+		return nil, fmt.Errorf("KUBECONFIG=%s: %w", env, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", clientcmd.RecommendedHomeFile, err)
+	}
+	return cfg, nil
 }
 
 // newLogger writes JSON lines: one object per line with stable keys, for log pipelines.
