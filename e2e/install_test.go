@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,6 +244,26 @@ func TestInstallManifest(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "forbidden") {
 		t.Errorf("a request of Kustos was forbidden: the manifest's RBAC is not enough")
+	}
+
+	// A normal stop, as the kubelet stops a pod: SIGTERM, exit 0, and no ERROR line on the way
+	// (an alert on error lines must not fire at every rollout).
+	stoppedAt := len(logs.String())
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Kustos did not stop within 30s of SIGTERM")
+	}
+	if exitErr != nil {
+		t.Errorf("Kustos exited with %v after SIGTERM, want 0", exitErr)
+	}
+	for _, line := range strings.Split(logs.String()[stoppedAt:], "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("an ERROR line after SIGTERM: %s", line)
+		}
 	}
 }
 

@@ -245,5 +245,47 @@ func newLogger(w io.Writer, level string) (logr.Logger, error) {
 		return logr.Discard(), fmt.Errorf("--log-level=%q: want debug, info or error", level)
 	}
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})
-	return logr.FromSlogHandler(h), nil
+	return logr.FromSlogHandler(quietStop{h}), nil
 }
+
+// Controller-runtime's manager, stopping with leader election on, releases the lease, which
+// its own callback then reports as lost, logged as an ERROR after the stop began (reported
+// upstream as controller-runtime issue 3535). A lease lost while running stops the manager
+// with an error instead, which run logs; so this message, with this error, is only ever the
+// release of a stop Kustos asked for.
+const (
+	msgErrorAfterStop = "error received after stop sequence was engaged"
+	errLeaderLost     = "leader election lost"
+)
+
+// quietStop logs controller-runtime's report of the leader lease released on a normal stop
+// as what it is, at INFO: an alert on ERROR lines must not fire at every rollout.
+type quietStop struct{ slog.Handler }
+
+func (h quietStop) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level != slog.LevelError || r.Message != msgErrorAfterStop {
+		return h.Handler.Handle(ctx, r)
+	}
+	released := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && err.Error() == errLeaderLost {
+			released = true
+		} else if a.Value.Kind() == slog.KindString && a.Value.String() == errLeaderLost {
+			released = true
+		}
+		return !released
+	})
+	if !released {
+		return h.Handler.Handle(ctx, r)
+	}
+	if !h.Handler.Enabled(ctx, slog.LevelInfo) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, slog.NewRecord(r.Time, slog.LevelInfo, "released the leader lease on stop", r.PC))
+}
+
+func (h quietStop) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietStop{h.Handler.WithAttrs(attrs)}
+}
+
+func (h quietStop) WithGroup(name string) slog.Handler { return quietStop{h.Handler.WithGroup(name)} }

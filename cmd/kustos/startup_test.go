@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,6 +44,40 @@ func TestRunStartupErrors(t *testing.T) {
 			code := realMain(tc.args, strings.NewReader(""), &stdout, &stderr)
 			if code != tc.wantCode || stderr.String() != tc.want {
 				t.Errorf("exit %d, stderr %q;\nwant exit %d, stderr %q", code, stderr.String(), tc.wantCode, tc.want)
+			}
+		})
+	}
+}
+
+// TestQuietStop: controller-runtime's report of the leader lease released on a normal stop is
+// an INFO line; every other error after the stop, and the same message with another error,
+// stays an ERROR; at --log-level=error the release is not logged at all.
+func TestQuietStop(t *testing.T) {
+	for _, tc := range []struct {
+		name, level, msg string
+		err              error
+		want             string
+	}{
+		{"the lease released on stop", "info", msgErrorAfterStop, errors.New(errLeaderLost), `"level":"INFO","msg":"released the leader lease on stop"`},
+		{"another error after the stop", "info", msgErrorAfterStop, errors.New("cache sync failed"), `"level":"ERROR","msg":"error received after stop sequence was engaged","logger":"manager","err":"cache sync failed"`},
+		{"lost while running", "info", "problem running manager", errors.New(errLeaderLost), `"level":"ERROR","msg":"problem running manager","logger":"manager","err":"leader election lost"`},
+		{"released, at --log-level=error", "error", msgErrorAfterStop, errors.New(errLeaderLost), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			log, err := newLogger(&buf, tc.level)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log.WithName("manager").Error(tc.err, tc.msg)
+			if tc.want == "" {
+				if buf.Len() != 0 {
+					t.Errorf("logged %s, want nothing", buf.String())
+				}
+				return
+			}
+			if !strings.Contains(buf.String(), tc.want) {
+				t.Errorf("logged %s, want %s", buf.String(), tc.want)
 			}
 		})
 	}
