@@ -51,6 +51,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
+	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -231,8 +232,9 @@ func (p PROptions) validate() error {
 		return fmt.Errorf("--max-new-prs-per-hour=%d: must not be negative (0: no limit)", p.MaxNewPRsPerHour)
 	}
 	for _, path := range p.Paths {
-		if strings.TrimSpace(path) == "" || strings.HasPrefix(path, "/") {
-			return fmt.Errorf("--git-path=%q: want a path relative to the repository root", path)
+		// The same cleaning as a namespace's resizer.io/git-path, which must lie under these.
+		if _, err := index.CleanPath(path); err != nil {
+			return fmt.Errorf("--git-path=%q: want a path relative to the repository root: %w", path, err)
 		}
 	}
 	return nil
@@ -272,6 +274,9 @@ func (p PROptions) grouping(detector string) lifecycle.GroupBy {
 type prMode struct {
 	actuator *group.Actuator
 	gh       *github.Client
+	// writer reports a refused resizer.io/git-path through the pipeline's Reporter, set once
+	// it exists.
+	writer *pr.Writer
 }
 
 // newPRMode builds the PR writer over the GitHub client and a Git reader of the base branch.
@@ -294,13 +299,14 @@ func newPRMode(o Options) (*prMode, error) {
 	}
 	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
 	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
+	w.Log, w.Now = o.Log.WithName("pr"), o.Now
 	var budget *group.Budget
 	if p.MaxOpenPRs > 0 || p.MaxNewPRsPerHour > 0 {
 		budget = &group.Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour,
 			Refresh: p.BudgetRefresh, Recheck: p.BudgetRefresh / 2, Now: o.Now}
 	}
 	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: p.AfterPropose, Now: o.Now,
-		Log: o.Log.WithName("proposals")}, gh: gc}, nil
+		Log: o.Log.WithName("proposals")}, gh: gc, writer: w}, nil
 }
 
 // baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
@@ -460,6 +466,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.writer.Reporter = recorder
 		if err := m.checkCredentials(o.Log); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ func TestValidatePRMode(t *testing.T) {
 		{"bad api url", func(o *Options) { o.PR.GitHub.APIURL = "ftp://x" }, "--github-api-url"},
 		{"poll interval", func(o *Options) { o.PR.PollInterval = 0 }, "--pr-poll-interval"},
 		{"absolute git path", func(o *Options) { o.PR.Paths = []string{"/clusters"} }, "--git-path"},
+		{"git path climbing by ..", func(o *Options) { o.PR.Paths = []string{"clusters/../other"} }, `--git-path="clusters/../other": want a path relative to the repository root: a ".." segment`},
 		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch"`},
 	})
 }

@@ -16,5 +16,9 @@
 // recorded in the target's Lease through the pipeline (lifecycle.Progress), and the objects'
 // names are derived from the Key, the decision's time and the attempt: a crash between creating
 // an object and recording it finds the object under the same name and follows it; a crash after
-// the step was done and before the removal finds it done. A later decision starts afresh.
+// the step was done and before the removal finds it done. A later decision starts with a new
+// object, but a Limited step's failed attempts are counted per target, across decisions: an
+// attempt of an earlier decision that did not succeed (failed, or cut short while running)
+// counts against MaxAttempts, and only an attempt that succeeds resets the count (or the Lease
+// going with its target). After the limit, each later decision has one attempt.
 package gate

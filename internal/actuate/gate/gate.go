@@ -127,13 +127,23 @@ type Actuator struct {
 
 // progress is one step's record in the Lease, as JSON.
 type progress struct {
-	// DecidedAt names the decision the step is for: a later decision starts afresh.
+	// DecidedAt names the decision the step is for: a later decision starts afresh, with a new
+	// object and attempt 1, but not with a new count of failures (Carried).
 	DecidedAt time.Time `json:"decidedAt"`
-	Attempt   int       `json:"attempt"`
-	Object    string    `json:"object"`
-	Phase     Phase     `json:"phase"`
-	Since     time.Time `json:"since"`
-	Message   string    `json:"message,omitempty"`
+	// Attempt numbers the decision's attempts (it names their objects); every attempt before
+	// the current one failed.
+	Attempt int `json:"attempt"`
+	// Carried is how many attempts of earlier decisions of the Key did not succeed since the
+	// step last did: failed, given up, or cut short by a newer decision while running. A
+	// Limited step counts Carried+Attempt against its MaxAttempts, so that a tenant who makes
+	// the detector decide again (touching its environment) does not get a fresh set of
+	// attempts. Only an attempt that succeeds resets it, and the Lease going with its target.
+	// A record written before it existed has none; its own attempts are carried as any.
+	Carried int       `json:"carried,omitempty"`
+	Object  string    `json:"object"`
+	Phase   Phase     `json:"phase"`
+	Since   time.Time `json:"since"`
+	Message string    `json:"message,omitempty"`
 	// RetryAt is when a failed attempt is followed by the next.
 	RetryAt time.Time `json:"retryAt,omitzero"`
 	// Random: an object Kustos did not create held an attempt's name; every later attempt's
@@ -176,7 +186,7 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 		}
 	}
 	if !p.DecidedAt.Equal(decidedAt) {
-		p = progress{DecidedAt: decidedAt}
+		p = p.next(decidedAt)
 	}
 	switch p.Phase {
 	case PhaseDone, PhaseGaveUp:
@@ -185,10 +195,10 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 		if now.Before(p.RetryAt) {
 			return a.failed(s, p)
 		}
-		if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.Attempt >= l.MaxAttempts() {
+		if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.counted() >= l.MaxAttempts() {
 			return a.giveUp(ctx, rec, l, c, p)
 		}
-		p = progress{DecidedAt: decidedAt, Attempt: p.Attempt, Random: p.Random}
+		p = progress{DecidedAt: decidedAt, Attempt: p.Attempt, Carried: p.Carried, Random: p.Random}
 	}
 	start := p.Phase == PhaseStarting
 	if p.Object == "" {
@@ -245,7 +255,7 @@ func (a *Actuator) step(ctx context.Context, s Step, c lifecycle.Change, decided
 // last attempt holds it only until the next look, which lets it go (giveUp).
 func (a *Actuator) fail(ctx context.Context, rec lifecycle.Progress, s Step, p progress, msg string, now time.Time) error {
 	p.Phase, p.Message, p.RetryAt = PhaseFailed, lifecycle.Clip(msg, 400), now.Add(a.retryAfter())
-	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.Attempt >= l.MaxAttempts() {
+	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 && p.counted() >= l.MaxAttempts() {
 		p.RetryAt = now.Add(a.poll())
 	}
 	a.Log.Info("step failed; the change is held", "step", s.Name(), "object", p.Object, "attempt", p.Attempt, "message", p.Message, "retryAt", p.RetryAt)
@@ -258,8 +268,12 @@ func (a *Actuator) fail(ctx context.Context, rec lifecycle.Progress, s Step, p p
 func (a *Actuator) failed(s Step, p progress) error {
 	m := fmt.Sprintf("%s %s (attempt %d) failed: %s", s.Name(), p.Object, p.Attempt, p.Message)
 	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 {
-		m = fmt.Sprintf("%s %s (attempt %d of %d) failed: %s", s.Name(), p.Object, p.Attempt, l.MaxAttempts(), p.Message)
-		if p.Attempt >= l.MaxAttempts() {
+		m = fmt.Sprintf("%s %s (attempt %d of %d) failed: %s", s.Name(), p.Object, p.counted(), l.MaxAttempts(), p.Message)
+		if p.counted() > l.MaxAttempts() {
+			// The limit was reached by an earlier decision: each later one has one attempt.
+			m = fmt.Sprintf("%s %s (attempt %d; the %d that hold the change failed before) failed: %s", s.Name(), p.Object, p.counted(), l.MaxAttempts(), p.Message)
+		}
+		if p.counted() >= l.MaxAttempts() {
 			m += fmt.Sprintf("; that was the last attempt: the change goes ahead without its %s", s.Name())
 		}
 	}
@@ -269,8 +283,8 @@ func (a *Actuator) failed(s Step, p progress) error {
 // giveUp lets the Change go after a Limited step's last failed attempt: a Warning Event, then
 // the record (a crash between them writes the same Event again, deduplicated by its id).
 func (a *Actuator) giveUp(ctx context.Context, rec lifecycle.Progress, l Limited, c lifecycle.Change, p progress) error {
-	reason, msg := l.GaveUp(c, p.Attempt, p.Message)
-	a.Log.Info("step given up; the change goes ahead without it", "step", l.Name(), "key", string(c.Key), "attempts", p.Attempt, "message", msg)
+	reason, msg := l.GaveUp(c, p.counted(), p.Message)
+	a.Log.Info("step given up; the change goes ahead without it", "step", l.Name(), "key", string(c.Key), "attempts", p.counted(), "message", msg)
 	if a.Reporter != nil {
 		ref := corev1.ObjectReference{APIVersion: c.Target.APIVersion(), Kind: c.Target.Kind, Namespace: c.Target.Namespace, Name: c.Target.Name}
 		id := fmt.Sprintf("gave-up|%s|%s|%s", c.Key, l.Name(), p.DecidedAt.UTC().Format(time.RFC3339Nano))
@@ -282,6 +296,23 @@ func (a *Actuator) giveUp(ctx context.Context, rec lifecycle.Progress, l Limited
 	return a.record(ctx, rec, l.Name(), p)
 }
 
+// next is the progress a new decision, made at decidedAt, starts from: no attempt yet, the
+// failures carried over unless the last attempt succeeded. An attempt the new decision cuts
+// short (running, or recorded and not yet started) counts as failed: a tenant could otherwise
+// hold each attempt up (a Job that cannot start until its deadline) and decide again before it
+// fails. Random names stay: whoever took one predictable name may guess the next.
+func (p progress) next(decidedAt time.Time) progress {
+	n := progress{DecidedAt: decidedAt, Random: p.Random}
+	if p.Phase != PhaseDone {
+		n.Carried = p.Carried + p.Attempt
+	}
+	return n
+}
+
+// counted is the number of the decision's current attempt among those a Limited step counts:
+// the failures carried over from earlier decisions, then this decision's attempts.
+func (p progress) counted() int { return p.Carried + p.Attempt }
+
 // randomPart is 8 random hex digits.
 func randomPart() string {
 	b := make([]byte, 4)
@@ -291,6 +322,9 @@ func randomPart() string {
 
 func (a *Actuator) waiting(s Step, p progress, msg string, now time.Time) error {
 	m := fmt.Sprintf("%s %s (attempt %d) is running", s.Name(), p.Object, p.Attempt)
+	if l, ok := s.(Limited); ok && l.MaxAttempts() > 0 {
+		m = fmt.Sprintf("%s %s (attempt %d of %d) is running", s.Name(), p.Object, p.counted(), l.MaxAttempts())
+	}
 	if msg != "" {
 		m += ": " + lifecycle.Clip(msg, 200)
 	}

@@ -3,7 +3,9 @@
 // retried by calling it again.
 //
 // Writer.Propose locates the target's manifest at the head of the base branch (package index,
-// honouring a resizer.io/git-path override), applies the edit there (package yamledit), and —
+// honouring a resizer.io/git-path override that the same index accepts: clean, under --git-path,
+// naming objects of the target's namespace only; a refused one is an InvalidGitPath Warning and
+// the default lookup), applies the edit there (package yamledit), and —
 // unless the base already holds the new values (AlreadyInBase: a merged PR waiting for Argo CD
 // or Flux to sync) — makes sure that the deterministic branch
 // kustos/<cluster>/<detector>/<namespace>/<name> holds exactly one commit on top of the current

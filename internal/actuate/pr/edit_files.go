@@ -22,19 +22,15 @@ type FileChange struct {
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // unlist returns the edits that take the deleted file p out of every kustomization that lists
-// it directly: the kustomizations the index knows under the proposal's prefixes (the
-// --git-path prefixes, or the git-path override) and the kustomization in p's own directory,
-// which may lie outside an override that names p itself. Kustomizations that list p's
-// directory are left alone. The edits are in path order.
+// it directly: the kustomizations the index knows under the --git-path prefixes (the index p
+// was found in, with or without a git-path override, which lies under them) and the
+// kustomization in p's own directory. Kustomizations that list p's directory are left alone.
+// The edits are in path order.
 //
 // edited holds the files an earlier edit of the same commit changed (another deleted file taken
 // out of the same kustomization); a kustomization is edited from its content there when it is.
-func (w *Writer) unlist(snap Snapshot, p, gitPath string, edited map[string][]byte) ([]FileChange, error) {
-	prefixes := w.cfg.Paths
-	if gitPath != "" {
-		prefixes = []string{gitPath}
-	}
-	ix, err := w.index(snap, prefixes)
+func (w *Writer) unlist(snap Snapshot, p string, edited map[string][]byte) ([]FileChange, error) {
+	ix, err := w.index(snap, w.cfg.Paths)
 	if err != nil {
 		return nil, err
 	}

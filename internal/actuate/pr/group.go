@@ -81,7 +81,7 @@ func (w *Writer) ProposeGroup(ctx context.Context, g lifecycle.Group, members []
 	if err != nil {
 		return out, err
 	}
-	files, included, err := w.groupEdits(snap, members, out.Members)
+	files, included, err := w.groupEdits(ctx, snap, members, out.Members)
 	if err != nil {
 		return out, fmt.Errorf("pr: %s: %w", g.Key, err)
 	}
@@ -106,7 +106,7 @@ func (w *Writer) ProposeGroup(ctx context.Context, g lifecycle.Group, members []
 // groupEdits edits every member's manifest on the snapshot. Edits of one file are applied in
 // descending document order, so that deleting a document never moves one still to be edited.
 // It returns the commit's files in path order and the members included, in the order given.
-func (w *Writer) groupEdits(snap Snapshot, members []Member, results map[lifecycle.Key]MemberResult) ([]FileChange, []lifecycle.Change, error) {
+func (w *Writer) groupEdits(ctx context.Context, snap Snapshot, members []Member, results map[lifecycle.Key]MemberResult) ([]FileChange, []lifecycle.Change, error) {
 	type located struct {
 		m   Member
 		loc index.Location
@@ -118,7 +118,7 @@ func (w *Writer) groupEdits(snap Snapshot, members []Member, results map[lifecyc
 		if _, failed := results[c.Key]; failed {
 			continue
 		}
-		loc, err := w.locate(snap, c.Target, m.GitPath)
+		loc, err := w.locate(ctx, snap, c, m.GitPath)
 		switch {
 		case c.Edit.Op == lifecycle.EditDelete && errors.Is(err, index.ErrSourceNotFound):
 			results[c.Key] = MemberResult{AlreadyInBase: true} // the manifest is gone: the deletion is done
@@ -178,11 +178,7 @@ func (w *Writer) groupEdits(snap Snapshot, members []Member, results map[lifecyc
 	// Files left without documents are deleted and taken out of the kustomizations that list
 	// them; two files of one kustomization edit it in turn.
 	for _, p := range emptied {
-		gitPath := ""
-		for _, l := range byPath[p] {
-			gitPath = l.m.GitPath
-		}
-		unlisted, err := w.unlist(snap, p, gitPath, edited)
+		unlisted, err := w.unlist(snap, p, edited)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -10,13 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	gh "github.com/google/go-github/v60/github"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/lru"
 
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/gitops/yamledit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
 // GitHub is the part of *github.Client the Writer calls.
@@ -96,12 +99,28 @@ type Result struct {
 	Created, Adopted, Committed, Rebuilt, Edited bool
 }
 
+// Reporter writes Events, deduplicated by id (observe.Recorder).
+type Reporter interface {
+	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
+}
+
+// ReasonInvalidGitPath is the Warning Event of a resizer.io/git-path Kustos refused: the
+// proposal goes to the file the default lookup finds, as if the annotation were absent.
+const ReasonInvalidGitPath = "InvalidGitPath"
+
 // Writer turns Changes into pull requests. It is safe for concurrent use; calls for one key
 // must not overlap (the controller's Lease lock serialises them).
 type Writer struct {
 	gh   GitHub
 	repo Repo
 	cfg  Config
+
+	// Reporter writes the InvalidGitPath Warning (nil: the log and the metric only); Log is
+	// where the Writer says so; Now is the clock (default time.Now). Set them before the first
+	// Propose.
+	Reporter Reporter
+	Log      logr.Logger
+	Now      func() time.Time
 
 	mu      sync.Mutex
 	base    string
@@ -213,7 +232,7 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 	}
 
 	// 1. Locate and edit the manifest at the base head.
-	loc, err := w.locate(snap, c.Target, opts.GitPath)
+	loc, err := w.locate(ctx, snap, c, opts.GitPath)
 	if c.Edit.Op == lifecycle.EditDelete && errors.Is(err, index.ErrSourceNotFound) {
 		res.AlreadyInBase = true // the manifest is gone: the deletion is done
 		return res, nil
@@ -246,7 +265,7 @@ func (w *Writer) Propose(ctx context.Context, c lifecycle.Change, opts ProposeOp
 		// The file held only this object: delete the file, and take it out of the
 		// kustomizations that list it, in the same commit.
 		files[0].Content = nil
-		unlisted, err := w.unlist(snap, loc.Path, opts.GitPath, nil)
+		unlisted, err := w.unlist(snap, loc.Path, nil)
 		if err != nil {
 			return res, fmt.Errorf("pr: %s: %w", c.Key, err)
 		}
@@ -413,21 +432,46 @@ func (w *Writer) commit(ctx context.Context, snap Snapshot, files []FileChange, 
 	return cm.GetSHA(), nil
 }
 
-// locate finds the target under the configured prefixes, or under the git-path override.
-func (w *Writer) locate(snap Snapshot, t lifecycle.Target, gitPath string) (index.Location, error) {
-	if gitPath == "" {
-		ix, err := w.index(snap, w.cfg.Paths)
-		if err != nil {
-			return index.Location{}, err
-		}
-		return ix.Locate(t)
-	}
-	// The override is explicit: index just that path (it may lie outside --git-path).
-	ix, err := w.index(snap, []string{gitPath})
+// locate finds c's target under the --git-path prefixes, or below the namespace's
+// resizer.io/git-path (gitPath) on the same index: the files the check reads are the files the
+// edit changes. A git-path the index refuses (index.ErrGitPathRefused: not clean, outside
+// --git-path, or naming objects of another namespace) is reported (an InvalidGitPath Warning
+// on the target, a log line, kustos_invalid_input_total{kind="git_path"}) and the target is
+// looked up as if the annotation were absent.
+func (w *Writer) locate(ctx context.Context, snap Snapshot, c lifecycle.Change, gitPath string) (index.Location, error) {
+	ix, err := w.index(snap, w.cfg.Paths)
 	if err != nil {
 		return index.Location{}, err
 	}
-	return ix.LocateIn(gitPath, t)
+	if gitPath != "" {
+		loc, err := ix.LocateIn(gitPath, c.Target)
+		if !errors.Is(err, index.ErrGitPathRefused) {
+			return loc, err
+		}
+		w.refusedGitPath(ctx, c, err)
+	}
+	return ix.Locate(c.Target)
+}
+
+// refusedGitPath reports a refused git-path: the Event once while it lives (its id names the
+// key and the message, which names the path and the reason); a failed Event write is logged,
+// not returned: the proposal goes on without the override either way.
+func (w *Writer) refusedGitPath(ctx context.Context, c lifecycle.Change, err error) {
+	metrics.InvalidInput.WithLabelValues(c.Detector, "git_path").Inc()
+	msg := err.Error() + "; the manifest is looked up as if the annotation were absent"
+	w.Log.Info("resizer.io/git-path refused", "key", string(c.Key), "namespace", c.Target.Namespace, "reason", msg)
+	if w.Reporter == nil {
+		return
+	}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	ref := corev1.ObjectReference{APIVersion: c.Target.APIVersion(), Kind: c.Target.Kind, Namespace: c.Target.Namespace, Name: c.Target.Name}
+	id := "invalid-git-path|" + string(c.Key) + "|" + msg
+	if rerr := w.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidGitPath, msg, id, now()); rerr != nil {
+		w.Log.Error(rerr, "writing the InvalidGitPath Event", "key", string(c.Key))
+	}
 }
 
 // index returns the index of snap under prefixes, built once per base commit.

@@ -503,8 +503,9 @@ func TestPathPrefixesAndOverride(t *testing.T) {
 	if got, _ := e.s.FileAt(owner, repoName, res.Branch, quotaPath); got != readFile(t, "testdata/repo/"+quotaPath) {
 		t.Errorf("staging PR touched prod")
 	}
-	// A resizer.io/git-path override wins over discovery.
-	res, err = e.writer(Config{}).Propose(ctx, quotaChange("4", "6"), ProposeOptions{GitPath: "clusters/staging/team-a/quota.yaml"})
+	// A resizer.io/git-path override wins over discovery, below --git-path (TestHostileGitPath:
+	// outside it, it is refused).
+	res, err = e.writer(Config{Paths: []string{"clusters"}}).Propose(ctx, quotaChange("4", "6"), ProposeOptions{GitPath: "clusters/staging/team-a/quota.yaml"})
 	if err != nil || res.Location.Path != "clusters/staging/team-a/quota.yaml" {
 		t.Fatalf("override: %+v %v", res, err)
 	}

@@ -11,7 +11,10 @@
 // ErrSourceNotEditable (a kustomize patch targets the object, or a generator produces it), the
 // three outcomes the PR actuator turns into SourceNotFound / SourceAmbiguous /
 // SourceNotEditable Events. ListedIn names the kustomization files whose resources list a given
-// file directly, so that a PR deleting the file can take it out of them too.
+// file directly, so that a PR deleting the file can take it out of them too. LocateIn, for a
+// namespace's resizer.io/git-path, first checks the path on the same index (CheckGitPath): a
+// path that is not clean, lies outside the prefixes or names objects of another namespace (as
+// the index resolves namespaces) is ErrGitPathRefused.
 //
 // Files that cannot be read or parsed are skipped and recorded (Index.Errors); one bad file
 // never fails the build. Kustomization files, Helm chart templates (files containing "{{"),

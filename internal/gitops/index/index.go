@@ -54,11 +54,15 @@ type entry struct {
 type Index struct {
 	prefixes []string
 	byKey    map[Key][]*entry
-	byName   map[Key][]*entry // Namespace left empty: all namespaces
 	kusts    []*kust
 	errs     []FileError
 	files    int
 	docs     int
+
+	// byFile holds each file's entries in document order; paths lists those files, sorted (a
+	// git-path's files are a range of it).
+	byFile map[string][]*entry
+	paths  []string
 }
 
 // Errors returns the files that were skipped because they could not be read or parsed.
@@ -108,7 +112,7 @@ func isKustomization(name string) bool {
 // Build indexes the .yaml/.yml files of fsys under any of prefixes (none or "": the whole
 // repository). It only fails when fsys cannot be walked at all; bad files are in Errors.
 func Build(fsys fs.FS, prefixes []string) (*Index, error) {
-	ix := &Index{byKey: map[Key][]*entry{}, byName: map[Key][]*entry{}}
+	ix := &Index{byKey: map[Key][]*entry{}, byFile: map[string][]*entry{}}
 	for _, p := range prefixes {
 		ix.prefixes = append(ix.prefixes, normPrefix(p))
 	}
@@ -287,6 +291,10 @@ func Build(fsys fs.FS, prefixes []string) (*Index, error) {
 		}
 		ix.addFile(todo[i], pf.metas, incl[todo[i]])
 	}
+	for p := range ix.byFile {
+		ix.paths = append(ix.paths, p)
+	}
+	sort.Strings(ix.paths)
 	return ix, nil
 }
 
@@ -401,9 +409,7 @@ func (ix *Index) addFile(p string, metas []meta, incl []inclusion) {
 		for _, ns := range order {
 			e := byNS[ns]
 			ix.byKey[e.key] = append(ix.byKey[e.key], e)
-			nk := e.key
-			nk.Namespace = ""
-			ix.byName[nk] = append(ix.byName[nk], e)
+			ix.byFile[p] = append(ix.byFile[p], e)
 		}
 	}
 }

@@ -192,10 +192,12 @@ func TestLocateIn(t *testing.T) {
 	}{
 		{"directory", "clusters/prod/team-a", rq("team-a", "compute"), Location{"clusters/prod/team-a/quota.yaml", 0, "team-a"}, nil},
 		{"file", "clusters/staging/team-a/quota.yaml", rq("team-a", "compute"), Location{"clusters/staging/team-a/quota.yaml", 0, "team-a"}, nil},
-		{"leading slash and trailing slash", "/clusters/staging/", rq("team-a", "compute"), Location{"clusters/staging/team-a/quota.yaml", 0, "team-a"}, nil},
-		{"no namespace in Git: the annotation decides", "clusters/staging/nons", rq("team-x", "nons"), Location{"clusters/staging/nons/quota.yaml", 0, ""}, nil},
-		{"nothing there", "clusters/prod/team-b", rq("team-a", "compute"), Location{}, ErrSourceNotFound},
-		{"ambiguous below the path", "clusters", rq("team-a", "compute"), Location{}, ErrSourceAmbiguous},
+		{"trailing slash", "clusters/staging/team-a/", rq("team-a", "compute"), Location{"clusters/staging/team-a/quota.yaml", 0, "team-a"}, nil},
+		{"leading slash: refused", "/clusters/staging/team-a", rq("team-a", "compute"), Location{}, ErrGitPathRefused},
+		{"no namespace in Git: refused, it lands wherever the GitOps tool applies it", "clusters/staging/nons", rq("team-x", "nons"), Location{}, ErrGitPathRefused},
+		{"other namespaces below the path: refused", "clusters", rq("team-a", "compute"), Location{}, ErrGitPathRefused},
+		{"nothing there", "clusters/prod/team-a", rq("team-a", "other"), Location{}, ErrSourceNotFound},
+		{"ambiguous below the path", "clusters/prod/dup", rq("team-d", "dup"), Location{}, ErrSourceAmbiguous},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,27 +81,23 @@ func (ix *Index) Locate(t lifecycle.Target) (Location, error) {
 }
 
 // LocateIn finds t in the file or below the directory p (slash-separated, relative to the
-// repository root), as named by a namespace's resizer.io/git-path annotation. Besides documents
-// in t's namespace it accepts documents with no namespace at all (set by the GitOps tool's
-// target namespace), preferring the former.
+// repository root), as named by a namespace's resizer.io/git-path annotation, on the same index
+// (the same files, the same namespaces) as Locate. A tenant who may edit its Namespace writes
+// p, so before looking p is checked (CheckGitPath) and refused with a *GitPathError
+// (ErrGitPathRefused) unless it is clean, lies under one of the index's path prefixes and
+// names files that define objects of t's namespace only.
 func (ix *Index) LocateIn(p string, t lifecycle.Target) (Location, error) {
-	p = normPrefix(p)
-	var same, none []*entry
-	for _, e := range ix.byName[Key{t.Group, t.Kind, "", t.Name}] {
-		if !under(e.Path, p) {
-			continue
-		}
-		switch e.Namespace {
-		case t.Namespace:
-			same = append(same, e)
-		case "":
-			none = append(none, e)
+	clean, err := ix.CheckGitPath(p, t.Namespace)
+	if err != nil {
+		return Location{}, err
+	}
+	var es []*entry
+	for _, e := range ix.byKey[Key{t.Group, t.Kind, t.Namespace, t.Name}] {
+		if under(e.Path, clean) {
+			es = append(es, e)
 		}
 	}
-	if len(same) == 0 {
-		same = none
-	}
-	return ix.pick(t, same, []string{p})
+	return ix.pick(t, es, []string{clean})
 }
 
 func (ix *Index) pick(t lifecycle.Target, es []*entry, where []string) (Location, error) {
