@@ -14,6 +14,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -115,11 +116,13 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 	})
 
 	o.Expiry.Extension.Max = 14 * 24 * time.Hour
+	o.Expiry.Extension.OwnerPageTTL = extension.DefaultOwnerPageTTL
 	cli.InGroup(fs, cli.GroupExtension, func() {
 		fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
 		fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
 		fs.StringVar(&r.extensionPeriods, "extension-periods", "3d,1w,2w", "the extensions offered in a warning, comma-separated durations")
 		cli.Duration(fs, &o.Expiry.Extension.Max, "extension-max", false, "the longest extension honoured, whatever a link says")
+		cli.Duration(fs, &o.Expiry.Extension.OwnerPageTTL, "owner-page-link-ttl", false, "the longest the owner's page link in a notice works after the notice is sent, however far the deadline (every notice carries a new link)")
 		fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
 		fs.StringVar(&o.Expiry.Extension.KeySecret, "extension-key-secret", "", "instead of --extension-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
 		fs.StringVar(&r.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the reverse proxies in front of the extension server (the Ingress controller's pods); only their X-Forwarded-For names the client that is rate-limited; empty: none, the peer is the client")

@@ -77,17 +77,30 @@ func (s *Server) OwnerPageLink(owner string, until time.Time) lifecycle.NoticeLi
 	return lifecycle.NoticeLink{Label: OwnerPageLabel, URL: s.BaseURL + OwnerPagePath + "?" + q.Encode(), Expires: until}
 }
 
-// OwnerPageUntil is how long the page link of a notice works: the link grace of the extension
-// links (expiry.LinkGrace) past the latest of the notice's deadline, the time it is about and
-// now, so it outlives every extension link the notice carries.
-func OwnerPageUntil(n lifecycle.Notice, now time.Time) time.Time {
+// DefaultOwnerPageTTL is --owner-page-link-ttl's default.
+const DefaultOwnerPageTTL = 14 * 24 * time.Hour
+
+// OwnerPageUntil is how long the page link of a notice sent at now works: the link grace of the
+// extension links (expiry.LinkGrace) past the latest of the notice's deadline, the time it is
+// about and now, so it outlives every extension link the notice carries; but never more than
+// ttl (0: DefaultOwnerPageTTL) past now. The page shows every environment of its owner, so a
+// link in a mail must not outlive the mail's use by the tenant's lifetime (kustos.io/ttl: 10y):
+// every later notice carries a new link instead.
+func OwnerPageUntil(n lifecycle.Notice, now time.Time, ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		ttl = DefaultOwnerPageTTL
+	}
 	t := now
 	for _, c := range []time.Time{n.Deadline, n.At} {
 		if c.After(t) {
 			t = c
 		}
 	}
-	return t.Add(expiry.LinkGrace)
+	until := t.Add(expiry.LinkGrace)
+	if capped := now.Add(ttl); until.After(capped) {
+		until = capped
+	}
+	return until
 }
 
 // Notifier sends notices (pipeline.Notifier).
@@ -107,7 +120,7 @@ var _ Notifier = OwnerPages{}
 // Send adds the link (to notices that name an owner) and hands n to Next.
 func (o OwnerPages) Send(ctx context.Context, n lifecycle.Notice) error {
 	if strings.TrimSpace(n.Owner) != "" {
-		l := o.Server.OwnerPageLink(n.Owner, OwnerPageUntil(n, o.Server.Now()))
+		l := o.Server.OwnerPageLink(n.Owner, OwnerPageUntil(n, o.Server.Now(), o.Server.OwnerPageTTL))
 		n.OwnerPage = &l
 	}
 	return o.Next.Send(ctx, n)
