@@ -45,6 +45,7 @@ type runFlagSet struct {
 	vsphereFolders, vsphereIgnore string
 	// Removal gates (--backup*, --submission-*).
 	submissionAllowedHosts string
+	ownerDomains           string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -113,6 +114,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 		fs.StringVar(&o.Expiry.AdminEmail, "admin-email", "", "address that gets the digest of orphans (objects without owner or lifetime) by mail; empty: none")
 		cli.Duration(fs, &o.Expiry.DigestInterval, "orphan-digest-interval", false, "how often the orphan digest is sent to --admin-email")
+		fs.StringVar(&r.ownerDomains, "owner-domains", "", "comma-separated mail domains an owner's address (kustos.io/owner, ec_owner, or its --expiry-owners entry) may have: example.edu, or .example.edu for every domain below it (as in --allowed-destinations); an owner outside them gets an InvalidOwner Warning Event, no mail, and the target is treated as having no owner; empty: any domain")
 	})
 
 	o.Expiry.Extension.Max = 14 * 24 * time.Hour
@@ -235,6 +237,11 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		return o, "", "", &cli.UsageError{Err: err}
 	}
 	o.Expiry.Settings.Owners = r.expiry.Settings.Owners
+	domains, err := egress.ParseHostNames(splitList(r.ownerDomains))
+	if err != nil {
+		return o, "", "", &cli.UsageError{Err: fmt.Errorf("--owner-domains: %w", err)}
+	}
+	o.Expiry.Settings.OwnerDomains = domains
 	o.Expiry.Extension.Periods = splitList(r.extensionPeriods)
 	o.Expiry.Extension.TrustedProxies = splitList(r.trustedProxies)
 	o.Expiry.Mail.TLS = notify.TLSMode(r.mailTLS)
@@ -248,6 +255,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		o.Inactivity = r.inactivity.Options
 		o.Inactivity.Enabled = true
 		o.Inactivity.Settings.NotificationInterval = o.Expiry.Settings.NotificationInterval
+		o.Inactivity.Settings.OwnerDomains = domains
 	}
 	o.VSphere.Config.Folders, o.VSphere.Config.Ignore = splitList(r.vsphereFolders), splitList(r.vsphereIgnore)
 	o.Instance = os.Getenv("POD_NAME")
