@@ -34,7 +34,7 @@ const OwnerPageLabel = "All your environments"
 // Environment states on the owner's page.
 const (
 	StateScheduled = "scheduled" // not warned yet
-	StateWarned    = "warned"    // the owner was warned about this deadline
+	StateWarned    = "warned"    // a warning about this deadline is recorded: sent, or being sent
 	StateQueued    = "queued"    // the removal waits for room in the pull-request budget or its group
 	StatePROpen    = "pr-open"   // a pull request (the removal, or the extension written back) is open
 	StateRemoved   = "removed"   // removed or paused at this deadline; nothing left to extend
@@ -215,6 +215,11 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 		kind, group, _ := strings.Cut(parts.KindGroup, ".")
 		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Label: st.Label, Deadline: deadline, Extend: []Link{}}
 		n, pr := state.HolderNumber(rec.Holder)
+		// Warned from the moment the warning is recorded (the deadline it is about), before it
+		// is sent: the mail goes out after that write and is marked sent (WarnedAt) after the
+		// send, so a page opened from the mail, or while a crash left the mark unwritten, must
+		// not say "scheduled". The warning's id is the Key and that deadline.
+		warned := st.WarningFor.Equal(deadline)
 		switch {
 		case !st.NotifiedFor.IsZero() && !st.NotifiedFor.Before(deadline):
 			e.State = StateRemoved
@@ -222,12 +227,12 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 			e.State, e.PullRequest = StatePROpen, n
 		case rec.Queued != "":
 			e.State = StateQueued
-		case st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero():
+		case warned:
 			e.State = StateWarned
 		default:
 			e.State = StateScheduled
 		}
-		if e.State != StateRemoved && st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero() {
+		if e.State != StateRemoved && warned {
 			// Only a warned environment has buttons, and only for the deadline the warning was
 			// about, as the warning's mail links: an extension moves the deadline past the
 			// warning's, and the buttons come back with the next warning. (Links for the
