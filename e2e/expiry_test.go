@@ -30,6 +30,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/egress"
 	extsrv "github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -427,27 +428,21 @@ func TestExpiryExtension(t *testing.T) {
 		strings.Contains(p.URL, "ana") || !p.Expires.Equal(warning.At.Add(expiry.LinkGrace).Truncate(time.Second)) {
 		t.Errorf("the warning's owner's page link: %+v", warning.OwnerPage)
 	} else {
-		// The notice goes out before the Lease records the warning (the pipeline reports a
-		// decision's findings, then writes its state): on a loaded machine a page read at once
-		// can still say "scheduled". It says "warned" once the Lease does.
-		var page extsrv.OwnerPage
-		var err error
-		eventually(t, "the owner's page to show the warning", func() bool {
-			req, _ := http.NewRequest(http.MethodGet, p.URL, http.NoBody)
-			req.Header.Set("Accept", "application/json")
-			resp, rerr := http.DefaultClient.Do(req)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			if resp.StatusCode != http.StatusOK {
-				resp.Body.Close()
-				t.Fatalf("the owner's page: %s", resp.Status)
-			}
-			page = extsrv.OwnerPage{}
-			err = json.NewDecoder(resp.Body).Decode(&page)
+		// The Lease records the warning before it is sent: the page, read once the notice has
+		// arrived, says "warned" at once, however loaded the machine.
+		req, _ := http.NewRequest(http.MethodGet, p.URL, http.NoBody)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return err != nil || len(page.Environments) != 1 || page.Environments[0].State != extsrv.StateScheduled
-		})
+			t.Fatalf("the owner's page: %s", resp.Status)
+		}
+		var page extsrv.OwnerPage
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
 		if err != nil || page.Owner != "ana@example.com" || len(page.Environments) != 1 || page.Environments[0].Name != "preview" ||
 			page.Environments[0].Namespace != ns || page.Environments[0].State != extsrv.StateWarned || len(page.Environments[0].Extend) != 2 {
 			t.Errorf("the owner's page: %+v, %v", page, err)
@@ -606,10 +601,13 @@ func TestExpiryMail(t *testing.T) {
 		newEnvironment(t, ns, name, map[string]string{expiry.AnnotationOwner: "ana", expiry.AnnotationTTL: "4s"})
 	}
 	newEnvironment(t, ns, "stray", nil) // an orphan, in the administrators' digest
+	// An owner outside --owner-domains: no mail, and the environment stays, as one without an owner.
+	newEnvironment(t, ns, "outsider", map[string]string{expiry.AnnotationOwner: "mallory@evil.example", expiry.AnnotationTTL: "4s"})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		expiryOptions(o)
 		o.Expiry.Settings.Owners = map[string]string{"ana": "ana@example.com"}
+		o.Expiry.Settings.OwnerDomains = egress.MustParseHostNames("example.com")
 		o.Expiry.Extension = ext.options([]string{"1m"})
 		o.Expiry.Mail = notify.MailConfig{Host: "127.0.0.1", Port: mp.Port, TLS: notify.TLSNone, From: "Kustos <kustos@example.com>"}
 		o.Expiry.BatchWindow, o.Expiry.BatchMax = time.Second, 50
@@ -695,6 +693,16 @@ func TestExpiryMail(t *testing.T) {
 		if strings.Contains(e.Message, "/extend?") {
 			t.Errorf("a link reached an Event: %s", e.Message)
 		}
+	}
+	if !deploymentExists(t, ns, "outsider") {
+		t.Error("the environment of an owner outside --owner-domains was removed")
+	}
+	if es := kustosEvents(t, ns, lifecycle.ReasonInvalidOwner); len(es) == 0 || !strings.Contains(es[0].Message, "mallory@evil.example is outside --owner-domains=example.com") ||
+		es[0].InvolvedObject.Name != "outsider" {
+		t.Errorf("InvalidOwner Events: %+v", es)
+	}
+	if got := mp.MessagesTo(t, "mallory@evil.example", 1); len(got) != 0 {
+		t.Errorf("an owner outside --owner-domains was mailed: %v", mailpittest.Summaries(got))
 	}
 	// The orphan digest reaches the administrators, naming the stray Deployment and why.
 	digest := mp.MessagesTo(t, "ops@example.com", 1)

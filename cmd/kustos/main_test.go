@@ -149,3 +149,25 @@ func TestRunFlagsNamespaceSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFlagsOwners: --owner-domains is parsed into the expiry settings (a bad entry is a usage
+// error naming it), and the owner's page link has its 14-day cap by default.
+func TestRunFlagsOwners(t *testing.T) {
+	o, _, _, err := runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Expiry.Settings.OwnerDomains.Empty() || o.Expiry.Extension.OwnerPageTTL != 14*24*time.Hour {
+		t.Errorf("defaults: owner domains %q, page link TTL %s; want any domain and 14d", o.Expiry.Settings.OwnerDomains, o.Expiry.Extension.OwnerPageTTL)
+	}
+	o, _, _, err = runFlags([]string{"--state-namespace=x", "--owner-domains=Example.edu, .example.edu", "--owner-page-link-ttl=2d"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Expiry.Settings.OwnerDomains.String(); got != "example.edu,.example.edu" || o.Expiry.Extension.OwnerPageTTL != 48*time.Hour {
+		t.Errorf("owner domains %q, page link TTL %s", got, o.Expiry.Extension.OwnerPageTTL)
+	}
+	if _, _, _, err = runFlags([]string{"--state-namespace=x", "--owner-domains=*.example.edu"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--owner-domains") {
+		t.Errorf("a wildcard: %v, want an error naming --owner-domains", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -44,6 +45,7 @@ type runFlagSet struct {
 	vsphereFolders, vsphereIgnore string
 	// Removal gates (--backup*, --submission-*).
 	submissionAllowedHosts string
+	ownerDomains           string
 }
 
 // define adds every flag of `kustos run` to fs, with its group, help and default.
@@ -112,14 +114,17 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.BoolVar(&o.Expiry.HelmReleases, "expiry-helm-releases", false, "helm releases whose values set ec_owner and ec_ttl (helm install --set ec_owner=ana --set ec_ttl=1d) expire too and are uninstalled with hooks; reads helm's release Secrets")
 		fs.StringVar(&o.Expiry.AdminEmail, "admin-email", "", "address that gets the digest of orphans (objects without owner or lifetime) by mail; empty: none")
 		cli.Duration(fs, &o.Expiry.DigestInterval, "orphan-digest-interval", false, "how often the orphan digest is sent to --admin-email")
+		fs.StringVar(&r.ownerDomains, "owner-domains", "", "comma-separated mail domains an owner's address (kustos.io/owner, ec_owner, or its --expiry-owners entry) may have: example.edu, or .example.edu for every domain below it (as in --allowed-destinations); an owner outside them gets an InvalidOwner Warning Event, no mail, and the target is treated as having no owner; empty: any domain")
 	})
 
 	o.Expiry.Extension.Max = 14 * 24 * time.Hour
+	o.Expiry.Extension.OwnerPageTTL = extension.DefaultOwnerPageTTL
 	cli.InGroup(fs, cli.GroupExtension, func() {
 		fs.StringVar(&o.Expiry.Extension.Addr, "extension-addr", "", "address of the server behind the extension links in warnings (e.g. :8090); empty: warnings carry no links")
 		fs.StringVar(&o.Expiry.Extension.URL, "extension-url", "", "public root URL of the extension server, as owners reach it (e.g. https://kustos.example.com)")
 		fs.StringVar(&r.extensionPeriods, "extension-periods", "3d,1w,2w", "the extensions offered in a warning, comma-separated durations")
 		cli.Duration(fs, &o.Expiry.Extension.Max, "extension-max", false, "the longest extension honoured, whatever a link says")
+		cli.Duration(fs, &o.Expiry.Extension.OwnerPageTTL, "owner-page-link-ttl", false, "the longest the owner's page link in a notice works after the notice is sent, however far the deadline (every notice carries a new link)")
 		fs.StringVar(&o.Expiry.Extension.KeyFile, "extension-key-file", "", "file holding the key (at least 32 bytes) that signs extension links; mount it from a Secret")
 		fs.StringVar(&o.Expiry.Extension.KeySecret, "extension-key-secret", "", "instead of --extension-key-file: namespace/name of the Secret holding the key (field \"key\"), created once with a random key if absent (the chart's default)")
 		fs.StringVar(&r.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the reverse proxies in front of the extension server (the Ingress controller's pods); only their X-Forwarded-For names the client that is rate-limited; empty: none, the peer is the client")
@@ -232,6 +237,11 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		return o, "", "", &cli.UsageError{Err: err}
 	}
 	o.Expiry.Settings.Owners = r.expiry.Settings.Owners
+	domains, err := egress.ParseHostNames(splitList(r.ownerDomains))
+	if err != nil {
+		return o, "", "", &cli.UsageError{Err: fmt.Errorf("--owner-domains: %w", err)}
+	}
+	o.Expiry.Settings.OwnerDomains = domains
 	o.Expiry.Extension.Periods = splitList(r.extensionPeriods)
 	o.Expiry.Extension.TrustedProxies = splitList(r.trustedProxies)
 	o.Expiry.Mail.TLS = notify.TLSMode(r.mailTLS)
@@ -245,6 +255,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 		o.Inactivity = r.inactivity.Options
 		o.Inactivity.Enabled = true
 		o.Inactivity.Settings.NotificationInterval = o.Expiry.Settings.NotificationInterval
+		o.Inactivity.Settings.OwnerDomains = domains
 	}
 	o.VSphere.Config.Folders, o.VSphere.Config.Ignore = splitList(r.vsphereFolders), splitList(r.vsphereIgnore)
 	o.Instance = os.Getenv("POD_NAME")

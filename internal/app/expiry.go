@@ -69,6 +69,9 @@ type ExtensionOptions struct {
 	// TrustedProxies is --trusted-proxies: CIDRs of the proxies whose X-Forwarded-For names
 	// the client the server rate-limits (empty: none).
 	TrustedProxies []string
+	// OwnerPageTTL is --owner-page-link-ttl: the longest an owner's page link works after the
+	// notice that carries it.
+	OwnerPageTTL time.Duration
 }
 
 // WebhookNotifyOptions are --notify-webhook-url and --notify-webhook-token-file.
@@ -94,6 +97,8 @@ func (e ExpiryOptions) validate() error {
 		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", lifecycle.FormatDuration(e.DigestInterval))
 	case e.Extension.Addr != "" && e.Extension.URL == "":
 		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
+	case e.Extension.OwnerPageTTL < 0:
+		return fmt.Errorf("--owner-page-link-ttl=%s: must not be negative (0: the default, 14d)", lifecycle.FormatDuration(e.Extension.OwnerPageTTL))
 	case e.Extension.Addr != "" && e.Extension.KeyFile == "" && e.Extension.KeySecret == "":
 		return fmt.Errorf("--extension-addr=%s needs --extension-key-file or --extension-key-secret, the key that signs the links", e.Extension.Addr)
 	}
@@ -360,6 +365,7 @@ func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (*extension
 		Owners:         store,
 		WriteBack:      o.Mode != ModeObserve,
 		TrustedProxies: proxies,
+		OwnerPageTTL:   e.OwnerPageTTL,
 		Now:            o.Now,
 		Log:            o.Log.WithName("extension"),
 	}

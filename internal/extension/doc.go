@@ -13,8 +13,10 @@
 //
 // The owner's page (/environment/, seed 001's) lists one owner's environments with an extend
 // button each: a token per owner (HMAC over the owner's id and an expiry, under a MAC label of
-// its own so it never works as an extension token), minted into every notice by OwnerPages;
-// GET only reads, finding the owner's Leases by their kustos.io/owner-id label.
+// its own so it never works as an extension token), minted into every notice by OwnerPages and
+// working at most --owner-page-link-ttl past it; GET only reads, finding the owner's Leases by
+// their kustos.io/owner-id label. An environment is warned from the moment its warning is
+// recorded in the Lease, before the warning is sent.
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git).

@@ -34,7 +34,7 @@ const OwnerPageLabel = "All your environments"
 // Environment states on the owner's page.
 const (
 	StateScheduled = "scheduled" // not warned yet
-	StateWarned    = "warned"    // the owner was warned about this deadline
+	StateWarned    = "warned"    // a warning about this deadline is recorded: sent, or being sent
 	StateQueued    = "queued"    // the removal waits for room in the pull-request budget or its group
 	StatePROpen    = "pr-open"   // a pull request (the removal, or the extension written back) is open
 	StateRemoved   = "removed"   // removed or paused at this deadline; nothing left to extend
@@ -77,17 +77,30 @@ func (s *Server) OwnerPageLink(owner string, until time.Time) lifecycle.NoticeLi
 	return lifecycle.NoticeLink{Label: OwnerPageLabel, URL: s.BaseURL + OwnerPagePath + "?" + q.Encode(), Expires: until}
 }
 
-// OwnerPageUntil is how long the page link of a notice works: the link grace of the extension
-// links (expiry.LinkGrace) past the latest of the notice's deadline, the time it is about and
-// now, so it outlives every extension link the notice carries.
-func OwnerPageUntil(n lifecycle.Notice, now time.Time) time.Time {
+// DefaultOwnerPageTTL is --owner-page-link-ttl's default.
+const DefaultOwnerPageTTL = 14 * 24 * time.Hour
+
+// OwnerPageUntil is how long the page link of a notice sent at now works: the link grace of the
+// extension links (expiry.LinkGrace) past the latest of the notice's deadline, the time it is
+// about and now, so it outlives every extension link the notice carries; but never more than
+// ttl (0: DefaultOwnerPageTTL) past now. The page shows every environment of its owner, so a
+// link in a mail must not outlive the mail's use by the tenant's lifetime (kustos.io/ttl: 10y):
+// every later notice carries a new link instead.
+func OwnerPageUntil(n lifecycle.Notice, now time.Time, ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		ttl = DefaultOwnerPageTTL
+	}
 	t := now
 	for _, c := range []time.Time{n.Deadline, n.At} {
 		if c.After(t) {
 			t = c
 		}
 	}
-	return t.Add(expiry.LinkGrace)
+	until := t.Add(expiry.LinkGrace)
+	if capped := now.Add(ttl); until.After(capped) {
+		until = capped
+	}
+	return until
 }
 
 // Notifier sends notices (pipeline.Notifier).
@@ -107,7 +120,7 @@ var _ Notifier = OwnerPages{}
 // Send adds the link (to notices that name an owner) and hands n to Next.
 func (o OwnerPages) Send(ctx context.Context, n lifecycle.Notice) error {
 	if strings.TrimSpace(n.Owner) != "" {
-		l := o.Server.OwnerPageLink(n.Owner, OwnerPageUntil(n, o.Server.Now()))
+		l := o.Server.OwnerPageLink(n.Owner, OwnerPageUntil(n, o.Server.Now(), o.Server.OwnerPageTTL))
 		n.OwnerPage = &l
 	}
 	return o.Next.Send(ctx, n)
@@ -202,6 +215,11 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 		kind, group, _ := strings.Cut(parts.KindGroup, ".")
 		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Label: st.Label, Deadline: deadline, Extend: []Link{}}
 		n, pr := state.HolderNumber(rec.Holder)
+		// Warned from the moment the warning is recorded (the deadline it is about), before it
+		// is sent: the mail goes out after that write and is marked sent (WarnedAt) after the
+		// send, so a page opened from the mail, or while a crash left the mark unwritten, must
+		// not say "scheduled". The warning's id is the Key and that deadline.
+		warned := st.WarningFor.Equal(deadline)
 		switch {
 		case !st.NotifiedFor.IsZero() && !st.NotifiedFor.Before(deadline):
 			e.State = StateRemoved
@@ -209,12 +227,12 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 			e.State, e.PullRequest = StatePROpen, n
 		case rec.Queued != "":
 			e.State = StateQueued
-		case st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero():
+		case warned:
 			e.State = StateWarned
 		default:
 			e.State = StateScheduled
 		}
-		if e.State != StateRemoved && st.WarningFor.Equal(deadline) && !st.WarnedAt.IsZero() {
+		if e.State != StateRemoved && warned {
 			// Only a warned environment has buttons, and only for the deadline the warning was
 			// about, as the warning's mail links: an extension moves the deadline past the
 			// warning's, and the buttons come back with the next warning. (Links for the

@@ -145,3 +145,52 @@ func TestOwnerPages(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerPageLinkTTL: the owner's page link lives at most the link TTL past the notice that
+// carries it, however far away the environment's deadline is (kustos.io/ttl: 10y), and a notice
+// sent later carries a new link that lives as long past it.
+func TestOwnerPageLinkTTL(t *testing.T) {
+	const tenYears = 10 * 365 * 24 * time.Hour
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration // Server.OwnerPageTTL (0: the default)
+		n    lifecycle.Notice
+		max  time.Duration // the link expires at most this long after the notice is sent
+	}{
+		{"a ten-year lifetime, the default cap", 0, lifecycle.Notice{Owner: "ana@example.com", Deadline: now.Add(tenYears), At: now.Add(tenYears)}, DefaultOwnerPageTTL},
+		{"a ten-year lifetime, a cap of one day", 24 * time.Hour, lifecycle.Notice{Owner: "ana@example.com", Deadline: now.Add(tenYears), At: now.Add(tenYears)}, 24 * time.Hour},
+		{"a near deadline: the grace past it, under the cap", 0, lifecycle.Notice{Owner: "ana@example.com", Deadline: deadline, At: deadline}, deadline.Sub(now) + expiry.LinkGrace},
+		{"a cap shorter than the grace", time.Hour, lifecycle.Notice{Owner: "bo"}, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := now
+			srv := &Server{Signer: signer(t), BaseURL: "https://kustos.example", OwnerPageTTL: tc.ttl, Now: func() time.Time { return at }}
+			sink := &noticeSink{}
+			o := OwnerPages{Server: srv, Next: sink}
+			if err := o.Send(t.Context(), tc.n); err != nil {
+				t.Fatal(err)
+			}
+			at = now.Add(3 * 24 * time.Hour)
+			if err := o.Send(t.Context(), tc.n); err != nil {
+				t.Fatal(err)
+			}
+			if len(sink.got) != 2 || sink.got[0].OwnerPage == nil || sink.got[1].OwnerPage == nil {
+				t.Fatalf("sent %+v", sink.got)
+			}
+			first, later := sink.got[0].OwnerPage, sink.got[1].OwnerPage
+			if want := now.Add(tc.max); !first.Expires.Equal(want) {
+				t.Errorf("the first link expires at %s, want %s", first.Expires, want)
+			}
+			if first.URL == later.URL {
+				t.Errorf("the later notice carries the same link %s", later.URL)
+			}
+			if later.Expires.After(at.Add(tc.max)) || tc.n.Deadline.Sub(now) > tc.max && !later.Expires.Equal(at.Add(tc.max)) {
+				t.Errorf("the later link expires at %s (sent %s, at most %s after)", later.Expires, at, tc.max)
+			}
+			tok := strings.TrimPrefix(first.URL, "https://kustos.example/environment/?token=")
+			if _, err := srv.Signer.VerifyOwner(tok, now.Add(tc.max)); !errors.Is(err, ErrExpired) {
+				t.Errorf("the first link at its cap: %v, want %v", err, ErrExpired)
+			}
+		})
+	}
+}

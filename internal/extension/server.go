@@ -84,7 +84,10 @@ type Server struct {
 	// Owners, when set, serves the owner's page (/environment/): one owner's environments by
 	// the owner's id.
 	Owners OwnerLister
-	Log    logr.Logger
+	// OwnerPageTTL is --owner-page-link-ttl: the longest an owner's page link works after the
+	// notice that carries it (0: DefaultOwnerPageTTL).
+	OwnerPageTTL time.Duration
+	Log          logr.Logger
 
 	limitOnce      sync.Once
 	clients, links *limiter

@@ -44,6 +44,10 @@ type NoticeLink struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
+// ReasonInvalidOwner is the Warning Event of a target whose owner resolves to an address outside
+// --owner-domains: Kustos mails nobody there, and treats the target as having no owner.
+const ReasonInvalidOwner = "InvalidOwner"
+
 // ResolveOwner is the email address of an owner (kustos.io/owner, for the expiry and
 // inactivity detectors' notices): itself when it is an address, its entry in
 // owners otherwise.

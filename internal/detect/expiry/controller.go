@@ -381,10 +381,14 @@ func ReportProblems(ctx context.Context, rep Reporter, log logr.Logger, target c
 		if ns != nil && p.On == "Namespace/"+ns.Name {
 			ref = *ns
 		}
+		reason, dedupe := ReasonInvalidExpiry, "expiry-invalid|"
+		if p.Reason != "" {
+			reason, dedupe = p.Reason, "expiry-invalid|"+p.Reason+"|"
+		}
 		metrics.InvalidInput.WithLabelValues(DetectorName, strings.TrimPrefix(p.Key, "label ")).Inc()
-		log.Info("expiry metadata cannot be used", "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
-		if err := rep.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidExpiry, p.String(),
-			"expiry-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
+		log.Info("expiry metadata cannot be used", "reason", reason, "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
+		if err := rep.Notify(ctx, ref, corev1.EventTypeWarning, reason, p.String(),
+			dedupe+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -67,6 +68,9 @@ type Settings struct {
 	NotificationInterval time.Duration
 	// Owners maps owner names to email addresses (the owners file).
 	Owners map[string]string
+	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
+	// address as written in kustos.io/owner, or the owners file's); empty: any.
+	OwnerDomains egress.HostNames
 	// Acts: the mode carries Changes out (pr, direct); in observer mode nothing is removed, so
 	// nobody is told it was.
 	Acts bool
@@ -138,6 +142,8 @@ type Problem struct {
 	Key   string
 	Value string
 	Err   string
+	// Reason is the Warning Event's reason; "" is ReasonInvalidExpiry.
+	Reason string
 }
 
 func (p Problem) String() string {
@@ -180,6 +186,12 @@ func ParsePolicy(created time.Time, sources []Source, scalable bool, s Settings)
 			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Err: err.Error() + "; the owner cannot be warned by mail, so the object is left alone"})
 		}
 		p.OwnerAddress = addr
+		if addr != "" && !s.OwnerDomains.Empty() && !s.OwnerDomains.AllowsMailDomain(addr) {
+			// Kustos would mail whatever address a tenant writes: only the operator's domains.
+			problems = append(problems, Problem{On: ownerOn, Key: ownerKey, Value: owner, Reason: lifecycle.ReasonInvalidOwner,
+				Err: fmt.Sprintf("address %s is outside --owner-domains=%s; nobody is mailed, and the object is treated as having no owner (never warned nor removed)", lifecycle.Clip(addr, 64), s.OwnerDomains)})
+			p.Owner, p.OwnerAddress = "", ""
+		}
 	}
 
 	p.Action = ActionDelete

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -148,4 +151,64 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 		_ = Decide(Snapshot{Now: created, Policy: p, Settings: DefaultSettings()})
 	})
+}
+
+// TestOwnerDomains: with --owner-domains, an owner whose address (as written, or from the owners
+// file) is outside them is refused: an InvalidOwner problem, and the object is treated as having
+// no owner (an orphan: never warned, never removed). Without the flag any address goes.
+func TestOwnerDomains(t *testing.T) {
+	created := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	settings := DefaultSettings()
+	settings.Owners = map[string]string{"ana": "ana@example.edu", "eve": "eve@evil.com"}
+	settings.OwnerDomains = egress.MustParseHostNames("example.edu", ".example.edu")
+	anyDomain := settings
+	anyDomain.OwnerDomains = egress.HostNames{}
+	withMail := settings
+	withMail.Mail = true
+	deadline := created.Add(24 * time.Hour)
+	from := `kustos.io/ttl="1d" on Deployment.apps/team-a/web`
+	for _, tc := range []struct {
+		name     string
+		owner    string
+		settings Settings
+		want     Policy
+		refused  bool
+	}{
+		{"an address in the domain", "Ana@EXAMPLE.edu", settings,
+			Policy{Owner: "Ana@EXAMPLE.edu", OwnerAddress: "Ana@EXAMPLE.edu", Deadline: deadline, From: from, Action: ActionDelete}, false},
+		{"an address in a subdomain", "bo@cs.example.edu", settings,
+			Policy{Owner: "bo@cs.example.edu", OwnerAddress: "bo@cs.example.edu", Deadline: deadline, From: from, Action: ActionDelete}, false},
+		{"an address outside", "mallory@evil.com", settings, Policy{Deadline: deadline, From: from, Action: ActionDelete}, true},
+		{"a look-alike domain", "mallory@example.edu.evil.com", settings, Policy{Deadline: deadline, From: from, Action: ActionDelete}, true},
+		{"a display name does not hide the address", `"ana@example.edu" <mallory@evil.com>`, settings, Policy{Deadline: deadline, From: from, Action: ActionDelete}, true},
+		{"a name the owners file maps inside", "ana", settings,
+			Policy{Owner: "ana", OwnerAddress: "ana@example.edu", Deadline: deadline, From: from, Action: ActionDelete}, false},
+		{"a name the owners file maps outside: the final address is checked", "eve", settings, Policy{Deadline: deadline, From: from, Action: ActionDelete}, true},
+		{"refused with mail too", "mallory@evil.com", withMail, Policy{Deadline: deadline, From: from, Action: ActionDelete}, true},
+		{"no --owner-domains: any address", "mallory@evil.com", anyDomain,
+			Policy{Owner: "mallory@evil.com", OwnerAddress: "mallory@evil.com", Deadline: deadline, From: from, Action: ActionDelete}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := Source{Name: "Deployment.apps/team-a/web", Meta: Meta{Annotations: map[string]string{AnnotationTTL: "1d", AnnotationOwner: tc.owner}}}
+			got, problems := ParsePolicy(created, []Source{src}, true, tc.settings)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("policy = %+v\nwant     %+v", got, tc.want)
+			}
+			if !tc.refused {
+				if len(problems) != 0 {
+					t.Errorf("problems %v", problems)
+				}
+				return
+			}
+			if len(problems) != 1 || problems[0].Reason != lifecycle.ReasonInvalidOwner || !strings.Contains(problems[0].Err, "--owner-domains") {
+				t.Fatalf("problems %+v, want one %s naming --owner-domains", problems, lifecycle.ReasonInvalidOwner)
+			}
+			if m := got.Missing(); len(m) != 1 || m[0] != "owner" {
+				t.Errorf("missing %v, want the owner", m)
+			}
+			if d := Decide(Snapshot{Now: deadline, Policy: got, Settings: tc.settings}); d.Next != NextOrphan || d.Warn || d.Change != nil {
+				t.Errorf("a refused owner's object at its deadline: %+v, want an orphan left alone", d)
+			}
+		})
+	}
 }

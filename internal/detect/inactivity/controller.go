@@ -417,10 +417,14 @@ func (r *Reconciler) report(ctx context.Context, log logr.Logger, target corev1.
 				ref = o
 			}
 		}
+		reason, dedupe := ReasonInvalidInactivity, "inactivity-invalid|"
+		if p.Reason != "" {
+			reason, dedupe = p.Reason, "inactivity-invalid|"+p.Reason+"|"
+		}
 		metrics.InvalidInput.WithLabelValues(DetectorName, p.Key).Inc()
-		log.Info("inactivity metadata cannot be used", "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
-		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, ReasonInvalidInactivity, p.String(),
-			"inactivity-invalid|"+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
+		log.Info("inactivity metadata cannot be used", "reason", reason, "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
+		if err := r.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, reason, p.String(),
+			dedupe+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -124,6 +125,9 @@ type Settings struct {
 	ProbeFailures int
 	// Owners maps owner names to email addresses (the owners file).
 	Owners map[string]string
+	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
+	// address as written in kustos.io/owner, or the owners file's); empty: any.
+	OwnerDomains egress.HostNames
 	// Acts: the mode carries Changes out (pr, direct).
 	Acts bool
 	// Mail: alerts go by mail, so an owner needs an address.
@@ -155,6 +159,8 @@ type Policy struct {
 // Problem is metadata Kustos cannot use.
 type Problem struct {
 	On, Key, Value, Err string
+	// Reason is the Warning Event's reason; "" is ReasonInvalidInactivity.
+	Reason string
 }
 
 func (p Problem) String() string {
@@ -199,6 +205,12 @@ func ParsePolicy(sources []Source, s Settings) (Policy, []Problem) {
 			return Policy{Owner: v}, problems
 		}
 		p.OwnerAddress = addr
+		if addr != "" && !s.OwnerDomains.Empty() && !s.OwnerDomains.AllowsMailDomain(addr) {
+			// Kustos would mail whatever address a tenant writes: only the operator's domains.
+			problems = append(problems, Problem{On: on, Key: key, Value: v, Reason: lifecycle.ReasonInvalidOwner,
+				Err: fmt.Sprintf("address %s is outside --owner-domains=%s; nobody is alerted by mail, and the target is treated as having no owner (alerts are Events only; the pause or deletion comes on schedule)", lifecycle.Clip(addr, 64), s.OwnerDomains)})
+			p.Owner, p.OwnerAddress = "", ""
+		}
 	}
 
 	if v, key, on := lookup(sources, AnnotationTimeout); v != "" {

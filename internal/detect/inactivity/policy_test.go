@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -21,6 +24,7 @@ func TestParsePolicy(t *testing.T) {
 		settings func(*Settings)
 		want     Policy
 		problem  string // substring of the one problem expected
+		reason   string // its Event reason, when not ReasonInvalidInactivity
 	}{
 		{name: "nothing anywhere, no default: never", sources: []Source{obj(nil), ns(nil)},
 			want: Policy{MaxAlerts: 3, Action: ActionPause}},
@@ -57,6 +61,21 @@ func TestParsePolicy(t *testing.T) {
 		{name: "owner without an address when mail is on", sources: []Source{obj(map[string]string{AnnotationTimeout: "1d", AnnotationOwner: "bob"})},
 			settings: func(s *Settings) { s.Mail = true },
 			want:     Policy{Owner: "bob"}, problem: `no email address for owner "bob"`},
+		// --owner-domains: an address outside is refused (InvalidOwner) and the target goes on as
+		// one without an owner: alerts are Events only, the pause comes on schedule.
+		{name: "an owner inside --owner-domains", sources: []Source{obj(map[string]string{AnnotationTimeout: "1d", AnnotationOwner: "ana@Lab.Example.org"})},
+			settings: func(s *Settings) { s.OwnerDomains = egress.MustParseHostNames("lab.example.org") },
+			want:     Policy{Timeout: day, MaxAlerts: 3, Action: ActionPause, From: `kustos.io/inactivity-timeout="1d" on Deployment.apps/lab/vm-1`, Owner: "ana@Lab.Example.org", OwnerAddress: "ana@Lab.Example.org"}},
+		{name: "an owner outside --owner-domains: no owner", sources: []Source{obj(map[string]string{AnnotationTimeout: "1d", AnnotationOwner: "mallory@evil.com"})},
+			settings: func(s *Settings) { s.OwnerDomains = egress.MustParseHostNames("lab.example.org"); s.Mail = true },
+			want:     Policy{Timeout: day, MaxAlerts: 3, Action: ActionPause, From: `kustos.io/inactivity-timeout="1d" on Deployment.apps/lab/vm-1`},
+			problem:  `kustos.io/owner="mallory@evil.com" on Deployment.apps/lab/vm-1: address mallory@evil.com is outside --owner-domains=lab.example.org`, reason: lifecycle.ReasonInvalidOwner},
+		{name: "an owners-file address outside --owner-domains", sources: []Source{obj(map[string]string{AnnotationTimeout: "1d", AnnotationOwner: "eve"})},
+			settings: func(s *Settings) {
+				s.OwnerDomains, s.Owners = egress.MustParseHostNames(".example.org"), map[string]string{"eve": "eve@example.org"}
+			},
+			want:    Policy{Timeout: day, MaxAlerts: 3, Action: ActionPause, From: `kustos.io/inactivity-timeout="1d" on Deployment.apps/lab/vm-1`},
+			problem: `address eve@example.org is outside --owner-domains=.example.org`, reason: lifecycle.ReasonInvalidOwner},
 		{name: "a bad opt-out value is said and not taken", sources: []Source{obj(nil), ns(map[string]string{AnnotationIgnore: "yes"})},
 			want: Policy{MaxAlerts: 3, Action: ActionPause}, problem: `want "true" or "false"; not opted out`},
 	}
@@ -75,6 +94,9 @@ func TestParsePolicy(t *testing.T) {
 				t.Errorf("problems = %v, want none", problems)
 			case tc.problem != "" && (len(problems) != 1 || !strings.Contains(problems[0].String(), tc.problem)):
 				t.Errorf("problems = %v, want one saying %q", problems, tc.problem)
+			}
+			if len(problems) == 1 && problems[0].Reason != tc.reason {
+				t.Errorf("problem reason %q, want %q", problems[0].Reason, tc.reason)
 			}
 			for _, p := range problems {
 				if strings.Contains(p.String(), "secret") {
