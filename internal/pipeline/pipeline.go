@@ -106,6 +106,10 @@ const (
 	// ReasonWithdrawn: Kustos closed its own proposal because the detector no longer wants
 	// the change (Decision.Withdraw).
 	ReasonWithdrawn = "ProposalWithdrawn"
+	// ReasonMergedBeforeWithdrawal: the detector withdrew the Change (an owner extended the
+	// environment, it was used again) but its proposal had been merged first: the Change is in
+	// Git and goes ahead. A Warning, and a notice to the owner (Request.HeldNotice names whom).
+	ReasonMergedBeforeWithdrawal = "MergedBeforeWithdrawal"
 	// ReasonQueued: the Change waits for room in the pull-request budget (or for the next
 	// proposal of its full group); it is proposed when room frees, the most urgent first.
 	ReasonQueued = "ProposalQueued"
@@ -117,6 +121,10 @@ const (
 // NoticeHeld is the Kind of the notice to an owner whose environment's removal is held
 // (Request.HeldNotice).
 const NoticeHeld = "removal.held"
+
+// NoticeMergedBeforeWithdrawal is the Kind of the notice to an owner whose target's Change went
+// ahead because its proposal was merged before Kustos could withdraw it.
+const NoticeMergedBeforeWithdrawal = "proposal.merged-before-withdrawal"
 
 // Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
 // one Key must not overlap (controller-runtime's work queue guarantees that).
@@ -663,6 +671,13 @@ func (r *run) held(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedE
 func (r *run) merged(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
+	if r.decision.Withdraw != "" {
+		// The detector no longer wants the Change (its withdrawal was under way, or the merge
+		// happened since the last look): it goes ahead all the same, and people must know.
+		if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
+			return true, err
+		}
+	}
 	msg := fmt.Sprintf("Pull request #%d was merged", n)
 	if p.Vocab.MergedNote != "" {
 		msg += "; " + p.Vocab.MergedNote
@@ -683,6 +698,46 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 	// Ask the detector again: what follows a merge is its to say (a cooldown until the next
 	// look, a message to the owner that the environment goes).
 	return false, nil
+}
+
+// mergedBeforeWithdrawal reports that proposal number was merged while the detector withdrew
+// its Change: a Warning Event and, when the Request names the owner, a notice, each once.
+func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
+	p := r.p
+	what := r.req.Target.String()
+	if r.proposed.Key != "" {
+		what = describe(r.proposed)
+	}
+	msg := fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it (%s): %s goes ahead",
+		number, strings.TrimSuffix(r.decision.Withdraw, "."), what)
+	id := fmt.Sprintf("merged-before-withdrawal|%s|%d", r.rec.Key, number)
+	r.log.Info("change merged before its withdrawal", "number", number, "why", r.decision.Withdraw)
+	if err := r.notifyWarning(ctx, ReasonMergedBeforeWithdrawal, msg, id); err != nil {
+		return err
+	}
+	if r.req.HeldNotice == nil || p.Notifier == nil {
+		return nil
+	}
+	n := *r.req.HeldNotice
+	n.ID, n.Kind, n.Text, n.At = id, NoticeMergedBeforeWithdrawal, msg, r.req.Now
+	if n.Target.Name == "" {
+		n.Target = r.req.Target
+	}
+	n.Subject = fmt.Sprintf("%s %s: the change went ahead, its pull request was merged before Kustos could withdraw it", n.Target.Kind, n.Target.Name)
+	if p.SentNotices != nil {
+		if _, sent := p.SentNotices.Get(n.ID); sent {
+			return nil
+		}
+	}
+	if err := p.Notifier.Send(ctx, n); err != nil {
+		// Returned: the merge is not recorded, and the next look, finding it merged while the
+		// detector still withdraws, sends it again (the Event is not written twice).
+		return fmt.Errorf("sending %s about %s: %w", n.Kind, n.Target, err)
+	}
+	if p.SentNotices != nil {
+		p.SentNotices.Add(n.ID, struct{}{})
+	}
+	return nil
 }
 
 // declined unlocks the Lease after a human closed the proposal and remembers the largest
@@ -733,7 +788,12 @@ func (r *run) withdraw(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	why := r.decision.Withdraw
-	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); err != nil {
+	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+		// Merged first (the forge's auto-merge, another replica): not withdrawn. Reported as it
+		// is, and the Lease records a merge.
+		r.log.Info("the proposal was merged before it could be withdrawn", "number", n, "why", why)
+		return r.merged(ctx)
+	} else if err != nil {
 		return r.forgeError("closing the proposal", err)
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn,
