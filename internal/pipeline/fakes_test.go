@@ -155,10 +155,12 @@ func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comme
 	if f.mergeFirst && p != nil && p.number == number {
 		f.mergeFirst = false
 		p.state = lifecycle.ProposalMerged
-		return fmt.Errorf("%w: #%d", lifecycle.ErrMergedBeforeWithdrawal, number)
+	}
+	if p != nil && p.number == number && p.state == lifecycle.ProposalMerged {
+		return fmt.Errorf("%w: #%d", lifecycle.ErrMergedBeforeWithdrawal, number) // with the key's Change in it
 	}
 	if p == nil || p.number != number || p.state != lifecycle.ProposalOpen {
-		return nil // closed or merged already: left alone, like the GitHub client's ClosePR
+		return nil // closed already: left alone, like the GitHub client's ClosePR
 	}
 	p.state = lifecycle.ProposalClosedByHuman // what GitHub then reports: closed, not merged
 	f.withdrawn = append(f.withdrawn, comment)

@@ -58,8 +58,10 @@ type Proposals interface {
 	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
 	// Withdraw takes key's Change out of the open proposal number, leaving comment: a proposal
 	// of its own is closed; a group's proposal is updated without it, and closed when no other
-	// target is left in it. A proposal already closed or merged is left alone (so that a retry
-	// after a crash does nothing).
+	// target is left in it. A proposal already closed is left alone (so that a retry after a
+	// crash does nothing). One merged with key's Change in it, before the withdrawal took
+	// effect or since, returns an error matching lifecycle.ErrMergedBeforeWithdrawal: the
+	// Change went ahead, which is not a withdrawal.
 	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string, group lifecycle.Group) error
 	// OwnCommit reports whether the commit sha is one Kustos wrote for key. The pipeline asks
 	// when an open proposal's head is not the one its Lease records: after a crash between
@@ -669,15 +671,20 @@ func (r *run) held(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedE
 // merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
 // starts the cooldown and the memory of a declined proposal is forgotten.
 func (r *run) merged(ctx context.Context) (bool, error) {
+	if r.rec.Steps[stepWithdrawal] == withdrawalOf(r.rec) {
+		// A withdrawal of this proposal was under way (a crash, or a failure, came between it
+		// and its end): whether the merge took the Change, or came after the withdrawal took
+		// it out of a group's proposal, is what the withdrawal, asked again, finds.
+		n, _ := state.HolderNumber(r.rec.Holder)
+		return r.finishWithdrawal(ctx, n, r.decision.Withdraw)
+	}
+	return r.unlockMerged(ctx)
+}
+
+// unlockMerged reports the merge and unlocks the Lease as merged.
+func (r *run) unlockMerged(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
-	if r.decision.Withdraw != "" {
-		// The detector no longer wants the Change (its withdrawal was under way, or the merge
-		// happened since the last look): it goes ahead all the same, and people must know.
-		if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
-			return true, err
-		}
-	}
 	msg := fmt.Sprintf("Pull request #%d was merged", n)
 	if p.Vocab.MergedNote != "" {
 		msg += "; " + p.Vocab.MergedNote
@@ -700,16 +707,18 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// mergedBeforeWithdrawal reports that proposal number was merged while the detector withdrew
-// its Change: a Warning Event and, when the Request names the owner, a notice, each once.
+// mergedBeforeWithdrawal reports that proposal number was merged while Kustos withdrew its
+// Change: a Warning Event and, when the Request names the owner, a notice, each once.
 func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
 	p := r.p
 	what := r.req.Target.String()
 	if r.proposed.Key != "" {
 		what = describe(r.proposed)
 	}
-	msg := fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it (%s): %s goes ahead",
-		number, strings.TrimSuffix(r.decision.Withdraw, "."), what)
+	msg := fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it: %s goes ahead", number, what)
+	if why := strings.TrimSuffix(r.decision.Withdraw, "."); why != "" {
+		msg = fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it (%s): %s goes ahead", number, why, what)
+	}
 	id := fmt.Sprintf("merged-before-withdrawal|%s|%d", r.rec.Key, number)
 	r.log.Info("change merged before its withdrawal", "number", number, "why", r.decision.Withdraw)
 	if err := r.notifyWarning(ctx, ReasonMergedBeforeWithdrawal, msg, id); err != nil {
@@ -779,20 +788,51 @@ func declinedMessage(number int, note string) string {
 	return msg
 }
 
+// stepWithdrawal is the Lease's Steps entry of a withdrawal under way: withdrawalOf the record,
+// written before the forge is asked, so that a look that finds the proposal merged (the
+// withdrawal's own answer, or the next look after a crash) knows the merge came first.
+const stepWithdrawal = "withdrawal"
+
+// withdrawalOf names what a withdrawal takes back: the proposal held and the decision it carries
+// (a later decision, even in the same group's proposal, is not the one withdrawn).
+func withdrawalOf(rec state.Record) string {
+	return rec.Holder + "@" + rec.LastModified.UTC().Format(time.RFC3339Nano)
+}
+
 // withdraw closes the holder's proposal, which the detector no longer wants, with a comment
 // saying why, then unlocks without remembering it as declined (nobody declined it: the change
 // lost its reason) and without forgetting an earlier human decline (Lock keeps it on purpose). Closing first: a crash before the unlock finds the proposal closed, which
 // plan sends here again while the detector still withdraws (closing again does nothing), so
-// the Event and the unlock happen once and no human is said to have declined it.
+// the Event and the unlock happen once and no human is said to have declined it. The Lease
+// records the withdrawal before the forge is asked: a look that then finds the proposal merged
+// asks the withdrawal again whether the merge took the Change (merged) or came after it was
+// taken out (withdrawn).
 func (r *run) withdraw(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	why := r.decision.Withdraw
+	if rec.Steps[stepWithdrawal] != withdrawalOf(rec) {
+		var err error
+		if rec, err = p.Store.SetStep(ctx, rec, stepWithdrawal, withdrawalOf(rec)); err != nil {
+			return r.conflictOr(err)
+		}
+		r.rec = rec
+	}
+	return r.finishWithdrawal(ctx, n, why)
+}
+
+// finishWithdrawal asks the forge to withdraw the holder's Change from proposal n (again, after
+// a crash: it is idempotent) and records what came of it: withdrawn, or merged first.
+func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (bool, error) {
+	p, rec := r.p, r.rec
 	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
 		// Merged first (the forge's auto-merge, another replica): not withdrawn. Reported as it
 		// is, and the Lease records a merge.
 		r.log.Info("the proposal was merged before it could be withdrawn", "number", n, "why", why)
-		return r.merged(ctx)
+		if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
+			return true, err
+		}
+		return r.unlockMerged(ctx)
 	} else if err != nil {
 		return r.forgeError("closing the proposal", err)
 	}

@@ -523,6 +523,30 @@ func TestGroupLifeCycle(t *testing.T) {
 		{"crash after the withdrawal's push: a member joining meanwhile does not put it back, the retry withdraws it", append(append([]step{}, gathered...), step{"record lost, preview-4 joins, retry", func(w *world) {
 			w.failedWithdrawal(true)
 		}})},
+		{"crash after the withdrawal's push, the others merged before the retry: withdrawn, not merged", append(append([]step{}, gathered...), step{"record lost, merged, retry", func(w *world) {
+			w.keep("team-a", 2)
+			put := &failingPut{Leases: w.store}
+			w.act.Leases = put
+			w.onNextPropose(func() error { put.mu.Lock(); put.fail = 1; put.mu.Unlock(); return nil })
+			if _, err := w.pl.Run(context.Background(), w.request("team-a", "preview-2", false)); err == nil {
+				w.t.Fatal("the failed withdrawal did not surface")
+			}
+			w.act.Leases = w.store
+			if err := w.mergeNow(w.prs()[0].Number); err != nil {
+				w.t.Fatal(err)
+			}
+			w.clock.Add(time.Minute)
+			w.look("team-a", 2)
+			if !w.onMain("team-a", 2) || w.onMain("team-a", 1) {
+				w.t.Fatalf("preview-2.yaml on main %v, preview-1.yaml %v: the merge was not of the head without preview-2", w.onMain("team-a", 2), w.onMain("team-a", 1))
+			}
+			if w.ev.count(pipeline.ReasonWithdrawn) != 1 || w.ev.count(pipeline.ReasonMergedBeforeWithdrawal) != 0 || len(w.ev.sent()) != 0 {
+				w.t.Errorf("events %v, notices %+v", w.ev.log, w.ev.sent())
+			}
+			if r := w.lease("team-a", 2); r.Holder != "" || !r.LastModified.Equal(t0) {
+				w.t.Errorf("preview-2's Lease %+v, want unlocked as withdrawn (its decision time kept)", r)
+			}
+		}})},
 		{"crash between the push and the Lease: the replay finds the pull request", []step{
 			gathered[0],
 			{"the window ends and the first proposer crashes after the push", func(w *world) {
@@ -709,4 +733,46 @@ func (f *failingPut) PutGroup(ctx context.Context, g state.GroupRecord, namespac
 		return g, errors.New("simulated crash before the group's Lease is written")
 	}
 	return f.Leases.PutGroup(ctx, g, namespace)
+}
+
+// TestWithdrawOwnPullRequest: a target's own pull request is closed by a withdrawal, and one
+// merged just before the close is reported as merged (lifecycle.ErrMergedBeforeWithdrawal),
+// never as withdrawn.
+func TestWithdrawOwnPullRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		mergedFirst bool
+	}{
+		{"open: closed with a comment", false},
+		{"merged just before the close: reported as merged", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.t = t
+			req := w.request("team-a", "preview-1", false)
+			req.Group = lifecycle.Group{}
+			c := req.Decide(lifecycle.View{}).Change
+			out, err := w.act.Apply(context.Background(), *c, t0, lifecycle.ProposeOptions{})
+			if err != nil || out.Proposal == nil || out.Proposal.Number == 0 {
+				t.Fatalf("propose: %+v, %v", out, err)
+			}
+			n := out.Proposal.Number
+			if tc.mergedFirst {
+				if err := w.mergeNow(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.act.Withdraw(context.Background(), c.Key, n, "its owner extended it", lifecycle.Group{})
+			p, _ := w.s.PR(owner, repo, n)
+			if tc.mergedFirst {
+				if !errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) || !p.Merged || len(p.Comments) != 0 {
+					t.Errorf("Withdraw: %v; #%d merged %v, comments %q", err, n, p.Merged, p.Comments)
+				}
+				return
+			}
+			if err != nil || p.State != "closed" || p.Merged || len(p.Comments) != 1 {
+				t.Errorf("Withdraw: %v; #%d %s merged %v, comments %q", err, n, p.State, p.Merged, p.Comments)
+			}
+		})
+	}
 }
