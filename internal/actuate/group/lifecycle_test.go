@@ -749,9 +749,8 @@ func TestWithdrawOwnPullRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.t = t
-			req := w.request("team-a", "preview-1", false)
-			req.Group = lifecycle.Group{}
-			c := req.Decide(lifecycle.View{}).Change
+			// The request's Change, proposed with the zero Group: a pull request of its own.
+			c := w.request("team-a", "preview-1", false).Decide(lifecycle.View{}).Change
 			out, err := w.act.Apply(context.Background(), *c, t0, lifecycle.ProposeOptions{})
 			if err != nil || out.Proposal == nil || out.Proposal.Number == 0 {
 				t.Fatalf("propose: %+v, %v", out, err)
