@@ -29,6 +29,10 @@ var (
 	ErrProposalClosed = errors.New("proposal closed without merging")
 	// ErrNoProposal: no proposal is known for the key.
 	ErrNoProposal = errors.New("no proposal for the key")
+	// ErrMergedBeforeWithdrawal: the proposal to withdraw a Change from was merged, with the
+	// Change in it, before the withdrawal took effect (a merge by the forge's auto-merge,
+	// another replica or a human): the Change is in Git and goes ahead. Not a withdrawal.
+	ErrMergedBeforeWithdrawal = errors.New("proposal merged before it could be withdrawn")
 	// ErrForeignCommit: the proposal's branch holds a commit Kustos did not write (a human
 	// pushed to it); Kustos neither overwrites nor merges it and leaves the proposal to people.
 	ErrForeignCommit = errors.New("proposal holds a commit Kustos did not write")

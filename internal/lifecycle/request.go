@@ -28,7 +28,8 @@ type Request struct {
 	// HeldNotice, when set, is the message to the target's owner when a Change is held because
 	// what must come before it failed (a backup, a submission: QueuedError.Failed). The
 	// detector fills in whom it goes to (To, Owner) and Target; the pipeline sets ID, Kind,
-	// Subject, Text and At from the failure. Nil: the Warning Event only.
+	// Subject, Text and At from the failure. Nil: the Warning Event only. It also addresses the
+	// notice that a Change the detector withdrew went ahead, its proposal merged first.
 	HeldNotice *Notice
 }
 

@@ -34,6 +34,9 @@ type forge struct {
 	// failWithdraw fails the next Withdraw after the PR was closed (a crash before the
 	// answer came back).
 	failWithdraw error
+	// mergeFirst: the next Withdraw finds the PR merged before it took effect (the forge's
+	// auto-merge, another replica).
+	mergeFirst bool
 	// full, when set, is the budget's answer to a Change that needs a new proposal.
 	full *lifecycle.QueuedError
 }
@@ -149,8 +152,15 @@ func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comme
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.prs[key]
+	if f.mergeFirst && p != nil && p.number == number {
+		f.mergeFirst = false
+		p.state = lifecycle.ProposalMerged
+	}
+	if p != nil && p.number == number && p.state == lifecycle.ProposalMerged {
+		return fmt.Errorf("%w: #%d", lifecycle.ErrMergedBeforeWithdrawal, number) // with the key's Change in it
+	}
 	if p == nil || p.number != number || p.state != lifecycle.ProposalOpen {
-		return nil // closed or merged already: left alone, like the GitHub client's ClosePR
+		return nil // closed already: left alone, like the GitHub client's ClosePR
 	}
 	p.state = lifecycle.ProposalClosedByHuman // what GitHub then reports: closed, not merged
 	f.withdrawn = append(f.withdrawn, comment)

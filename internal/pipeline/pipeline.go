@@ -58,8 +58,10 @@ type Proposals interface {
 	Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (merged bool, retryAfter time.Duration, err error)
 	// Withdraw takes key's Change out of the open proposal number, leaving comment: a proposal
 	// of its own is closed; a group's proposal is updated without it, and closed when no other
-	// target is left in it. A proposal already closed or merged is left alone (so that a retry
-	// after a crash does nothing).
+	// target is left in it. A proposal already closed is left alone (so that a retry after a
+	// crash does nothing). One merged with key's Change in it, before the withdrawal took
+	// effect or since, returns an error matching lifecycle.ErrMergedBeforeWithdrawal: the
+	// Change went ahead, which is not a withdrawal.
 	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string, group lifecycle.Group) error
 	// OwnCommit reports whether the commit sha is one Kustos wrote for key. The pipeline asks
 	// when an open proposal's head is not the one its Lease records: after a crash between
@@ -106,6 +108,10 @@ const (
 	// ReasonWithdrawn: Kustos closed its own proposal because the detector no longer wants
 	// the change (Decision.Withdraw).
 	ReasonWithdrawn = "ProposalWithdrawn"
+	// ReasonMergedBeforeWithdrawal: the detector withdrew the Change (an owner extended the
+	// environment, it was used again) but its proposal had been merged first: the Change is in
+	// Git and goes ahead. A Warning, and a notice to the owner (Request.HeldNotice names whom).
+	ReasonMergedBeforeWithdrawal = "MergedBeforeWithdrawal"
 	// ReasonQueued: the Change waits for room in the pull-request budget (or for the next
 	// proposal of its full group); it is proposed when room frees, the most urgent first.
 	ReasonQueued = "ProposalQueued"
@@ -117,6 +123,10 @@ const (
 // NoticeHeld is the Kind of the notice to an owner whose environment's removal is held
 // (Request.HeldNotice).
 const NoticeHeld = "removal.held"
+
+// NoticeMergedBeforeWithdrawal is the Kind of the notice to an owner whose target's Change went
+// ahead because its proposal was merged before Kustos could withdraw it.
+const NoticeMergedBeforeWithdrawal = "proposal.merged-before-withdrawal"
 
 // Pipeline runs one detector's Changes. It is safe for concurrent use across Keys; calls for
 // one Key must not overlap (controller-runtime's work queue guarantees that).
@@ -661,6 +671,18 @@ func (r *run) held(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedE
 // merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
 // starts the cooldown and the memory of a declined proposal is forgotten.
 func (r *run) merged(ctx context.Context) (bool, error) {
+	if r.rec.Steps[stepWithdrawal] == withdrawalOf(r.rec) {
+		// A withdrawal of this proposal was under way (a crash, or a failure, came between it
+		// and its end): whether the merge took the Change, or came after the withdrawal took
+		// it out of a group's proposal, is what the withdrawal, asked again, finds.
+		n, _ := state.HolderNumber(r.rec.Holder)
+		return r.finishWithdrawal(ctx, n, r.decision.Withdraw)
+	}
+	return r.unlockMerged(ctx)
+}
+
+// unlockMerged reports the merge and unlocks the Lease as merged.
+func (r *run) unlockMerged(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	msg := fmt.Sprintf("Pull request #%d was merged", n)
@@ -683,6 +705,48 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 	// Ask the detector again: what follows a merge is its to say (a cooldown until the next
 	// look, a message to the owner that the environment goes).
 	return false, nil
+}
+
+// mergedBeforeWithdrawal reports that proposal number was merged while Kustos withdrew its
+// Change: a Warning Event and, when the Request names the owner, a notice, each once.
+func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
+	p := r.p
+	what := r.req.Target.String()
+	if r.proposed.Key != "" {
+		what = describe(r.proposed)
+	}
+	msg := fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it: %s goes ahead", number, what)
+	if why := strings.TrimSuffix(r.decision.Withdraw, "."); why != "" {
+		msg = fmt.Sprintf("Pull request #%d was merged before Kustos could withdraw it (%s): %s goes ahead", number, why, what)
+	}
+	id := fmt.Sprintf("merged-before-withdrawal|%s|%d", r.rec.Key, number)
+	r.log.Info("change merged before its withdrawal", "number", number, "why", r.decision.Withdraw)
+	if err := r.notifyWarning(ctx, ReasonMergedBeforeWithdrawal, msg, id); err != nil {
+		return err
+	}
+	if r.req.HeldNotice == nil || p.Notifier == nil {
+		return nil
+	}
+	n := *r.req.HeldNotice
+	n.ID, n.Kind, n.Text, n.At = id, NoticeMergedBeforeWithdrawal, msg, r.req.Now
+	if n.Target.Name == "" {
+		n.Target = r.req.Target
+	}
+	n.Subject = fmt.Sprintf("%s %s: the change went ahead, its pull request was merged before Kustos could withdraw it", n.Target.Kind, n.Target.Name)
+	if p.SentNotices != nil {
+		if _, sent := p.SentNotices.Get(n.ID); sent {
+			return nil
+		}
+	}
+	if err := p.Notifier.Send(ctx, n); err != nil {
+		// Returned: the merge is not recorded, and the next look, finding it merged while the
+		// detector still withdraws, sends it again (the Event is not written twice).
+		return fmt.Errorf("sending %s about %s: %w", n.Kind, n.Target, err)
+	}
+	if p.SentNotices != nil {
+		p.SentNotices.Add(n.ID, struct{}{})
+	}
+	return nil
 }
 
 // declined unlocks the Lease after a human closed the proposal and remembers the largest
@@ -724,16 +788,52 @@ func declinedMessage(number int, note string) string {
 	return msg
 }
 
+// stepWithdrawal is the Lease's Steps entry of a withdrawal under way: withdrawalOf the record,
+// written before the forge is asked, so that a look that finds the proposal merged (the
+// withdrawal's own answer, or the next look after a crash) knows the merge came first.
+const stepWithdrawal = "withdrawal"
+
+// withdrawalOf names what a withdrawal takes back: the proposal held and the decision it carries
+// (a later decision, even in the same group's proposal, is not the one withdrawn).
+func withdrawalOf(rec state.Record) string {
+	return rec.Holder + "@" + rec.LastModified.UTC().Format(time.RFC3339Nano)
+}
+
 // withdraw closes the holder's proposal, which the detector no longer wants, with a comment
 // saying why, then unlocks without remembering it as declined (nobody declined it: the change
 // lost its reason) and without forgetting an earlier human decline (Lock keeps it on purpose). Closing first: a crash before the unlock finds the proposal closed, which
 // plan sends here again while the detector still withdraws (closing again does nothing), so
-// the Event and the unlock happen once and no human is said to have declined it.
+// the Event and the unlock happen once and no human is said to have declined it. The Lease
+// records the withdrawal before the forge is asked: a look that then finds the proposal merged
+// asks the withdrawal again whether the merge took the Change (merged) or came after it was
+// taken out (withdrawn).
 func (r *run) withdraw(ctx context.Context) (bool, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	why := r.decision.Withdraw
-	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); err != nil {
+	if rec.Steps[stepWithdrawal] != withdrawalOf(rec) {
+		var err error
+		if rec, err = p.Store.SetStep(ctx, rec, stepWithdrawal, withdrawalOf(rec)); err != nil {
+			return r.conflictOr(err)
+		}
+		r.rec = rec
+	}
+	return r.finishWithdrawal(ctx, n, why)
+}
+
+// finishWithdrawal asks the forge to withdraw the holder's Change from proposal n (again, after
+// a crash: it is idempotent) and records what came of it: withdrawn, or merged first.
+func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (bool, error) {
+	p, rec := r.p, r.rec
+	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+		// Merged first (the forge's auto-merge, another replica): not withdrawn. Reported as it
+		// is, and the Lease records a merge.
+		r.log.Info("the proposal was merged before it could be withdrawn", "number", n, "why", why)
+		if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
+			return true, err
+		}
+		return r.unlockMerged(ctx)
+	} else if err != nil {
 		return r.forgeError("closing the proposal", err)
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn,

@@ -343,8 +343,50 @@ func TestRun(t *testing.T) {
 		{"pr: merged before the withdrawal: merged, nothing to close", "pr", false,
 			[]step{want(12), run("a"), human("merge"), withdraw, run("a")},
 			func(t *testing.T, w *world) {
-				if len(w.forge.withdrawn) != 0 || w.events.count("Merged") != 1 || w.rec().Holder != "" {
+				if len(w.forge.withdrawn) != 0 || w.events.count("Merged") != 1 || w.rec().Holder != "" || w.events.count(ReasonMergedBeforeWithdrawal) != 0 {
 					t.Errorf("comments %q, events %s, record %+v", w.forge.withdrawn, w.events, w.rec())
+				}
+			}},
+		{"pr: merged just before the withdrawal took effect: reported as merged, with a Warning and a notice, never as withdrawn", "pr", false,
+			[]step{owner, want(12), run("a"), withdraw, func(w *world) { w.forge.mergeFirst = true }, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				r := w.rec()
+				if r.Holder != "" || r.ClosedValues != "" || !r.LastModified.Equal(w.now.Add(-time.Minute)) {
+					t.Errorf("record %+v, want unlocked as merged at the look that found it", r)
+				}
+				if w.events.count(ReasonMergedBeforeWithdrawal) != 1 || w.events.count("Merged") != 1 || w.events.count(ReasonWithdrawn) != 0 {
+					t.Errorf("events %s", w.events)
+				}
+				if len(w.notices.sent) != 1 || w.notices.sent[0].Kind != NoticeMergedBeforeWithdrawal || w.notices.sent[0].To != "ana@example.com" ||
+					w.notices.sent[0].Target.Name != "compute" || !strings.Contains(w.notices.sent[0].Text, "the environment was used again") {
+					t.Errorf("notices %+v", w.notices.sent)
+				}
+			}},
+		{"pr: merged first, crash before the Lease records the merge: the next look reports it, one Event", "pr", false,
+			[]step{owner, want(12), run("a"), withdraw, func(w *world) { w.forge.mergeFirst = true }, crashBefore("Unlock"), run("a"), run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || r.ClosedValues != "" {
+					t.Errorf("record %+v", r)
+				}
+				if w.events.count(ReasonMergedBeforeWithdrawal) != 1 || w.events.count("Merged") != 1 || w.events.count(ReasonWithdrawn) != 0 {
+					t.Errorf("events %s", w.events)
+				}
+				// Sent again after the crash at most once, with the same ID (one message to its reader).
+				if n := len(w.notices.sent); n < 1 || n > 2 || w.notices.sent[0].ID != w.notices.sent[n-1].ID {
+					t.Errorf("notices %+v", w.notices.sent)
+				}
+			}},
+		{"pr: merged first, the Warning cannot be written: the next look writes it", "pr", false,
+			[]step{owner, want(12), run("a"), withdraw, func(w *world) {
+				w.forge.mergeFirst = true
+				w.events.failReason = ReasonMergedBeforeWithdrawal
+			}, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Holder != "" || r.ClosedValues != "" {
+					t.Errorf("record %+v", r)
+				}
+				if w.events.count(ReasonMergedBeforeWithdrawal) != 1 || w.events.count("Merged") != 1 || w.events.count(ReasonWithdrawn) != 0 || len(w.notices.sent) != 1 {
+					t.Errorf("events %s, notices %+v", w.events, w.notices.sent)
 				}
 			}},
 		{"observe and no holder: a withdrawal does nothing", "pr", false,

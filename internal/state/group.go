@@ -56,6 +56,10 @@ type GroupMember struct {
 	Joined time.Time `json:"joined"`
 	// In: the Change with Hash is in the head of the group's proposal.
 	In bool `json:"in,omitempty"`
+	// Leaving: the member is being taken out of the group's proposal (its Change withdrawn).
+	// Recorded before the push that takes it out and kept until that push is recorded, so that
+	// no other member's push puts it back and a withdrawal that failed is tried again.
+	Leaving bool `json:"leaving,omitempty"`
 	// Urgency is the member's lifecycle.UrgencyOf.
 	Urgency lifecycle.Urgency `json:"urgency"`
 }

@@ -26,6 +26,7 @@ type Writer interface {
 	MergeIfReady(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState, allowed bool) (bool, time.Duration, error)
 	ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error)
 	OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error)
+	CommitGroup(ctx context.Context, sha string) (lifecycle.Key, bool, error)
 }
 
 var _ Writer = (*pr.Writer)(nil)
@@ -126,6 +127,10 @@ func (a *Actuator) lock(key lifecycle.Key) func() {
 	return l.Unlock
 }
 
+// prLock names the lock of pull request number: a withdrawal from it and a merge of it take it,
+// so that in this process a merge never lands between a withdrawal's look and its push.
+func prLock(number int) lifecycle.Key { return lifecycle.Key(fmt.Sprintf("#%d", number)) }
+
 // Apply proposes c: on its own (the zero Group), or as a member of opts.Group.
 func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	if !opts.Group.IsZero() {
@@ -187,7 +192,7 @@ func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts li
 	hash := state.ChangeHash(c)
 	m, member := rec.Members[c.Key]
 	// A replay of a member whose Change is in the head of the open pull request: nothing to do.
-	if rec.Holder != "" && member && m.In && m.Hash == hash && !opts.Open {
+	if rec.Holder != "" && member && m.In && !m.Leaving && m.Hash == hash && !opts.Open {
 		if n, ok := state.HolderNumber(rec.Holder); ok {
 			return lifecycle.Outcome{Proposal: &lifecycle.Proposal{Number: n, URL: rec.URL, HeadSHA: rec.Head}}, nil
 		}
@@ -211,7 +216,7 @@ func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts li
 			dirty = true
 		}
 	}
-	if !member || m.Hash != hash || m.GitPath != opts.GitPath {
+	if !member || m.Hash != hash || m.GitPath != opts.GitPath || m.Leaving {
 		if !member && len(rec.Members) >= state.MaxGroupMembers {
 			return lifecycle.Outcome{}, &lifecycle.QueuedError{Reason: lifecycle.QueuedGroupFull,
 				Message: fmt.Sprintf("the pull request of %s carries %d targets, as many as one may; the next one takes it", g.Label, state.MaxGroupMembers),
@@ -303,7 +308,9 @@ func (a *Actuator) members(ctx context.Context, rec *state.GroupRecord, self *pr
 			out = append(out, *self)
 			continue
 		}
-		if onlyIn && !rec.Members[k].In {
+		if onlyIn && !rec.Members[k].In || rec.Members[k].Leaving {
+			// Not in the head, or being taken out of it: a push for another member leaves a
+			// withdrawn Change out even while its withdrawal waits to be tried again.
 			continue
 		}
 		mr, err := a.Leases.Get(ctx, k)
@@ -422,8 +429,11 @@ func (a *Actuator) ClosedSince(ctx context.Context, c lifecycle.Change, since ti
 	return a.Writer.ClosedSince(ctx, c, since)
 }
 
-// Merge merges the pull request st, pinned to its head.
+// Merge merges the pull request st, pinned to its head. It waits for a withdrawal from the same
+// pull request in this process (which pushes a new head, so that the merge, pinned to the head
+// it read, merges nothing); another replica's merge, or the forge's, Withdraw finds afterwards.
 func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
+	defer a.lock(prLock(st.Number))()
 	merged, retry, err := a.Writer.MergeIfReady(ctx, key, st, true)
 	if merged && st.State == lifecycle.ProposalOpen {
 		// This call merged it (a group's other members find it merged): its room is free.
@@ -433,70 +443,156 @@ func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.Pr
 	return merged, retry, err
 }
 
-// OwnCommit reports whether sha is a commit Kustos wrote for key (alone or in a group).
+// OwnCommit reports whether sha is a commit Kustos wrote for key (alone or in a group), or one it
+// wrote for key's group without key while key is being taken out of it: a withdrawal that
+// pushed, then failed before its Lease learnt of it, is tried again on that head, which must
+// not be taken for a human's.
 func (a *Actuator) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error) {
-	return a.Writer.OwnCommit(ctx, key, sha)
+	own, err := a.Writer.OwnCommit(ctx, key, sha)
+	if err != nil || own {
+		return own, err
+	}
+	g, ok, err := a.Writer.CommitGroup(ctx, sha)
+	if err != nil || !ok {
+		return false, err
+	}
+	rec, err := a.Leases.GetGroup(ctx, g)
+	if err != nil && !errors.Is(err, state.ErrGroupLease) {
+		return false, err
+	}
+	return rec.Members[key].Leaving, nil
 }
 
 // Withdraw takes key's Change out of pull request number: a pull request of its own is closed;
-// a group's is proposed again without it, and closed when it was the last one in.
+// a group's is proposed again without it, and closed when it was the last one in. The pull
+// request is then read afresh: one merged with key's Change in it (by the forge's auto-merge,
+// another replica, a human, before the push or the close) is not a withdrawal, and Withdraw
+// says so with lifecycle.ErrMergedBeforeWithdrawal.
 func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, why string, g lifecycle.Group) error {
+	comment := "Kustos closes this pull request because " + why
 	if g.IsZero() {
-		return a.close(ctx, number, "Kustos closes this pull request because "+why)
+		defer a.lock(prLock(number))()
+		if err := a.close(ctx, number, comment); err != nil {
+			return err
+		}
+		return a.landed(ctx, key, g, number)
 	}
 	defer a.lock(g.Key)()
+	defer a.lock(prLock(number))()
 	rec, err := a.Leases.GetGroup(ctx, g.Key)
 	if err != nil {
 		return err
 	}
 	if rec.Holder != state.HolderOf(number) {
 		// The group moved on to another pull request (or none): number is done, and closing
-		// it could take other members with it.
-		return nil
+		// it could take other members with it. Done how is what the pull request says.
+		return a.landed(ctx, key, g, number)
 	}
-	delete(rec.Members, key)
+	if m, ok := rec.Members[key]; ok && !m.Leaving {
+		// Recorded before the push: no other member's push (here, or on another replica) puts
+		// key back, and if the push fails the record still says key is on its way out.
+		m.Leaving = true
+		rec.Members[key] = m
+		if rec, err = a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
+			return a.conflict(err)
+		}
+	}
 	in := 0
-	for _, m := range rec.Members {
-		if m.In {
+	for k, m := range rec.Members {
+		if m.In && !m.Leaving && k != key {
 			in++
 		}
 	}
-	if in == 0 {
-		if err := a.close(ctx, number, "Kustos closes this pull request because "+why); err != nil {
+	var (
+		res     pr.GroupResult
+		members []pr.Member
+	)
+	if in > 0 {
+		// Propose the others again, without key's Change (nor any other leaving).
+		if members, err = a.members(ctx, &rec, nil, true); err != nil {
 			return err
 		}
-		rec.Holder, rec.Head, rec.URL = "", "", ""
+		if res, err = a.Writer.ProposeGroup(ctx, g, members, rec.Head); err != nil {
+			return err // the record says key is leaving: the retry takes it out
+		}
+	}
+	if in == 0 || res.Number == 0 {
+		// Nothing left to propose (the others are done): close it.
+		if err := a.close(ctx, number, comment); err != nil {
+			return err
+		}
+	}
+	if err := a.landed(ctx, key, g, number); err != nil {
+		if !errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+			return err
+		}
+		// The group is done with the merged pull request: whoever was in it is merged (their
+		// own looks find it so); whoever waits starts the next one.
+		for k, m := range rec.Members {
+			if m.In {
+				delete(rec.Members, k)
+			}
+		}
+		rec.Holder, rec.Head, rec.URL, rec.Gathering = "", "", "", time.Time{}
 		if len(rec.Members) > 0 {
 			rec.Gathering = a.now()
 		}
-		if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
-			return a.conflict(err)
+		if _, perr := a.Leases.PutGroup(ctx, rec, g.Namespace); perr != nil {
+			return a.conflict(perr)
 		}
-		return nil
-	}
-	// Propose the others again, without key's Change.
-	members, err := a.members(ctx, &rec, nil, true)
-	if err != nil {
 		return err
 	}
-	res, err := a.Writer.ProposeGroup(ctx, g, members, rec.Head)
-	if err != nil {
-		return err
+	if in > 0 {
+		a.record(&rec, res, members)
 	}
-	a.record(&rec, res, members)
-	if res.Number == 0 {
-		// Nothing left to propose (the others are done): close it.
-		if err := a.close(ctx, number, "Kustos closes this pull request because "+why); err != nil {
-			return err
-		}
+	delete(rec.Members, key)
+	if in == 0 || res.Number == 0 {
 		rec.Holder, rec.Head, rec.URL = "", "", ""
+		if len(rec.Members) > 0 && rec.Gathering.IsZero() {
+			rec.Gathering = a.now()
+		}
 	}
 	if _, err := a.Leases.PutGroup(ctx, rec, g.Namespace); err != nil {
 		return a.conflict(err)
 	}
 	a.forget(number)
-	if res.Number != 0 {
+	if in > 0 && res.Number != 0 {
 		return a.Forge.CommentPR(ctx, number, fmt.Sprintf("Kustos took `%s` out of this pull request because %s.", describeKey(key), strings.TrimSuffix(why, ".")))
+	}
+	return nil
+}
+
+// landed reads pull request number afresh, after a withdrawal of key's Change from it pushed
+// or closed, and returns lifecycle.ErrMergedBeforeWithdrawal when it was merged with key's
+// Change in it: a pull request of key's own, or a group's whose merged head is not a commit
+// Kustos wrote for the group without key (one Kustos did not write may hold anything). A
+// group's pull request merged after the push that took key out merged the others only.
+func (a *Actuator) landed(ctx context.Context, key lifecycle.Key, g lifecycle.Group, number int) error {
+	a.forget(number)
+	st, err := a.Writer.StatusOf(ctx, key, number)
+	if err != nil {
+		return err
+	}
+	if st.State != lifecycle.ProposalMerged {
+		return nil
+	}
+	merged := fmt.Errorf("%w: pull request #%d", lifecycle.ErrMergedBeforeWithdrawal, number)
+	if g.IsZero() {
+		return merged
+	}
+	withKey, err := a.Writer.OwnCommit(ctx, key, st.HeadSHA)
+	if err != nil {
+		return err
+	}
+	if withKey {
+		return merged
+	}
+	withoutKey, err := a.Writer.OwnCommit(ctx, g.Key, st.HeadSHA)
+	if err != nil {
+		return err
+	}
+	if !withoutKey {
+		return merged
 	}
 	return nil
 }

@@ -44,16 +44,19 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// events records what the pipeline reports, once per id as the real recorder does.
+// events records what the pipeline reports, once per id as the real recorder does, and the
+// notices it sends to owners.
 type events struct {
-	mu  sync.Mutex
-	ids map[string]bool
-	log []string // "reason target: message"
+	mu       sync.Mutex
+	ids      map[string]bool
+	log      []string // "reason target: message"
+	warnings []string // the reasons of Warning Events
+	notices  []lifecycle.Notice
 }
 
 func (e *events) Record(context.Context, lifecycle.Change, time.Time) error { return nil }
 
-func (e *events) Notify(_ context.Context, ref corev1.ObjectReference, _, reason, msg, id string, _ time.Time) error {
+func (e *events) Notify(_ context.Context, ref corev1.ObjectReference, typ, reason, msg, id string, _ time.Time) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ids[id] {
@@ -61,7 +64,36 @@ func (e *events) Notify(_ context.Context, ref corev1.ObjectReference, _, reason
 	}
 	e.ids[id] = true
 	e.log = append(e.log, reason+" "+ref.Namespace+"/"+ref.Name+": "+msg)
+	if typ == corev1.EventTypeWarning {
+		e.warnings = append(e.warnings, reason)
+	}
 	return nil
+}
+
+// Send is the owners' notifier.
+func (e *events) Send(_ context.Context, n lifecycle.Notice) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notices = append(e.notices, n)
+	return nil
+}
+
+func (e *events) warned(reason string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.warnings {
+		if r == reason {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *events) sent() []lifecycle.Notice {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]lifecycle.Notice(nil), e.notices...)
 }
 
 func (e *events) count(reason string) int {
@@ -85,6 +117,7 @@ type world struct {
 	clock  *clock
 	store  *state.Store
 	writer *pr.Writer
+	hook   *hookedWriter
 	act    *Actuator
 	pl     *pipeline.Pipeline
 	ev     *events
@@ -118,14 +151,15 @@ func newWorld(t *testing.T) *world {
 	w.writer = pr.NewWriter(gh, &pr.GitRepo{URL: s.GitURL(owner, repo), Branch: "main",
 		Token: func(context.Context) (string, error) { return s.Token(), nil }},
 		pr.Config{Cluster: "prod", Paths: []string{"clusters/prod/"}, RecheckAfter: time.Second, PendingAfter: time.Second})
-	w.act = &Actuator{Writer: w.writer, Forge: gh, Leases: w.store, Now: w.clock.Now, Log: logr.Discard()}
+	w.hook = &hookedWriter{Writer: w.writer}
+	w.act = &Actuator{Writer: w.hook, Forge: gh, Leases: w.store, Now: w.clock.Now, Log: logr.Discard()}
 	w.pl = w.pipeline(w.act, w.store)
 	return w
 }
 
 func (w *world) pipeline(a *Actuator, store pipeline.Store) *pipeline.Pipeline {
 	return &pipeline.Pipeline{
-		Detector: "expiry", Store: store, Actuator: a, Proposals: a, Reporter: w.ev, Identity: "replica-a",
+		Detector: "expiry", Store: store, Actuator: a, Proposals: a, Reporter: w.ev, Notifier: w.ev, Identity: "replica-a",
 		Vocab:        lifecycle.Vocabulary{Proposed: "ExpiryProposed", Merged: "ExpiryMerged", Declined: "ExpiryDeclined"},
 		PollInterval: time.Minute, Log: logr.Discard(),
 	}
@@ -148,6 +182,7 @@ func (w *world) request(ns, name string, autoMerge bool) lifecycle.Request {
 		Reason: "ExpiryDue", Summary: t.String() + " expired; removing it",
 		OptOut: &lifecycle.OptOut{Declined: "it stays.", Annotation: "kustos.io/expiry-ignore", Value: "true", Keep: "its owner extends it"}}
 	return lifecycle.Request{Key: key, Target: t, Now: w.clock.Now(), AutoMerge: autoMerge, Group: groupOf(ns),
+		HeldNotice: &lifecycle.Notice{To: "owner@example.com", Owner: "owner", Target: t},
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			w.mu.Lock()
 			kept := w.kept[ns+"/"+name]
@@ -227,6 +262,99 @@ func (w *world) onlyPR(ns string, numbers ...int) githubtest.PullRequest {
 		}
 	}
 	return p
+}
+
+// hookedWriter runs before ahead of each ProposeGroup: what happens on GitHub just before a
+// push (a merge), or a push that fails.
+type hookedWriter struct {
+	Writer
+	mu     sync.Mutex
+	before func() error
+}
+
+func (h *hookedWriter) ProposeGroup(ctx context.Context, g lifecycle.Group, members []pr.Member, head string) (pr.GroupResult, error) {
+	h.mu.Lock()
+	before := h.before
+	h.mu.Unlock()
+	if before != nil {
+		if err := before(); err != nil {
+			return pr.GroupResult{}, err
+		}
+	}
+	return h.Writer.ProposeGroup(ctx, g, members, head)
+}
+
+// onNextPropose sets what runs before the next ProposeGroup only.
+func (w *world) onNextPropose(f func() error) {
+	w.hook.mu.Lock()
+	defer w.hook.mu.Unlock()
+	w.hook.before = func() error {
+		w.hook.mu.Lock()
+		w.hook.before = nil
+		w.hook.mu.Unlock()
+		return f()
+	}
+}
+
+// mergeable waits until GitHub says pull request number may be merged and returns its state as
+// the pipeline reads it.
+func (w *world) mergeable(key lifecycle.Key, number int) lifecycle.ProposalState {
+	w.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st, err := w.writer.StatusOf(context.Background(), key, number)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if st.Mergeable != nil && *st.Mergeable && st.MergeableState == "clean" {
+			return st
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("#%d not mergeable: %+v", number, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mergeNow merges pull request number as GitHub's auto-merge (or a human) would, outside Kustos.
+func (w *world) mergeNow(number int) error {
+	st := w.mergeable(lifecycle.Key("test/merge"), number)
+	_, err := w.gh.MergePR(context.Background(), number, st.HeadSHA, true, "", "")
+	return err
+}
+
+// onMain reports whether preview n's manifest is still on the base branch.
+func (w *world) onMain(ns string, n int) bool {
+	_, ok := w.s.FileAt(owner, repo, "main", fmt.Sprintf("clusters/prod/%s/preview-%d.yaml", ns, n))
+	return ok
+}
+
+// mergedFirst checks that preview n, extended while its group's pull request was being merged,
+// is reported as merged, not withdrawn: a Warning, a notice to its owner, the Lease unlocked as
+// after a merge (the cooldown starts at the merge's look, at).
+func (w *world) mergedFirst(ns string, n int, at time.Time) {
+	w.t.Helper()
+	if w.onMain(ns, n) {
+		w.t.Fatalf("preview-%d.yaml is still on main: the merge did not take it", n)
+	}
+	if c := w.ev.warned(pipeline.ReasonMergedBeforeWithdrawal); c != 1 {
+		w.t.Errorf("%d %s Warning Events, want 1", c, pipeline.ReasonMergedBeforeWithdrawal)
+	}
+	if c := w.ev.count(pipeline.ReasonWithdrawn); c != 0 {
+		w.t.Errorf("%d %s Events for a member Git removed", c, pipeline.ReasonWithdrawn)
+	}
+	var notices []lifecycle.Notice
+	for _, no := range w.ev.sent() {
+		if no.Kind == pipeline.NoticeMergedBeforeWithdrawal {
+			notices = append(notices, no)
+		}
+	}
+	if len(notices) != 1 || notices[0].Target.Name != fmt.Sprintf("preview-%d", n) || notices[0].To != "owner@example.com" {
+		w.t.Errorf("notices to the owner: %+v", notices)
+	}
+	if r := w.lease(ns, n); r.Holder != "" || !r.LastModified.Equal(at) || r.ClosedValues != "" {
+		w.t.Errorf("preview-%d's Lease %+v, want unlocked as merged at %s", n, r, at)
+	}
 }
 
 // TestGroupLifeCycle walks a group's proposal through every transition, each row from the state
@@ -364,6 +492,61 @@ func TestGroupLifeCycle(t *testing.T) {
 				}
 			}
 		}})},
+		{"merge lands just before the withdrawal's push: reported as merged, not withdrawn", append(append([]step{}, gathered...), step{"merged, then preview-2 kept", func(w *world) {
+			number := w.prs()[0].Number
+			w.keep("team-a", 2)
+			w.clock.Add(time.Minute)
+			w.onNextPropose(func() error { return w.mergeNow(number) })
+			w.look("team-a", 2)
+			w.mergedFirst("team-a", 2, w.clock.Now())
+			if p := w.prs()[0]; !p.Merged || len(p.Comments) != 0 {
+				w.t.Errorf("#%d merged %v, comments %q", p.Number, p.Merged, p.Comments)
+			}
+			// The group is done with the merged pull request; the others find it merged.
+			if g := w.groupLease("team-a"); g.Holder != "" || len(g.Members) != 0 {
+				w.t.Errorf("group lease after the merge: %+v", g)
+			}
+			w.look("team-a", 1, 3)
+			if c := w.ev.count("ExpiryMerged"); c != 3 {
+				w.t.Errorf("%d ExpiryMerged Events, want 3", c)
+			}
+		}})},
+		{"withdraw racing merge in one process: the withdrawal and the merge take turns", append(append([]step{}, gathered...), step{"preview-1 merges while preview-2 is withdrawn", func(w *world) {
+			w.raceWithdrawMerge(false)
+		}})},
+		{"withdraw racing merge on two replicas: whichever lands first is what is reported", append(append([]step{}, gathered...), step{"preview-1 merges while preview-2 is withdrawn", func(w *world) {
+			w.raceWithdrawMerge(true)
+		}})},
+		{"crash before the withdrawal's push: a member joining meanwhile does not put it back, the retry withdraws it", append(append([]step{}, gathered...), step{"push fails, preview-4 joins, retry", func(w *world) {
+			w.failedWithdrawal(false)
+		}})},
+		{"crash after the withdrawal's push: a member joining meanwhile does not put it back, the retry withdraws it", append(append([]step{}, gathered...), step{"record lost, preview-4 joins, retry", func(w *world) {
+			w.failedWithdrawal(true)
+		}})},
+		{"crash after the withdrawal's push, the others merged before the retry: withdrawn, not merged", append(append([]step{}, gathered...), step{"record lost, merged, retry", func(w *world) {
+			w.keep("team-a", 2)
+			put := &failingPut{Leases: w.store}
+			w.act.Leases = put
+			w.onNextPropose(func() error { put.mu.Lock(); put.fail = 1; put.mu.Unlock(); return nil })
+			if _, err := w.pl.Run(context.Background(), w.request("team-a", "preview-2", false)); err == nil {
+				w.t.Fatal("the failed withdrawal did not surface")
+			}
+			w.act.Leases = w.store
+			if err := w.mergeNow(w.prs()[0].Number); err != nil {
+				w.t.Fatal(err)
+			}
+			w.clock.Add(time.Minute)
+			w.look("team-a", 2)
+			if !w.onMain("team-a", 2) || w.onMain("team-a", 1) {
+				w.t.Fatalf("preview-2.yaml on main %v, preview-1.yaml %v: the merge was not of the head without preview-2", w.onMain("team-a", 2), w.onMain("team-a", 1))
+			}
+			if w.ev.count(pipeline.ReasonWithdrawn) != 1 || w.ev.count(pipeline.ReasonMergedBeforeWithdrawal) != 0 || len(w.ev.sent()) != 0 {
+				w.t.Errorf("events %v, notices %+v", w.ev.log, w.ev.sent())
+			}
+			if r := w.lease("team-a", 2); r.Holder != "" || !r.LastModified.Equal(t0) {
+				w.t.Errorf("preview-2's Lease %+v, want unlocked as withdrawn (its decision time kept)", r)
+			}
+		}})},
 		{"crash between the push and the Lease: the replay finds the pull request", []step{
 			gathered[0],
 			{"the window ends and the first proposer crashes after the push", func(w *world) {
@@ -425,6 +608,169 @@ func TestGroupLifeCycle(t *testing.T) {
 				if t.Failed() {
 					t.Fatalf("after %q; events:\n%s", s.name, strings.Join(w.ev.log, "\n"))
 				}
+			}
+		})
+	}
+}
+
+// raceWithdrawMerge merges the group's pull request for preview-1 while preview-2, extended, is
+// being taken out of it: the merge is asked for just as the withdrawal is about to push. In one
+// process the two take turns (the merge, pinned to the head it read, then finds a new head); on
+// two replicas the merge lands first and the withdrawal must say so.
+func (w *world) raceWithdrawMerge(replicas bool) {
+	number := w.prs()[0].Number
+	key1 := lifecycle.KeyFor("expiry", target("team-a", "preview-1"))
+	st := w.mergeable(key1, number)
+	withdrawer := w.pl
+	if replicas {
+		hook := &hookedWriter{Writer: w.writer}
+		other := &Actuator{Writer: hook, Forge: w.gh, Leases: w.store, Now: w.clock.Now, Log: logr.Discard()}
+		withdrawer = w.pipeline(other, &state.Store{Reader: k8s, Writer: k8s, Namespace: w.store.Namespace, Identity: "replica-b"})
+		withdrawer.Identity = "replica-b"
+		w.hook = hook
+	}
+	started, merged := make(chan struct{}), make(chan struct{})
+	w.onNextPropose(func() error {
+		close(started)
+		select {
+		case <-merged:
+		case <-time.After(2 * time.Second): // the merge waits for this withdrawal
+		}
+		return nil
+	})
+	var mergeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-started
+		_, _, mergeErr = w.act.Merge(context.Background(), key1, st)
+		close(merged)
+	}()
+	w.keep("team-a", 2)
+	w.clock.Add(time.Minute)
+	w.lookWith(withdrawer, false, "team-a", 2)
+	<-done
+	if mergeErr != nil {
+		w.t.Fatalf("merge: %v", mergeErr)
+	}
+	if replicas {
+		w.mergedFirst("team-a", 2, w.clock.Now())
+		return
+	}
+	// One process: the withdrawal went first; the merge found the head moved and merged nothing.
+	p := w.onlyPR("team-a", 1, 3)
+	if p.Merged || p.State != "open" || !w.onMain("team-a", 2) {
+		w.t.Errorf("#%d merged %v state %s, preview-2.yaml on main %v", p.Number, p.Merged, p.State, w.onMain("team-a", 2))
+	}
+	if c := w.ev.count(pipeline.ReasonWithdrawn); c != 1 {
+		w.t.Errorf("%d ProposalWithdrawn Events, want 1", c)
+	}
+	if c := w.ev.count(pipeline.ReasonMergedBeforeWithdrawal); c != 0 {
+		w.t.Errorf("%d MergedBeforeWithdrawal Events for a withdrawal that went first", c)
+	}
+}
+
+// failedWithdrawal takes preview-2 out of the group's pull request with a ProposeGroup that
+// fails, before its push or after it (the record of the push lost); preview-4 then joins, and
+// the withdrawal is tried again.
+func (w *world) failedWithdrawal(afterPush bool) {
+	w.keep("team-a", 2)
+	put := &failingPut{Leases: w.store}
+	w.act.Leases = put
+	w.onNextPropose(func() error {
+		if !afterPush {
+			return errors.New("simulated crash before the push")
+		}
+		// The push happens; the group's Lease does not learn of it.
+		put.mu.Lock()
+		put.fail = 1
+		put.mu.Unlock()
+		return nil
+	})
+	if _, err := w.pl.Run(context.Background(), w.request("team-a", "preview-2", false)); err == nil {
+		w.t.Fatal("the failed withdrawal did not surface")
+	}
+	w.act.Leases = w.store
+	if r := w.lease("team-a", 2); r.Holder == "" {
+		w.t.Fatalf("preview-2 unlocked by a withdrawal that failed: %+v", r)
+	}
+	if m, ok := w.groupLease("team-a").Members[lifecycle.KeyFor("expiry", target("team-a", "preview-2"))]; !ok || !m.Leaving {
+		w.t.Errorf("preview-2 in the group record: %v %+v, want it kept as leaving (the pull request may still hold it; it must not be proposed again)", ok, m)
+	}
+	// A member joining meanwhile must not put preview-2 back into the pull request.
+	w.look("team-a", 4)
+	w.onlyPR("team-a", 1, 3, 4)
+	// The retry withdraws it.
+	w.clock.Add(time.Minute)
+	w.look("team-a", 2)
+	p := w.onlyPR("team-a", 1, 3, 4)
+	if r := w.lease("team-a", 2); r.Holder != "" || r.ClosedValues != "" {
+		w.t.Errorf("preview-2 after the retry: %+v", r)
+	}
+	if c := w.ev.count(pipeline.ReasonWithdrawn); c != 1 {
+		w.t.Errorf("%d ProposalWithdrawn Events, want 1", c)
+	}
+	if g := w.groupLease("team-a"); len(g.Members) != 3 || g.Head != p.HeadSHA {
+		w.t.Errorf("group lease after the retry: members %v, head %s (pull request's %s)", g.Keys(), g.Head, p.HeadSHA)
+	}
+}
+
+// failingPut fails the next fail writes of a group's Lease (a crash before the write).
+type failingPut struct {
+	Leases
+	mu   sync.Mutex
+	fail int
+}
+
+func (f *failingPut) PutGroup(ctx context.Context, g state.GroupRecord, namespace string) (state.GroupRecord, error) {
+	f.mu.Lock()
+	fail := f.fail > 0
+	if fail {
+		f.fail--
+	}
+	f.mu.Unlock()
+	if fail {
+		return g, errors.New("simulated crash before the group's Lease is written")
+	}
+	return f.Leases.PutGroup(ctx, g, namespace)
+}
+
+// TestWithdrawOwnPullRequest: a target's own pull request is closed by a withdrawal, and one
+// merged just before the close is reported as merged (lifecycle.ErrMergedBeforeWithdrawal),
+// never as withdrawn.
+func TestWithdrawOwnPullRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		mergedFirst bool
+	}{
+		{"open: closed with a comment", false},
+		{"merged just before the close: reported as merged", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.t = t
+			// The request's Change, proposed with the zero Group: a pull request of its own.
+			c := w.request("team-a", "preview-1", false).Decide(lifecycle.View{}).Change
+			out, err := w.act.Apply(context.Background(), *c, t0, lifecycle.ProposeOptions{})
+			if err != nil || out.Proposal == nil || out.Proposal.Number == 0 {
+				t.Fatalf("propose: %+v, %v", out, err)
+			}
+			n := out.Proposal.Number
+			if tc.mergedFirst {
+				if err := w.mergeNow(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = w.act.Withdraw(context.Background(), c.Key, n, "its owner extended it", lifecycle.Group{})
+			p, _ := w.s.PR(owner, repo, n)
+			if tc.mergedFirst {
+				if !errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) || !p.Merged || len(p.Comments) != 0 {
+					t.Errorf("Withdraw: %v; #%d merged %v, comments %q", err, n, p.Merged, p.Comments)
+				}
+				return
+			}
+			if err != nil || p.State != "closed" || p.Merged || len(p.Comments) != 1 {
+				t.Errorf("Withdraw: %v; #%d %s merged %v, comments %q", err, n, p.State, p.Merged, p.Comments)
 			}
 		})
 	}

@@ -94,3 +94,36 @@ func (w *Writer) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (
 	w.mu.Unlock()
 	return own, nil
 }
+
+// CommitGroup returns the group Key of the commit sha when Kustos wrote it for a group: its
+// Kustos-Key trailer names a group, and IsOwnCommit holds for that group. ok is false for any
+// other commit (a target's own, a human's). Read from GitHub once per commit.
+func (w *Writer) CommitGroup(ctx context.Context, sha string) (key lifecycle.Key, ok bool, err error) {
+	if sha == "" {
+		return "", false, nil
+	}
+	id := "\x00group\x00" + sha
+	w.mu.Lock()
+	if w.own == nil {
+		w.own = lru.New(ownCommitsCacheSize)
+	}
+	v, cached := w.own.Get(id)
+	w.mu.Unlock()
+	if cached {
+		k := v.(lifecycle.Key)
+		return k, k != "", nil
+	}
+	cm, err := w.gh.GetCommit(ctx, sha)
+	if err != nil {
+		return "", false, fmt.Errorf("pr: read commit %s: %w", sha, err)
+	}
+	if keys := trailerValues(cm.GetMessage(), TrailerKey); len(keys) == 1 {
+		if k := lifecycle.Key(keys[0]); k.IsGroup() && IsOwnCommit(cm, k) {
+			key = k
+		}
+	}
+	w.mu.Lock()
+	w.own.Add(id, key)
+	w.mu.Unlock()
+	return key, key != "", nil
+}
