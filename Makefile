@@ -20,6 +20,7 @@ FUZZ_TARGETS := \
   ./internal/detect/inactivity:FuzzParsePolicy \
   ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
+  ./internal/actuate/helmrelease:FuzzUninstallPlan \
   ./internal/egress:FuzzParsePolicy \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
