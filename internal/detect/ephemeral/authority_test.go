@@ -2,6 +2,7 @@ package ephemeral
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -15,24 +16,27 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
-type fakeTouches struct{ deletes, creates []lifecycle.Target }
+// fakeTouches answers Touches for the release "web" with requests, and refuses "elsewhere".
+type fakeTouches struct{ requests []authorship.Attributes }
 
-func (f fakeTouches) Touches(context.Context, string, string) ([]lifecycle.Target, []lifecycle.Target, bool, error) {
-	return f.deletes, f.creates, true, nil
+func (f fakeTouches) Touches(_ context.Context, _, release string) ([]authorship.Attributes, bool, error) {
+	if release == "elsewhere" {
+		return nil, false, fmt.Errorf("helm release reaches outside: %w", lifecycle.ErrOutsideNamespace)
+	}
+	return f.requests, release == "web", nil
 }
 
 // TestRequestsOf: the requests a Cleaner's author is asked about, one per object its cleanup
-// touches, with the resource the RESTMapper names and no namespace for cluster-scoped kinds.
+// touches, with the resource the RESTMapper names; a release's are its uninstall's own (Touches,
+// taken as they are), none for a release without history or one the uninstall refuses (releases
+// reports that one).
 func TestRequestsOf(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	job := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-	role := schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
-	for _, gvk := range []schema.GroupVersionKind{secret, cm, job} {
+	for _, gvk := range []schema.GroupVersionKind{secret, cm} {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
-	mapper.Add(role, meta.RESTScopeRoot)
 	mapping := func(gvk schema.GroupVersionKind) *meta.RESTMapping {
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -51,17 +55,14 @@ func TestRequestsOf(t *testing.T) {
 		}
 		return u
 	}
-	r := &Reconciler{Mapper: mapper, ReleaseTouches: fakeTouches{
-		deletes: []lifecycle.Target{
-			{Version: "v1", Kind: "Secret", Namespace: "team-a", Name: "sh.helm.release.v1.web.v1"},
-			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Namespace: "team-a", Name: "web-admin"},
-			{Group: "example.com", Version: "v1", Kind: "Gone", Namespace: "team-a", Name: "x"}, // not served: skipped
-			{Group: "batch", Version: "v1", Kind: "Job", Namespace: "team-a", Name: "web-cleanup"},
-		},
-		creates: []lifecycle.Target{{Group: "batch", Version: "v1", Kind: "Job", Namespace: "team-a", Name: "web-cleanup"}},
-	}}
+	release := []authorship.Attributes{
+		{Verb: "create", Group: "batch", Version: "v1", Resource: "jobs", Namespace: "team-a"},
+		{Verb: "delete", Version: "v1", Resource: "secrets", Namespace: "team-a", Name: "sh.helm.release.v1.web.v1"},
+	}
+	r := &Reconciler{Mapper: mapper, ReleaseTouches: fakeTouches{requests: release}}
 	cl := &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "preview"}}
-	spec := &Spec{Releases: []v1alpha1.HelmRelease{{Name: "web", Delete: true}, {Name: "kept"}}}
+	// "gone" has no history; "elsewhere" is refused by releases, not asked about.
+	spec := &Spec{Releases: []v1alpha1.HelmRelease{{Name: "web", Delete: true}, {Name: "kept"}, {Name: "gone", Delete: true}, {Name: "elsewhere", Delete: true}}}
 	targets := []resolvedTarget{
 		{Target: Target{Name: "db", Delete: true}, mapping: mapping(secret), objects: []*unstructured.Unstructured{object(secret, "db", false)}},
 		{Target: Target{Name: "read", Delete: false}, mapping: mapping(cm), objects: []*unstructured.Unstructured{object(cm, "settings", false)}},
@@ -75,10 +76,7 @@ func TestRequestsOf(t *testing.T) {
 	want := []authorship.Attributes{
 		{Verb: "delete", Version: "v1", Resource: "secrets", Namespace: "team-a", Name: "db"},
 		{Verb: "delete", Version: "v1", Resource: "configmaps", Namespace: "team-a", Name: "a"},
-		{Verb: "create", Group: "batch", Version: "v1", Resource: "jobs", Namespace: "team-a", Name: "web-cleanup"},
-		{Verb: "delete", Version: "v1", Resource: "secrets", Namespace: "team-a", Name: "sh.helm.release.v1.web.v1"},
-		{Verb: "delete", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Name: "web-admin"},
-		{Verb: "delete", Group: "batch", Version: "v1", Resource: "jobs", Namespace: "team-a", Name: "web-cleanup"},
+		release[0], release[1],
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("requests\n%+v\nwant\n%+v", got, want)
