@@ -4,7 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,5 +86,59 @@ func TestRequestsOf(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("requests\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// installedRelease is a release that is installed and stays in its namespace.
+type installedRelease struct{}
+
+func (installedRelease) Installed(context.Context, string, string) (string, bool, error) {
+	return "2026-01-01T00:00:00Z", true, nil
+}
+func (installedRelease) Check(context.Context, string, string) error { return nil }
+
+// denyingPipeline decides the Request it is given and answers as the helm release actuator
+// does for a release rewritten since authorize: its author may not uninstall it.
+type denyingPipeline struct{ got []lifecycle.Change }
+
+func (p *denyingPipeline) Run(_ context.Context, req lifecycle.Request) (lifecycle.Result, error) {
+	d := req.Decide(lifecycle.View{})
+	if d.Change == nil {
+		return lifecycle.Result{}, nil
+	}
+	p.got = append(p.got, *d.Change)
+	return lifecycle.Result{}, fmt.Errorf("carrying out the change: %w",
+		lifecycle.NewError(`helm release team-a/web (revision 2): its uninstall would delete secrets "victim" in team-a, which "alice" may not do`, lifecycle.ErrAuthorDenied))
+}
+
+type events struct{ reasons, messages []string }
+
+func (e *events) Notify(_ context.Context, _ corev1.ObjectReference, _, reason, message, _ string, _ time.Time) error {
+	e.reasons, e.messages = append(e.reasons, reason), append(e.messages, message)
+	return nil
+}
+
+// TestReleaseDeniedInTheUninstall: the release's removal is handed over on its author's behalf,
+// and the actuator's refusal on the revision it read to act on is a MissingPermission Warning
+// and condition, the cleanup failed.
+func TestReleaseDeniedInTheUninstall(t *testing.T) {
+	p, ev := &denyingPipeline{}, &events{}
+	r := &Reconciler{Releases: installedRelease{}, Pipeline: p, Reporter: ev, Log: logr.Discard(), specs: map[types.NamespacedName]compiled{}}
+	cl := &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "preview"}, Spec: v1alpha1.CleanerSpec{TTL: "1h"}}
+	spec := &Spec{Releases: []v1alpha1.HelmRelease{{Name: "web", Delete: true}}}
+	alice := &lifecycle.Principal{User: "alice", Groups: []string{"team-a"}}
+	var out outcome
+	if _, err := r.releases(context.Background(), cl, spec, nil, alice, time.Now(), false, &out, &progress{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.got) != 1 || !reflect.DeepEqual(p.got[0].OnBehalfOf, alice) {
+		t.Fatalf("handed over %+v, want the removal on alice's behalf", p.got)
+	}
+	if !out.failed || len(out.reports) != 1 || out.reports[0].Reason != ReasonMissingPermission ||
+		!strings.Contains(out.reports[0].Message, `delete secrets "victim"`) {
+		t.Errorf("outcome failed=%v reports %+v, want MissingPermission naming the request", out.failed, out.reports)
+	}
+	if len(ev.reasons) != 1 || ev.reasons[0] != ReasonMissingPermission {
+		t.Errorf("events %v %v, want one MissingPermission Warning", ev.reasons, ev.messages)
 	}
 }
