@@ -93,7 +93,7 @@ func newSecrets(t *testing.T, ns string) {
 
 // secretsUntouched fails t unless Secrets victim and victim2 are as newSecrets made them and no
 // hook of the release ran.
-func secretsUntouched(t *testing.T, ns, release string) {
+func secretsUntouched(t *testing.T, ns, name string) {
 	t.Helper()
 	for _, name := range []string{"victim", "victim2"} {
 		var s corev1.Secret
@@ -105,7 +105,7 @@ func secretsUntouched(t *testing.T, ns, release string) {
 			t.Errorf("Secret %s was replaced: %v", name, s.Data)
 		}
 	}
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + "-pre-delete"}, &corev1.ConfigMap{})
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-pre-delete"}, &corev1.ConfigMap{})
 	if err == nil {
 		t.Error("a pre-delete hook ran")
 	}

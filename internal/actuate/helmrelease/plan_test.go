@@ -45,7 +45,7 @@ const listWithItems = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: harml
 // build every document of it.
 const twoDocumentHook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: h\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: victim2\n"
 
-func deleteHook(name string, manifest string, events ...hrelease.HookEvent) *hrelease.Hook {
+func deleteHook(name, manifest string, events ...hrelease.HookEvent) *hrelease.Hook {
 	return &hrelease.Hook{Name: name, Kind: "Job", Path: "templates/" + name + ".yaml", Manifest: manifest, Events: events}
 }
 

@@ -95,7 +95,7 @@ func (u *Uninstaller) UninstallFor(ctx context.Context, namespace, release strin
 	if on != nil && on.Access == nil {
 		return false, fmt.Errorf("helmrelease: uninstalling release %s/%s for %s: nothing to ask what the author may do", namespace, release, on.Author)
 	}
-	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) { //nolint:contextcheck // s.kube carries run's ctx (the call's, with Timeout)
+	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) {
 		s.on = on
 		s.guard()
 		return u.uninstall(s)
