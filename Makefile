@@ -20,7 +20,8 @@ FUZZ_TARGETS := \
   ./internal/detect/inactivity:FuzzParsePolicy \
   ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
-  ./internal/egress:FuzzParsePolicy,FuzzEmbeddedIPv4 \
+  ./internal/actuate/helmrelease:FuzzUninstallPlan \
+  ./internal/egress:FuzzParsePolicy,FuzzEmbeddedIPv4,FuzzAllowsMailDomain \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
   ./internal/doccheck:FuzzLinks \

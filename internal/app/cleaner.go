@@ -173,9 +173,18 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
 	// and the rest goes on to the mode's actuator (proposed, or deleted directly).
+	// A release is uninstalled on its Cleaner's author's behalf: the actuator asks the author's
+	// reviews again on the revision it acts on.
+	var authorAccess *authorship.Reviewer
+	if signer != nil {
+		authorAccess = &authorship.Reviewer{Client: live, Now: o.Now}
+	}
 	if o.Mode != ModeObserve {
-		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
-			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
+		releases := helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
+		if authorAccess != nil {
+			releases.Access = authorAccess
+		}
+		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r, Next: releases}
 		// A backup before a release or namespace is removed (--backup).
 		var err error
 		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
@@ -184,7 +193,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	}
 	if signer != nil {
 		r.Authors = authorship.Cleaners{Signer: signer}
-		r.AuthorAccess = &authorship.Reviewer{Client: live, Now: o.Now}
+		r.AuthorAccess = authorAccess
 	} else if o.Mode != ModeObserve {
 		o.Log.Info("no --cleaner-author-key-file: no Cleaner's author can be verified, so Cleaners delete nothing")
 	}

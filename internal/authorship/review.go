@@ -34,6 +34,9 @@ func (a Attributes) String() string {
 	if a.Namespace == "" {
 		where = " (cluster-scoped)"
 	}
+	if a.Name == "" { // a create, or any object of the kind
+		return fmt.Sprintf("%s %s%s", a.Verb, res, where)
+	}
 	return fmt.Sprintf("%s %s %q%s", a.Verb, res, a.Name, where)
 }
 

@@ -96,6 +96,20 @@ type Change struct {
 	// Blocking: the target keeps work from running (a quota whose exhaustion failed pod
 	// creations); its proposal goes first when proposals wait for room (UrgencyOf).
 	Blocking bool `json:"blocking,omitempty"`
+	// OnBehalfOf, when set, is whose rights carrying the Change out must stay within (a
+	// Cleaner's verified author): an actuator that acts with Kustos's own rights asks, on what
+	// it reads to act on, whether this principal may make each request it makes, and refuses
+	// the Change otherwise (ErrAuthorDenied). It travels with the Change because a pending
+	// Change is recorded and replayed.
+	OnBehalfOf *Principal `json:"onBehalfOf,omitempty"`
+}
+
+// Principal is a Kubernetes user as a SubjectAccessReview names one.
+type Principal struct {
+	User   string              `json:"user"`
+	UID    string              `json:"uid,omitempty"`
+	Groups []string            `json:"groups,omitempty"`
+	Extra  map[string][]string `json:"extra,omitempty"`
 }
 
 // PathString renders a field path as a dotted path; segments with dots or brackets are bracketed

@@ -44,6 +44,9 @@ var (
 	// to delete from the cluster (--allow-delete). Deletion is an explicit opt-in per detector
 	// and kind; a pull request removing the manifest from Git needs none.
 	ErrDeleteNotAllowed = errors.New("deletion not allowed")
+	// ErrAuthorDenied: the principal a Change acts for (Change.OnBehalfOf) may not make one of
+	// the requests carrying it out makes; Kustos does not lend its own rights, so nothing is done.
+	ErrAuthorDenied = errors.New("not allowed to the change's author")
 )
 
 // NewError returns a new sentinel error that reads msg and that errors.Is also matches against

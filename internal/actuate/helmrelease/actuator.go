@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -14,9 +15,9 @@ type Applier interface {
 	Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error)
 }
 
-// Remover uninstalls a release (*Uninstaller).
+// Remover uninstalls a release (*Uninstaller), on someone's behalf when on is not nil.
 type Remover interface {
-	Uninstall(ctx context.Context, namespace, release string) (removed bool, err error)
+	UninstallFor(ctx context.Context, namespace, release string, on *OnBehalf) (removed bool, err error)
 }
 
 var (
@@ -35,8 +36,15 @@ var (
 // refused with an error matching lifecycle.ErrOutsideNamespace (naming the objects), any other
 // Edit than a Delete with lifecycle.ErrInvalidChange, and helm's failures as they are (the
 // pipeline keeps the decision pending and tries again).
+//
+// A Change made on someone's behalf (Change.OnBehalfOf: a Cleaner's author) is uninstalled only
+// when Access says they may make every request of the uninstall, asked on the revision helm
+// reads to act on (Uninstaller.UninstallFor); otherwise it is refused with an error matching
+// lifecycle.ErrAuthorDenied, before any hook runs. Without Access such a Change is refused
+// (lifecycle.ErrInvalidChange): Kustos's rights are never lent for want of someone to ask.
 type Actuator struct {
 	Releases Remover
+	Access   Authoriser
 	Next     Applier
 }
 
@@ -54,7 +62,14 @@ func (a Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.
 	if c.Target.Namespace == "" {
 		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s has no namespace", lifecycle.ErrInvalidChange, c.Target)
 	}
-	if _, err := a.Releases.Uninstall(ctx, c.Target.Namespace, c.Target.Name); err != nil {
+	var on *OnBehalf
+	if p := c.OnBehalfOf; p != nil {
+		if a.Access == nil {
+			return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s is to be uninstalled for %q, and this actuator cannot ask what they may do", lifecycle.ErrInvalidChange, c.Target, p.User)
+		}
+		on = &OnBehalf{Author: authorship.Author{Username: p.User, UID: p.UID, Groups: p.Groups, Extra: p.Extra}, Access: a.Access}
+	}
+	if _, err := a.Releases.UninstallFor(ctx, c.Target.Namespace, c.Target.Name, on); err != nil {
 		return lifecycle.Outcome{}, err
 	}
 	return lifecycle.Outcome{Applied: true}, nil

@@ -40,6 +40,7 @@ func TestActuator(t *testing.T) {
 		errText   string
 		passed    bool
 		installed bool // release "web" is still there afterwards
+		access    Authoriser
 	}{
 		{name: "release removed", setup: func(t *testing.T, ns string) lifecycle.Change {
 			install(t, ns, "web", hookedChart(), nil)
@@ -57,6 +58,18 @@ func TestActuator(t *testing.T) {
 			install(t, ns, "web", hookedChart(), nil)
 			return removal(lifecycle.ReleaseTarget(ns, "web"), lifecycle.EditScaleToZero)
 		}, wantErr: lifecycle.ErrInvalidChange, errText: "only an uninstall", installed: true},
+		{name: "release for an author who may not uninstall it", setup: func(t *testing.T, ns string) lifecycle.Change {
+			install(t, ns, "web", hookedChart(), nil)
+			c := removal(lifecycle.ReleaseTarget(ns, "web"), lifecycle.EditDelete)
+			c.OnBehalfOf = &lifecycle.Principal{User: "alice"}
+			return c
+		}, access: &fakeAccess{}, wantErr: lifecycle.ErrAuthorDenied, errText: `which "alice" may not do`, installed: true},
+		{name: "release for an author, and nothing to ask", setup: func(t *testing.T, ns string) lifecycle.Change {
+			install(t, ns, "web", hookedChart(), nil)
+			c := removal(lifecycle.ReleaseTarget(ns, "web"), lifecycle.EditDelete)
+			c.OnBehalfOf = &lifecycle.Principal{User: "alice"}
+			return c
+		}, wantErr: lifecycle.ErrInvalidChange, errText: "cannot ask", installed: true},
 		{name: "another kind passed on", setup: func(t *testing.T, ns string) lifecycle.Change {
 			install(t, ns, "web", hookedChart(), nil)
 			return removal(lifecycle.Target{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "web"}, lifecycle.EditDelete)
@@ -66,7 +79,7 @@ func TestActuator(t *testing.T) {
 			ns := newNamespace(t)
 			c := tc.setup(t, ns)
 			n := &next{}
-			a := Actuator{Releases: newUninstaller(t), Next: n}
+			a := Actuator{Releases: newUninstaller(t), Access: tc.access, Next: n}
 			out, err := a.Apply(ctx, c, time.Now(), lifecycle.ProposeOptions{})
 			switch {
 			case tc.wantErr == nil && err != nil:

@@ -29,5 +29,9 @@
 // And one refusal helm does not make: a release is a Secret its namespace's tenant may write,
 // and helm deletes and creates whatever namespaces its manifest and hooks name. Uninstall acts
 // only on a release whose every object stays in its namespace (package scope), checked on the
-// very revision it reads to act on; Check tells a detector the same in advance.
+// very revision it reads to act on; Check tells a detector the same in advance. And a second
+// one: an uninstall on someone's behalf (a Cleaner's author) asks whether they may make every
+// request it makes, in that same read (UninstallFor). What those requests are is one plan
+// (touches.go: planOf), decoded by the functions the uninstall's steps decode with; Touches
+// lists it for a detector to ask in advance, and FuzzUninstallPlan holds the steps to it.
 package helmrelease

@@ -38,7 +38,18 @@ type kubeClient struct {
 	log       func(format string, v ...any)
 }
 
-var _ scope.Builder = (*kubeClient)(nil)
+// kube is what the uninstall's steps (uninstall.go) ask of the cluster: kubeClient, and a
+// recorder in the test that holds them to their plan.
+type kube interface {
+	scope.Builder
+	IsReachable() error
+	Create(objs []scope.Object) error
+	Delete(objs []scope.Object) []error
+	WaitForDelete(objs []scope.Object, timeout time.Duration) error
+	WatchUntilReady(objs []scope.Object, timeout time.Duration) error
+}
+
+var _ kube = (*kubeClient)(nil)
 
 // hookPollInterval is how often WaitForDelete looks again, helm's own interval.
 const hookPollInterval = 2 * time.Second

@@ -2,6 +2,7 @@ package helmrelease
 
 import (
 	"context"
+	"flag"
 	"os"
 	"testing"
 	"time"
@@ -21,9 +22,24 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if fuzzing() {
+		// FuzzUninstallPlan needs no cluster, and every fuzz worker would start one of its own.
+		os.Exit(m.Run())
+	}
 	os.Exit(testenv.Main(m, "helmrelease", 2*time.Minute, testenv.Options{}, func(_ context.Context, env *testenv.Env) (err error) {
 		restConfig = env.Config
 		k8s, err = kubernetes.NewForConfig(env.Config)
 		return err
 	}))
+}
+
+// fuzzing: this process runs a fuzz target (`go test -fuzz`, or one of its workers).
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }

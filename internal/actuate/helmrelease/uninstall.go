@@ -1,7 +1,6 @@
 package helmrelease
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	hrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	helmtime "helm.sh/helm/v3/pkg/time"
-
-	"github.com/kustos-dev/kustos/internal/actuate/helmrelease/scope"
 )
 
 // resourcePolicyAnnotation is helm's helm.sh/resource-policy (helm's kube.ResourcePolicyAnno).
@@ -32,7 +29,7 @@ const resourcePolicyAnnotation = "helm.sh/resource-policy"
 func (s *session) uninstallRelease(history []*hrelease.Release, timeout time.Duration) (*hrelease.Release, error) {
 	releaseutil.SortByRevision(history)
 	rel := history[len(history)-1]
-	if rel.Info.Status == hrelease.StatusUninstalled {
+	if uninstalled(rel) {
 		if err := s.purge(history); err != nil {
 			return nil, fmt.Errorf("uninstall: Failed to purge the release: %w", err)
 		}
@@ -40,6 +37,9 @@ func (s *session) uninstallRelease(history []*hrelease.Release, timeout time.Dur
 	}
 
 	s.log("uninstall: Deleting %s", rel.Name)
+	if rel.Info == nil {
+		rel.Info = &hrelease.Info{} // a record written without one; helm's would panic
+	}
 	rel.Info.Status = hrelease.StatusUninstalling
 	rel.Info.Deleted = helmtime.Now()
 	rel.Info.Description = "Deletion in progress (or silently failed)"
@@ -82,23 +82,11 @@ func (s *session) purge(history []*hrelease.Release) error {
 }
 
 // deleteRelease deletes the objects of rel's manifest in helm's uninstall order, but those
-// annotated helm.sh/resource-policy: keep.
+// annotated helm.sh/resource-policy: keep (manifestObjects, which the plan reads too).
 func (s *session) deleteRelease(rel *hrelease.Release) []error {
-	manifests := releaseutil.SplitManifests(rel.Manifest)
-	_, files, err := releaseutil.SortManifests(manifests, nil, releaseutil.UninstallOrder)
+	resources, err := manifestObjects(s.kube, rel)
 	if err != nil {
-		return []error{fmt.Errorf("corrupted release record. You must manually delete the resources: %w", err)}
-	}
-	// Each document on its own, as scope.Check decoded it (helm decodes them joined into one
-	// stream; a JSON document reads differently there, and what is acted on must be what was
-	// checked).
-	var resources []scope.Object
-	for _, f := range toDelete(files) {
-		objs, err := s.kube.Build(strings.NewReader(f.Content))
-		if err != nil {
-			return []error{fmt.Errorf("unable to build kubernetes objects for delete: %w", err)}
-		}
-		resources = append(resources, objs...)
+		return []error{err}
 	}
 	return s.kube.Delete(resources)
 }
@@ -127,7 +115,7 @@ func toDelete(files []releaseutil.Manifest) []releaseutil.Manifest {
 // hook-succeeded or hook-failed policies.
 func (s *session) execHooks(rel *hrelease.Release, event hrelease.HookEvent, timeout time.Duration) error {
 	var hooks []*hrelease.Hook
-	for _, h := range rel.Hooks {
+	for _, h := range deleteHooks(rel) { // the hooks the plan reads; helm's would panic on a null one
 		if slices.Contains(h.Events, event) {
 			hooks = append(hooks, h)
 		}
@@ -147,7 +135,7 @@ func (s *session) execHooks(rel *hrelease.Release, event hrelease.HookEvent, tim
 		if err := s.deleteHookByPolicy(h, hrelease.HookBeforeHookCreation, timeout); err != nil {
 			return err
 		}
-		resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest))
+		resources, err := hookObjects(s.kube, h)
 		if err != nil {
 			return fmt.Errorf("unable to build kubernetes object for %s hook %s: %w", event, h.Path, err)
 		}
@@ -191,7 +179,7 @@ func (s *session) deleteHookByPolicy(h *hrelease.Hook, policy hrelease.HookDelet
 	if h.Kind == "CustomResourceDefinition" || !slices.Contains(h.DeletePolicies, policy) {
 		return nil
 	}
-	resources, err := s.kube.Build(bytes.NewBufferString(h.Manifest))
+	resources, err := hookObjects(s.kube, h)
 	if err != nil {
 		return fmt.Errorf("unable to build kubernetes object for deleting hook %s: %w", h.Path, err)
 	}

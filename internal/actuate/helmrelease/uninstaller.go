@@ -82,7 +82,21 @@ func (u *Uninstaller) Exists(ctx context.Context, namespace, release string) (bo
 // When ctx ends first, Uninstall returns at once. Helm may still be running in the background
 // then, but every request it makes fails, so it changes nothing more.
 func (u *Uninstaller) Uninstall(ctx context.Context, namespace, release string) (removed bool, err error) {
-	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) { //nolint:contextcheck // s.kube carries run's ctx (the call's, with Timeout)
+	return u.UninstallFor(ctx, namespace, release, nil)
+}
+
+// UninstallFor is Uninstall on on's behalf (nil: Kustos's own, as Uninstall): in the same guarded
+// read that checks the revision it acts on, every request the uninstall of that revision makes
+// (the plan Touches lists) is asked of on.Access for on.Author, and the first one refused
+// refuses the release with a *DeniedError (matching lifecycle.ErrAuthorDenied) before any hook
+// runs or anything is deleted. A tenant who rewrites the release after a caller asked Touches
+// gains nothing: the revision the uninstall acts on is the one asked about.
+func (u *Uninstaller) UninstallFor(ctx context.Context, namespace, release string, on *OnBehalf) (removed bool, err error) {
+	if on != nil && on.Access == nil {
+		return false, fmt.Errorf("helmrelease: uninstalling release %s/%s for %s: nothing to ask what the author may do", namespace, release, on.Author)
+	}
+	removed, err = run(ctx, u, namespace, release, func(s *session) (bool, error) {
+		s.on = on
 		s.guard()
 		return u.uninstall(s)
 	})
@@ -116,7 +130,7 @@ func (u *Uninstaller) uninstall(s *session) (bool, error) {
 	}
 	releaseutil.SortByRevision(history)
 	// Removed unless only the history of an uninstall that kept it was left (purged now).
-	removed := history[len(history)-1].Info.Status != hrelease.StatusUninstalled
+	removed := !uninstalled(history[len(history)-1])
 	if rel, err := s.uninstallRelease(history, u.timeout()*9/10); err != nil {
 		return false, describeFailure(rel, err)
 	}
@@ -143,11 +157,16 @@ func (u *Uninstaller) Check(ctx context.Context, namespace, release string) erro
 	return nil
 }
 
-// refusal is the *scope.Error in err's tree, whatever helm wrapped it in; nil if there is none.
+// refusal is the *scope.Error or *DeniedError in err's tree, whatever helm wrapped it in; nil if
+// there is none.
 func refusal(err error) error {
 	var refused *scope.Error
 	if errors.As(err, &refused) {
 		return refused
+	}
+	var denied *DeniedError
+	if errors.As(err, &denied) {
+		return denied
 	}
 	return nil
 }
@@ -226,37 +245,64 @@ func (u *Uninstaller) Installed(ctx context.Context, namespace, release string) 
 // session is one call's clients, for one release: kubeClient (what helm's kube client does:
 // build, create, watch and delete objects) and helm's release storage, Secrets in namespace.
 type session struct {
-	kube      *kubeClient
+	// ctx is the call's (run's): every request the session makes ends with it.
+	ctx       context.Context
+	kube      kube
 	releases  *storage.Storage
 	getter    *restClientGetter
 	namespace string
 	release   string
 	log       func(format string, v ...any)
+	// on is whose rights the guarded reads check the uninstall against (nil: none).
+	on *OnBehalf
 }
 
-// guard makes helm's reads of the release's history check its latest revision (scope.Check)
-// before they return it: what helm then acts on is what was checked, read in the same request.
+// guard makes helm's reads of the release's history check its latest revision (check) before
+// they return it: what helm then acts on is what was checked, read in the same request.
 func (s *session) guard() {
 	s.releases.Driver = &checkedDriver{Driver: s.releases.Driver, check: s.check}
 }
 
-// check refuses rel unless uninstalling it stays in the session's namespace. A revision already
-// uninstalled (history kept) is not checked: helm only purges its records then.
-func (s *session) check(rel *hrelease.Release) error {
-	if rel == nil || (rel.Info != nil && rel.Info.Status == hrelease.StatusUninstalled) {
+// check refuses the history whose latest revision is rel unless uninstalling it stays in the
+// session's namespace (scope.Check) and, when the session acts for someone (s.on), unless they
+// may make every request of its plan (planOf, decoded by the uninstall's own decoder from this
+// very history). A revision already uninstalled (history kept) is not scope-checked: helm only
+// purges its records then (which s.on is still asked about).
+func (s *session) check(rel *hrelease.Release, history []*hrelease.Release) error {
+	if rel == nil {
 		return nil
 	}
-	// Discovery first: an API server that cannot say which kinds it serves is a failure to
-	// retry, not a release to refuse. A group whose discovery failed (an aggregated API that is
-	// down) is not: its kinds are unknown, and a release naming them is refused.
-	dc, err := s.getter.ToDiscoveryClient()
+	if !uninstalled(rel) {
+		// Discovery first: an API server that cannot say which kinds it serves is a failure to
+		// retry, not a release to refuse. A group whose discovery failed (an aggregated API that
+		// is down) is not: its kinds are unknown, and a release naming them is refused.
+		dc, err := s.getter.ToDiscoveryClient()
+		if err != nil {
+			return err
+		}
+		if _, _, err := dc.ServerGroupsAndResources(); err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+			return fmt.Errorf("discovering the kinds the API server serves: %w", err)
+		}
+		if err := scope.Check(s.kube, s.namespace, s.release, rel); err != nil {
+			return err
+		}
+	}
+	// The guard checks the revision of the highest number and helm sorts to find the one it
+	// acts on; two records of that number (helm never writes them) could each be either.
+	for _, r := range history {
+		if r != nil && r != rel && r.Version == rel.Version {
+			return &scope.Error{Namespace: s.namespace, Release: s.release, Revision: rel.Version, Offences: []scope.Offence{
+				{In: "the release record", Object: fmt.Sprintf("revision %d", rel.Version), Why: "is stored twice, and Kustos cannot tell which of them it would act on"}}}
+		}
+	}
+	if s.on == nil {
+		return nil
+	}
+	p, err := planOf(s.kube, s.namespace, history)
 	if err != nil {
 		return err
 	}
-	if _, _, err := dc.ServerGroupsAndResources(); err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return fmt.Errorf("discovering the kinds the API server serves: %w", err)
-	}
-	return scope.Check(s.kube, s.namespace, s.release, rel)
+	return p.authorise(s.ctx, s.on, s.release, rel.Version)
 }
 
 // checkedDriver is helm's release storage with every read of history checked: uninstall reads
@@ -265,12 +311,13 @@ func (s *session) check(rel *hrelease.Release) error {
 // the uninstall gains nothing.
 type checkedDriver struct {
 	driver.Driver
-	check func(*hrelease.Release) error
+	check func(latest *hrelease.Release, history []*hrelease.Release) error
 }
 
 var _ driver.Driver = (*checkedDriver)(nil)
 
-// Query checks the latest of the revisions found, the one uninstall acts on.
+// Query checks the latest of the revisions found, the one uninstall acts on, with all of them
+// (the records uninstall purges).
 func (d *checkedDriver) Query(labels map[string]string) ([]*hrelease.Release, error) {
 	rels, err := d.Driver.Query(labels)
 	if err != nil || len(rels) == 0 {
@@ -282,7 +329,7 @@ func (d *checkedDriver) Query(labels map[string]string) ([]*hrelease.Release, er
 			latest = r
 		}
 	}
-	if err := d.check(latest); err != nil {
+	if err := d.check(latest, rels); err != nil {
 		return nil, err
 	}
 	return rels, nil
@@ -295,7 +342,7 @@ func (d *checkedDriver) Get(key string) (*hrelease.Release, error) {
 	if err != nil {
 		return rel, err
 	}
-	if err := d.check(rel); err != nil {
+	if err := d.check(rel, []*hrelease.Release{rel}); err != nil {
 		return nil, err
 	}
 	return rel, nil
@@ -344,7 +391,7 @@ func run[T any](ctx context.Context, u *Uninstaller, namespace, name string, fn 
 		err error
 	}
 	done := make(chan result, 1)
-	s := &session{kube: kc, releases: storage.Init(secrets), getter: getter, namespace: namespace, release: name, log: u.debugLog}
+	s := &session{ctx: ctx, kube: kc, releases: storage.Init(secrets), getter: getter, namespace: namespace, release: name, log: u.debugLog}
 	go func() {
 		v, err := fn(s)
 		done <- result{v, err}

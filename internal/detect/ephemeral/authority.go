@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -28,10 +27,12 @@ type AuthorAccess interface {
 	Allowed(ctx context.Context, author authorship.Author, at authorship.Attributes) (bool, error)
 }
 
-// ReleaseTouches lists what uninstalling a plain helm release would delete and create
-// (internal/actuate/helmrelease.Uninstaller.Touches, adapted).
+// ReleaseTouches lists every request uninstalling a plain helm release would make, each with
+// the resource it names (internal/actuate/helmrelease.Uninstaller.Touches: the uninstall's own
+// plan, which the uninstall asks about again on the revision it acts on). A release the
+// uninstall would refuse outright is an error matching lifecycle.ErrOutsideNamespace.
 type ReleaseTouches interface {
-	Touches(ctx context.Context, namespace, release string) (deletes, creates []lifecycle.Target, found bool, err error)
+	Touches(ctx context.Context, namespace, release string) (requests []authorship.Attributes, found bool, err error)
 }
 
 // Values of the refusal metric's reason label.
@@ -47,13 +48,12 @@ const (
 // release's storage Secrets, manifest objects and delete hooks) and every hook object it
 // creates. One refusal refuses the whole cleanup (nothing is deleted in this look): a Cleaner
 // acts all or nothing, and its condition names the first request refused. refused reports
-// that out now says why.
-func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, out *outcome) (refused bool, err error) {
-	refuse := func(reason, msg string) (bool, error) {
-		metrics.PermissionRefusals.WithLabelValues(DetectorName, reason).Inc()
-		out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission, msg)
-		out.failed = true
-		return true, r.warn(ctx, cl, ReasonMissingPermission, msg, now)
+// that out now says why; otherwise by is the verified author, on whose behalf a release's
+// uninstall is handed over (the actuator asks the same requests again on the revision it acts
+// on).
+func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, out *outcome) (by *lifecycle.Principal, refused bool, err error) {
+	refuse := func(reason, msg string) (*lifecycle.Principal, bool, error) {
+		return nil, true, r.refuseAuthor(ctx, cl, reason, msg, now, out)
 	}
 	if r.Authors == nil || r.AuthorAccess == nil {
 		return refuse(refusedNoKey, "this Kustos cannot tell who wrote the Cleaner (it has no --cleaner-author-key-file), so it deletes nothing for it")
@@ -68,12 +68,12 @@ func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *
 	}
 	requests, err := r.requestsOf(ctx, cl, spec, targets)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	for _, at := range requests {
 		ok, err := r.AuthorAccess.Allowed(ctx, author, at)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if !ok {
 			return refuse(refusedDenied, fmt.Sprintf("the Cleaner's author %s may not %s; a Cleaner acts with the rights of the last person who changed its spec, so nothing was deleted",
@@ -81,7 +81,16 @@ func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *
 		}
 	}
 	r.Log.V(1).Info("the Cleaner's author may do its cleanup", "cleaner", cl.Namespace+"/"+cl.Name, "author", author.Username, "requests", len(requests))
-	return false, nil
+	return &lifecycle.Principal{User: author.Username, UID: author.UID, Groups: author.Groups, Extra: author.Extra}, false, nil
+}
+
+// refuseAuthor reports that cl's cleanup is not done because of its author (reason is the
+// refusal metric's label): the ActionsDone condition, a MissingPermission Warning, a count.
+func (r *Reconciler) refuseAuthor(ctx context.Context, cl *v1alpha1.Cleaner, reason, msg string, now time.Time, out *outcome) error {
+	metrics.PermissionRefusals.WithLabelValues(DetectorName, reason).Inc()
+	out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission, msg)
+	out.failed = true
+	return r.warn(ctx, cl, ReasonMissingPermission, msg, now)
 }
 
 // requestsOf lists every request cl's cleanup makes, as its author would make them.
@@ -113,27 +122,15 @@ func (r *Reconciler) requestsOf(ctx context.Context, cl *v1alpha1.Cleaner, spec 
 		if r.ReleaseTouches == nil {
 			continue // removeReleases reports that this Kustos cannot uninstall releases
 		}
-		deletes, creates, found, err := r.ReleaseTouches.Touches(ctx, cl.Namespace, rel.Name)
+		requests, found, err := r.ReleaseTouches.Touches(ctx, cl.Namespace, rel.Name)
+		if errors.Is(err, lifecycle.ErrOutsideNamespace) {
+			continue // never handed over: releases refuses it, saying why
+		}
 		if err != nil {
 			return nil, err
 		}
-		if !found {
-			continue
-		}
-		for _, verb := range []struct {
-			name    string
-			objects []lifecycle.Target
-		}{{"create", creates}, {"delete", deletes}} {
-			for _, o := range verb.objects {
-				m, err := r.Mapper.RESTMapping(schema.GroupKind{Group: o.Group, Kind: o.Kind}, o.Version)
-				if meta.IsNoMatchError(err) {
-					continue // a kind no longer served: helm finds nothing of it to delete either
-				}
-				if err != nil {
-					return nil, fmt.Errorf("helm release %s/%s: mapping %s: %w", cl.Namespace, rel.Name, o, err)
-				}
-				out = append(out, attributes(verb.name, m, o.Namespace, o.Name))
-			}
+		if found {
+			out = append(out, requests...)
 		}
 	}
 	return out, nil

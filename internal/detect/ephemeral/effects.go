@@ -34,11 +34,14 @@ import (
 // since. An object decided on then that has changed since is not acted on: the cleanup is
 // withdrawn and the conditions are evaluated afresh.
 func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, spec *Spec, targets []resolvedTarget, now time.Time, resumed bool, out *outcome) error {
+	var author *lifecycle.Principal
 	if !r.Observe {
 		// Kustos's rights are not lent: all of the cleanup must be what its author may do.
-		if refused, err := r.authorize(ctx, cl, spec, targets, now, out); err != nil || refused {
+		by, refused, err := r.authorize(ctx, cl, spec, targets, now, out)
+		if err != nil || refused {
 			return err
 		}
+		author = by
 	}
 	var p progress
 	out.acted = true
@@ -77,7 +80,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 			p.account(target.String(), h, r.blocks(h), out)
 		}
 	}
-	releases, err := r.releases(ctx, cl, spec, flux, now, resumed, out, &p)
+	releases, err := r.releases(ctx, cl, spec, flux, author, now, resumed, out, &p)
 	if err != nil || out.failed {
 		return err
 	}
@@ -206,8 +209,11 @@ func (r *Reconciler) blocks(h handed) bool {
 // the helm release actuator uninstalls (hooks run) and observer mode reports. A release whose
 // manifest or hooks reach outside the Cleaner's namespace is not handed over at all: it is
 // refused here (out.refused), in every mode. It returns the releases that are (or would be)
-// removed. flux are the releases Flux manages (fluxReleases).
-func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, flux map[string]fluxObject, now time.Time, resumed bool, out *outcome, p *progress) ([]string, error) {
+// removed. flux are the releases Flux manages (fluxReleases); author is the Cleaner's verified
+// author (nil in observer mode), on whose behalf a plain release is uninstalled: the actuator
+// asks whether they may make every request of the uninstall on the revision it acts on, and a
+// refusal there is reported as MissingPermission.
+func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *Spec, flux map[string]fluxObject, author *lifecycle.Principal, now time.Time, resumed bool, out *outcome, p *progress) ([]string, error) {
 	var names []string
 	for _, rel := range spec.Releases {
 		if !rel.Delete {
@@ -251,8 +257,16 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 			continue
 		}
 		target := lifecycle.ReleaseTarget(cl.Namespace, rel.Name)
-		h, err := r.hand(ctx, cl, r.releaseRemoval(cl, target), "", "release/"+installation, now, resumed, lifecycle.Group{})
+		removal := r.releaseRemoval(cl, target)
+		removal.OnBehalfOf = author
+		h, err := r.hand(ctx, cl, removal, "", "release/"+installation, now, resumed, lifecycle.Group{})
 		switch {
+		case errors.Is(err, lifecycle.ErrAuthorDenied) && !r.Observe:
+			// Rewritten since authorize: the revision helm read to act on asks for what the
+			// author may not do. Nothing was deleted, no hook ran; the decision stays pending
+			// and is asked again at every look.
+			return names, r.refuseAuthor(ctx, cl, refusedDenied,
+				fmt.Sprintf("%s; a Cleaner acts with the rights of the last person who changed its spec, so nothing was deleted", clip(actuatorMessage(err), 1024)), now, out)
 		case errors.Is(err, lifecycle.ErrOutsideNamespace):
 			// Rewritten since the check above: the actuator refused it, on the revision helm
 			// read to act on. The decision stays pending and is refused again at every look.
@@ -366,7 +380,7 @@ func actuatorMessage(err error) string {
 		return d.Error()
 	}
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if errors.Unwrap(e) == lifecycle.ErrOutsideNamespace { //nolint:errorlint // the refusal itself, right above the kind
+		if k := errors.Unwrap(e); k == lifecycle.ErrOutsideNamespace || k == lifecycle.ErrAuthorDenied { //nolint:errorlint // the refusal itself, right above the kind
 			return e.Error()
 		}
 	}

@@ -233,6 +233,9 @@ func hookName(i int, h *release.Hook) string {
 	return "the " + strings.Join(events, ",") + " hook " + clean(name)
 }
 
+// Clean is clean, for the messages of the uninstall that name what a tenant wrote.
+func Clean(s string) string { return clean(s) }
+
 // clean makes a tenant-written string safe for one line of an Event or a log: printable, at
 // most maxName runes.
 func clean(s string) string {
