@@ -36,9 +36,9 @@ func vsphereOptions(sim *vspheretest.Sim, mode app.Mode, allowQuarantine bool) f
 		o.VSphere = app.VSphereOptions{Enabled: true, CrawlInterval: time.Second, Config: vsphere.Config{
 			URL: sim.URL, CredentialsFile: sim.CredentialsFile, CAFile: sim.CAFile(), Datacenter: vspheretest.Datacenter,
 			Folders: []string{"labs"}, QuarantineFolder: "labs/quarantine", Ignore: []string{"golden"}}}
-		o.AllowDelete = direct.DeletePolicy{}
+		o.Allow = direct.Policy{}
 		if allowQuarantine {
-			o.AllowDelete = direct.DeletePolicy{expiry.DetectorName: {schema.GroupResource{Group: detectvsphere.Group, Resource: "virtualmachines"}: true}}
+			o.Allow = direct.Policy{{Detector: expiry.DetectorName, Verb: direct.VerbDelete, Resource: schema.GroupResource{Group: detectvsphere.Group, Resource: "virtualmachines"}}: true}
 		}
 	}
 }

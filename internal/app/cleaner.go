@@ -22,6 +22,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -126,7 +127,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	pl.Vocab = cleanerVocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
 	}
 	rep, ok := base.Reporter.(ephemeral.Reporter)
 	if !ok {
@@ -174,8 +175,9 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	// observe actuator); otherwise its CloudEvent is sent, its plain helm releases uninstalled,
 	// and the rest goes on to the mode's actuator (proposed, or deleted directly).
 	if o.Mode != ModeObserve {
+		// An uninstall is a deletion: --allow=cleaner:delete:helm.sh/releases opts in.
 		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r,
-			Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
+			Next: direct.ReleaseRemovals{Allow: o.Allow, Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}}
 		// A backup before a release or namespace is removed (--backup).
 		var err error
 		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
