@@ -21,6 +21,7 @@ FUZZ_TARGETS := \
   ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
   ./internal/egress:FuzzParsePolicy \
+  ./internal/actuate/allow:FuzzParsePolicy \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
   ./internal/doccheck:FuzzLinks \

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -416,7 +416,7 @@ func TestChartDeletionRBAC(t *testing.T) {
 				t.Errorf("--allow=%q, want %q", got, tc.wantAllow)
 			}
 			// Kustos reads what the chart passes.
-			if _, err := direct.ParsePolicy(got, app.PolicyDetectors); err != nil {
+			if _, err := allow.Parse(got, app.PolicyDetectors); err != nil {
 				t.Errorf("Kustos refuses the chart's --allow=%s: %v", got, err)
 			}
 			// The authorizer sees new bindings through its informers: wait until everything

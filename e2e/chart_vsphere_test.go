@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 )
 
@@ -34,7 +34,7 @@ func TestChartVSphere(t *testing.T) {
 	}
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--allow="); ok {
-			if p, err := direct.ParsePolicy(v, app.PolicyDetectors); err != nil || !p.Allows("expiry", direct.VerbDelete, schema.GroupResource{Group: "vsphere.kustos.io", Resource: "virtualmachines"}) {
+			if p, err := allow.Parse(v, app.PolicyDetectors); err != nil || !p.Allows("expiry", allow.VerbDelete, schema.GroupResource{Group: "vsphere.kustos.io", Resource: "virtualmachines"}) {
 				t.Errorf("Kustos reads the chart's --allow=%s as %v, %v", v, p, err)
 			}
 		}

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -263,7 +263,7 @@ func TestExpiryDeleteNotAllowed(t *testing.T) {
 	newEnvironmentOf(t, ns, "paused", 2, map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s", expiry.AnnotationOnExpiry: "pause"})
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		expiryOptions(o)
-		o.Allow = direct.Policy{} // nothing, as the flags' default
+		o.Allow = allow.Policy{} // nothing, as the flags' default
 	}))
 	dumpOnFailure(t, k)
 
@@ -570,7 +570,7 @@ func TestExpiryHelmReleaseNotAllowed(t *testing.T) {
 		expiryOptions(o)
 		o.Expiry.HelmReleases = true
 		var err error
-		if o.Allow, err = direct.ParsePolicy("expiry:delete:apps/deployments,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
+		if o.Allow, err = allow.Parse("expiry:delete:apps/deployments,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 )
@@ -246,7 +246,7 @@ func kustosOptions(t *testing.T, mutate func(*app.Options)) app.Options {
 	if o.Allow == nil {
 		// Deletions and pauses are opt-ins (--allow); the tests of what a detector deletes or
 		// pauses opt in to the kinds they use, as an operator would. A test of the refusal
-		// passes a policy without them (direct.Policy{}: nothing).
+		// passes a policy without them (allow.Policy{}: nothing).
 		o.Allow = e2eAllow
 	}
 	if o.StateNamespace == "" {
@@ -257,7 +257,7 @@ func kustosOptions(t *testing.T, mutate func(*app.Options)) app.Options {
 
 // e2eAllow lets every detector delete and pause the kinds the e2e tests create, and uninstall
 // helm releases.
-var e2eAllow = func() direct.Policy {
+var e2eAllow = func() allow.Policy {
 	kinds := []string{"namespaces", "configmaps", "services", "secrets", "apps/deployments", "apps/statefulsets", "kustos.io/cleaners",
 		"serving.knative.dev/services", "serving.knative.dev/revisions", "example.com/widgets"}
 	var entries []string
@@ -267,7 +267,7 @@ var e2eAllow = func() direct.Policy {
 		}
 		entries = append(entries, d+":delete:helm.sh/releases")
 	}
-	p, err := direct.ParsePolicy(strings.Join(entries, ","), app.PolicyDetectors)
+	p, err := allow.Parse(strings.Join(entries, ","), app.PolicyDetectors)
 	if err != nil {
 		panic(err)
 	}

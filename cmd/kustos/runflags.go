@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/cli/inactivityflags"
@@ -225,10 +225,10 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	}
 	o.Webhook.Configurations = splitList(r.webhookConfigs)
 	o.Gates.SubmissionAllowedHosts = splitList(r.submissionAllowedHosts)
-	if o.Allow, err = direct.ParsePolicy(r.allow, app.PolicyDetectors); err != nil {
+	if o.Allow, err = allow.Parse(r.allow, app.PolicyDetectors); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}
-	deletes, err := direct.ParseDeletePolicy(r.allowDelete, app.PolicyDetectors)
+	deletes, err := allow.ParseDeletes(r.allowDelete, app.PolicyDetectors)
 	if err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -136,7 +136,7 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
 		// Deletion is an opt-in (--allow): the kinds these Cleaners delete.
 		var err error
-		if o.Allow, err = direct.ParsePolicy("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners", app.PolicyDetectors); err != nil {
+		if o.Allow, err = allow.Parse("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners", app.PolicyDetectors); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -40,6 +40,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
@@ -157,7 +158,7 @@ type Options struct {
 	// delete and pause in the cluster (direct mode, and in PR mode objects no manifest in Git
 	// defines), helm releases (helm.sh/releases) included. nil: nothing; a pull request
 	// removing or pausing a manifest in Git needs no such right.
-	Allow direct.Policy
+	Allow allow.Policy
 	// Gates are what must be done before a removal: a Velero backup, an exam submission.
 	Gates GateOptions
 	Log   logr.Logger
@@ -600,7 +601,7 @@ const sentNoticesRemembered = 10000
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.
 // It deletes and pauses only what allow gives the Change's detector.
-func directActuator(live client.Client, allow direct.Policy) *direct.Actuator {
+func directActuator(live client.Client, allow allow.Policy) *direct.Actuator {
 	return &direct.Actuator{Client: live, Allow: allow, Pausers: pausers}
 }
 

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -141,7 +141,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		uninstaller = &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 		if o.Mode != ModeObserve {
 			// An uninstall is a deletion: --allow=expiry:delete:helm.sh/releases opts in.
-			pl.Actuator = direct.ReleaseRemovals{Allow: o.Allow, Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
+			pl.Actuator = allow.ReleaseRemovals{Allow: o.Allow, Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
 		}
 	}
 	if o.Mode != ModeObserve {

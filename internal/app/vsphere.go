@@ -11,7 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
@@ -86,7 +86,7 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	if o.Mode == ModeObserve {
 		pl.Actuator = expiryPipeline.Reporter.(pipeline.Actuator)
 	} else {
-		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, direct.VerbDelete, vmDeletes), Log: log}
+		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, allow.VerbDelete, vmDeletes), Log: log}
 	}
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -38,7 +39,7 @@ type Actuator struct {
 	// Allow says which resources each detector (Change.Detector) may delete and pause; nil
 	// allows nothing. A Delete it does not allow is refused with lifecycle.ErrDeleteNotAllowed,
 	// a pause with lifecycle.ErrPauseNotAllowed.
-	Allow Policy
+	Allow allow.Policy
 	// Pausers are the detectors whose SetFields pause their target (the inactivity detector's
 	// pause field, e.g. spec.running=false): such a SetFields needs Allow's pause like a
 	// ScaleToZero. Another detector's SetFields (the quota detector's new limits) is no pause.
@@ -81,8 +82,8 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, _
 		return lifecycle.Outcome{}, err
 	}
 	if verb, ok := a.verb(c); ok {
-		if err := a.Allow.check(c, verb, gr, describe(t)); err != nil {
-			return lifecycle.Outcome{}, err
+		if err := a.Allow.Check(c, verb, gr, describe(t)); err != nil {
+			return lifecycle.Outcome{}, fmt.Errorf("direct: %w", err)
 		}
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -99,14 +100,14 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, _
 
 // verb is what of Allow c needs, if anything: a Delete deletes, a ScaleToZero pauses, and so
 // does a SetFields of a detector among Pausers.
-func (a *Actuator) verb(c lifecycle.Change) (Verb, bool) {
+func (a *Actuator) verb(c lifecycle.Change) (allow.Verb, bool) {
 	switch c.Edit.Op {
 	case lifecycle.EditDelete:
-		return VerbDelete, true
+		return allow.VerbDelete, true
 	case lifecycle.EditScaleToZero:
-		return VerbPause, true
+		return allow.VerbPause, true
 	case lifecycle.EditSetFields:
-		return VerbPause, slices.Contains(a.Pausers, c.Detector)
+		return allow.VerbPause, slices.Contains(a.Pausers, c.Detector)
 	}
 	return "", false
 }

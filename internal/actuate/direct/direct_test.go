@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -121,17 +122,30 @@ func customTarget(gvk schema.GroupVersionKind, ns, name string) lifecycle.Target
 // testAllow lets the tests' detector delete and pause every kind the tests create (both are
 // explicit opt-ins: an Actuator without Allow deletes and pauses nothing, see
 // TestDeleteNotAllowed and TestPauseNotAllowed).
-var testAllow = func() direct.Policy {
+var testAllow = func() allow.Policy {
 	var entries []string
 	for _, r := range []string{"configmaps", "apps/deployments", "example.com/widgets", "example.com/gadgets"} {
 		entries = append(entries, "test:delete:"+r, "test:pause:"+r)
 	}
-	p, err := direct.ParsePolicy(strings.Join(entries, ","), detectors)
+	p, err := allow.Parse(strings.Join(entries, ","), detectors)
 	if err != nil {
 		panic(err)
 	}
 	return p
 }()
+
+// detectors are the spellings the tests' policies accept: the detector of this package's
+// Changes and those a row sets.
+var detectors = map[string]string{"expiry": "expiry", "inactivity": "inactivity", "ephemeral": "ephemeral", "test": "test"}
+
+func mustParse(t testing.TB, s string) allow.Policy {
+	t.Helper()
+	p, err := allow.Parse(s, detectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 func change(t lifecycle.Target, e lifecycle.Edit) lifecycle.Change {
 	return lifecycle.Change{
@@ -1081,56 +1095,4 @@ func TestPauseNotAllowed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestReleaseRemovalNotAllowed: uninstalling a helm release is a deletion like any other, an
-// opt-in per detector (helm.sh/releases). Refused, the uninstaller is never called; any other
-// Change passes on unchecked (the actuator behind checks its own).
-func TestReleaseRemovalNotAllowed(t *testing.T) {
-	release := lifecycle.ReleaseTarget("team-a", "preview")
-	tests := []struct {
-		name       string
-		policy     string // --allow
-		detector   string
-		target     lifecycle.Target
-		wantPassed bool
-	}{
-		{name: "no policy: nothing is uninstalled", detector: "ephemeral", target: release},
-		{name: "no policy: expiry's neither", detector: "expiry", target: release},
-		{name: "another detector's releases", policy: "expiry:delete:helm.sh/releases", detector: "ephemeral", target: release},
-		{name: "other deletions of the detector", policy: "ephemeral:delete:secrets,ephemeral:delete:configmaps", detector: "ephemeral", target: release},
-		{name: "the Cleaner's, spelt cleaner", policy: "cleaner:delete:helm.sh/releases", detector: "ephemeral", target: release, wantPassed: true},
-		{name: "expiry's", policy: "expiry:delete:helm.sh/releases", detector: "expiry", target: release, wantPassed: true},
-		{name: "not a release: passed on", detector: "ephemeral", target: configMapTarget("team-a", "cm"), wantPassed: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			next := &recorder{}
-			a := direct.ReleaseRemovals{Allow: mustParse(t, tc.policy), Next: next}
-			c := change(tc.target, deleteEdit)
-			c.Detector = tc.detector
-			out, err := a.Apply(t.Context(), c, time.Now(), lifecycle.ProposeOptions{})
-			if tc.wantPassed {
-				if err != nil || !out.Applied || next.calls != 1 {
-					t.Fatalf("Apply = %+v, %v (%d calls on); want it passed on", out, err, next.calls)
-				}
-				return
-			}
-			if !errors.Is(err, lifecycle.ErrDeleteNotAllowed) || out.Applied || next.calls != 0 {
-				t.Fatalf("Apply = %+v, %v (%d calls on); want ErrDeleteNotAllowed and no uninstall", out, err, next.calls)
-			}
-			want := fmt.Sprintf("--allow=%s:delete:helm.sh/releases", tc.detector)
-			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "team-a/preview") {
-				t.Errorf("error %q does not name the release and %q", err, want)
-			}
-		})
-	}
-}
-
-// recorder is the actuator behind ReleaseRemovals: it counts what reaches it.
-type recorder struct{ calls int }
-
-func (r *recorder) Apply(context.Context, lifecycle.Change, time.Time, lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
-	r.calls++
-	return lifecycle.Outcome{Applied: true}, nil
 }

@@ -1,4 +1,4 @@
-package direct_test
+package allow_test
 
 import (
 	"strings"
@@ -6,16 +6,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 )
 
 // detectors are the spellings the tests' policies accept: "cleaner" is another name of the
 // ephemeral detector, "test" the detector of this package's Changes.
 var detectors = map[string]string{"expiry": "expiry", "inactivity": "inactivity", "ephemeral": "ephemeral", "cleaner": "ephemeral", "test": "test"}
 
-func mustParse(t testing.TB, s string) direct.Policy {
+func mustParse(t testing.TB, s string) allow.Policy {
 	t.Helper()
-	p, err := direct.ParsePolicy(s, detectors)
+	p, err := allow.Parse(s, detectors)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +59,9 @@ func TestParsePolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.flag+"="+tc.in, func(t *testing.T) {
-			parse := direct.ParsePolicy
+			parse := allow.Parse
 			if tc.flag == "allow-delete" {
-				parse = direct.ParseDeletePolicy
+				parse = allow.ParseDeletes
 			}
 			p, err := parse(tc.in, detectors)
 			if tc.wantErr != "" {
@@ -80,15 +80,15 @@ func TestParsePolicy(t *testing.T) {
 	p := mustParse(t, "expiry:delete:apps/deployments,inactivity:pause:apps/deployments")
 	for _, tc := range []struct {
 		detector string
-		verb     direct.Verb
+		verb     allow.Verb
 		gr       schema.GroupResource
 		want     bool
 	}{
-		{"expiry", direct.VerbDelete, deployments, true},
-		{"expiry", direct.VerbPause, deployments, false},
-		{"inactivity", direct.VerbPause, deployments, true},
-		{"inactivity", direct.VerbDelete, deployments, false},
-		{"expiry", direct.VerbDelete, schema.GroupResource{Group: "apps", Resource: "statefulsets"}, false},
+		{"expiry", allow.VerbDelete, deployments, true},
+		{"expiry", allow.VerbPause, deployments, false},
+		{"inactivity", allow.VerbPause, deployments, true},
+		{"inactivity", allow.VerbDelete, deployments, false},
+		{"expiry", allow.VerbDelete, schema.GroupResource{Group: "apps", Resource: "statefulsets"}, false},
 	} {
 		if got := p.Allows(tc.detector, tc.verb, tc.gr); got != tc.want {
 			t.Errorf("%s: Allows(%s, %s, %s) = %v, want %v", p, tc.detector, tc.verb, tc.gr, got, tc.want)
@@ -96,7 +96,7 @@ func TestParsePolicy(t *testing.T) {
 	}
 
 	// Both flags may be given: the policy allows what either does.
-	old, err := direct.ParseDeletePolicy("expiry:namespaces", detectors)
+	old, err := allow.ParseDeletes("expiry:namespaces", detectors)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +113,12 @@ func FuzzParsePolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, parse := range []func(string, map[string]string) (direct.Policy, error){direct.ParsePolicy, direct.ParseDeletePolicy} {
+		for _, parse := range []func(string, map[string]string) (allow.Policy, error){allow.Parse, allow.ParseDeletes} {
 			p, err := parse(s, detectors)
 			if err != nil {
 				continue
 			}
-			again, err := direct.ParsePolicy(p.String(), detectors)
+			again, err := allow.Parse(p.String(), detectors)
 			if err != nil || again.String() != p.String() {
 				t.Fatalf("%q parsed to %q, which parses to %q, %v", s, p, again, err)
 			}

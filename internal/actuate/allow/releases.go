@@ -1,4 +1,4 @@
-package direct
+package allow
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type ReleaseRemovals struct {
 // Apply refuses a release removal Allow does not allow, and passes every other Change on.
 func (r ReleaseRemovals) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.Time, opts lifecycle.ProposeOptions) (lifecycle.Outcome, error) {
 	if lifecycle.IsRelease(c.Target) {
-		if err := r.Allow.check(c, VerbDelete, ReleaseResource, "helm release "+c.Target.Namespace+"/"+c.Target.Name); err != nil {
+		if err := r.Allow.Check(c, VerbDelete, ReleaseResource, "helm release "+c.Target.Namespace+"/"+c.Target.Name); err != nil {
 			return lifecycle.Outcome{}, err
 		}
 	}

@@ -1,4 +1,4 @@
-package direct
+package allow
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ const (
 	// VerbDelete: delete objects (Delete); for helm releases (ReleaseResource), uninstall them.
 	VerbDelete Verb = "delete"
 	// VerbPause: scale objects to zero (ScaleToZero) or set their pause field (a SetFields of a
-	// detector among Actuator.Pausers).
+	// detector among the direct actuator's Pausers).
 	VerbPause Verb = "pause"
 )
 
@@ -35,15 +35,16 @@ type Rule struct {
 }
 
 // Policy is --allow (and the older --allow-delete): what each detector may delete and pause in
-// the cluster. Neither is ever a default: the zero value allows nothing, and Apply refuses a
-// Delete (lifecycle.ErrDeleteNotAllowed) or a pause (lifecycle.ErrPauseNotAllowed) of a
-// resource its detector was not given, before reading the object. The policy is per detector
+// the cluster. Neither is ever a default: the zero value allows nothing, and the direct
+// actuator refuses a Delete (lifecycle.ErrDeleteNotAllowed) or a pause
+// (lifecycle.ErrPauseNotAllowed) of a resource its detector was not given, before reading the
+// object; ReleaseRemovals does the same for helm uninstalls. The policy is per detector
 // because the detectors take orders from different people: an expiry deadline is any tenant's
 // annotation, a Cleaner's deletion is checked against its author's own rights; allowing one to
 // delete Deployments must not allow the other.
 //
-// It governs only the cluster writes of this actuator and of helm uninstalls
-// (ReleaseRemovals): a pull request that removes or pauses a manifest in Git needs no cluster
+// It governs only the direct actuator's cluster writes and helm uninstalls: a pull request
+// that removes or pauses a manifest in Git needs no cluster
 // rights and is proposed whatever the policy says.
 type Policy map[Rule]bool
 
@@ -78,21 +79,21 @@ func (p Policy) String() string {
 	return strings.Join(out, ",")
 }
 
-// check returns nil when p lets c's detector verb gr, and otherwise the refusal: an error that
-// names the object, the detector, the verb and the entry that would allow it, matching
-// lifecycle.ErrDeleteNotAllowed or lifecycle.ErrPauseNotAllowed. Every refusal of this package,
-// direct writes and helm uninstalls alike, is this one check.
-func (p Policy) check(c lifecycle.Change, verb Verb, gr schema.GroupResource, what string) error {
+// Check returns nil when p lets c's detector verb gr, and otherwise the refusal: an error that
+// names the object (what), the detector, the verb and the entry that would allow it, matching
+// lifecycle.ErrDeleteNotAllowed or lifecycle.ErrPauseNotAllowed. Every refusal, the direct
+// actuator's writes and helm uninstalls alike, is this one check.
+func (p Policy) Check(c lifecycle.Change, verb Verb, gr schema.GroupResource, what string) error {
 	if p.Allows(c.Detector, verb, gr) {
 		return nil
 	}
 	res := groupResource(gr)
 	entry := fmt.Sprintf("--allow=%s:%s:%s", c.Detector, verb, res)
 	if verb == VerbPause {
-		return fmt.Errorf("direct: pause %s: the %s detector may not pause %s in the cluster (%s opts in; in the chart, the detector's pause values): %w",
+		return fmt.Errorf("pause %s: the %s detector may not pause %s in the cluster (%s opts in; in the chart, the detector's pause values): %w",
 			what, c.Detector, res, entry, lifecycle.ErrPauseNotAllowed)
 	}
-	return fmt.Errorf("direct: delete %s: the %s detector may not delete %s from the cluster (%s, or --allow-delete=%s:%s, opts in; in the chart, the detector's deletion values): %w",
+	return fmt.Errorf("delete %s: the %s detector may not delete %s from the cluster (%s, or --allow-delete=%s:%s, opts in; in the chart, the detector's deletion values): %w",
 		what, c.Detector, res, entry, c.Detector, res, lifecycle.ErrDeleteNotAllowed)
 }
 
@@ -103,20 +104,20 @@ func groupResource(gr schema.GroupResource) string {
 	return gr.Group + "/" + gr.Resource
 }
 
-// ParsePolicy reads --allow: comma-separated detector:verb:resource entries, where verb is
+// Parse reads --allow: comma-separated detector:verb:resource entries, where verb is
 // delete or pause and resource is the plural, lower-case resource name with its API group
 // (apps/deployments, kustos.io/cleaners, helm.sh/releases; the core group has none:
 // namespaces, configmaps), e.g. "expiry:delete:namespaces,inactivity:pause:apps/deployments".
 // detectors maps each name an entry may start with to the detector it means (Change.Detector):
 // a detector may have more than one spelling. Any other name is an error naming the entry.
 // Empty: nothing is allowed.
-func ParsePolicy(s string, detectors map[string]string) (Policy, error) {
+func Parse(s string, detectors map[string]string) (Policy, error) {
 	return parse("--allow", s, detectors, true)
 }
 
-// ParseDeletePolicy reads --allow-delete, the older spelling of --allow's deletions:
+// ParseDeletes reads --allow-delete, the older spelling of --allow's deletions:
 // comma-separated detector:resource entries, each meaning detector:delete:resource.
-func ParseDeletePolicy(s string, detectors map[string]string) (Policy, error) {
+func ParseDeletes(s string, detectors map[string]string) (Policy, error) {
 	return parse("--allow-delete", s, detectors, false)
 }
 
