@@ -134,9 +134,9 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		o.Mode, o.Instance, o.MaxConcurrentReconciles = app.ModeDirect, "author-test", 2
 		o.InProcessReplica = true // another test of this package runs a manager too
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
-		// Deletion is an opt-in (--allow): the kinds these Cleaners delete.
+		// Deletion is an opt-in (--allow): the kinds these Cleaners delete, and helm releases.
 		var err error
-		if o.Allow, err = allow.Parse("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners", app.PolicyDetectors); err != nil {
+		if o.Allow, err = allow.Parse("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
 			t.Fatal(err)
 		}
 	})
