@@ -600,9 +600,9 @@ const sentNoticesRemembered = 10000
 
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.
-// It deletes and pauses only what allow gives the Change's detector.
-func directActuator(live client.Client, allow allow.Policy) *direct.Actuator {
-	return &direct.Actuator{Client: live, Allow: allow, Pausers: pausers}
+// It deletes and pauses only what policy gives the Change's detector.
+func directActuator(live client.Client, policy allow.Policy) *direct.Actuator {
+	return &direct.Actuator{Client: live, Allow: policy, Pausers: pausers}
 }
 
 func orDisabled(addr string) string {
