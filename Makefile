@@ -22,6 +22,7 @@ FUZZ_TARGETS := \
   ./internal/actuate/helmrelease/scope:FuzzCheck \
   ./internal/actuate/helmrelease:FuzzUninstallPlan \
   ./internal/egress:FuzzParsePolicy,FuzzEmbeddedIPv4,FuzzAllowsMailDomain \
+  ./internal/actuate/allow:FuzzParsePolicy \
   ./internal/authorship:FuzzVerify \
   ./hack/installmanifest:FuzzAssemble \
   ./internal/doccheck:FuzzLinks \

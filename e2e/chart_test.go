@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -319,20 +320,25 @@ func applyChartRBAC(t *testing.T, release, releaseNS string, chartArgs ...string
 	}
 }
 
-// TestChartDeletionRBAC: deletion is an explicit opt-in per detector and kind. With the
-// defaults, and in PR mode with nothing opted in, the chart grants no delete on tenant objects
-// (Namespaces, Deployments, StatefulSets) and passes no --allow-delete; each deletion value
-// grants delete on its kind alone and names it in --allow-delete; observe mode grants none
-// whatever the values say.
+// TestChartDeletionRBAC: deletions, pauses and helm uninstalls are explicit opt-ins per
+// detector and kind. With the defaults, and in PR mode with nothing opted in, the chart grants
+// no delete on tenant objects (Namespaces, Deployments, StatefulSets, helm's Secrets), no patch
+// on Deployments and StatefulSets or their scale subresource, and passes no --allow; each
+// deletion or pause value grants its verb on its kind alone and names it in --allow; observe
+// mode grants none whatever the values say.
 func TestChartDeletionRBAC(t *testing.T) {
 	pr := []string{"--set", "mode=pr", "--set", "git.repo=acme/gitops", "--set", "github.existingSecret=kustos-github", "--set", "github.tokenKey=token"}
 	inactivity := []string{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}
+	helmReleases := []string{"--set", "expiry.helmReleases.enabled=true"}
 	var (
 		deleteNamespaces   = access{"delete", "", "namespaces", ""}
 		deleteDeployments  = access{"delete", "apps", "deployments", ""}
 		deleteStatefulSets = access{"delete", "apps", "statefulsets", ""}
 		deleteConfigMaps   = access{"delete", "", "configmaps", ""}
-		pauses             = []access{{"patch", "apps", "deployments", ""}, {"patch", "apps", "deployments", "scale"}}
+		pauseDeployments   = []access{{"patch", "apps", "deployments", ""}, {"patch", "apps", "deployments", "scale"}}
+		pauseStatefulSets  = []access{{"patch", "apps", "statefulsets", ""}, {"patch", "apps", "statefulsets", "scale"}}
+		pauses             = slices.Concat(pauseDeployments, pauseStatefulSets)
+		uninstalls         = []access{{"delete", "", "secrets", ""}, {"update", "", "secrets", ""}}
 		updates            = []access{{"update", "apps", "deployments", ""}, {"update", "apps", "statefulsets", ""}}
 		tenantDeletes      = []access{deleteNamespaces, deleteDeployments, deleteStatefulSets, deleteConfigMaps}
 	)
@@ -340,45 +346,78 @@ func TestChartDeletionRBAC(t *testing.T) {
 		name            string
 		args            []string
 		allowed, denied []access
-		wantAllowDelete string // "": no --allow-delete flag
+		wantAllow       string // "": no --allow flag
 	}{{
 		name:   "defaults",
-		denied: slices.Concat(tenantDeletes, pauses, updates),
+		denied: slices.Concat(tenantDeletes, pauses, updates, uninstalls),
 	}, {
-		name:            "pr, nothing opted in",
-		args:            slices.Concat(pr, inactivity),
-		allowed:         pauses,
-		denied:          slices.Concat(tenantDeletes, updates),
-		wantAllowDelete: "ephemeral:kustos.io/cleaners",
+		name:      "pr, nothing opted in",
+		args:      slices.Concat(pr, inactivity, helmReleases),
+		allowed:   []access{{"list", "", "secrets", ""}},
+		denied:    slices.Concat(tenantDeletes, pauses, updates, uninstalls),
+		wantAllow: "ephemeral:delete:kustos.io/cleaners",
 	}, {
-		name:            "pr, expired namespaces",
-		args:            slices.Concat(pr, []string{"--set", "expiry.deletion.namespaces=true"}),
-		allowed:         []access{deleteNamespaces},
-		denied:          []access{deleteDeployments, deleteStatefulSets, deleteConfigMaps},
-		wantAllowDelete: "expiry:namespaces,ephemeral:kustos.io/cleaners",
+		name:      "pr, expired namespaces",
+		args:      slices.Concat(pr, []string{"--set", "expiry.deletion.namespaces=true"}),
+		allowed:   []access{deleteNamespaces},
+		denied:    slices.Concat([]access{deleteDeployments, deleteStatefulSets, deleteConfigMaps}, pauses),
+		wantAllow: "expiry:delete:namespaces,ephemeral:delete:kustos.io/cleaners",
+	}, {
+		name:      "pr, idle deployments paused",
+		args:      slices.Concat(pr, inactivity, []string{"--set-json", `inactivity.pause.kinds=["apps/deployments"]`}),
+		allowed:   pauseDeployments,
+		denied:    slices.Concat(tenantDeletes, pauseStatefulSets, updates),
+		wantAllow: "inactivity:pause:apps/deployments,ephemeral:delete:kustos.io/cleaners",
 	}, {
 		name: "direct, expired deployments and idle statefulsets",
 		args: slices.Concat([]string{"--set", "mode=direct", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
 			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
-		allowed:         []access{deleteDeployments, deleteStatefulSets},
-		denied:          slices.Concat([]access{deleteNamespaces, deleteConfigMaps}, updates),
-		wantAllowDelete: "expiry:apps/deployments,inactivity:apps/statefulsets,ephemeral:kustos.io/cleaners",
+		allowed:   []access{deleteDeployments, deleteStatefulSets},
+		denied:    slices.Concat([]access{deleteNamespaces, deleteConfigMaps}, pauses, updates),
+		wantAllow: "expiry:delete:apps/deployments,inactivity:delete:apps/statefulsets,ephemeral:delete:kustos.io/cleaners",
 	}, {
-		name: "observe ignores the deletion values",
+		name:      "direct, expired statefulsets paused",
+		args:      []string{"--set", "mode=direct", "--set-json", `expiry.pause.kinds=["apps/statefulsets"]`},
+		allowed:   pauseStatefulSets,
+		denied:    slices.Concat(tenantDeletes, pauseDeployments, updates),
+		wantAllow: "expiry:pause:apps/statefulsets,ephemeral:delete:kustos.io/cleaners",
+	}, {
+		name:      "direct, expired helm releases uninstalled",
+		args:      slices.Concat([]string{"--set", "mode=direct", "--set", "expiry.helmReleases.uninstall=true"}, helmReleases),
+		allowed:   uninstalls,
+		denied:    slices.Concat(tenantDeletes, pauses),
+		wantAllow: "expiry:delete:helm.sh/releases,ephemeral:delete:kustos.io/cleaners",
+	}, {
+		name:      "direct, Cleaners' helm releases uninstalled",
+		args:      []string{"--set", "mode=direct", "--set", "cleaner.helmReleases.uninstall=true"},
+		allowed:   uninstalls,
+		denied:    slices.Concat(tenantDeletes, pauses),
+		wantAllow: "ephemeral:delete:kustos.io/cleaners,ephemeral:delete:helm.sh/releases",
+	}, {
+		name: "observe ignores the deletion and pause values",
 		args: slices.Concat([]string{"--set", "expiry.deletion.namespaces=true", "--set-json", `expiry.deletion.kinds=["apps/deployments"]`,
-			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`}, inactivity),
-		denied: slices.Concat(tenantDeletes, pauses),
+			"--set-json", `inactivity.deletion.kinds=["apps/statefulsets"]`, "--set-json", `inactivity.pause.kinds=["apps/deployments"]`,
+			"--set-json", `expiry.pause.kinds=["apps/statefulsets"]`, "--set", "expiry.helmReleases.uninstall=true",
+			"--set", "cleaner.helmReleases.uninstall=true"}, inactivity, helmReleases),
+		denied: slices.Concat(tenantDeletes, pauses, uninstalls),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			args, may := applyChartRBAC(t, nonDNS.ReplaceAllString(tc.name, "-"), "kustos-deletion-rbac", tc.args...)
 			var got string
 			for _, a := range args {
-				if v, ok := strings.CutPrefix(a, "--allow-delete="); ok {
+				if v, ok := strings.CutPrefix(a, "--allow="); ok {
 					got = v
 				}
+				if strings.HasPrefix(a, "--allow-delete=") {
+					t.Errorf("the chart passes %s, want --allow only", a)
+				}
 			}
-			if got != tc.wantAllowDelete {
-				t.Errorf("--allow-delete=%q, want %q", got, tc.wantAllowDelete)
+			if got != tc.wantAllow {
+				t.Errorf("--allow=%q, want %q", got, tc.wantAllow)
+			}
+			// Kustos reads what the chart passes.
+			if _, err := allow.Parse(got, app.PolicyDetectors); err != nil {
+				t.Errorf("Kustos refuses the chart's --allow=%s: %v", got, err)
 			}
 			// The authorizer sees new bindings through its informers: wait until everything
 			// granted is allowed (and, for nothing granted, the basic rule), after which a

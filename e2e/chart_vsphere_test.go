@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 )
 
@@ -29,13 +29,13 @@ func TestChartVSphere(t *testing.T) {
 			t.Errorf("args lack %s:\n%s", want, args)
 		}
 	}
-	if !strings.Contains(args, "expiry:vsphere.kustos.io/virtualmachines") {
-		t.Errorf("no quarantine opt-in in --allow-delete:\n%s", args)
+	if !strings.Contains(args, "expiry:delete:vsphere.kustos.io/virtualmachines") {
+		t.Errorf("no quarantine opt-in in --allow:\n%s", args)
 	}
 	for _, a := range c.Args {
-		if v, ok := strings.CutPrefix(a, "--allow-delete="); ok {
-			if p, err := direct.ParseDeletePolicy(v, app.DeletingDetectors); err != nil || !p.Allows("expiry", schema.GroupResource{Group: "vsphere.kustos.io", Resource: "virtualmachines"}) {
-				t.Errorf("Kustos reads the chart's --allow-delete=%s as %v, %v", v, p, err)
+		if v, ok := strings.CutPrefix(a, "--allow="); ok {
+			if p, err := allow.Parse(v, app.PolicyDetectors); err != nil || !p.Allows("expiry", allow.VerbDelete, schema.GroupResource{Group: "vsphere.kustos.io", Resource: "virtualmachines"}) {
+				t.Errorf("Kustos reads the chart's --allow=%s as %v, %v", v, p, err)
 			}
 		}
 	}

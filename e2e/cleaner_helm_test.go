@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,8 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
+	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline"
 )
 
 // installRelease installs a small chart as release name in ns with the helm library, as
@@ -166,5 +170,45 @@ func TestCleanerHelmAndCloudEvent(t *testing.T) {
 	if e.Type() != "io.kustos.cleaner.cleaned" || e.ID() != string(cl.UID)+"/1" || data.Cleaner != ns+"/preview" ||
 		len(data.Releases) != 1 || data.Releases[0] != "preview" {
 		t.Errorf("event type %s id %s data %+v", e.Type(), e.ID(), data)
+	}
+}
+
+// TestCleanerHelmReleaseNotAllowed: uninstalling a Cleaner's release is a deletion like any
+// other: without --allow=cleaner:delete:helm.sh/releases (another detector's entry does not
+// count) the due release stays, with a DeleteNotAllowed Warning Event naming the entry, and no
+// hook runs.
+func TestCleanerHelmReleaseNotAllowed(t *testing.T) {
+	ns := newNamespace(t, "cleaner-helm-nodelete", nil)
+	installRelease(t, ns, "preview")
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}, Spec: v1alpha1.CleanerSpec{
+		TTL:  "1s",
+		Helm: &v1alpha1.Helm{Releases: []v1alpha1.HelmRelease{{Name: "preview", Delete: true}}},
+	}})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		var err error
+		if o.Allow, err = allow.Parse("cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners,expiry:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dumpOnFailure(t, k)
+
+	refused := waitEvents(t, ns, pipeline.ReasonDeleteNotAllowed, 1)[0]
+	if refused.Type != corev1.EventTypeWarning || !strings.Contains(refused.Message, "--allow=ephemeral:delete:helm.sh/releases") ||
+		!strings.Contains(refused.Message, ns+"/preview") {
+		t.Errorf("DeleteNotAllowed Event about %s (%s): %s", refused.InvolvedObject.Name, refused.Type, refused.Message)
+	}
+	if ok, err := (&helmrelease.Uninstaller{Config: env.Config}).Exists(context.Background(), ns, "preview"); err != nil || !ok {
+		t.Errorf("release preview: exists %v, %v; want it left alone", ok, err)
+	}
+	for _, name := range []string{"preview-data", "preview-pre-delete"} {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		if name == "preview-data" && err != nil {
+			t.Errorf("the release's ConfigMap: %v", err)
+		}
+		if name == "preview-pre-delete" && !apierrors.IsNotFound(err) {
+			t.Errorf("the refused uninstall ran the pre-delete hook: %v", err)
+		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -248,10 +248,11 @@ func TestExpiryPRMode(t *testing.T) {
 	g.onePR(t, 2*time.Second)
 }
 
-// TestExpiryDeleteNotAllowed: deletion is an opt-in per detector and kind (--allow-delete).
-// With none, in PR mode an expired environment defined in Git still gets its removal pull
+// TestExpiryDeleteNotAllowed: deletions and pauses are opt-ins per detector and kind (--allow).
+// With neither, in PR mode an expired environment defined in Git still gets its removal pull
 // request (which needs no cluster right), one that no manifest defines is left in place with a
-// DeleteNotAllowed Warning Event naming the flag, and a pause (no deletion) is carried out.
+// DeleteNotAllowed Warning Event naming the flag, and one due for a pause keeps running with a
+// PauseNotAllowed Warning Event.
 func TestExpiryDeleteNotAllowed(t *testing.T) {
 	ns := newNamespace(t, "expiry-nodelete", nil)
 	g := newGitOps(t, ns)
@@ -263,7 +264,7 @@ func TestExpiryDeleteNotAllowed(t *testing.T) {
 	newEnvironmentOf(t, ns, "paused", 2, map[string]string{expiry.AnnotationOwner: "ana@example.com", expiry.AnnotationTTL: "3s", expiry.AnnotationOnExpiry: "pause"})
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		expiryOptions(o)
-		o.AllowDelete = direct.DeletePolicy{} // nothing, as the flag's default
+		o.Allow = allow.Policy{} // nothing, as the flags' default
 	}))
 	dumpOnFailure(t, k)
 
@@ -273,12 +274,17 @@ func TestExpiryDeleteNotAllowed(t *testing.T) {
 		!strings.Contains(refused.Message, "--allow-delete=expiry:apps/deployments") {
 		t.Errorf("DeleteNotAllowed Event about %s (%s): %s", refused.InvolvedObject.Name, refused.Type, refused.Message)
 	}
-	eventually(t, "paused scaled to zero", func() bool {
-		var d appsv1.Deployment
-		return k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "paused"}, &d) == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == 0
-	})
+	unpaused := waitEvents(t, ns, pipeline.ReasonPauseNotAllowed, 1)[0]
+	if unpaused.InvolvedObject.Name != "paused" || unpaused.Type != corev1.EventTypeWarning ||
+		!strings.Contains(unpaused.Message, "--allow=expiry:pause:apps/deployments") {
+		t.Errorf("PauseNotAllowed Event about %s (%s): %s", unpaused.InvolvedObject.Name, unpaused.Type, unpaused.Message)
+	}
+	var d appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "paused"}, &d); err != nil || d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("paused without --allow: %v, replicas %v", err, d.Spec.Replicas)
+	}
 	if !deploymentExists(t, ns, "orphan") || !deploymentExists(t, ns, "preview") {
-		t.Error("an environment was deleted without --allow-delete")
+		t.Error("an environment was deleted without --allow")
 	}
 	if len(k.logs.records(t, "change cannot be carried out")) == 0 {
 		t.Error("the refusal was not logged")
@@ -545,6 +551,36 @@ func TestExpiryHelmRelease(t *testing.T) {
 		if ok, err := u.Exists(context.Background(), ns, name); err != nil || !ok {
 			t.Errorf("release %s: exists %v, %v", name, ok, err)
 		}
+	}
+}
+
+// TestExpiryHelmReleaseNotAllowed: uninstalling an expired release is a deletion like any
+// other: without --allow=expiry:delete:helm.sh/releases the due release stays, with a
+// DeleteNotAllowed Warning Event naming the entry, and nothing of it is touched.
+func TestExpiryHelmReleaseNotAllowed(t *testing.T) {
+	ns := newNamespace(t, "expiry-helm-nodelete", nil)
+	installReleaseWith(t, ns, "shop", map[string]any{"ec_owner": "ana@example.com", "ec_ttl": "3s"})
+	k := startKustos(t, func(o *app.Options) {
+		o.Mode = app.ModeDirect
+		expiryOptions(o)
+		o.Expiry.HelmReleases = true
+		var err error
+		if o.Allow, err = allow.Parse("expiry:delete:apps/deployments,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dumpOnFailure(t, k)
+	refused := waitEvents(t, ns, pipeline.ReasonDeleteNotAllowed, 1)[0]
+	if refused.InvolvedObject.Name != "shop" || refused.Type != corev1.EventTypeWarning ||
+		!strings.Contains(refused.Message, "--allow=expiry:delete:helm.sh/releases") {
+		t.Errorf("DeleteNotAllowed Event about %s (%s): %s", refused.InvolvedObject.Name, refused.Type, refused.Message)
+	}
+	if ok, err := (&helmrelease.Uninstaller{Config: env.Config}).Exists(context.Background(), ns, "shop"); err != nil || !ok {
+		t.Errorf("release shop: exists %v, %v; want it left alone", ok, err)
+	}
+	var hook corev1.ConfigMap
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop-pre-delete"}, &hook); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused uninstall ran the pre-delete hook: %v", err)
 	}
 }
 

@@ -20,12 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 )
@@ -244,11 +243,11 @@ func kustosOptions(t *testing.T, mutate func(*app.Options)) app.Options {
 	if o.Cleaners.AuthorKeyFile == "" && o.Cleaners.AuthorKeySecret == "" {
 		o.Cleaners.AuthorKeyFile = authorKeyFile
 	}
-	if o.AllowDelete == nil {
-		// Deletion is an opt-in (--allow-delete); the tests of what a detector deletes opt in
-		// to the kinds they use, as an operator would. A test of the refusal passes an empty
-		// policy (direct.DeletePolicy{}).
-		o.AllowDelete = e2eDeletes
+	if o.Allow == nil {
+		// Deletions and pauses are opt-ins (--allow); the tests of what a detector deletes or
+		// pauses opt in to the kinds they use, as an operator would. A test of the refusal
+		// passes a policy without them (allow.Policy{}: nothing).
+		o.Allow = e2eAllow
 	}
 	if o.StateNamespace == "" {
 		o.StateNamespace = newNamespace(t, "kustos-state", nil)
@@ -256,17 +255,21 @@ func kustosOptions(t *testing.T, mutate func(*app.Options)) app.Options {
 	return o
 }
 
-// e2eDeletes lets every deleting detector delete the kinds the e2e tests create.
-var e2eDeletes = func() direct.DeletePolicy {
-	kinds := []schema.GroupResource{{Resource: "namespaces"}, {Resource: "configmaps"}, {Resource: "services"},
-		{Group: "apps", Resource: "deployments"}, {Group: "apps", Resource: "statefulsets"}, {Group: "kustos.io", Resource: "cleaners"},
-		{Group: "serving.knative.dev", Resource: "services"}, {Group: "serving.knative.dev", Resource: "revisions"}, {Resource: "secrets"}}
-	p := direct.DeletePolicy{}
-	for _, d := range app.DeletingDetectors {
-		p[d] = map[schema.GroupResource]bool{}
+// e2eAllow lets every detector delete and pause the kinds the e2e tests create, and uninstall
+// helm releases.
+var e2eAllow = func() allow.Policy {
+	kinds := []string{"namespaces", "configmaps", "services", "secrets", "apps/deployments", "apps/statefulsets", "kustos.io/cleaners",
+		"serving.knative.dev/services", "serving.knative.dev/revisions", "example.com/widgets"}
+	var entries []string
+	for d := range app.PolicyDetectors {
 		for _, k := range kinds {
-			p[d][k] = true
+			entries = append(entries, d+":delete:"+k, d+":pause:"+k)
 		}
+		entries = append(entries, d+":delete:helm.sh/releases")
+	}
+	p, err := allow.Parse(strings.Join(entries, ","), app.PolicyDetectors)
+	if err != nil {
+		panic(err)
 	}
 	return p
 }()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
@@ -36,9 +36,9 @@ func vsphereOptions(sim *vspheretest.Sim, mode app.Mode, allowQuarantine bool) f
 		o.VSphere = app.VSphereOptions{Enabled: true, CrawlInterval: time.Second, Config: vsphere.Config{
 			URL: sim.URL, CredentialsFile: sim.CredentialsFile, CAFile: sim.CAFile(), Datacenter: vspheretest.Datacenter,
 			Folders: []string{"labs"}, QuarantineFolder: "labs/quarantine", Ignore: []string{"golden"}}}
-		o.AllowDelete = direct.DeletePolicy{}
+		o.Allow = allow.Policy{}
 		if allowQuarantine {
-			o.AllowDelete = direct.DeletePolicy{expiry.DetectorName: {schema.GroupResource{Group: detectvsphere.Group, Resource: "virtualmachines"}: true}}
+			o.Allow = allow.Policy{{Detector: expiry.DetectorName, Verb: allow.VerbDelete, Resource: schema.GroupResource{Group: detectvsphere.Group, Resource: "virtualmachines"}}: true}
 		}
 	}
 }

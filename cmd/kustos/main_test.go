@@ -36,6 +36,10 @@ func TestRealMain(t *testing.T) {
 		{"expiry plan: one dash", []string{"expiry", "plan", "-now", "2026-01-01T00:00:00Z"}, 2, "", "flags take two dashes: --now"},
 		{"run: allow-delete without a detector", []string{"run", "--allow-delete=namespaces", "--state-namespace=x"}, 2, "",
 			`--allow-delete: "namespaces": want detector:resource`},
+		{"run: allow without a verb", []string{"run", "--allow=expiry:namespaces", "--state-namespace=x"}, 2, "",
+			`--allow: "expiry:namespaces": want detector:verb:resource`},
+		{"run: allow with an unknown verb", []string{"run", "--allow=inactivity:scale:apps/deployments", "--state-namespace=x"}, 2, "",
+			`--allow: "inactivity:scale:apps/deployments": unknown verb "scale"`},
 		{"recommend: empty input", []string{"recommend", "-f", "-"}, 0, "", ""},
 		{"cleaner eval: empty input", []string{"cleaner", "eval", "-f", "-"}, 0, "", ""},
 		{"cleaner without eval", []string{"cleaner"}, 2, "", "Usage: kustos cleaner <command> [flags]\n\nCleaners, offline\n\nCommands:\n  eval "},
@@ -103,17 +107,32 @@ func TestRunFlagsAllowedDestinations(t *testing.T) {
 	}
 }
 
-func TestRunFlagsAllowDelete(t *testing.T) {
-	o, _, _, err := runFlags([]string{"--state-namespace=x"}, &bytes.Buffer{})
-	if err != nil || len(o.AllowDelete) != 0 {
-		t.Fatalf("default: %q, %v; want nothing deletable", o.AllowDelete.String(), err)
-	}
-	o, _, _, err = runFlags([]string{"--state-namespace=x", "--allow-delete=expiry:namespaces,ephemeral:kustos.io/cleaners,inactivity:apps/statefulsets"}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := o.AllowDelete.String(); got != "ephemeral:kustos.io/cleaners,expiry:namespaces,inactivity:apps/statefulsets" {
-		t.Errorf("--allow-delete: %q", got)
+// TestRunFlagsAllow: --allow and --allow-delete (its older spelling, verb delete) are one
+// policy, from the flags or KUSTOS_ALLOW; nothing is deleted or paused by default.
+func TestRunFlagsAllow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string // KUSTOS_ALLOW
+		want string
+	}{
+		{name: "default: nothing", args: nil, want: ""},
+		{name: "--allow-delete", args: []string{"--allow-delete=expiry:namespaces,ephemeral:kustos.io/cleaners,inactivity:apps/statefulsets"},
+			want: "ephemeral:delete:kustos.io/cleaners,expiry:delete:namespaces,inactivity:delete:apps/statefulsets"},
+		{name: "--allow", args: []string{"--allow=expiry:delete:namespaces,inactivity:pause:apps/deployments,cleaner:delete:helm.sh/releases"},
+			want: "ephemeral:delete:helm.sh/releases,expiry:delete:namespaces,inactivity:pause:apps/deployments"},
+		{name: "both, merged", args: []string{"--allow=expiry:pause:apps/deployments", "--allow-delete=expiry:apps/deployments"},
+			want: "expiry:delete:apps/deployments,expiry:pause:apps/deployments"},
+		{name: "KUSTOS_ALLOW", env: "expiry:delete:helm.sh/releases,expiry:pause:apps/statefulsets",
+			want: "expiry:delete:helm.sh/releases,expiry:pause:apps/statefulsets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUSTOS_ALLOW", tc.env)
+			o, _, _, err := runFlags(append([]string{"--state-namespace=x"}, tc.args...), &bytes.Buffer{})
+			if err != nil || o.Allow.String() != tc.want {
+				t.Fatalf("%q: %q, %v; want %q", tc.args, o.Allow.String(), err, tc.want)
+			}
+		})
 	}
 }
 

@@ -26,11 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
-	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
-	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -135,9 +134,11 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 		o.Mode, o.Instance, o.MaxConcurrentReconciles = app.ModeDirect, "author-test", 2
 		o.InProcessReplica = true // another test of this package runs a manager too
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
-		// Deletion is an opt-in (--allow-delete): the kinds these Cleaners delete.
-		o.AllowDelete = direct.DeletePolicy{ephemeral.DetectorName: {{Resource: "secrets"}: true, {Resource: "configmaps"}: true,
-			{Group: "kustos.io", Resource: "cleaners"}: true}}
+		// Deletion is an opt-in (--allow): the kinds these Cleaners delete, and helm releases.
+		var err error
+		if o.Allow, err = allow.Parse("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	stampOf := func(name string) map[string]any {

@@ -40,6 +40,7 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
@@ -154,10 +155,11 @@ type Options struct {
 	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
 	// public addresses only.
 	AllowedDestinations egress.Policy
-	// AllowDelete is --allow-delete: which resources each detector may delete from the cluster
-	// (direct mode, and in PR mode objects no manifest in Git defines). nil: none; a pull
-	// request removing a manifest from Git needs no such right.
-	AllowDelete direct.DeletePolicy
+	// Allow is --allow (with --allow-delete's entries): which resources each detector may
+	// delete and pause in the cluster (direct mode, and in PR mode objects no manifest in Git
+	// defines), helm releases (helm.sh/releases) included. nil: nothing; a pull request
+	// removing or pausing a manifest in Git needs no such right.
+	Allow allow.Policy
 	// Gates are what must be done before a removal: a Velero backup, an exam submission.
 	Gates GateOptions
 	Log   logr.Logger
@@ -167,8 +169,17 @@ type Options struct {
 	scope nsscope.Selecter
 }
 
-// DeletingDetectors are the detectors --allow-delete may name: those whose Changes delete.
-var DeletingDetectors = []string{expiry.DetectorName, inactivity.DetectorName, ephemeral.DetectorName}
+// PolicyDetectors are the detectors --allow and --allow-delete may name, those whose Changes
+// delete or pause, by each of their spellings: the Cleaner detector is "ephemeral" in its Keys
+// and "cleaner" to the people who write Cleaners.
+var PolicyDetectors = map[string]string{
+	expiry.DetectorName: expiry.DetectorName, inactivity.DetectorName: inactivity.DetectorName,
+	ephemeral.DetectorName: ephemeral.DetectorName, "cleaner": ephemeral.DetectorName,
+}
+
+// pausers are the detectors whose SetFields pause their target (the inactivity detector's
+// pause field): the direct actuator asks Allow's pause for them as for a scale to zero.
+var pausers = []string{inactivity.DetectorName, expiry.DetectorName}
 
 // Validate reports the first option that cannot work, naming it as a flag.
 func (o Options) Validate() error {
@@ -476,7 +487,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
 		release = m.release
 	case ModeDirect:
-		pl.Actuator = directActuator(live, o.AllowDelete)
+		pl.Actuator = directActuator(live, o.Allow)
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
 		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
@@ -596,9 +607,9 @@ const sentNoticesRemembered = 10000
 
 // directActuator writes the cluster through live, which reads objects from the API server, not
 // the cache: the resourceVersion it reads is the precondition of its write.
-// It deletes only what allow gives the Change's detector.
-func directActuator(live client.Client, allow direct.DeletePolicy) *direct.Actuator {
-	return &direct.Actuator{Client: live, AllowDelete: allow}
+// It deletes and pauses only what policy gives the Change's detector.
+func directActuator(live client.Client, policy allow.Policy) *direct.Actuator {
+	return &direct.Actuator{Client: live, Allow: policy, Pausers: pausers}
 }
 
 func orDisabled(addr string) string {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
@@ -126,7 +127,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	pl.Vocab = cleanerVocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
 	}
 	rep, ok := base.Reporter.(ephemeral.Reporter)
 	if !ok {
@@ -180,11 +181,12 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		authorAccess = &authorship.Reviewer{Client: live, Now: o.Now}
 	}
 	if o.Mode != ModeObserve {
+		// An uninstall is a deletion: --allow=cleaner:delete:helm.sh/releases opts in.
 		releases := helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
 		if authorAccess != nil {
 			releases.Access = authorAccess
 		}
-		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r, Next: releases}
+		pl.Actuator = cloudevent.Actuator{Sender: sink, Current: r, Next: allow.ReleaseRemovals{Allow: o.Allow, Next: releases}}
 		// A backup before a release or namespace is removed (--backup).
 		var err error
 		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -136,7 +137,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	pl.Vocab = expiry.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
 	}
 	var uninstaller *helmrelease.Uninstaller
 	if o.Expiry.HelmReleases {
@@ -144,7 +145,8 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
 		uninstaller = &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 		if o.Mode != ModeObserve {
-			pl.Actuator = helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
+			// An uninstall is a deletion: --allow=expiry:delete:helm.sh/releases opts in.
+			pl.Actuator = allow.ReleaseRemovals{Allow: o.Allow, Next: helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}}
 		}
 	}
 	if o.Mode != ModeObserve {

@@ -119,7 +119,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 	pl.Vocab = inactivity.Vocabulary()
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", inactivity.DetectorName)
 	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.AllowDelete)}
+		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
 	}
 	if o.Mode != ModeObserve {
 		// An exam's submission before its termination (--enable-submission).

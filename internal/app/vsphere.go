@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
@@ -33,7 +34,7 @@ type VSphereOptions struct {
 	CrawlInterval time.Duration
 }
 
-// vmDeletes is the --allow-delete entry that lets the expiry detector quarantine VMs.
+// vmDeletes is the resource of the --allow entry (expiry:delete:…) that lets the expiry detector quarantine VMs.
 var vmDeletes = schema.GroupResource{Group: detectvsphere.Group, Resource: "virtualmachines"}
 
 func (v VSphereOptions) validate(o Options) error {
@@ -85,7 +86,7 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	if o.Mode == ModeObserve {
 		pl.Actuator = expiryPipeline.Reporter.(pipeline.Actuator)
 	} else {
-		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.AllowDelete.Allows(expiry.DetectorName, vmDeletes), Log: log}
+		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, allow.VerbDelete, vmDeletes), Log: log}
 	}
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{

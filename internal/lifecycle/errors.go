@@ -41,12 +41,16 @@ var (
 	// cluster-scoped kind, or that cannot be read): Kustos refuses it, whatever its own rights.
 	ErrOutsideNamespace = errors.New("outside the target's namespace")
 	// ErrDeleteNotAllowed: the change deletes an object of a kind its detector was not allowed
-	// to delete from the cluster (--allow-delete). Deletion is an explicit opt-in per detector
+	// to delete from the cluster (--allow, --allow-delete). Deletion is an explicit opt-in per detector
 	// and kind; a pull request removing the manifest from Git needs none.
 	ErrDeleteNotAllowed = errors.New("deletion not allowed")
 	// ErrAuthorDenied: the principal a Change acts for (Change.OnBehalfOf) may not make one of
 	// the requests carrying it out makes; Kustos does not lend its own rights, so nothing is done.
 	ErrAuthorDenied = errors.New("not allowed to the change's author")
+	// ErrPauseNotAllowed: the change pauses an object (scale to zero, or a pause field) of a
+	// kind its detector was not allowed to pause in the cluster (--allow). A pause is an
+	// explicit opt-in per detector and kind, as a deletion is; a pull request needs none.
+	ErrPauseNotAllowed = errors.New("pause not allowed")
 )
 
 // NewError returns a new sentinel error that reads msg and that errors.Is also matches against

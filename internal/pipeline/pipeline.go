@@ -93,9 +93,14 @@ const (
 	// ReasonManagedByGitOps: the direct actuator refused an object a GitOps tool manages.
 	ReasonManagedByGitOps = "ManagedByGitOps"
 	// ReasonDeleteNotAllowed: the direct actuator refused a deletion of a kind the detector was
-	// not allowed to delete (--allow-delete); the object stays, and so does the Warning until
+	// not allowed to delete (--allow, --allow-delete); the object stays, and so does the Warning until
 	// someone deletes it, opts the kind in, or the detector no longer wants it gone.
 	ReasonDeleteNotAllowed = "DeleteNotAllowed"
+	// ReasonPauseNotAllowed: the direct actuator refused a pause (scale to zero, or the pause
+	// field) of a kind the detector was not allowed to pause (--allow); the object keeps
+	// running, and the Warning stays until someone pauses it, opts the kind in, or the detector
+	// no longer wants it paused.
+	ReasonPauseNotAllowed = "PauseNotAllowed"
 	// ReasonOutsideNamespace: carrying the change out would act outside the target's namespace
 	// (a helm release whose manifest or hooks reach further); nothing is done. The detectors'
 	// own ReleaseOutsideNamespace reason, for a refusal an actuator met first.
@@ -457,6 +462,8 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 				// A detector wants something gone that the operator did not let it delete:
 				// visible on a dashboard, not only in Events.
 				metrics.InvalidInput.WithLabelValues(p.Detector, "delete_not_allowed").Inc()
+			case ReasonPauseNotAllowed:
+				metrics.InvalidInput.WithLabelValues(p.Detector, "pause_not_allowed").Inc()
 			case ReasonOutsideNamespace:
 				metrics.InvalidInput.WithLabelValues(p.Detector, "helm_release").Inc()
 			}
@@ -1026,6 +1033,8 @@ func findingReason(err error) (string, bool) {
 		return ReasonManagedByGitOps, true
 	case errors.Is(err, lifecycle.ErrDeleteNotAllowed):
 		return ReasonDeleteNotAllowed, true
+	case errors.Is(err, lifecycle.ErrPauseNotAllowed):
+		return ReasonPauseNotAllowed, true
 	case errors.Is(err, lifecycle.ErrOutsideNamespace):
 		return ReasonOutsideNamespace, true
 	case errors.Is(err, lifecycle.ErrForeignCommit):

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -589,6 +590,24 @@ func TestRun(t *testing.T) {
 			}, run("a"), run("a")},
 			func(t *testing.T, w *world) {
 				if r := w.rec(); r.Pending != "" || w.events.count(ReasonSourceNotEditable) != 1 || w.events.records != 1 {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
+		{"pr: a refused pause (a target outside Git, no --allow entry) is a PauseNotAllowed finding, reported once, and the detector goes on", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.failApply = fmt.Errorf("direct: pause Deployment team/web: the test detector may not pause apps/deployments in the cluster: %w", lifecycle.ErrPauseNotAllowed)
+			}, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending != "" || w.events.count(ReasonPauseNotAllowed) != 1 || w.events.count(ReasonDeleteNotAllowed) != 0 || w.events.records != 1 {
+					t.Errorf("record %+v, events %s", r, w.events)
+				}
+			}},
+		{"pr: a refused deletion is a DeleteNotAllowed finding, reported once", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.forge.failApply = fmt.Errorf("direct: delete helm release team/web: %w", lifecycle.ErrDeleteNotAllowed)
+			}, run("a"), run("a")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); r.Pending != "" || w.events.count(ReasonDeleteNotAllowed) != 1 || w.events.records != 1 {
 					t.Errorf("record %+v, events %s", r, w.events)
 				}
 			}},

@@ -234,7 +234,7 @@ The inactivity detector's template kind as an RBAC rule's API group: "" for the 
 {{- end }}
 
 {{/*
-A kind's group/resource as --allow-delete and the deletion values write it: "apps/deployments",
+A kind's group/resource as --allow and the deletion and pause values write it: "apps/deployments",
 "namespaces" for the core group.
 */}}
 {{- define "kustos.groupResource" -}}
@@ -242,47 +242,61 @@ A kind's group/resource as --allow-delete and the deletion values write it: "app
 {{- end }}
 
 {{/*
-What each detector may delete from the cluster (--allow-delete), as a JSON list of
-"detector:group/resource": nothing in observe mode; otherwise expiry.deletion, inactivity.deletion
-(each entry checked against the detector's kinds), and for Cleaners their target kinds and the
-Cleaners themselves once their cleanup is done. The ClusterRole grants delete on exactly these.
+Checks that each entry of kinds (a deletion or pause value, named by value) is one of known (a
+detector's kinds, named by knownValue), and returns "detector:verb:group/resource" entries as a
+JSON list.
 */}}
-{{- define "kustos.allowDelete" -}}
+{{- define "kustos.allowEntries" -}}
+{{- $known := list }}
+{{- range .known }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
+{{- $out := list }}
+{{- range .kinds }}
+{{- if not (has . $known) }}
+{{- fail (printf "\n\n%s: %q is none of %s (%s); write apiGroup/resource, e.g. apps/deployments." $.value . $.knownValue (join ", " $known)) }}
+{{- end }}
+{{- $out = append $out (printf "%s:%s:%s" $.detector $.verb .) }}
+{{- end }}
+{{- $out | toJson }}
+{{- end }}
+
+{{/*
+What each detector may delete and pause in the cluster (--allow), as a JSON list of
+"detector:verb:group/resource": nothing in observe mode; otherwise expiry.deletion,
+expiry.pause, inactivity.deletion, inactivity.pause (each entry checked against the detector's
+kinds), the helm uninstalls of expiry.helmReleases.uninstall and cleaner.helmReleases.uninstall
+(helm.sh/releases), and for Cleaners their target kinds and the Cleaners themselves once their
+cleanup is done. The ClusterRole grants delete and pause rights on exactly these.
+*/}}
+{{- define "kustos.allow" -}}
 {{- $out := list }}
 {{- if ne (toString .Values.mode) "observe" }}
 {{- if .Values.expiry.enabled }}
 {{- if .Values.expiry.deletion.namespaces }}
-{{- $out = append $out "expiry:namespaces" }}
+{{- $out = append $out "expiry:delete:namespaces" }}
 {{- end }}
-{{- $known := list }}
-{{- range .Values.expiry.lifecycleKinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
-{{- range .Values.expiry.deletion.kinds }}
-{{- if not (has . $known) }}
-{{- fail (printf "\n\nexpiry.deletion.kinds: %q is none of expiry.lifecycleKinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
-{{- end }}
-{{- $out = append $out (printf "expiry:%s" .) }}
+{{- $out = concat $out (include "kustos.allowEntries" (dict "detector" "expiry" "verb" "delete" "kinds" .Values.expiry.deletion.kinds "value" "expiry.deletion.kinds" "known" .Values.expiry.lifecycleKinds "knownValue" "expiry.lifecycleKinds") | fromJsonArray) }}
+{{- $out = concat $out (include "kustos.allowEntries" (dict "detector" "expiry" "verb" "pause" "kinds" .Values.expiry.pause.kinds "value" "expiry.pause.kinds" "known" .Values.expiry.lifecycleKinds "knownValue" "expiry.lifecycleKinds") | fromJsonArray) }}
+{{- if and .Values.expiry.helmReleases.enabled .Values.expiry.helmReleases.uninstall }}
+{{- $out = append $out "expiry:delete:helm.sh/releases" }}
 {{- end }}
 {{- end }}
 {{- if and .Values.vsphere.enabled .Values.vsphere.quarantine }}
-{{- $out = append $out "expiry:vsphere.kustos.io/virtualmachines" }}
+{{- $out = append $out "expiry:delete:vsphere.kustos.io/virtualmachines" }}
 {{- end }}
 {{- if .Values.inactivity.enabled }}
-{{- $known := list }}
-{{- range .Values.inactivity.kinds }}{{ $known = append $known (include "kustos.groupResource" .) }}{{ end }}
-{{- range .Values.inactivity.deletion.kinds }}
-{{- if not (has . $known) }}
-{{- fail (printf "\n\ninactivity.deletion.kinds: %q is none of inactivity.kinds (%s); write apiGroup/resource, e.g. apps/deployments." . (join ", " $known)) }}
-{{- end }}
-{{- $out = append $out (printf "inactivity:%s" .) }}
-{{- end }}
+{{- $out = concat $out (include "kustos.allowEntries" (dict "detector" "inactivity" "verb" "delete" "kinds" .Values.inactivity.deletion.kinds "value" "inactivity.deletion.kinds" "known" .Values.inactivity.kinds "knownValue" "inactivity.kinds") | fromJsonArray) }}
+{{- $out = concat $out (include "kustos.allowEntries" (dict "detector" "inactivity" "verb" "pause" "kinds" .Values.inactivity.pause.kinds "value" "inactivity.pause.kinds" "known" .Values.inactivity.kinds "knownValue" "inactivity.kinds") | fromJsonArray) }}
 {{- end }}
 {{- if .Values.cleaner.enabled }}
-{{- $out = append $out "ephemeral:kustos.io/cleaners" }}
+{{- $out = append $out "ephemeral:delete:kustos.io/cleaners" }}
 {{- range .Values.cleaner.targetKinds }}
 {{- $group := .apiGroup }}
 {{- range .resources }}
-{{- $out = append $out (printf "ephemeral:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
+{{- $out = append $out (printf "ephemeral:delete:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
 {{- end }}
+{{- end }}
+{{- if .Values.cleaner.helmReleases.uninstall }}
+{{- $out = append $out "ephemeral:delete:helm.sh/releases" }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -290,14 +304,18 @@ Cleaners themselves once their cleanup is done. The ClusterRole grants delete on
 {{- end }}
 
 {{/*
-The resources --allow-delete names for any detector, as a JSON list of {apiGroup, resource},
-sorted: the ClusterRole's delete rules.
+The resources --allow lets any detector verb ("delete" or "pause") that live in the cluster, as a
+JSON list of {apiGroup, resource}, sorted: the ClusterRole's delete or pause rules. VMs live in
+vSphere and helm releases are the Secrets of expiry.helmReleases and cleaner.helmReleases: no
+rule of their own.
 */}}
-{{- define "kustos.deletableResources" -}}
+{{- define "kustos.allowedResources" -}}
 {{- $seen := list }}
-{{- range include "kustos.allowDelete" . | fromJsonArray }}
-{{- if not (hasPrefix "vsphere.kustos.io/" (splitList ":" . | last)) }}{{/* VMs live in vSphere: no cluster right */}}
-{{- $seen = append $seen (splitList ":" . | last) }}
+{{- range include "kustos.allow" .root | fromJsonArray }}
+{{- $parts := splitList ":" . }}
+{{- $res := index $parts 2 }}
+{{- if and (eq (index $parts 1) $.verb) (not (hasPrefix "vsphere.kustos.io/" $res)) (not (hasPrefix "helm.sh/" $res)) }}
+{{- $seen = append $seen $res }}
 {{- end }}
 {{- end }}
 {{- $out := list }}

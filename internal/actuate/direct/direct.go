@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -34,9 +36,14 @@ type Actuator struct {
 	// ArgoTrackingAnnotation (always), is refused. See DefaultArgoTrackingLabels for why
 	// app.kubernetes.io/instance is not among the defaults.
 	ArgoTrackingLabels []string
-	// AllowDelete says which resources each detector (Change.Detector) may delete; nil allows
-	// none. A Delete it does not allow is refused with lifecycle.ErrDeleteNotAllowed.
-	AllowDelete DeletePolicy
+	// Allow says which resources each detector (Change.Detector) may delete and pause; nil
+	// allows nothing. A Delete it does not allow is refused with lifecycle.ErrDeleteNotAllowed,
+	// a pause with lifecycle.ErrPauseNotAllowed.
+	Allow allow.Policy
+	// Pausers are the detectors whose SetFields pause their target (the inactivity detector's
+	// pause field, e.g. spec.running=false): such a SetFields needs Allow's pause like a
+	// ScaleToZero. Another detector's SetFields (the quota detector's new limits) is no pause.
+	Pausers []string
 }
 
 // Apply carries out c on the live object c.Target. It returns Outcome{Applied: true} when it
@@ -45,8 +52,10 @@ type Actuator struct {
 //
 //   - lifecycle.ErrInvalidChange: c lacks what is needed, its kind is not served, or a field
 //     cannot take the value;
-//   - lifecycle.ErrDeleteNotAllowed: c is a Delete of a resource AllowDelete does not give
+//   - lifecycle.ErrDeleteNotAllowed: c is a Delete of a resource Allow does not give
 //     c.Detector (checked before the object is read);
+//   - lifecycle.ErrPauseNotAllowed: c is a pause (a ScaleToZero, or a SetFields of one of
+//     Pausers) of a resource Allow does not give c.Detector (checked before the object is read);
 //   - lifecycle.ErrSourceNotFound: the object does not exist (or is being deleted), except
 //     for Delete;
 //   - lifecycle.ErrManagedByGitOps: Flux or Argo CD manages the object;
@@ -72,9 +81,10 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, _
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
-	if c.Edit.Op == lifecycle.EditDelete && !a.AllowDelete.Allows(c.Detector, gr) {
-		return lifecycle.Outcome{}, fmt.Errorf("direct: delete %s: the %s detector may not delete %s from the cluster (--allow-delete=%s:%s, the chart's deletion values, opts in): %w",
-			describe(t), c.Detector, groupResource(gr), c.Detector, groupResource(gr), lifecycle.ErrDeleteNotAllowed)
+	if verb, ok := a.verb(c); ok {
+		if err := a.Allow.Check(c, verb, gr, describe(t)); err != nil {
+			return lifecycle.Outcome{}, fmt.Errorf("direct: %w", err)
+		}
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		var out lifecycle.Outcome
@@ -86,6 +96,20 @@ func (a *Actuator) Apply(ctx context.Context, c lifecycle.Change, _ time.Time, _
 		// again, check everything again.
 	}
 	return lifecycle.Outcome{}, fmt.Errorf("direct: %s %s: the object changed concurrently twice in a row: %w", c.Edit.Op, describe(t), err)
+}
+
+// verb is what of Allow c needs, if anything: a Delete deletes, a ScaleToZero pauses, and so
+// does a SetFields of a detector among Pausers.
+func (a *Actuator) verb(c lifecycle.Change) (allow.Verb, bool) {
+	switch c.Edit.Op {
+	case lifecycle.EditDelete:
+		return allow.VerbDelete, true
+	case lifecycle.EditScaleToZero:
+		return allow.VerbPause, true
+	case lifecycle.EditSetFields:
+		return allow.VerbPause, slices.Contains(a.Pausers, c.Detector)
+	}
+	return "", false
 }
 
 // applyOnce reads the object and carries c out on what it read.

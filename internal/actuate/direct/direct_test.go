@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -118,12 +119,33 @@ func customTarget(gvk schema.GroupVersionKind, ns, name string) lifecycle.Target
 	return lifecycle.Target{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: ns, Name: name}
 }
 
-// testDeletes lets the tests' detector delete every kind the tests create (deletion is an
-// explicit opt-in: an Actuator without AllowDelete deletes nothing, see TestDeleteNotAllowed).
-var testDeletes = direct.DeletePolicy{"test": {
-	{Resource: "configmaps"}: true, {Group: "apps", Resource: "deployments"}: true,
-	{Group: "example.com", Resource: "widgets"}: true, {Group: "example.com", Resource: "gadgets"}: true,
-}}
+// testAllow lets the tests' detector delete and pause every kind the tests create (both are
+// explicit opt-ins: an Actuator without Allow deletes and pauses nothing, see
+// TestDeleteNotAllowed and TestPauseNotAllowed).
+var testAllow = func() allow.Policy {
+	var entries []string
+	for _, r := range []string{"configmaps", "apps/deployments", "example.com/widgets", "example.com/gadgets"} {
+		entries = append(entries, "test:delete:"+r, "test:pause:"+r)
+	}
+	p, err := allow.Parse(strings.Join(entries, ","), detectors)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// detectors are the spellings the tests' policies accept: the detector of this package's
+// Changes and those a row sets.
+var detectors = map[string]string{"expiry": "expiry", "inactivity": "inactivity", "ephemeral": "ephemeral", "test": "test"}
+
+func mustParse(t testing.TB, s string) allow.Policy {
+	t.Helper()
+	p, err := allow.Parse(s, detectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 func change(t lifecycle.Target, e lifecycle.Edit) lifecycle.Change {
 	return lifecycle.Change{
@@ -418,7 +440,7 @@ func TestOps(t *testing.T) {
 			ns := namespace(t)
 			c := tc.setup(t, ns)
 			var rec calls
-			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, rec.funcs())}
+			a := &direct.Actuator{Allow: testAllow, Client: interceptor.NewClient(k8s, rec.funcs())}
 
 			out, err := apply(ctx, a, c)
 			if err != nil {
@@ -535,7 +557,7 @@ func TestRefusals(t *testing.T) {
 			ctx := t.Context()
 			ns := namespace(t)
 			before := createDeployment(t, ns, "web", 2, tc.meta)
-			a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s, ArgoTrackingLabels: tc.tracking}
+			a := &direct.Actuator{Allow: testAllow, Client: k8s, ArgoTrackingLabels: tc.tracking}
 			for _, e := range edits {
 				out, err := apply(ctx, a, change(deploymentTarget(ns, "web"), e))
 				if !errors.Is(err, tc.kind) {
@@ -561,7 +583,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("message", func(t *testing.T) {
 		ns := namespace(t)
 		createConfigMap(t, ns, "cm", nil, meta{labels: map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps"}})
-		_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, change(configMapTarget(ns, "cm"), setAnnotations("a", "b")))
+		_, err := apply(t.Context(), &direct.Actuator{Allow: testAllow, Client: k8s}, change(configMapTarget(ns, "cm"), setAnnotations("a", "b")))
 		want := "direct: SetAnnotations ConfigMap " + ns + `/cm: the object carries the label kustomize.toolkit.fluxcd.io/name="apps": ` +
 			"it is managed by Flux, so the change belongs in Git: managed by a GitOps tool"
 		if err == nil || err.Error() != want {
@@ -600,7 +622,7 @@ func TestNotRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			createDeployment(t, ns, "web", 2, tc.meta)
-			a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s, ArgoTrackingLabels: tc.tracking}
+			a := &direct.Actuator{Allow: testAllow, Client: k8s, ArgoTrackingLabels: tc.tracking}
 			out, err := apply(t.Context(), a, change(deploymentTarget(ns, "web"), scaleToZero))
 			if err != nil || !out.Applied {
 				t.Fatalf("Apply = %+v, %v; want Applied", out, err)
@@ -623,7 +645,7 @@ func TestSetFieldsConflict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			before := createConfigMap(t, ns, "cm", map[string]string{"a": "9"}, meta{})
-			_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, change(configMapTarget(ns, "cm"), setFields(tc.field)))
+			_, err := apply(t.Context(), &direct.Actuator{Allow: testAllow, Client: k8s}, change(configMapTarget(ns, "cm"), setFields(tc.field)))
 			if !errors.Is(err, lifecycle.ErrSourceConflict) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want ErrSourceConflict saying %q", err, tc.msg)
 			}
@@ -637,7 +659,7 @@ func TestSetFieldsConflict(t *testing.T) {
 // TestNotFound: Delete of a missing object is done; anything else says the object is missing.
 func TestNotFound(t *testing.T) {
 	ns := namespace(t)
-	a := &direct.Actuator{AllowDelete: testDeletes, Client: k8s}
+	a := &direct.Actuator{Allow: testAllow, Client: k8s}
 	out, err := apply(t.Context(), a, change(configMapTarget(ns, "missing"), deleteEdit))
 	if err != nil || out.Applied {
 		t.Errorf("Delete of a missing object: %+v, %v; want not Applied, no error", out, err)
@@ -681,7 +703,7 @@ func TestInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := apply(t.Context(), &direct.Actuator{AllowDelete: testDeletes, Client: k8s}, tc.c)
+			_, err := apply(t.Context(), &direct.Actuator{Allow: testAllow, Client: k8s}, tc.c)
 			if !errors.Is(err, lifecycle.ErrInvalidChange) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want ErrInvalidChange saying %q", err, tc.msg)
 			}
@@ -815,7 +837,7 @@ func TestDeleteRace(t *testing.T) {
 				rec.recordDelete(err, opts)
 				return err
 			}
-			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
+			a := &direct.Actuator{Allow: testAllow, Client: interceptor.NewClient(k8s, funcs)}
 			out, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), deleteEdit))
 			tc.check(t, ns, old, out, err, rec)
 		})
@@ -840,7 +862,7 @@ func TestWriteRace(t *testing.T) {
 			}
 			return cl.Patch(ctx, obj, p, opts...)
 		}
-		a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
+		a := &direct.Actuator{Allow: testAllow, Client: interceptor.NewClient(k8s, funcs)}
 		_, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), setFields(fieldFrom("1", "2", "data", "a"))))
 		if !errors.Is(err, lifecycle.ErrSourceConflict) {
 			t.Fatalf("err = %v, want ErrSourceConflict after the re-read", err)
@@ -867,7 +889,7 @@ func TestWriteRace(t *testing.T) {
 				return err
 			},
 		}
-		a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
+		a := &direct.Actuator{Allow: testAllow, Client: interceptor.NewClient(k8s, funcs)}
 		out, err := apply(t.Context(), a, change(deploymentTarget(ns, "web"), scaleToZero))
 		if err != nil || !out.Applied {
 			t.Fatalf("Apply = %+v, %v; want Applied", out, err)
@@ -946,7 +968,7 @@ func TestDeletePreconditions(t *testing.T) {
 				}
 				return cl.Delete(ctx, obj, opts...)
 			}}
-			a := &direct.Actuator{AllowDelete: testDeletes, Client: interceptor.NewClient(k8s, funcs)}
+			a := &direct.Actuator{Allow: testAllow, Client: interceptor.NewClient(k8s, funcs)}
 			edit := deleteEdit
 			edit.Preconditions = &lifecycle.Preconditions{UID: string(decided.UID), ResourceVersion: decided.ResourceVersion}
 			out, err := apply(t.Context(), a, change(configMapTarget(ns, "cm"), edit))
@@ -971,18 +993,18 @@ func TestDeletePreconditions(t *testing.T) {
 // the policy does not allow makes no delete call, leaves the object and says which detector
 // may not delete which resource and how to allow it; other edits are not affected.
 func TestDeleteNotAllowed(t *testing.T) {
-	cm := schema.GroupResource{Resource: "configmaps"}
 	tests := []struct {
 		name        string
-		policy      direct.DeletePolicy
+		policy      string // --allow
 		detector    string
 		edit        lifecycle.Edit
 		wantDeleted bool
 	}{
 		{name: "no policy: nothing is deleted", detector: "expiry", edit: deleteEdit},
-		{name: "another detector's kind", policy: direct.DeletePolicy{"ephemeral": {cm: true}}, detector: "expiry", edit: deleteEdit},
-		{name: "another kind of the detector", policy: direct.DeletePolicy{"expiry": {{Group: "apps", Resource: "deployments"}: true}}, detector: "expiry", edit: deleteEdit},
-		{name: "allowed", policy: direct.DeletePolicy{"expiry": {cm: true}}, detector: "expiry", edit: deleteEdit, wantDeleted: true},
+		{name: "another detector's kind", policy: "ephemeral:delete:configmaps", detector: "expiry", edit: deleteEdit},
+		{name: "another kind of the detector", policy: "expiry:delete:apps/deployments", detector: "expiry", edit: deleteEdit},
+		{name: "a pause is no deletion", policy: "expiry:pause:configmaps", detector: "expiry", edit: deleteEdit},
+		{name: "allowed", policy: "expiry:delete:configmaps", detector: "expiry", edit: deleteEdit, wantDeleted: true},
 		{name: "an annotation needs no delete right", detector: "expiry", edit: setAnnotations("a", "b")},
 	}
 	for _, tc := range tests {
@@ -990,7 +1012,7 @@ func TestDeleteNotAllowed(t *testing.T) {
 			ns := namespace(t)
 			createConfigMap(t, ns, "cm", map[string]string{"a": "1"}, meta{})
 			rec := &calls{}
-			a := &direct.Actuator{AllowDelete: tc.policy, Client: interceptor.NewClient(k8s, rec.funcs())}
+			a := &direct.Actuator{Allow: mustParse(t, tc.policy), Client: interceptor.NewClient(k8s, rec.funcs())}
 			c := change(configMapTarget(ns, "cm"), tc.edit)
 			c.Detector = tc.detector
 			out, err := apply(t.Context(), a, c)
@@ -1008,7 +1030,7 @@ func TestDeleteNotAllowed(t *testing.T) {
 				if !errors.Is(err, lifecycle.ErrDeleteNotAllowed) || out.Applied {
 					t.Fatalf("Apply = %+v, %v; want ErrDeleteNotAllowed", out, err)
 				}
-				for _, want := range []string{"expiry detector may not delete configmaps", "--allow-delete=expiry:configmaps"} {
+				for _, want := range []string{"expiry detector may not delete configmaps", "--allow=expiry:delete:configmaps", "--allow-delete=expiry:configmaps"} {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("error %q does not say %q", err, want)
 					}
@@ -1016,6 +1038,60 @@ func TestDeleteNotAllowed(t *testing.T) {
 				if gone || rec.deletes != 0 {
 					t.Fatalf("the refused delete reached the API server (%d calls, gone: %v)", rec.deletes, gone)
 				}
+			}
+		})
+	}
+}
+
+// TestPauseNotAllowed: a pause is an explicit opt-in per detector and resource, like a
+// deletion. A ScaleToZero, or a SetFields of a detector whose SetFields pause (Pausers), that
+// the policy does not allow writes nothing and says how to allow it; another detector's
+// SetFields (a resize) needs no pause right.
+func TestPauseNotAllowed(t *testing.T) {
+	pauseField := setFields(field("0", "spec", "replicas"))
+	tests := []struct {
+		name       string
+		policy     string // --allow
+		detector   string
+		edit       lifecycle.Edit
+		wantPaused bool
+	}{
+		{name: "no policy: nothing is scaled", detector: "inactivity", edit: scaleToZero},
+		{name: "a deletion is no pause", policy: "inactivity:delete:apps/deployments", detector: "inactivity", edit: scaleToZero},
+		{name: "another detector's kind", policy: "inactivity:pause:apps/deployments", detector: "expiry", edit: scaleToZero},
+		{name: "another kind of the detector", policy: "inactivity:pause:apps/statefulsets", detector: "inactivity", edit: scaleToZero},
+		{name: "scale to zero allowed", policy: "inactivity:pause:apps/deployments", detector: "inactivity", edit: scaleToZero, wantPaused: true},
+		{name: "a pause field without the opt-in", detector: "inactivity", edit: pauseField},
+		{name: "a pause field allowed", policy: "inactivity:pause:apps/deployments", detector: "inactivity", edit: pauseField, wantPaused: true},
+		{name: "a resize needs no pause right", detector: "quota", edit: pauseField, wantPaused: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := namespace(t)
+			createDeployment(t, ns, "web", 2, meta{})
+			rec := &calls{}
+			a := &direct.Actuator{Allow: mustParse(t, tc.policy), Pausers: []string{"inactivity", "expiry"}, Client: interceptor.NewClient(k8s, rec.funcs())}
+			c := change(deploymentTarget(ns, "web"), tc.edit)
+			c.Detector = tc.detector
+			out, err := apply(t.Context(), a, c)
+			replicas := *get(t, &appsv1.Deployment{}, ns, "web").Spec.Replicas
+			if tc.wantPaused {
+				if err != nil || !out.Applied || replicas != 0 {
+					t.Fatalf("Apply = %+v, %v (replicas %d); want it paused", out, err, replicas)
+				}
+				return
+			}
+			if !errors.Is(err, lifecycle.ErrPauseNotAllowed) || errors.Is(err, lifecycle.ErrDeleteNotAllowed) || out.Applied {
+				t.Fatalf("Apply = %+v, %v; want ErrPauseNotAllowed", out, err)
+			}
+			want := fmt.Sprintf("--allow=%s:pause:apps/deployments", tc.detector)
+			for _, want := range []string{tc.detector + " detector may not pause apps/deployments", want} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if replicas != 2 || rec.patches != 0 || rec.scalePatches != 0 {
+				t.Fatalf("the refused pause reached the API server (%d patches, %d scale patches, replicas %d)", rec.patches, rec.scalePatches, replicas)
 			}
 		})
 	}

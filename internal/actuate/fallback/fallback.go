@@ -17,7 +17,7 @@ var _ Applier = Actuator{}
 
 // Actuator proposes a Change (Primary, the pr actuator) and, when no manifest in the repository
 // defines the target, carries it out with Fallback instead (the direct actuator, which still
-// refuses what Flux or Argo CD manages and deletes only what --allow-delete lets it).
+// refuses what Flux or Argo CD manages and deletes and pauses only what --allow lets it).
 type Actuator struct {
 	Primary, Fallback Applier
 }
