@@ -278,7 +278,7 @@ func (h quietStop) Handle(ctx context.Context, r slog.Record) error {
 	if !released {
 		return h.Handler.Handle(ctx, r)
 	}
-	if !h.Handler.Enabled(ctx, slog.LevelInfo) {
+	if !h.Enabled(ctx, slog.LevelInfo) {
 		return nil
 	}
 	return h.Handler.Handle(ctx, slog.NewRecord(r.Time, slog.LevelInfo, "released the leader lease on stop", r.PC))

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -165,7 +166,7 @@ func localNAT64(b [16]byte) Class {
 // the universal/local bit, 0200:5efe, before the IPv4 address of the tunnel's end), under any
 // prefix: the packets go to that IPv4 address.
 func isISATAP(b [16]byte) bool {
-	return b[8]&^0x03 == 0 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe
+	return binary.BigEndian.Uint32(b[8:12])&^0x0300_0000 == 0x0000_5efe
 }
 
 // Policy is what the operator allows beyond public addresses: --allowed-destinations. The zero
