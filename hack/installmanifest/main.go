@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -85,9 +86,26 @@ func helmTemplate(ctx context.Context, helmBin, chart, values string) ([]byte, e
 // errSecret is returned for a rendered Secret: a published manifest must not carry key material.
 var errSecret = errors.New("the chart rendered a Secret; a manifest everybody applies must carry no key material (name an existing Secret in hack/install-values.yaml instead)")
 
+// helmLabel is a label line the chart writes for helm (helm.sh/chart, and managed-by Helm): the
+// manifest is applied with kubectl, and a label saying helm manages an object would mislead
+// every tool that reads it (helm's own adoption checks, dashboards grouping by manager).
+var helmLabel = regexp.MustCompile(`^\s+(helm\.sh/chart: \S+|app\.kubernetes\.io/managed-by: Helm)$`)
+
+// withoutHelmLabels is doc without helm's label lines.
+func withoutHelmLabels(doc string) string {
+	lines := strings.Split(doc, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if !helmLabel.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // assemble puts the Namespace first, keeps helm's order of everything else (CRDs, then
 // ServiceAccount, RBAC, Services, the Deployment, webhook configurations: each object before what
-// needs it), and refuses Secrets.
+// needs it), drops helm's own labels, and refuses Secrets.
 func assemble(rendered []byte) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(header)
@@ -113,7 +131,7 @@ func assemble(rendered []byte) ([]byte, error) {
 			return nil, fmt.Errorf("the chart rendered Namespace %s; the manifest adds its own", meta.Metadata.Name)
 		}
 		b.WriteString("---\n")
-		b.WriteString(strings.TrimPrefix(strings.TrimSpace(doc), "---\n"))
+		b.WriteString(withoutHelmLabels(strings.TrimPrefix(strings.TrimSpace(doc), "---\n")))
 		b.WriteString("\n")
 		n++
 	}

@@ -8,7 +8,7 @@ import (
 
 func TestAssemble(t *testing.T) {
 	const sa = "---\n# Source: kustos/templates/serviceaccount.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: kustos\n"
-	const deploy = "---\n# Source: kustos/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: kustos\n"
+	const deploy = "---\n# Source: kustos/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: kustos\n  labels:\n    helm.sh/chart: kustos-0.1.0\n    app.kubernetes.io/name: kustos\n    app.kubernetes.io/managed-by: Helm\n"
 	const secret = "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: kustos-webhook-tls\ndata:\n  tls.key: c2VjcmV0\n"
 	for _, tc := range []struct {
 		name     string
@@ -45,6 +45,13 @@ func TestAssemble(t *testing.T) {
 			}
 			if strings.Join(kinds, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("kinds %v, want %v", kinds, tc.want)
+			}
+			// Applied with kubectl, not helm: no label may say helm manages it.
+			if strings.Contains(string(got), "helm.sh/chart") || strings.Contains(string(got), "managed-by: Helm") {
+				t.Errorf("the manifest carries helm's labels:\n%s", got)
+			}
+			if tc.rendered == sa+deploy && !strings.Contains(string(got), "    app.kubernetes.io/name: kustos\n") {
+				t.Errorf("the chart's other labels are gone:\n%s", got)
 			}
 		})
 	}
