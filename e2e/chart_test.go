@@ -44,6 +44,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
@@ -453,6 +454,8 @@ func TestChartSchemaRefusesBadNewValues(t *testing.T) {
 		{"env without a name", []string{"--set-json", `extraEnv=[{"value":"x"}]`}, "/extraEnv/0"},
 		{"mount without a path", []string{"--set-json", `extraVolumeMounts=[{"name":"v"}]`}, "/extraVolumeMounts/0"},
 		{"crds.install as a string", []string{"--set-string", "crds.install=no"}, "/crds/install"},
+		{"a threshold over 100", []string{"--set", "threshold=101%"}, "/threshold"},
+		{"a threshold with a space", []string{"--set", "threshold=90 %"}, "/threshold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(append([]string{"template", "kustos", chartDir(t)}, tc.args...)...)
@@ -461,6 +464,26 @@ func TestChartSchemaRefusesBadNewValues(t *testing.T) {
 			}
 			if !strings.Contains(string(out)+err.Error(), tc.want) {
 				t.Errorf("helm template %v: %v\n%s\nwant it to name %q", tc.args, err, out, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartThresholdAsTheCLITakesIt: the threshold is accepted in every form --threshold takes
+// (a number, a fraction, a percent sign; --set passes "85.5" as a string) and passed on as
+// written.
+func TestChartThresholdAsTheCLITakesIt(t *testing.T) {
+	for _, v := range []string{"90%", "85.5", "85.5%", "100", "0"} {
+		t.Run(v, func(t *testing.T) {
+			out, err := helm("template", "kustos", chartDir(t), "--set", "threshold="+v)
+			if err != nil {
+				t.Fatalf("helm template --set threshold=%s: %v\n%s", v, err, out)
+			}
+			if !strings.Contains(string(out), "- --threshold="+v+"\n") {
+				t.Errorf("--set threshold=%s does not render --threshold=%s", v, v)
+			}
+			if _, err := quota.ParseThreshold(v); err != nil {
+				t.Errorf("the chart accepts %s, which --threshold refuses: %v", v, err)
 			}
 		})
 	}
