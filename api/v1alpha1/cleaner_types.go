@@ -276,10 +276,12 @@ type CleanerList struct {
 
 // Condition types of a Cleaner's status.
 const (
-	// ConditionReady: Available at the current generation (seed 002's root Ready).
+	// ConditionReady: the root Ready condition, Available at the current generation; it turns False
+	// on every spec change, until each step has reported at the new generation.
 	ConditionReady = "Ready"
 	// ConditionAvailable: every step succeeded at status.conditions[Available].observedGeneration,
-	// the last known good generation (seed 002's root Available).
+	// the last known good generation (the root Available condition: it stays True for that
+	// generation while a newer one is being worked on).
 	ConditionAvailable = "Available"
 	// StepTargetsResolved: the targets were resolved to kinds and objects.
 	StepTargetsResolved = "TargetsResolved"

@@ -44,9 +44,9 @@ import (
 type CleanerOptions struct {
 	// Enabled is --enable-cleaners: the Cleaner CRD must be installed.
 	Enabled bool
-	// ReadyRecheck and NotReadyRecheck are --cleaner-ready-recheck and
-	// --cleaner-not-ready-recheck: how often a Cleaner is looked at without a change (seed 002's
-	// sentinel TTLs; 0: 30m and 10s).
+	// ReadyRecheck and NotReadyRecheck are --cleaner-ready-recheck and --cleaner-not-ready-recheck:
+	// how often a Cleaner is looked at without a change, while Ready and while not (0: 30m and
+	// 10s).
 	ReadyRecheck, NotReadyRecheck time.Duration
 	// LeaseGrace is how long after its last decision the Lease of a deleted target is kept
 	// (0: 10 minutes); tests shorten it.

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestImports enforces DESIGN.md's package table for lifecycle: nothing of ours, only the
-// standard library and k8s.io/apimachinery (tests included).
+// TestImports enforces docs/architecture.md's package table for lifecycle: nothing of ours, only
+// the standard library and k8s.io/apimachinery (tests included).
 func TestImports(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {

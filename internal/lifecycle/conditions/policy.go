@@ -2,7 +2,8 @@ package conditions
 
 import "time"
 
-// Defaults of Policy: the seed's sentinel TTLs.
+// Defaults of Policy: quick re-checks while a resource is not Ready (its work is in progress or
+// failing), rare ones while it is.
 const (
 	// DefaultNotReadyRecheck is how soon a resource whose Ready is not True is looked at again.
 	DefaultNotReadyRecheck = 10 * time.Second
@@ -10,10 +11,10 @@ const (
 	DefaultReadyRecheck = 30 * time.Minute
 )
 
-// Policy is the seed's sentinel pulse: besides on every spec change, a resource is looked at
-// again (its steps run and report) when its last reports are older than a TTL that depends on
-// whether it is Ready. A controller that runs its steps on every reconcile turns that into its
-// RequeueAfter. The zero value is the seed's policy; a zero or negative field takes its default.
+// Policy is the re-check pulse: besides on every spec change, a resource is looked at again (its
+// steps run and report) when its last reports are older than a TTL that depends on whether it is
+// Ready. A controller that runs its steps on every reconcile turns that into its RequeueAfter. The
+// zero value is the default policy; a zero or negative field takes its default.
 type Policy struct {
 	// NotReady is the re-check interval while Ready is not True (default 10s).
 	NotReady time.Duration

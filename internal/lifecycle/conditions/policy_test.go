@@ -12,8 +12,8 @@ func TestPolicyRecheckAfter(t *testing.T) {
 		ready  bool
 		want   time.Duration
 	}{
-		{"seed default, not Ready", Policy{}, false, 10 * time.Second},
-		{"seed default, Ready", Policy{}, true, 30 * time.Minute},
+		{"default, not Ready", Policy{}, false, 10 * time.Second},
+		{"default, Ready", Policy{}, true, 30 * time.Minute},
 		{"configured, not Ready", Policy{NotReady: time.Minute, Ready: time.Hour}, false, time.Minute},
 		{"configured, Ready", Policy{NotReady: time.Minute, Ready: time.Hour}, true, time.Hour},
 		{"only Ready configured, not Ready", Policy{Ready: time.Hour}, false, DefaultNotReadyRecheck},

@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Report is what one step says about the resource after it ran: the seed's adapter status
-// report with its three mandatory conditions. Only Available enters the arithmetic; Applied
-// ("the work has been started") and Health ("additional info about the probe") are checked and
-// kept with the step's report, but not persisted in the conditions (see FromConditions).
+// Report is what one step says about the resource after it ran: a status report with three
+// mandatory conditions. Only Available enters the arithmetic; Applied ("the work has been started")
+// and Health ("additional info about the probe") are checked and kept with the step's report, but
+// not persisted in the conditions (see FromConditions).
 type Report struct {
 	// Step names the step; it becomes the type of the step's condition, so it must be a valid
 	// condition type and neither "Available" nor "Ready".
@@ -26,8 +26,8 @@ type Report struct {
 	// Reason (CamelCase, as a condition reason) and Message explain Available. A Message longer
 	// than Kubernetes allows (MaxMessageLength) is cut.
 	Reason, Message string
-	// At is when the step reported (the seed's last_report_time); the caller's clock, never
-	// read by this package. It may be zero.
+	// At is when the step reported (its last report time); the caller's clock, never read by this
+	// package. It may be zero.
 	At time.Time
 }
 

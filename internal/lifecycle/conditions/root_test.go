@@ -157,8 +157,10 @@ var modes = []struct {
 	throughConditions bool
 }{{"in memory", false}, {"through conditions", true}}
 
-// TestUseCases plays the seed's "Use cases solved by the new proposal", step by step, with the
-// Cleaner's four steps as the seed's adapters.
+// TestUseCases plays the three cases the root conditions exist for, step by step, with the
+// Cleaner's four steps as the reporting steps: a step whose work is in progress, a spec change that
+// only some steps have reported on (Available at the old generation, not Ready), and a step failing
+// before a spec change (Available stays False at the old generation).
 func TestUseCases(t *testing.T) {
 	tests := []struct {
 		name string
@@ -241,8 +243,8 @@ func TestUseCases(t *testing.T) {
 	}
 }
 
-// TestRules has a scenario for each of the seed's API rules (the numbering of the seed's
-// "Some other rules for the API") and for the edge cases around them, with two steps A and B.
+// TestRules has a scenario for each of the five rules (numbered as in the package doc) and for the
+// edge cases around them, with two steps A and B.
 func TestRules(t *testing.T) {
 	const a, b = "A", "B"
 	both := func(gen int64) []row {
