@@ -65,8 +65,9 @@ func dumpOnFailure(t *testing.T, k *kustos) {
 	})
 }
 
-// seedCondition is the cleaner seed's condition, verbatim.
-const seedCondition = `!revisions.items.exists(r,
+// exampleCondition is the condition of a Knative preview's Cleaner (a longer form of the one in
+// docs/detectors/cleaners.md).
+const exampleCondition = `!revisions.items.exists(r,
   r.metadata.annotations["serving.knative.dev/routes"]
     .split(",")
     .exists(route, !route.startsWith("sfj-") && !route.startsWith("preview-"))
@@ -109,7 +110,7 @@ func inactiveRevision(t *testing.T, ns, name, routes string, lastActive time.Tim
 		map[string]any{"conditions": []any{map[string]any{"type": "Active", "status": "False", "lastTransitionTime": lastActive.UTC().Format(time.RFC3339)}}})
 }
 
-func seedCleaner(ns string) *v1alpha1.Cleaner {
+func exampleCleaner(ns string) *v1alpha1.Cleaner {
 	f := false
 	return &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sfj-commit--account"},
@@ -122,7 +123,7 @@ func seedCleaner(ns string) *v1alpha1.Cleaner {
 				{Name: "revisions", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "revision",
 					MatchLabels: map[string]string{"vtex.io/proxy": "p1"}}},
 			},
-			Conditions: []string{seedCondition},
+			Conditions: []string{exampleCondition},
 		},
 	}
 }
@@ -198,15 +199,15 @@ func exists(t *testing.T, gvk schema.GroupVersionKind, ns, name string) bool {
 	return u.GetDeletionTimestamp() == nil
 }
 
-// TestCleanerObserverMode: the seed's Cleaner over two inactive preview revisions is due; in
-// observer mode Kustos says so — one CleanupDue Event on the Service it would delete and one on
-// the Cleaner — and deletes nothing.
+// TestCleanerObserverMode: the example Cleaner over two inactive preview revisions is due; in
+// observer mode Kustos says so — one CleanupDue Event on the Service it would delete and one on the
+// Cleaner — and deletes nothing.
 func TestCleanerObserverMode(t *testing.T) {
 	ns := newNamespace(t, "cleaner-observe", nil)
 	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
 	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit,preview-commit", time.Now().Add(-400*time.Hour))
 	inactiveRevision(t, ns, "sfj-commit--account-00002", "sfj-commit", time.Now().Add(-500*time.Hour))
-	createCleaner(t, seedCleaner(ns))
+	createCleaner(t, exampleCleaner(ns))
 	k := startCleaners(t, app.ModeObserve)
 
 	cl := waitCondition(t, ns, "sfj-commit--account", v1alpha1.StepActionsDone, metav1.ConditionTrue, "ObserverMode")
@@ -266,7 +267,7 @@ func TestCleanerDirect(t *testing.T) {
 	ns := newNamespace(t, "cleaner-direct", nil)
 	createKnative(t, ksvcGVK, ns, "sfj-commit--account", nil, nil, nil)
 	inactiveRevision(t, ns, "sfj-commit--account-00001", "sfj-commit", time.Now().Add(-400*time.Hour))
-	createCleaner(t, seedCleaner(ns))
+	createCleaner(t, exampleCleaner(ns))
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second, LeaseGrace: time.Second}
@@ -307,7 +308,7 @@ func TestCleanerNotYetDue(t *testing.T) {
 	rev := createKnative(t, revGVK, ns, "sfj-commit--account-00001", map[string]string{"vtex.io/proxy": "p1"},
 		map[string]string{"serving.knative.dev/routes": "sfj-commit"},
 		map[string]any{"conditions": []any{map[string]any{"type": "Active", "status": "True", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}})
-	createCleaner(t, seedCleaner(ns))
+	createCleaner(t, exampleCleaner(ns))
 	start := time.Now()
 	startCleaners(t, app.ModeDirect)
 

@@ -26,15 +26,16 @@ import (
 const (
 	cleanerNamespace = "previews"
 	cleanerName      = "sfj-commit--account"
-	// dueIn is how far in the future the seed's condition turns true: long enough to show the
-	// schedule even when Kustos's first evaluation comes seconds late (a busy machine), short
-	// enough for a demo.
+	// dueIn is how far in the future exampleCondition turns true: long enough to show the schedule
+	// even when Kustos's first evaluation comes seconds late (a busy machine), short enough for a
+	// demo.
 	dueIn = 20 * time.Second
 )
 
-// seedCondition is the cleaner seed's condition, verbatim: no revision is routed to by anything
-// but a preview route, and none has been active in the last 15 days.
-const seedCondition = `!revisions.items.exists(r,
+// exampleCondition is the condition of the example Cleaner, a Knative preview's (a longer form of
+// the one in docs/detectors/cleaners.md): no revision is routed to by anything but a preview route,
+// and none has been active in the last 15 days.
+const exampleCondition = `!revisions.items.exists(r,
   r.metadata.annotations["serving.knative.dev/routes"]
     .split(",")
     .exists(route, !route.startsWith("sfj-") && !route.startsWith("preview-"))
@@ -50,11 +51,11 @@ var (
 )
 
 // cleanerAct is the demo's third act, run by the PR-mode Kustos of the second: a preview
-// environment that an API (not Git) created — a Knative-shaped Service and its Revisions — and
-// the seed's Cleaner over it. Kustos evaluates the condition (false: a revision was active less
-// than 15 days ago), finds by the monotonic search the exact second it turns true, deletes the
-// Service then (directly: it is not in the GitOps repository), and sends the CloudEvent to a
-// sink built on sdk-go before deleting the Cleaner.
+// environment that an API (not Git) created — a Knative-shaped Service and its Revisions — and the
+// example Cleaner over it. Kustos evaluates the condition (false: a revision was active less than
+// 15 days ago), finds by the monotonic search the exact second it turns true, deletes the Service
+// then (directly: it is not in the GitOps repository), and sends the CloudEvent to a sink built on
+// sdk-go before deleting the Cleaner.
 func cleanerAct(ctx context.Context, a *act, c client.Client) error {
 	out := a.out
 	a.watch(cleanerNamespace)
@@ -104,12 +105,12 @@ func cleanerAct(ctx context.Context, a *act, c client.Client) error {
 				{Name: "revisions", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "revision",
 					MatchLabels: map[string]string{"vtex.io/proxy": "p1"}}},
 			},
-			Conditions:     []string{seedCondition},
+			Conditions:     []string{exampleCondition},
 			CloudEventSink: sink.url,
 		},
 	}
-	a.step("creating the seed's Cleaner: ttl 1s, retry {period: 1h, monotonic: true}, the Service marked delete, the revisions evaluated by:")
-	fmt.Fprint(out, indent(seedCondition+"\n", "     | "))
+	a.step("creating the example Cleaner of a Knative preview: ttl 1s, retry {period: 1h, monotonic: true}, the Service marked delete, the revisions evaluated by:")
+	fmt.Fprint(out, indent(exampleCondition+"\n", "     | "))
 	if err := stampAuthor(ctx, c, cl); err != nil {
 		return err
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
-// seedCleaner is seed 004's example: a Knative service's revisions, gone 15 days after the
-// Cleaner was created once none is left.
-func seedCleaner() *v1alpha1.Cleaner {
+// exampleCleaner is a Knative preview's Cleaner (as in docs/detectors/cleaners.md): a Knative
+// service's revisions, gone 15 days after the Cleaner was created once none is left.
+func exampleCleaner() *v1alpha1.Cleaner {
 	return &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "preview-42"},
 		Spec: v1alpha1.CleanerSpec{
@@ -60,7 +60,7 @@ func TestValidateCreate(t *testing.T) {
 		want   []string // causes; nil: allowed
 		inMsg  string
 	}{
-		{name: "seed", mutate: func(*v1alpha1.Cleaner) {}},
+		{name: "example", mutate: func(*v1alpha1.Cleaner) {}},
 		{name: "own namespace named", mutate: func(c *v1alpha1.Cleaner) { c.Spec.Targets[0].Reference.Namespace = "team-a" }},
 		{
 			name:   "CEL syntax error",
@@ -106,7 +106,7 @@ func TestValidateCreate(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cl := seedCleaner()
+			cl := exampleCleaner()
 			tc.mutate(cl)
 			warnings, err := v.ValidateCreate(context.Background(), cl)
 			if len(warnings) > 0 {
@@ -131,7 +131,7 @@ func TestValidateCreate(t *testing.T) {
 
 func TestValidateUpdateChecksTheNewObject(t *testing.T) {
 	v := NewCleanerValidator(Options{})
-	valid, broken := seedCleaner(), seedCleaner()
+	valid, broken := exampleCleaner(), exampleCleaner()
 	broken.Spec.Conditions = []string{"revisions.items.size( == 0"}
 	if _, err := v.ValidateUpdate(context.Background(), valid, broken); !apierrors.IsInvalid(err) {
 		t.Errorf("valid → broken: want Invalid, got %v", err)
@@ -161,7 +161,7 @@ func TestValidateUpdateChecksTheNewObject(t *testing.T) {
 // request's namespace.
 func TestNamespaceFromTheRequest(t *testing.T) {
 	v := NewCleanerValidator(Options{})
-	cl := seedCleaner()
+	cl := exampleCleaner()
 	cl.Namespace, cl.Name = "", ""
 	cl.Spec.Targets[0].Reference.Namespace = "team-b"
 	ctx := cradmission.NewContextWithRequest(context.Background(), cradmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
@@ -182,7 +182,7 @@ func TestTimeout(t *testing.T) {
 	v := NewCleanerValidator(Options{Timeout: 50 * time.Millisecond, MaxConcurrent: 1})
 	v.slots <- struct{}{} // a check that does not end
 	start := time.Now()
-	_, err := v.ValidateCreate(context.Background(), seedCleaner())
+	_, err := v.ValidateCreate(context.Background(), exampleCleaner())
 	if !apierrors.IsTimeout(err) {
 		t.Fatalf("want a Timeout status, got %v", err)
 	}
@@ -193,7 +193,7 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("message %q should name the Cleaner and the timeout", err.Error())
 	}
 	<-v.slots
-	if _, err := v.ValidateCreate(context.Background(), seedCleaner()); err != nil {
+	if _, err := v.ValidateCreate(context.Background(), exampleCleaner()); err != nil {
 		t.Errorf("with a free slot: %v", err)
 	}
 	if len(v.slots) != 0 {

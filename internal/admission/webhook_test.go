@@ -56,7 +56,7 @@ func webhookConfig() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	}
 }
 
-func seedCleaner(ns, name string) *v1alpha1.Cleaner {
+func exampleCleaner(ns, name string) *v1alpha1.Cleaner {
 	return &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.CleanerSpec{
@@ -99,7 +99,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 
 	// The configuration is live before Kustos runs: with failurePolicy Fail, nothing gets in.
 	eventually(t, "the API server calls the webhook", func() bool {
-		err := k8s.Create(ctx, seedCleaner("team-a", "early"), client.DryRunAll)
+		err := k8s.Create(ctx, exampleCleaner("team-a", "early"), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "failed calling webhook")
 	})
 
@@ -130,7 +130,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 	}
 
 	t.Run("CEL syntax error", func(t *testing.T) {
-		cl := seedCleaner("team-a", "syntax")
+		cl := exampleCleaner("team-a", "syntax")
 		cl.Spec.Conditions = append(cl.Spec.Conditions, "revisions.items.size() >")
 		se := refused(t, k8s.Create(ctx, cl))
 		if !apierrors.IsInvalid(se) || !strings.Contains(se.Error(), "spec.conditions[1]") {
@@ -141,7 +141,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("cost bomb", func(t *testing.T) {
-		cl := seedCleaner("team-a", "bomb")
+		cl := exampleCleaner("team-a", "bomb")
 		cl.Spec.Conditions = []string{"revisions.items.all(a, revisions.items.all(b, revisions.items.all(c, a == b && b == c)))"}
 		se := refused(t, k8s.Create(ctx, cl))
 		if !strings.Contains(se.Error(), "estimated worst-case cost") || !hasCause(se, "spec.conditions[0]", metav1.CauseTypeFieldValueInvalid) {
@@ -149,7 +149,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("another namespace", func(t *testing.T) {
-		cl := seedCleaner("team-a", "elsewhere")
+		cl := exampleCleaner("team-a", "elsewhere")
 		cl.Spec.Targets[0].Reference.Namespace = "team-b"
 		se := refused(t, k8s.Create(ctx, cl))
 		if !hasCause(se, "spec.targets[0].reference.namespace", metav1.CauseType(field.ErrorTypeForbidden)) {
@@ -157,7 +157,7 @@ func TestWebhookOnTheRealAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("valid, then broken by an update", func(t *testing.T) {
-		cl := seedCleaner("team-a", "preview-42")
+		cl := exampleCleaner("team-a", "preview-42")
 		if err := k8s.Create(ctx, cl); err != nil {
 			t.Fatalf("a valid Cleaner was refused: %v", err)
 		}

@@ -16,10 +16,10 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errb.String()
 }
 
-// TestSeedExample: the seed's Cleaner against two inactive revisions. The latest went inactive
-// at 2026-03-12T06:30:00Z, so the condition turns true exactly 360h later; the monotonic search
-// finds that second.
-func TestSeedExample(t *testing.T) {
+// TestExampleCleaner: a Knative preview's Cleaner against two inactive revisions. The latest went
+// inactive at 2026-03-12T06:30:00Z, so the condition turns true exactly 360h later; the monotonic
+// search finds that second.
+func TestExampleCleaner(t *testing.T) {
 	for _, tc := range []struct {
 		now  string
 		want []string

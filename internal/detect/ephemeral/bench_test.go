@@ -10,7 +10,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
-// revisions builds n inactive preview revisions, as the seed's Knative use case has them.
+// revisions builds n inactive preview revisions, as a Knative preview setup has them.
 func revisions(n int, lastActive time.Time) []map[string]any {
 	out := make([]map[string]any, n)
 	for i := range out {
@@ -19,10 +19,10 @@ func revisions(n int, lastActive time.Time) []map[string]any {
 	return out
 }
 
-// BenchmarkSeedCondition: one evaluation of the seed's condition over 100 revisions, the
-// figure docs/performance.md quotes (µs per evaluation).
-func BenchmarkSeedCondition(b *testing.B) {
-	s := mustCompile(b, seedSpec(false))
+// BenchmarkExampleCondition: one evaluation of exampleCondition over 100 revisions, the figure
+// docs/performance.md quotes (µs per evaluation).
+func BenchmarkExampleCondition(b *testing.B) {
+	s := mustCompile(b, exampleSpec(false))
 	now := expires.Add(time.Hour)
 	vars, err := s.variables(map[string][]map[string]any{"revisions": revisions(100, now.Add(-400*time.Hour))})
 	if err != nil {
@@ -40,7 +40,7 @@ func BenchmarkSeedCondition(b *testing.B) {
 // BenchmarkMonotonicSearch: a decision that searches the 30-day horizon (23 evaluations) over
 // 100 revisions that turn inactive-long-enough 10 days from now.
 func BenchmarkMonotonicSearch(b *testing.B) {
-	s := mustCompile(b, seedSpec(true))
+	s := mustCompile(b, exampleSpec(true))
 	now := expires.Add(time.Hour)
 	snap := Snapshot{Created: created, Now: now, Objects: map[string][]map[string]any{"revisions": revisions(100, now.Add(-350*time.Hour))}}
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func BenchmarkMonotonicSearch(b *testing.B) {
 
 // BenchmarkCompile: compiling a Cleaner's spec, done once per generation.
 func BenchmarkCompile(b *testing.B) {
-	spec := seedSpec(true)
+	spec := exampleSpec(true)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, errs := Compile(spec); len(errs) > 0 {
@@ -68,7 +68,7 @@ func BenchmarkCompile(b *testing.B) {
 func sharedSpecs(n int) []v1alpha1.CleanerSpec {
 	specs := make([]v1alpha1.CleanerSpec, n)
 	for i := range specs {
-		s := seedSpec(true)
+		s := exampleSpec(true)
 		s.Targets[0].Reference.Name = fmt.Sprintf("sfj-commit%05d--account", i)
 		s.Targets[1].Reference.MatchLabels = map[string]string{"vtex.io/proxy": fmt.Sprintf("p%05d", i)}
 		specs[i] = s

@@ -16,10 +16,10 @@ import (
 // text once for every Cleaner that uses it saves the compile (most of a spec's) and the memory
 // of one program per Cleaner.
 const (
-	// maxPrograms bounds the compiled conditions held. One program of the seed's condition (and
-	// its checked AST) is about 16 KiB (BenchmarkCompileSpecShared's retained-MiB before the
-	// cache, per Cleaner), so the cache holds at most some 64 MiB for conditions like it; a
-	// longer condition costs more, which the API's bound on a condition's length limits.
+	// maxPrograms bounds the compiled conditions held. One program of the Knative preview example's
+	// condition (and its checked AST) is about 16 KiB (BenchmarkCompileSpecShared's retained-MiB
+	// before the cache, per Cleaner), so the cache holds at most some 64 MiB for conditions like
+	// it; a longer condition costs more, which the API's bound on a condition's length limits.
 	maxPrograms = 4096
 	// maxEnvs bounds the environments held, one per distinct set of declared variables; an
 	// environment is a few KiB over the shared base one.

@@ -91,7 +91,7 @@ func TestInvalidConditionCached(t *testing.T) {
 			}
 			misses := cacheCount("program", "miss")
 			for i, conds := range [][]string{{cond}, {cond}, {"true", cond}} {
-				spec := seedSpec(true)
+				spec := exampleSpec(true)
 				spec.Conditions = conds
 				s, errs := Compile(spec)
 				if s != nil || len(errs) != 1 {
@@ -114,7 +114,7 @@ func TestInvalidConditionCached(t *testing.T) {
 func TestCompileConcurrent(t *testing.T) {
 	resetCaches()
 	specs := sharedSpecs(8)
-	other := seedSpec(true)
+	other := exampleSpec(true)
 	other.Conditions = []string{"revisions.items.size() > 1"}
 	specs = append(specs, other, other)
 	out := make([]*Spec, len(specs)*4)

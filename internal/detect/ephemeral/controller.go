@@ -91,7 +91,8 @@ const (
 	ReasonReleaseOutsideNamespace = "ReleaseOutsideNamespace"
 )
 
-// Steps of a Cleaner, in order (seed 002's adapters).
+// Steps of a Cleaner, in order: each reports its own condition, from which package conditions
+// derives the root Available and Ready.
 var steps = []string{v1alpha1.StepTargetsResolved, v1alpha1.StepConditionsEvaluated, v1alpha1.StepActionsDone, v1alpha1.StepEventDelivered}
 
 // Index names of the Cleaners' field index.
@@ -191,7 +192,7 @@ type Reconciler struct {
 	// ReleaseTouches lists what uninstalling a plain helm release deletes and creates, for the
 	// author's SubjectAccessReviews; nil: only the Flux HelmRelease objects are asked about.
 	ReleaseTouches ReleaseTouches
-	// Policy is the re-check interval while Ready / not Ready (seed 002's sentinel).
+	// Policy is the re-check interval while Ready / not Ready (without a change to look at).
 	Policy conditions.Policy
 	Now    func() time.Time
 	Log    logr.Logger
@@ -374,7 +375,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// the objects it deletes) finishes it after a crash or on its next look.
 	root, res, err := r.writeStatus(ctx, log, &cl, out, now)
 	if err != nil || res != nil {
-		return ptrOr(res), err
+		return resultOrZero(res), err
 	}
 	if out.act != nil {
 		out.reports = nil
@@ -382,7 +383,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		if root, res, err = r.writeStatus(ctx, log, &cl, out, now); err != nil || res != nil {
-			return ptrOr(res), err
+			return resultOrZero(res), err
 		}
 	}
 	if out.deleteCleaner {
@@ -391,7 +392,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// create it again) and one that is not is deleted with preconditions.
 		summary := fmt.Sprintf("Cleaner %s/%s: its cleanup is done (every target and release marked for deletion is gone); the Cleaner itself goes",
 			cl.Namespace, cl.Name)
-		h, err := r.hand(ctx, &cl, r.deletion(&cl, cleanerTarget(&cl), &cl, summary), string(cl.UID), objectVersion(&cl), now, false, lifecycle.Group{})
+		h, err := r.handOver(ctx, &cl, r.deletion(&cl, cleanerTarget(&cl), &cl, summary), string(cl.UID), objectVersion(&cl), now, false, lifecycle.Group{})
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -416,8 +417,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: after}, nil
 }
 
-// writeStatus applies out's step reports to cl's conditions (seed 002's rules) and writes the
-// status when it changed. res is set when the reconcile should stop here (a conflict).
+// writeStatus applies out's step reports to cl's conditions (package conditions' rules) and writes
+// the status when it changed. res is set when the reconcile should stop here (a conflict).
 func (r *Reconciler) writeStatus(ctx context.Context, log logr.Logger, cl *v1alpha1.Cleaner, out outcome, now time.Time) (*conditions.Root, *reconcile.Result, error) {
 	root, rerr := conditions.FromConditions(cl.Status.Conditions, cl.Generation, steps...)
 	if rerr != nil {
@@ -458,7 +459,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, log logr.Logger, cl *v1alp
 	return root, nil, nil
 }
 
-func ptrOr(r *reconcile.Result) reconcile.Result {
+// resultOrZero returns *r, or the zero Result (nothing to requeue) when r is nil.
+func resultOrZero(r *reconcile.Result) reconcile.Result {
 	if r == nil {
 		return reconcile.Result{}
 	}

@@ -11,9 +11,10 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 )
 
-// seedCondition is the cleaner seed's condition, verbatim: the preview is done when no revision
-// serves a route other than a preview one, and none is active or was within 360h.
-const seedCondition = `!revisions.items.exists(r,
+// exampleCondition is the condition of a Knative preview's Cleaner (a longer form of the one in
+// docs/detectors/cleaners.md): the preview is done when no revision serves a route other than a
+// preview one, and none is active or was within 360h.
+const exampleCondition = `!revisions.items.exists(r,
   r.metadata.annotations["serving.knative.dev/routes"]
     .split(",")
     .exists(route, !route.startsWith("sfj-") && !route.startsWith("preview-"))
@@ -36,7 +37,7 @@ func revision(name, routes, active string, lastTransition time.Time) map[string]
 	}
 }
 
-func seedSpec(monotonic bool) v1alpha1.CleanerSpec {
+func exampleSpec(monotonic bool) v1alpha1.CleanerSpec {
 	f := false
 	return v1alpha1.CleanerSpec{
 		TTL:   "360h",
@@ -45,7 +46,7 @@ func seedSpec(monotonic bool) v1alpha1.CleanerSpec {
 			{Name: "nginx", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "service", Name: "sfj-commit--account"}, IncludeWhenEvaluating: &f},
 			{Name: "revisions", Reference: v1alpha1.Reference{APIGroup: "serving.knative.dev", Version: "v1", Kind: "revision", MatchLabels: map[string]string{"vtex.io/proxy": "p1"}}},
 		},
-		Conditions: []string{seedCondition},
+		Conditions: []string{exampleCondition},
 	}
 }
 
@@ -117,7 +118,7 @@ func TestDecide(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mustCompile(t, seedSpec(tc.monotonic))
+			s := mustCompile(t, exampleSpec(tc.monotonic))
 			got := s.Decide(context.Background(), Snapshot{Created: created, Now: tc.now, Objects: map[string][]map[string]any{"revisions": tc.revisions}})
 			if !equalDecision(got, tc.want) {
 				t.Fatalf("Decide:\n got %+v\nwant %+v", got, tc.want)
@@ -212,7 +213,7 @@ func TestCompileErrorsNameTheField(t *testing.T) {
 		}, "spec.conditions[0]: Invalid value: estimated worst-case cost"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := seedSpec(false)
+			spec := exampleSpec(false)
 			tc.edit(&spec)
 			_, errs := Compile(spec)
 			if len(errs) == 0 {

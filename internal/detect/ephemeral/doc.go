@@ -1,6 +1,6 @@
 // Package ephemeral is the detector of short-lived objects declared by Cleaners (CRD
-// kustos.io/v1alpha1 Cleaner, seed 004): after a Cleaner's TTL, its CEL conditions over its
-// targets decide when the targets, its helm releases and the Cleaner itself go.
+// kustos.io/v1alpha1 Cleaner; docs/detectors/cleaners.md): after a Cleaner's TTL, its CEL
+// conditions over its targets decide when the targets, its helm releases and the Cleaner itself go.
 //
 // The package owns the decision and nothing else: Compile checks a spec and compiles its
 // conditions once per generation (the admission webhook and the controller report the same

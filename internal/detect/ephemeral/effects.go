@@ -73,7 +73,7 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 					return nil
 				}
 			}
-			h, err := r.hand(ctx, cl, r.deletion(cl, target, o, ""), string(o.GetUID()), objectVersion(o), now, resumed, p.group)
+			h, err := r.handOver(ctx, cl, r.deletion(cl, target, o, ""), string(o.GetUID()), objectVersion(o), now, resumed, p.group)
 			if err != nil {
 				return err
 			}
@@ -120,8 +120,9 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 			"still present after the decision to delete them (see their Warning Events): "+strings.Join(p.blocked, ", "))
 		return nil
 	case len(p.remaining) > 0:
-		// In progress (a pull request to merge, a deletion to observe): Unknown, which seed 002
-		// keeps out of the root conditions; the Cleaner is looked at again when they go.
+		// In progress (a pull request to merge, a deletion to observe): Unknown, which the root
+		// conditions discard (work in progress is no report); the Cleaner is looked at again when
+		// they go.
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(p.remaining, ", ")+" to go")
 		return nil
 	}
@@ -224,7 +225,7 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 			hr, m := f.object, f.mapping
 			target := lifecycle.Target{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind,
 				Namespace: cl.Namespace, Name: rel.Name}
-			h, err := r.hand(ctx, cl, r.deletion(cl, target, hr, ""), string(hr.GetUID()), objectVersion(hr), now, resumed, p.group)
+			h, err := r.handOver(ctx, cl, r.deletion(cl, target, hr, ""), string(hr.GetUID()), objectVersion(hr), now, resumed, p.group)
 			if err != nil {
 				return names, err
 			}
@@ -259,7 +260,7 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 		target := lifecycle.ReleaseTarget(cl.Namespace, rel.Name)
 		removal := r.releaseRemoval(cl, target)
 		removal.OnBehalfOf = author
-		h, err := r.hand(ctx, cl, removal, "", "release/"+installation, now, resumed, lifecycle.Group{})
+		h, err := r.handOver(ctx, cl, removal, "", "release/"+installation, now, resumed, lifecycle.Group{})
 		switch {
 		case errors.Is(err, lifecycle.ErrAuthorDenied) && !r.Observe:
 			// Rewritten since authorize: the revision helm read to act on asks for what the
@@ -327,7 +328,7 @@ func (r *Reconciler) deliver(ctx context.Context, log logr.Logger, cl *v1alpha1.
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionFalse, ReasonNotDelivered, msg)
 		return r.warn(ctx, cl, ReasonNotDelivered, msg, now)
 	}
-	h, err := r.hand(ctx, cl, change, string(cl.UID), id, now, false, lifecycle.Group{})
+	h, err := r.handOver(ctx, cl, change, string(cl.UID), id, now, false, lifecycle.Group{})
 	if err != nil {
 		if !errors.Is(err, lifecycle.ErrNotDelivered) && !errors.Is(err, egress.ErrRefused) {
 			return err

@@ -12,13 +12,13 @@ import (
 // spec or field errors — never a panic — and a compiled spec decides without panicking and is
 // never due on an error.
 func FuzzCompileAndDecide(f *testing.F) {
-	for _, c := range []string{seedCondition, "true", "time >", `nginx.spec.replicas > 0`, `revisions.items.map(r, r.metadata.name).size() > 1`,
+	for _, c := range []string{exampleCondition, "true", "time >", `nginx.spec.replicas > 0`, `revisions.items.map(r, r.metadata.name).size() > 1`,
 		`base64.decode("aGk=") == b"hi"`, `math.greatest([1, 2]) == 2`, `"a,b".split(",").size() == 2`, `sets.contains([1], [1])`,
 		`duration("1h") > duration("30m")`, `time - timestamp("2026-01-01T00:00:00Z") > duration("1h")`, "1/0 == 1", "[1,2][5] == 1"} {
 		f.Add(c, "15d", "5h")
 	}
 	f.Fuzz(func(t *testing.T, cond, ttl, period string) {
-		spec := seedSpec(true)
+		spec := exampleSpec(true)
 		spec.TTL, spec.Retry.Period = ttl, period
 		spec.Conditions = []string{cond}
 		spec.Targets = append(spec.Targets, v1alpha1.Target{Name: "nginx", Reference: v1alpha1.Reference{Version: "v1", Kind: "Service", Name: "nginx"}})

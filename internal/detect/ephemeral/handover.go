@@ -54,13 +54,13 @@ type handed struct {
 // tool's object), and no second decision is made for it.
 func (h handed) stuck() bool { return h.recorded && !h.decidedNow && !h.proposalOpen }
 
-// hand runs one Change of cl's cleanup through the pipeline, decided on once per version (of the
-// object, the release installation or the cleanup id) with uid linking its Events.
+// handOver runs one Change of cl's cleanup through the pipeline, decided on once per version (of
+// the object, the release installation or the cleanup id) with uid linking its Events.
 //
 // g is the group whose one pull request carries the Change in PR mode (the Cleaner's removals);
 // the zero Group for what is never proposed (a plain release, the CloudEvent) and for the
 // Cleaner's own deletion, which comes after its targets are gone.
-func (r *Reconciler) hand(ctx context.Context, cl *v1alpha1.Cleaner, change lifecycle.Change, uid, version string, now time.Time, resumed bool, g lifecycle.Group) (handed, error) {
+func (r *Reconciler) handOver(ctx context.Context, cl *v1alpha1.Cleaner, change lifecycle.Change, uid, version string, now time.Time, resumed bool, g lifecycle.Group) (handed, error) {
 	var h handed
 	req := r.cleanupRequest(cl, change, uid, version, now, resumed, &h)
 	req.Group = g
