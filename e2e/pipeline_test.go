@@ -93,8 +93,8 @@ func TestPRForeignPushIsNotMerged(t *testing.T) {
 	never(t, ns, pipeline.ReasonForeignCommit, 1, time.Second)
 }
 
-// TestPRCollidingLeaseNames: team-x/a-compute and team-x-a/compute share the seed's Lease name
-// state-team-x-a-compute. Each gets its own Lease (the second a hashed name), its own PR, and
+// TestPRCollidingLeaseNames: team-x/a-compute and team-x-a/compute share the conventional Lease
+// name state-team-x-a-compute. Each gets its own Lease (the second a hashed name), its own PR, and
 // each PR is merged only for its own key.
 func TestPRCollidingLeaseNames(t *testing.T) {
 	ns1 := newNamespace(t, "collide", nil)
@@ -105,7 +105,7 @@ func TestPRCollidingLeaseNames(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), nsObj) })
 	if state.LeaseName(lifecycle.NewKey("quota", ns1, "a-compute")) != state.LeaseName(lifecycle.NewKey("quota", ns2, "compute")) {
-		t.Fatal("the two quotas do not share a seed Lease name; the test proves nothing")
+		t.Fatal("the two quotas do not share a conventional Lease name (state-<namespace>-<quota>); the test proves nothing")
 	}
 
 	g := newGitOps(t, ns1)

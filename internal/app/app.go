@@ -889,8 +889,8 @@ func trimEvent(in any) (any, error) {
 	}, nil
 }
 
-// leaseSweeper deletes state Leases of namespaces that no longer exist (seed 3.3.1). It runs on
-// the leader only, once at start and then every interval.
+// leaseSweeper deletes state Leases of namespaces that no longer exist, so that they do not pile up
+// in the controller's namespace. It runs on the leader only, once at start and then every interval.
 type leaseSweeper struct {
 	store *state.Store
 	live  client.Reader
@@ -957,8 +957,9 @@ func replicaIdentity(instance string) string {
 	return instance + "-" + rand.Text()[:6]
 }
 
-// legacyQuotaOwners counts the quotas whose seed-convention Lease name (state-<ns>-<quota>) is
-// name: a Lease without kustos.io/key is adopted only when exactly one quota fits it.
+// legacyQuotaOwners counts the quotas whose Lease name by namespace-resizer's convention
+// (state-<ns>-<quota>, which Kustos adopts) is name: a Lease without kustos.io/key is adopted only
+// when exactly one quota fits it.
 func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, error) {
 	var list corev1.ResourceQuotaList
 	if err := c.List(ctx, &list); err != nil {

@@ -1,6 +1,6 @@
-// Package pipeline is the one change pipeline every detector runs on (DESIGN.md, "The flow"):
-// detector decision → lifecycle.Change → state Lease (the pending decision, the lock, the memory
-// of a declined proposal, detector state) → actuator (observe, pr, direct).
+// Package pipeline is the one change pipeline every detector runs on (docs/architecture.md, "The
+// flow"): detector decision → lifecycle.Change → state Lease (the pending decision, the lock, the
+// memory of a declined proposal, detector state) → actuator (observe, pr, direct).
 //
 // It owns, written once for every detector: recording a decision in the Key's Lease before
 // acting (the commit point), replaying a pending decision after a crash — only once the replica

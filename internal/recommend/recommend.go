@@ -195,9 +195,9 @@ func index(objs []Object, say func(string, ...any)) *dump {
 	return d
 }
 
-// adoptLegacy reads state Leases of the seed's convention (no kustos.io/key) as the controller
-// does: a Lease is a quota's when its name fits exactly that one quota of the dump; otherwise it
-// is reported, naming it, and ignored.
+// adoptLegacy reads legacy state Leases (state-<namespace>-<quota>, no kustos.io/key) as the
+// controller does: a Lease is a quota's when its name fits exactly that one quota of the dump;
+// otherwise it is reported, naming it, and ignored.
 func (d *dump) adoptLegacy(legacy []Object, say func(string, ...any)) {
 	for _, o := range legacy {
 		l := o.Object.(*coordinationv1.Lease) //nolint:forcetypeassert // index only collects Leases here

@@ -70,7 +70,7 @@ const (
 
 // Errors of the Store, matchable with errors.Is.
 var (
-	// ErrUnclaimedLease: a Lease by the seed's convention (the right name, managed by kustos, no
+	// ErrUnclaimedLease: a legacy Lease (see IsLegacyLease: the right name, managed by kustos, no
 	// kustos.io/key) could belong to several keys, so it is not adopted. The error names it.
 	ErrUnclaimedLease = errors.New("state lease without a key matches several targets")
 	// ErrBag: a Bag entry outside the bounds (key, count or size).
@@ -80,11 +80,12 @@ var (
 // maxNameLength is the limit of a Lease name (a DNS subdomain).
 const maxNameLength = 253
 
-// LeaseName is the Lease name a Key's state prefers: the seed's state-<namespace>-<quota> for
-// the quota detector, state-<detector>-<namespace>-<name> for other single-kind detectors and
+// LeaseName is the Lease name a Key's state prefers: state-<namespace>-<quota> for the quota
+// detector (the name namespace-resizer uses, which Kustos adopts),
+// state-<detector>-<namespace>-<name> for other single-kind detectors and
 // state-<detector>-<kind.group>-<namespace>-<name> for multi-kind detectors. Names that are too
-// long or not valid Lease names are cut and get a short hash of the Key, so they stay unique.
-// When the name belongs to another Key already, Store uses AltLeaseName.
+// long or not valid Lease names are cut and get a short hash of the Key, so they stay unique. When
+// the name belongs to another Key already, Store uses AltLeaseName.
 func LeaseName(key lifecycle.Key) string {
 	p, _ := key.Parts()
 	var parts []string
@@ -186,8 +187,8 @@ type Record struct {
 	// out, by step name (internal/actuate/gate writes them through the pipeline). They outlive
 	// the pending decision: each entry names the decision it belongs to. Nil when empty.
 	Steps map[string]string
-	// Adopted: the Lease follows the seed's convention (no kustos.io/key) and was taken as this
-	// Key's; the next write records the key.
+	// Adopted: the Lease is a legacy one (named by convention, no kustos.io/key) and was taken as
+	// this Key's; the next write records the key.
 	Adopted bool
 	// Version is the Lease's resourceVersion when read: every write is conditional on it.
 	Version string
@@ -215,20 +216,20 @@ type Store struct {
 	Namespace string
 	// Identity names this replica in the pending decisions it writes (AnnotationPendingBy).
 	Identity string
-	// LegacyOwners, when set, counts the targets whose LeaseName is name. A Lease by the seed's
-	// convention (no kustos.io/key) is adopted only when exactly one target matches; nil adopts it.
+	// LegacyOwners, when set, counts the targets whose LeaseName is name. A legacy Lease (named by
+	// convention, no kustos.io/key) is adopted only when exactly one target matches; nil adopts it.
 	LegacyOwners func(ctx context.Context, name string) (int, error)
 }
 
 // Get returns the record of a Key; a Key never seen gives an empty record and no error.
 //
-// The Lease named LeaseName(key) is the Key's when its kustos.io/key says so. When it names
-// another Key, the Key's state lives under AltLeaseName; so it does while LeaseName(key) is free
-// and the alternate Lease exists (the other Key was swept). When it has no key (the seed's
-// convention), it is adopted if LegacyOwners says exactly one target has that name; otherwise
-// Get returns an error matching ErrUnclaimedLease with a usable record under AltLeaseName, so
-// the caller can report it and go on. A Lease whose annotations cannot be read is an error
-// naming the Lease and the annotation, with the record as far as it could be read.
+// The Lease named LeaseName(key) is the Key's when its kustos.io/key says so. When it names another
+// Key, the Key's state lives under AltLeaseName; so it does while LeaseName(key) is free and the
+// alternate Lease exists (the other Key was swept). When it has no key (a legacy Lease, named by
+// convention alone), it is adopted if LegacyOwners says exactly one target has that name; otherwise
+// Get returns an error matching ErrUnclaimedLease with a usable record under AltLeaseName, so the
+// caller can report it and go on. A Lease whose annotations cannot be read is an error naming the
+// Lease and the annotation, with the record as far as it could be read.
 func (s *Store) Get(ctx context.Context, key lifecycle.Key) (Record, error) {
 	primary := LeaseName(key)
 	l, err := s.read(ctx, primary)
@@ -356,9 +357,9 @@ func recordFromLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error)
 	return r, errors.Join(errs...)
 }
 
-// ParseLease reads a state Lease found elsewhere (an offline dump). ok is false for Leases that
-// are not Kustos state; legacy is true for a Lease of the seed's convention (managed by kustos,
-// named state-…, but without kustos.io/key), which the caller must match to a target by name.
+// ParseLease reads a state Lease found elsewhere (an offline dump). ok is false for Leases that are
+// not Kustos state; legacy is true for a legacy Lease (managed by kustos, named state-…, but
+// without kustos.io/key), which the caller must match to a target by name.
 func ParseLease(l *coordinationv1.Lease) (rec Record, ok bool, err error) {
 	if l.Labels[LabelManagedBy] != ManagedByValue {
 		return Record{}, false, nil
@@ -371,14 +372,15 @@ func ParseLease(l *coordinationv1.Lease) (rec Record, ok bool, err error) {
 	return r, true, err
 }
 
-// ReadLease reads l as the state of key (an offline dump's Lease of the seed's convention, once
-// the caller matched it to key by name).
+// ReadLease reads l as the state of key (an offline dump's legacy Lease, once the caller matched it
+// to key by name).
 func ReadLease(key lifecycle.Key, l *coordinationv1.Lease) (Record, error) {
 	return recordFromLease(key, l)
 }
 
-// IsLegacyLease reports whether l is a state Lease of the seed's convention: managed by kustos,
-// named state-…, without kustos.io/key.
+// IsLegacyLease reports whether l is a legacy state Lease: managed by kustos, named state-…
+// (state-<namespace>-<quota>, namespace-resizer's convention), without kustos.io/key, so that only
+// its name says which target it belongs to.
 func IsLegacyLease(l *coordinationv1.Lease) bool {
 	return l.Labels[LabelManagedBy] == ManagedByValue && l.Annotations[AnnotationKey] == "" &&
 		strings.HasPrefix(l.Name, "state-")
@@ -572,7 +574,7 @@ func (s *Store) write(ctx context.Context, rec Record, mutate func(*coordination
 		if l.Labels == nil {
 			l.Labels = map[string]string{}
 		}
-		// Adopting a Lease of the seed's convention: from now on it names its key.
+		// Adopting a legacy Lease: from now on it names its key.
 		l.Annotations[AnnotationKey] = string(rec.Key)
 		l.Annotations[AnnotationTargetName] = name
 		if l.Labels[LabelDetector] == "" {

@@ -19,7 +19,7 @@ func TestLeaseName(t *testing.T) {
 		key  lifecycle.Key
 		want string
 	}{
-		{"seed convention for quotas", lifecycle.NewKey("quota", "team-a", "compute"), "state-team-a-compute"},
+		{"namespace-resizer convention for quotas", lifecycle.NewKey("quota", "team-a", "compute"), "state-team-a-compute"},
 		{"other detectors carry their name", lifecycle.NewKey("expiry", "team-a", "preview"), "state-expiry-team-a-preview"},
 	}
 	for _, tc := range cases {

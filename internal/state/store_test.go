@@ -115,8 +115,8 @@ func TestKeysThatShareALeaseName(t *testing.T) {
 	}
 }
 
-// TestLegacyLeases: a Lease of the seed's convention (no kustos.io/key) is adopted when exactly
-// one target fits its name, and reported (with a usable record elsewhere) when several do.
+// TestLegacyLeases: a legacy Lease (state-<namespace>-<quota>, no kustos.io/key) is adopted when
+// exactly one target fits its name, and reported (with a usable record elsewhere) when several do.
 func TestLegacyLeases(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)

@@ -19,9 +19,11 @@ var (
 	ratHundred = big.NewRat(100, 1)
 )
 
-// Decide is the whole quota arithmetic of seed 003, section 2: the threshold trigger (2.1, 2.2),
-// deficit filling from FailedCreate events (2.6), the cooldown (2.4) and stale-event filtering
-// (2.7). It is pure: no client, no clock; everything comes from the Snapshot.
+// Decide is the whole quota arithmetic: the threshold trigger (used/hard × 100 ≥ threshold, the new
+// limit hard × (1 + increment)), deficit filling from FailedCreate events (enough for the failing
+// owner to create the pods it still lacks), the cooldown after a recommendation and stale-event
+// filtering (an event no newer than the last recommendation was already acted on, and is ignored).
+// It is pure: no client, no clock; everything comes from the Snapshot.
 func Decide(s Snapshot) Decision {
 	var d Decision
 	if !s.Policy.Enabled {
@@ -179,8 +181,8 @@ func underPressureExact(used, hard resource.Quantity, threshold *big.Rat) bool {
 	return exactLHS.Cmp(new(big.Rat).Mul(threshold, RatOf(hard))) >= 0
 }
 
-// fresh reports whether an event happened after the last recommendation (seed 2.7): events
-// that are not newer were already accounted for.
+// fresh reports whether an event happened after the last recommendation: events that are not newer
+// were already accounted for.
 func fresh(s Snapshot, f Failure) bool {
 	return s.State.LastModified.IsZero() || f.LastSeen.After(s.State.LastModified)
 }

@@ -75,7 +75,7 @@ func TestDecide(t *testing.T) {
 			wantMsg: "requests.cpu should be increased from 10 to 12 (used 8 of 10 = 80% ≥ 80%)",
 		},
 		{
-			name: "seed example 8.5 of 10", s: snap(rl("requests.cpu", "10"), rl("requests.cpu", "8500m")),
+			name: "8.5 of 10 at 80%", s: snap(rl("requests.cpu", "10"), rl("requests.cpu", "8500m")),
 			want: "requests.cpu=12/threshold", wantRequeue: time.Hour,
 			wantMsg: "requests.cpu should be increased from 10 to 12 (used 8500m of 10 = 85% ≥ 80%)",
 		},

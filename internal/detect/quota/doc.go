@@ -1,5 +1,5 @@
-// Package quota is the quota-pressure detector (seed 003, sections 2 and 3): it decides when a
-// ResourceQuota is under pressure and what its new hard limit should be.
+// Package quota is the quota-pressure detector (after namespace-resizer; docs/detectors/quota.md):
+// it decides when a ResourceQuota is under pressure and what its new hard limit should be.
 //
 // decide.go and the parsers beside it are pure: a Snapshot (the quota, its namespace's policy,
 // the FailedCreate evidence, the remembered state and the time) goes in, a Decision comes out.

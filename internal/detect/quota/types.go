@@ -15,9 +15,10 @@ const DetectorName = "quota"
 type Trigger string
 
 const (
-	// TriggerThreshold: used/hard reached the threshold (seed 2.1).
+	// TriggerThreshold: used/hard × 100 reached the threshold percentage for a resource.
 	TriggerThreshold Trigger = "threshold"
-	// TriggerDeficit: a workload failed to create pods because the quota was exceeded (seed 2.6).
+	// TriggerDeficit: a workload failed to create pods because the quota was exceeded (a Warning
+	// FailedCreate Event whose message names the quota); the new limit lets it create what it lacks.
 	TriggerDeficit Trigger = "deficit"
 )
 
