@@ -1,6 +1,6 @@
-// Package activity reads when targets were last used from Prometheus, for the inactivity
-// detector (internal/detect/inactivity), as CrownLabs does with ingress-nginx's request counter
-// and its SSH bastion tracker (seed 000).
+// Package activity reads when targets were last used from Prometheus, for the inactivity detector
+// (internal/detect/inactivity), as CrownLabs does with ingress-nginx's request counter and its SSH
+// bastion tracker.
 //
 // It owns four things:
 //

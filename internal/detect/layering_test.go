@@ -10,11 +10,11 @@ import (
 
 const module = "github.com/kustos-dev/kustos/"
 
-// TestLayering enforces DESIGN.md's package table for every detector under internal/detect: a
-// detector imports, of ours, only the shared vocabulary (lifecycle, and its pure conditions
-// arithmetic), metrics and the API types — never the state store or the pipeline (it hands its
-// decisions to the pipeline through lifecycle's Request), an actuator or the GitOps plumbing
-// (internal/actuate/..., internal/gitops/...), neither directly nor through them. The one
+// TestLayering enforces docs/architecture.md's package table for every detector under
+// internal/detect: a detector imports, of ours, only the shared vocabulary (lifecycle, and its pure
+// conditions arithmetic), metrics and the API types — never the state store or the pipeline (it
+// hands its decisions to the pipeline through lifecycle's Request), an actuator or the GitOps
+// plumbing (internal/actuate/..., internal/gitops/...), neither directly nor through them. The one
 // input package allowed is internal/activity: the Prometheus activity the inactivity detector
 // reads, as the others read the informer caches; and internal/egress, whose checked client the
 // inactivity detector's exam probes use and whose failure classes both report to tenants.

@@ -1,4 +1,4 @@
-// Package extension is the expiry detector's extension API (seed 001's /extend, made safe):
+// Package extension is the expiry detector's extension API (env-cleaner's /extend, made safe):
 // links in an owner's warning extend an environment by one of the offered periods. Tokens are
 // HMAC-SHA256 over the link's key, period, the deadline it extends and its expiry, compared in
 // constant time; each works once (its id is recorded in the Key's state Lease in the same
@@ -11,12 +11,12 @@
 // is one of --trusted-proxies: the right-most address no trusted proxy holds. Tokens are never
 // logged: the access log names the path, the client and a verified link's id.
 //
-// The owner's page (/environment/, seed 001's) lists one owner's environments with an extend
-// button each: a token per owner (HMAC over the owner's id and an expiry, under a MAC label of
-// its own so it never works as an extension token), minted into every notice by OwnerPages and
-// working at most --owner-page-link-ttl past it; GET only reads, finding the owner's Leases by
-// their kustos.io/owner-id label. An environment is warned from the moment its warning is
-// recorded in the Lease, before the warning is sent.
+// The owner's page (/environment/, as in env-cleaner) lists one owner's environments with an extend
+// button each: a token per owner (HMAC over the owner's id and an expiry, under a MAC label of its
+// own so it never works as an extension token), minted into every notice by OwnerPages and working
+// at most --owner-page-link-ttl past it; GET only reads, finding the owner's Leases by their
+// kustos.io/owner-id label. An environment is warned from the moment its warning is recorded in the
+// Lease, before the warning is sent.
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git).

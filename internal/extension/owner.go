@@ -25,7 +25,7 @@ type OwnerLister interface {
 
 var _ OwnerLister = (*state.Store)(nil)
 
-// OwnerPagePath is the owner's page (seed 001's /environment/).
+// OwnerPagePath is the owner's page (env-cleaner's /environment/).
 const OwnerPagePath = "/environment/"
 
 // OwnerPageLabel is the owner's page link's label in notices.

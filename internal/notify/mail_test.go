@@ -140,7 +140,7 @@ func TestMailRender(t *testing.T) {
 		linksOf     []lifecycle.Notice
 		htmlNoLinks bool
 	}{
-		{name: "a warning reads like the seed's", ns: []lifecycle.Notice{warning("ana@example.com", "web")},
+		{name: "a warning reads like env-cleaner's", ns: []lifecycle.Notice{warning("ana@example.com", "web")},
 			subject: "Deployment web expires at 2026-11-27T08:00:00Z",
 			text: []string{"**Environment web (namespace: team-a), type: Deployment, is stale and will be deleted in 3d**\n\nUse one of the following links to extend your environment:\n- [Extend 3d](",
 				"Deployment.apps/team-a/web expires at 2026-11-27T08:00:00Z"},

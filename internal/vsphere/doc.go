@@ -1,7 +1,7 @@
-// Package vsphere is Kustos's connection to VMware vSphere, for virtual machines that expire
-// like any other environment (seed 001, env-cleaner's second environment type). It holds no
-// decision: the expiry detector decides (internal/detect/vsphere builds its snapshot), and this
-// package does the I/O through govmomi, the vSphere API's Go client.
+// Package vsphere is Kustos's connection to VMware vSphere, for virtual machines that expire like
+// any other environment (env-cleaner's second environment type). It holds no decision: the expiry
+// detector decides (internal/detect/vsphere builds its snapshot), and this package does the I/O
+// through govmomi, the vSphere API's Go client.
 //
 //   - Connect logs in with a username and password read from a mounted Secret, trusting a CA
 //     file or, explicitly, no certificate check at all.

@@ -187,10 +187,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Scheduled, or it was (its Lease exists): then Decide clears the owner and deadline the
 	// Lease recorded, so the former owner's page no longer lists it, and withdraws a removal
 	// it proposed.
-	req2 := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
-	req2.AutoMerge = r.AutoMerge
-	req2.Group = r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow)
-	res, err := r.Pipeline.Run(ctx, req2)
+	pipelineReq := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
+	pipelineReq.AutoMerge = r.AutoMerge
+	pipelineReq.Group = r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow)
+	res, err := r.Pipeline.Run(ctx, pipelineReq)
 	countCommitted(res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }

@@ -216,12 +216,12 @@ type Decision struct {
 // interval, so a failing mail server is never hammered and a crash re-sends once.
 const retryBase = time.Minute
 
-// Decide is the expiry schedule for one target, one rule for both seeds: at deadline −
-// WarningBefore the owner is warned; the Change happens at the deadline, but never less than
-// NotificationInterval after a warning was actually sent. A warning is recorded in the Lease
-// before it is sent (Decide first returns the record, then, on the next look, Warn), so a crash
-// re-sends it at most once. After the Change, the owner is told once. A removal proposed for a
-// deadline that no longer holds is withdrawn.
+// Decide is the expiry schedule for one target, one rule for env-cleaner's stale environments and
+// CrownLabs' expiring instances alike: at deadline − WarningBefore the owner is warned; the Change
+// happens at the deadline, but never less than NotificationInterval after a warning was actually
+// sent. A warning is recorded in the Lease before it is sent (Decide first returns the record,
+// then, on the next look, Warn), so a crash re-sends it at most once. After the Change, the owner
+// is told once. A removal proposed for a deadline that no longer holds is withdrawn.
 func Decide(s Snapshot) Decision {
 	d := schedule(s)
 	if p := s.Proposed; p != nil && p.Reason == ReasonExpiryDue && d.Change == nil && !(d.Next == NextAct && !s.Now.Before(d.At)) {

@@ -1,9 +1,9 @@
-// Package expiry is the detector of environments with a lifetime (seeds 001, env-cleaner, and
-// the expiration part of 000, CrownLabs): every workload of a lifecycle kind, Namespace and helm
-// release may name an owner and a lifetime; its owner is warned before the deadline, and at the
-// deadline — never less than the notification interval after the warning was actually sent —
-// it is removed (or paused) through the change pipeline: a pull request for what Git defines,
-// a direct deletion for what it does not, an Event in observer mode.
+// Package expiry is the detector of environments with a lifetime, after env-cleaner's TTL and owner
+// metadata and CrownLabs' instance expiration: every workload of a lifecycle kind, Namespace and
+// helm release may name an owner and a lifetime; its owner is warned before the deadline, and at
+// the deadline — never less than the notification interval after the warning was actually sent — it
+// is removed (or paused) through the change pipeline: a pull request for what Git defines, a direct
+// deletion for what it does not, an Event in observer mode.
 //
 // The package owns the decision: ParsePolicy reads the metadata (object, then namespace, then
 // the default TTL) and says precisely what it cannot use; Decide is a pure function from a

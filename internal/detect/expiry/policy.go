@@ -29,7 +29,7 @@ const (
 	// to zero; workloads with replicas only).
 	AnnotationOnExpiry = "kustos.io/on-expiry"
 	// LabelIgnore, as a label or an annotation on a Namespace, opts it and everything in it out
-	// ("true"), as the CrownLabs seed's ExpirationIgnoreNamespace label does.
+	// ("true"), as CrownLabs' ExpirationIgnoreNamespace label does.
 	LabelIgnore = "kustos.io/expiration-ignore"
 )
 
@@ -61,7 +61,7 @@ type Meta struct {
 type Settings struct {
 	// DefaultTTL applies when neither the object nor its namespace says (0: never expires).
 	DefaultTTL time.Duration
-	// WarningBefore: the owner is warned this long before the deadline (the seed's
+	// WarningBefore: the owner is warned this long before the deadline (env-cleaner's
 	// stale_threshold; default 3d).
 	WarningBefore time.Duration
 	// NotificationInterval: never act less than this long after a warning was sent (default 24h).

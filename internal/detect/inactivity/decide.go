@@ -198,14 +198,14 @@ type Decision struct {
 	RequeueAfter time.Duration
 }
 
-// margin is the seed's minute after a timeout: look again once it has surely passed.
+// margin is a minute added to a timeout: look again once it has surely passed.
 const margin = time.Minute
 
-// Decide is the inactivity schedule of one target, the CrownLabs rule: idle for its timeout →
-// an alert every notification interval up to max alerts → one interval after the last, pause
-// (persistent) or delete. Activity, or a restart after a pause, starts over. When a source is
-// not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures
-// times in a row is terminated at once.
+// Decide is the inactivity schedule of one target, as CrownLabs runs it for instances: idle for its
+// timeout → an alert every notification interval up to max alerts → one interval after the last,
+// pause (persistent) or delete. Activity, or a restart after a pause, starts over. When a source is
+// not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures times
+// in a row is terminated at once.
 func Decide(s Snapshot) Decision {
 	d := Decision{State: s.State, Next: NextNone}
 	st := &d.State

@@ -1,5 +1,5 @@
-// Package inactivity is the detector of environments nobody uses (seed 000, CrownLabs' instance
-// inactive termination, and its exam termination): activity comes from Prometheus
+// Package inactivity is the detector of environments nobody uses (after CrownLabs' instance
+// inactive termination and its exam termination): activity comes from Prometheus
 // (internal/activity, one query per source per check for every target); a target idle for its
 // timeout is alerted every notification interval up to its maximum number of alerts, then paused
 // (persistent) or deleted through the change pipeline — a pull request for what Git defines, a

@@ -18,18 +18,18 @@ const (
 	// AnnotationTimeout is how long a target may go unused: 90m, 36h, 7d, 2w, or "never" (the
 	// CrownLabs Template's inactivityTimeout).
 	AnnotationTimeout = "kustos.io/inactivity-timeout"
-	// AnnotationMaxAlerts is how many notifications go out before the target is paused or
-	// deleted (the seed's CustomNumberOfAlertsAnnotation); 0 acts at once.
+	// AnnotationMaxAlerts is how many notifications go out before the target is paused or deleted
+	// (CrownLabs' CustomNumberOfAlertsAnnotation); 0 acts at once.
 	AnnotationMaxAlerts = "kustos.io/max-alerts"
-	// AnnotationPersistent: "true" pauses an inactive target, "false" deletes it (the seed's
+	// AnnotationPersistent: "true" pauses an inactive target, "false" deletes it (CrownLabs'
 	// persistent instances). Deletion is never a default: without the annotation the target is
 	// paused unless --inactivity-persistent-default=false.
 	AnnotationPersistent = "kustos.io/persistent"
-	// AnnotationIgnore: "true" on a Namespace (or the target) opts it out (the seed's
+	// AnnotationIgnore: "true" on a Namespace (or the target) opts it out (CrownLabs'
 	// InstanceInactivityIgnoreNamespace).
 	AnnotationIgnore = "kustos.io/inactivity-ignore"
 	// AnnotationProbeURL is an exam target's endpoint (http or https): when it stops answering
-	// (--probe-failures consecutive failures) the target is terminated at once, as the seed's
+	// (--probe-failures consecutive failures) the target is terminated at once, as CrownLabs' exam
 	// termination controller does.
 	AnnotationProbeURL = "kustos.io/probe-url"
 	// AnnotationOwner is who is notified (an email address or a name in the owners file), as

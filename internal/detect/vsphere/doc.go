@@ -1,8 +1,8 @@
-// Package vsphere is the expiry detector's second environment type: vSphere virtual machines
-// (seed 001, env-cleaner). It decides nothing of its own: every VM of the crawled folders is an
-// expiry target (detector expiry, Target VirtualMachine.vsphere.kustos.io named by the VM's
-// instance UUID), and expiry.Decide schedules its warning, its extension and its removal, which
-// for a VM is a quarantine (power off, rename, move; internal/actuate/vsphere carries it out).
+// Package vsphere is the expiry detector's second environment type: vSphere virtual machines (as in
+// env-cleaner). It decides nothing of its own: every VM of the crawled folders is an expiry target
+// (detector expiry, Target VirtualMachine.vsphere.kustos.io named by the VM's instance UUID), and
+// expiry.Decide schedules its warning, its extension and its removal, which for a VM is a
+// quarantine (power off, rename, move; internal/actuate/vsphere carries it out).
 //
 // What this package adds is where a VM's lifetime comes from. The owner and the lifetime are
 // in the VM's notes (EC_OWNER, EC_TTL), which a snapshot rollback resets; so on first sight
