@@ -8,10 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// FuzzLoad feeds arbitrary bytes to the loader: it must never panic, and it must return either
-// an *InputError pointing into the input or objects with positions (unstructured ones with
-// apiVersion and kind), never both. Core kinds are decoded typed and everything else
-// unstructured, so both paths are exercised. Seeds are in testdata/fuzz/FuzzLoad; run with go test -fuzz FuzzLoad -fuzztime 45s.
+// FuzzLoad feeds arbitrary bytes to the loader: it must never panic, and it must return either an
+// *InputError pointing into the input or objects with positions (unstructured ones with apiVersion
+// and kind), never both. Core kinds are decoded typed and everything else unstructured, so both
+// paths are exercised. The seed corpus is in testdata/fuzz/FuzzLoad; run with go test -fuzz
+// FuzzLoad -fuzztime 45s.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: n}\nstatus: {hard: {cpu: \"1\"}, used: {cpu: 900m}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: n, annotations: {resizer.io/threshold: \"5\"}}}\n"))

@@ -10,10 +10,10 @@ import (
 )
 
 // FuzzLoad feeds arbitrary bytes to Load: it must never panic, and it must return either an
-// *InputError pointing into the input or objects with positions, never both. The objects then
-// go through the decision too, which must not panic on whatever Load accepted. The reader
-// itself is fuzzed by manifest's FuzzLoad.
-// Seeds are in testdata/fuzz/FuzzLoad; run with go test -fuzz FuzzLoad -fuzztime 45s.
+// *InputError pointing into the input or objects with positions, never both. The objects then go
+// through the decision too, which must not panic on whatever Load accepted. The reader itself is
+// fuzzed by manifest's FuzzLoad. The seed corpus is in testdata/fuzz/FuzzLoad; run with
+// go test -fuzz FuzzLoad -fuzztime 45s.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: n}\nstatus: {hard: {cpu: \"1\"}, used: {cpu: 900m}}\n"))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: n, annotations: {resizer.io/threshold: \"5\"}}}\n"))

@@ -278,7 +278,8 @@ func (r *repo) commitFiles(branch string, files map[string]string, message strin
 	r.gitMu.Lock()
 	defer r.gitMu.Unlock()
 	parent := r.branchSHA(branch)
-	// Large seeds go through a work tree and `git add`, which hashes in one process.
+	// The files (a SeedRepo of thousands of them too) go through a work tree and `git add`, which
+	// hashes them all in one process.
 	work, err := os.MkdirTemp("", "githubtest-seed-")
 	if err != nil {
 		return "", err
