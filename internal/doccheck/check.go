@@ -38,6 +38,27 @@ type Rules struct {
 type Forbidden struct {
 	Pattern *regexp.Regexp
 	Why     string
+	// Except, when set, matches the legitimate uses of the text: a match of Pattern that lies
+	// inside a match of Except on the same line is no problem.
+	Except *regexp.Regexp
+}
+
+// find returns the first match of f.Pattern in line that no match of f.Except covers, or "".
+func (f Forbidden) find(line string) string {
+	var excused [][]int
+	if f.Except != nil {
+		excused = f.Except.FindAllStringIndex(line, -1)
+	}
+next:
+	for _, m := range f.Pattern.FindAllStringIndex(line, -1) {
+		for _, e := range excused {
+			if e[0] <= m[0] && m[1] <= e[1] {
+				continue next
+			}
+		}
+		return line[m[0]:m[1]]
+	}
+	return ""
 }
 
 // Files returns README.md and every Markdown file under docs/ of the repository at root,
@@ -95,7 +116,7 @@ func Check(root string, files []string, rules Rules) ([]Problem, error) {
 		}
 		for i, line := range strings.Split(string(md), "\n") {
 			for _, f := range rules.Forbidden {
-				if w := f.Pattern.FindString(line); w != "" {
+				if w := f.find(line); w != "" {
 					problems = append(problems, Problem{file, i + 1, fmt.Sprintf("%q: %s", w, f.Why)})
 				}
 			}

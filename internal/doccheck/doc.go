@@ -8,4 +8,9 @@
 // blocks and code spans hold no links, a bare http(s) URL in text is a link (GitHub's autolink
 // extension), and a heading's anchor is GitHub's slug of its text with -1, -2 … for repeats.
 // The checks themselves run as the package's test.
+//
+// The same holds for the comments of the Go code (CheckComments): a comment that cites a
+// document outside the repository (a design document by number or section, a file beside the
+// checkout) says nothing to whoever reads the code, so it says the rule itself or points to a
+// page under docs/.
 package doccheck

@@ -12,8 +12,8 @@ import (
 // forbidden: project jargon a user does not know, and the project's shared folder, which is
 // not part of the repository (named in code or prose, not only as a link).
 var forbidden = []Forbidden{
-	{regexp.MustCompile(`(?i)seed`), "project jargon; say what is meant (the design, the example, the convention)"},
-	{regexp.MustCompile(`(?i)\.\./shared\b|shared folder`), "the project's shared folder is outside the repository; move what the reader needs into docs/"},
+	{Pattern: regexp.MustCompile(`(?i)seed`), Why: "project jargon; say what is meant (the design, the example, the convention)"},
+	{Pattern: regexp.MustCompile(`(?i)\.\./shared\b|shared folder`), Why: "the project's shared folder is outside the repository; move what the reader needs into docs/"},
 }
 
 // TestDocumentation holds README.md and docs/ to what a reader relies on: every relative link
@@ -189,6 +189,107 @@ func TestTableRunOns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := TableRunOns([]byte(tc.md)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("TableRunOns = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// commentForbidden: what a comment of Kustos's Go code must not cite. The design documents the code
+// was first written from are not in the repository, so a comment that cites one (by name, number or
+// section) tells a reader nothing: it says the rule itself, or points to a page under docs/. The
+// word keeps its ordinary uses: a fuzz test's seed corpus, the RNG seed of a benchmark (its -seed
+// flag), maphash.Seed, githubtest's SeedRepo, which seeds owner/repo with its first commit, and the
+// word itself, quoted as "seed".
+var commentForbidden = []Forbidden{
+	{
+		Pattern: regexp.MustCompile(`(?i)\bseeds?\b`),
+		Why:     "cites a design document that is not in the repository; say the rule itself, or point to a page under docs/",
+		Except:  regexp.MustCompile(`(?i)\bseed corp(us|ora)\b|\bRNG seed\b|(^|[\s(])-seed\b|maphash\.Seed\b|\bseeds [\w.-]+/[\w.-]+|"seed"`),
+	},
+	{
+		Pattern: regexp.MustCompile(`DESIGN\.md`),
+		Why:     "the design page is not in the repository; point to docs/architecture.md or say what is meant",
+	},
+	{
+		Pattern: regexp.MustCompile(`\.\./shared\b`),
+		Why:     "the project's shared folder is outside the repository; say what is meant",
+	},
+}
+
+// TestGoComments holds every comment of the repository's Go code, tests included, to
+// commentForbidden.
+func TestGoComments(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files, err := GoFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 100 {
+		t.Fatalf("GoFiles found %d files under %s; the walk is broken", len(files), root)
+	}
+	problems, err := CheckComments(root, files, commentForbidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// TestCheckComments: a citation in a line or block comment is found at its line; the same text in
+// code or a string literal, and the word's ordinary uses, are not; testdata is not read.
+func TestCheckComments(t *testing.T) {
+	why := commentForbidden[0].Why
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"numbered design document", "package a\n\n// Ready: Available at the current generation (seed 002's root Ready).\n",
+			[]string{`a.go:3: "seed": ` + why}},
+		{"section number", "package a\n\n/* the threshold\n   trigger (seed 2.1) */\nvar x int\n",
+			[]string{`a.go:4: "seed": ` + why}},
+		{"the seed's convention, twice on a line: reported once", "package a\n\n// the seed's convention, as the seed says\n",
+			[]string{`a.go:3: "seed": ` + why}},
+		{"both seeds", "package a\n\n// one rule for both seeds\n", []string{`a.go:3: "seeds": ` + why}},
+		{"seeds, not of a repository", "package a\n\n// Large seeds go through a work tree.\n", []string{`a.go:3: "seeds": ` + why}},
+		{"seed-convention", "package a\n\n// a seed-convention Lease\n", []string{`a.go:3: "seed": ` + why}},
+		{"the design page", "package a\n\nfunc f() {} // DESIGN.md, \"The flow\"\n",
+			[]string{`a.go:3: "DESIGN.md": the design page is not in the repository; point to docs/architecture.md or say what is meant`}},
+		{"the shared folder", "package a\n\n// see ../shared/x\n",
+			[]string{`a.go:3: "../shared": the project's shared folder is outside the repository; say what is meant`}},
+		{"identifiers and strings are code", "package a\n\nvar seedCondition, orphanSeed = \"the seed's\", `seed 002`\n\n// SeedRepo seeds acme/gitops: seeded, seeding.\nfunc SeedRepo() {}\n", nil},
+		{"ordinary uses", "package a\n\n// The seed corpus is in testdata/fuzz; a seeded RNG (-seed), the RNG seed, maphash.Seed.\n", nil},
+		{"an ordinary use does not excuse another on the line", "package a\n\n// the RNG seed, as the seed says\n",
+			[]string{`a.go:3: "seed": ` + why}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, src := range map[string]string{"a.go": tc.src, "testdata/b.go": "package b\n\n// seed 002\n", ".git/c.go": "// seed 1.1\n"} {
+				p := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files, err := GoFiles(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(files, []string{"a.go"}) {
+				t.Fatalf("GoFiles = %v, want [a.go]", files)
+			}
+			problems, err := CheckComments(root, files, commentForbidden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.String())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}
