@@ -67,8 +67,8 @@ func (n namespaceValue) String() string { return *n.v }
 func (n namespaceValue) Type() string   { return "string" }
 func (n namespaceValue) Set(s string) error {
 	if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
-		if rest, ok := strings.CutPrefix(s, "amespace"); ok {
-			return fmt.Errorf("flags take two dashes: --namespace%s", rest)
+		if after, ok := strings.CutPrefix(s, "amespace"); ok {
+			return fmt.Errorf("flags take two dashes: --namespace%s", after)
 		}
 		return fmt.Errorf("not a namespace name: %s", errs[0])
 	}

@@ -1,6 +1,7 @@
 package doccheck
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,10 +26,10 @@ func ReadChart(root string) (Chart, error) {
 		return c, err
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("Chart.yaml: %w", err)
+		return c, fmt.Errorf("charts/kustos/Chart.yaml: %w", err)
 	}
 	if c.Version == "" || c.AppVersion == "" {
-		return c, fmt.Errorf("Chart.yaml names no version or appVersion")
+		return c, errors.New("charts/kustos/Chart.yaml names no version or appVersion")
 	}
 	return c, nil
 }
@@ -52,8 +53,8 @@ type Mention struct {
 // A version is written with a digit first (0.1.0, v0.1.0); a placeholder (<version>) or a
 // name (dev) is not a version and not checked.
 var (
-	helmVersion = regexp.MustCompile(`--version[= ]+(v?[0-9][^\s\\` + "`" + `"',)]*)`)
-	imageTag    = regexp.MustCompile(`(?:/kustos:|image\.tag=)(v?[0-9][^\s\\` + "`" + `"',)]*)`)
+	helmVersion = regexp.MustCompile(`--version[= ]+(v?\d[^\s\\` + "`" + `"',)]*)`)
+	imageTag    = regexp.MustCompile(`(?:/kustos:|image\.tag=)(v?\d[^\s\\` + "`" + `"',)]*)`)
 )
 
 // Versions returns the chart and image versions md names: `--version X` of a helm command, and
