@@ -167,8 +167,13 @@ demo-soak: ## Run `make demo` N times (N=10) beside `make test`; keeps failed ru
 # VERSION and COMMIT are those `make build` stamps (above).
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_LAYOUT      ?= dist/image
-# Where `make image-push` pushes the index, e.g. ghcr.io/kustos-dev/kustos:0.2.0, and a file it
-# writes the pushed index's digest to (the release workflow attests that digest).
+# The tags the layout names the image by: the chart's appVersion, which the chart pulls when
+# image.tag is empty, and VERSION (`git describe`: the commit, or the release tag).
+CHART_APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/kustos/Chart.yaml)
+IMAGE_TAGS        ?= $(CHART_APP_VERSION) $(VERSION)
+# Where `make image-push` pushes the index: a repository, e.g. registry.example.com/you/kustos,
+# gets every tag of IMAGE_TAGS; REPOSITORY:TAG (the release workflow) that tag only. And a file
+# it writes the pushed index's digest to (the release workflow attests that digest).
 IMAGE_REF         ?=
 IMAGE_DIGEST_FILE ?=
 # hack/image is a module of its own (go-containerregistry stays out of Kustos's go.mod).
@@ -179,14 +184,15 @@ IMAGE_TOOL         = GOWORK=off $(GO) run -C hack/image .
 # non-root user) as an OCI layout in dist/image, then check it (platforms, user, entrypoint, labels,
 # CA bundle, `kustos version`).
 image: ## Build and check the container image without Docker (OCI layout in dist/image).
-	$(IMAGE_TOOL) build --repo $(CURDIR) --out $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH)
+	$(IMAGE_TOOL) build --repo $(CURDIR) --out $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT) --source-date-epoch $(SOURCE_DATE_EPOCH) $(addprefix --tag ,$(IMAGE_TAGS))
 	$(IMAGE_TOOL) check --layout $(abspath $(IMAGE_LAYOUT)) --version $(VERSION) --commit $(COMMIT)
 
 .PHONY: image-push
-# Push dist/image (built by `make image`) to IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-
-# dev/kustos:0.2.0 (credentials: REGISTRY_USERNAME/REGISTRY_PASSWORD or the Docker config).
-image-push: ## Push dist/image to IMAGE_REF (e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0).
-	@test -n "$(IMAGE_REF)" || { echo "image-push: set IMAGE_REF, e.g. IMAGE_REF=ghcr.io/kustos-dev/kustos:0.2.0"; exit 1; }
+# Push dist/image (built by `make image`) to IMAGE_REF: a repository (every tag of the layout,
+# IMAGE_TAGS) or REPOSITORY:TAG (that tag). Credentials: REGISTRY_USERNAME/REGISTRY_PASSWORD or
+# the Docker config.
+image-push: ## Push dist/image to IMAGE_REF (a repository: appVersion and version tags; or REPO:TAG).
+	@test -n "$(IMAGE_REF)" || { echo "image-push: set IMAGE_REF, e.g. IMAGE_REF=registry.example.com/you/kustos (tags $(IMAGE_TAGS))"; exit 1; }
 	$(IMAGE_TOOL) push --layout $(abspath $(IMAGE_LAYOUT)) --ref $(IMAGE_REF) $(if $(IMAGE_DIGEST_FILE),--digest-file $(abspath $(IMAGE_DIGEST_FILE)))
 
 # The chart dist/install.yaml is rendered from: the directory, or a packaged chart (the release

@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,8 +24,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -132,11 +129,11 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			o, kubeconfig, level, err := r.finish(c.Flags(), os.LookupEnv)
+			o, _, level, err := r.finish(c.Flags(), os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			return cli.ExitCode(run(o, kubeconfig, level, stderr))
+			return cli.ExitCode(run(o, &r.cluster, level, stderr))
 		},
 	}
 	cli.ReadsEnv(cmd)
@@ -148,7 +145,7 @@ func newRunCommand(stderr io.Writer) *cobra.Command {
 // before it starts (options that cannot work, no cluster to reach) is one line on stderr, in the
 // form of a flag error, before any JSON log line: the options first, so that --mode=pr without
 // --git-repo is said whether or not a kubeconfig is at hand.
-func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
+func run(o app.Options, cluster *cli.Cluster, level string, stderr io.Writer) int {
 	log, err := newLogger(stderr, level)
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos run:", err)
@@ -158,7 +155,10 @@ func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kustos run:", err)
 		return 2
 	}
-	cfg, err := restConfig(kubeconfig, os.LookupEnv)
+	// Not controller-runtime's GetConfig, which logs an ERROR line at every start outside a pod
+	// and does not say which source failed; the order is its: the service account before
+	// ~/.kube/config.
+	cfg, _, err := cluster.Load(os.LookupEnv)
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos run:", err)
 		return 1
@@ -187,48 +187,6 @@ func run(o app.Options, kubeconfig, level string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
-}
-
-// errNoConfig is a start with no cluster to reach: no --kubeconfig, no KUBECONFIG, not in a
-// pod, no ~/.kube/config. client-go's own words for it ("try setting KUBERNETES_MASTER") name a
-// variable nothing reads any more.
-var errNoConfig = errors.New("no Kubernetes configuration: set --kubeconfig or KUBECONFIG, or run in a cluster")
-
-// restConfig finds the cluster as controller-runtime's GetConfig does — --kubeconfig, else
-// KUBECONFIG, else the pod's service account, else ~/.kube/config — but says which of them
-// failed, and logs nothing (GetConfig logs an ERROR line when there is no in-cluster
-// configuration, which is every start outside a pod).
-func restConfig(kubeconfig string, lookupEnv func(string) (string, bool)) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig=%s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	env, _ := lookupEnv(clientcmd.RecommendedConfigPathEnvVar)
-	host, _ := lookupEnv("KUBERNETES_SERVICE_HOST")
-	if env == "" && host != "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in the cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules() // KUBECONFIG, else ~/.kube/config
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	switch {
-	case clientcmd.IsEmptyConfig(err):
-		if env != "" {
-			return nil, fmt.Errorf("KUBECONFIG=%s: %w", env, errNoConfig)
-		}
-		return nil, errNoConfig
-	case err != nil && env != "":
-		return nil, fmt.Errorf("KUBECONFIG=%s: %w", env, err)
-	case err != nil:
-		return nil, fmt.Errorf("%s: %w", clientcmd.RecommendedHomeFile, err)
-	}
-	return cfg, nil
 }
 
 // newLogger writes JSON lines: one object per line with stable keys, for log pipelines.

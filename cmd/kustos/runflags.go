@@ -27,7 +27,7 @@ import (
 type runFlagSet struct {
 	o                   app.Options
 	mode                string
-	kubeconfig          string
+	cluster             cli.Cluster
 	logLevel            string
 	quota               cli.Quota
 	expiry              cli.Expiry
@@ -52,7 +52,8 @@ type runFlagSet struct {
 func (r *runFlagSet) define(fs *pflag.FlagSet) {
 	o := &r.o
 	cli.Mode(fs, &r.mode)
-	cli.Kubeconfig(fs, &r.kubeconfig)
+	r.cluster.InClusterFirst = true // the controller runs in a pod
+	r.cluster.AddFlags(fs, "")
 	r.logLevel = "info"
 	cli.InGroup(fs, cli.GroupGeneral, func() {
 		fs.Var(cli.Enum{V: &r.logLevel, Allowed: []string{"debug", "info", "error"}}, "log-level", "log level")
@@ -268,7 +269,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	if o.Instance == "" {
 		o.Instance, _ = os.Hostname()
 	}
-	return o, r.kubeconfig, r.logLevel, nil
+	return o, r.cluster.Kubeconfig, r.logLevel, nil
 }
 
 // runFlags parses the flags of `kustos run` (args after "run") and the environment into

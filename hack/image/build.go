@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -62,6 +64,7 @@ const source = "https://github.com/kustos-dev/kustos"
 type buildOptions struct {
 	Repo, Out       string
 	Version, Commit string
+	Tags            []string  // what the layout names the index by; default: Version
 	Created         time.Time // SOURCE_DATE_EPOCH
 	CAFile          string
 }
@@ -95,7 +98,11 @@ func build(ctx context.Context, o buildOptions, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeLayout(o.Out, idx, o.Version); err != nil {
+	tags := o.Tags
+	if len(tags) == 0 {
+		tags = []string{o.Version}
+	}
+	if err := writeLayout(o.Out, idx, tags); err != nil {
 		return err
 	}
 	d, err := idx.Digest()
@@ -267,9 +274,25 @@ func layer(mtime time.Time, entries []tarEntry) (v1.Layer, error) {
 		tarball.WithMediaType(types.OCILayer))
 }
 
-// writeLayout replaces dir with an OCI layout whose index.json names idx by version. It refuses
-// to remove a directory that is not an OCI layout, so a wrong --out cannot delete a tree.
-func writeLayout(dir string, idx v1.ImageIndex, version string) error {
+// writeLayout replaces dir with an OCI layout whose index.json names idx by each of tags: one
+// entry per tag, all the same index, each with its org.opencontainers.image.ref.name, which is
+// how an OCI layout names tags (`image push` to a repository pushes them all). It checks the
+// tags before it touches dir, and refuses to remove a directory that is not an OCI layout, so a
+// wrong --out cannot delete a tree.
+func writeLayout(dir string, idx v1.ImageIndex, tags []string) error {
+	var unique []string
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		if _, err := name.NewTag("example.com/kustos:"+t, name.StrictValidation); err != nil || t == "" {
+			return fmt.Errorf("--tag=%q: not an image tag (letters, digits, '_', '.', '-'; at most 128)", t)
+		}
+		if !slices.Contains(unique, t) {
+			unique = append(unique, t)
+		}
+	}
+	if len(unique) == 0 {
+		return errors.New("--tag is required: the layout must name the image (make image gives the chart's appVersion and the version)")
+	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
 			return fmt.Errorf("--out=%s exists and is not an OCI layout; not replacing it", dir)
@@ -282,5 +305,10 @@ func writeLayout(dir string, idx v1.ImageIndex, version string) error {
 	if err != nil {
 		return err
 	}
-	return p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refName: strings.TrimSpace(version)}))
+	for _, t := range unique {
+		if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refName: t})); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -94,22 +94,39 @@ func check(ctx context.Context, o checkOptions, stdout io.Writer) error {
 
 // openIndex reads the one image index an OCI layout written by `image build` names.
 func openIndex(dir string) (v1.ImageIndex, error) {
+	idx, _, err := openLayout(dir)
+	return idx, err
+}
+
+// openLayout reads the image index an OCI layout written by `image build` holds, and the tags
+// it names it by: every entry of index.json is that one index, under its own ref.name.
+func openLayout(dir string) (v1.ImageIndex, []string, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not an OCI layout (run `make image`): %w", dir, err)
+		return nil, nil, fmt.Errorf("%s is not an OCI layout (run `make image`): %w", dir, err)
 	}
 	top, err := p.ImageIndex()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	im, err := top.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(im.Manifests) != 1 || !im.Manifests[0].MediaType.IsIndex() {
-		return nil, fmt.Errorf("%s/index.json: want exactly one image index, found %d entries", dir, len(im.Manifests))
+	if len(im.Manifests) == 0 {
+		return nil, nil, fmt.Errorf("%s/index.json names no image index", dir)
 	}
-	return top.ImageIndex(im.Manifests[0].Digest)
+	var tags []string
+	for _, m := range im.Manifests {
+		if !m.MediaType.IsIndex() || m.Digest != im.Manifests[0].Digest {
+			return nil, nil, fmt.Errorf("%s/index.json: want one image index under each tag, found %s %s", dir, m.MediaType, m.Digest)
+		}
+		if t := m.Annotations[refName]; t != "" {
+			tags = append(tags, t)
+		}
+	}
+	idx, err := top.ImageIndex(im.Manifests[0].Digest)
+	return idx, tags, err
 }
 
 // checkImage checks one platform's image and returns its /kustos (nil when missing).

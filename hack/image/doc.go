@@ -4,12 +4,14 @@
 //
 //	image build  compile cmd/kustos for linux/amd64 and linux/arm64 and write an OCI image index
 //	             as an OCI layout (dist/image): scratch plus CA certificates, /etc/passwd and
-//	             /etc/group naming the non-root user 65532 (nonroot), and /kustos
+//	             /etc/group naming the non-root user 65532 (nonroot), and /kustos; named by
+//	             each --tag (make image: the chart's appVersion and the version)
 //	image check  verify a layout: both platforms, a non-root user, the entrypoint, the OCI labels,
 //	             the CA bundle, static binaries for the right platform, and that the binary of the
 //	             build machine's platform runs `kustos version` and prints the version it was
 //	             built as
-//	image push   copy the layout's index to a registry (the release workflow: ghcr.io)
+//	image push   copy the layout's index to a registry: to REPOSITORY:TAG (the release workflow:
+//	             ghcr.io), or to a REPOSITORY under every tag the layout names
 //
 // The image is reproducible: every timestamp (files, history, config, the `created` label) is
 // SOURCE_DATE_EPOCH, so the same commit builds the same digests.

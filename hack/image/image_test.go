@@ -123,8 +123,56 @@ func TestCheckImage(t *testing.T) {
 	}
 }
 
+// The layout names the index by every tag it is given (the chart's appVersion and the commit),
+// once each, as OCI layouts name tags: an org.opencontainers.image.ref.name annotation per
+// entry of index.json.
+func TestWriteLayoutTags(t *testing.T) {
+	idx, err := assemble(inputs(t, time.Unix(1_700_000_000, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := idx.Digest()
+	for _, tc := range []struct {
+		name    string
+		tags    []string
+		want    []string
+		wantErr string
+	}{
+		{"appVersion and commit", []string{"0.1.0", "07f6d76"}, []string{"0.1.0", "07f6d76"}, ""},
+		{"the same twice, once", []string{"0.1.0", "0.1.0"}, []string{"0.1.0"}, ""},
+		{"none", nil, nil, "--tag is required"},
+		{"not a tag", []string{"0.1.0", "a/b"}, nil, `--tag="a/b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "image")
+			err := writeLayout(dir, idx, tc.tags)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("writeLayout: %v, want an error naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, tags, err := openLayout(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := got.Digest(); d != want {
+				t.Errorf("layout holds %s, want %s", d, want)
+			}
+			if strings.Join(tags, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("tags %q, want %q", tags, tc.want)
+			}
+		})
+	}
+}
+
 // push copies the layout to a registry (go-containerregistry's registry implementation), which
-// then serves the same index.
+// then serves the same index: under the one tag a reference names, or, for a repository without
+// a tag, under every tag the layout has (what `make image-push` does for a build the chart can
+// pull by its appVersion).
 func TestPush(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
@@ -133,35 +181,62 @@ func TestPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "image")
-	if err := writeLayout(dir, idx, "v1.2.3"); err != nil {
-		t.Fatal(err)
-	}
-	ref := strings.TrimPrefix(srv.URL, "http://") + "/kustos-dev/kustos:v1.2.3"
-	digestFile := filepath.Join(t.TempDir(), "digest")
-	var out bytes.Buffer
-	if err := push(context.Background(), pushOptions{Layout: dir, Ref: ref, DigestFile: digestFile}, &out); err != nil {
+	if err := writeLayout(dir, idx, []string{"0.1.0", "07f6d76"}); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := idx.Digest()
-	parsed, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := remote.Index(parsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := got.Digest(); d != want {
-		t.Errorf("the registry serves %s, want %s", d, want)
-	}
-	if b, _ := os.ReadFile(digestFile); strings.TrimSpace(string(b)) != want.String() {
-		t.Errorf("digest file %q, want %s", b, want)
-	}
-	if !strings.Contains(out.String(), "@"+want.String()) {
-		t.Errorf("push printed %q, not the digest", out.String())
-	}
-	if err := push(context.Background(), pushOptions{Layout: dir, Ref: "no tag"}, &out); err == nil {
-		t.Error("push accepted a reference without a tag")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		name, ref  string
+		repo       string // where the tags are looked for
+		wantTags   []string
+		wantAbsent []string
+		wantErr    string
+	}{
+		{"one tag", host + "/one/kustos:v1.2.3", host + "/one/kustos", []string{"v1.2.3"}, []string{"0.1.0", "07f6d76"}, ""},
+		{"every tag of the layout", host + "/all/kustos", host + "/all/kustos", []string{"0.1.0", "07f6d76"}, nil, ""},
+		{"not a reference", "no tag", "", nil, nil, `--ref="no tag"`},
+		{"a digest", host + "/d/kustos@" + want.String(), "", nil, nil, "want REGISTRY/REPOSITORY[:TAG]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			digestFile := filepath.Join(t.TempDir(), "digest")
+			var out bytes.Buffer
+			err := push(context.Background(), pushOptions{Layout: dir, Ref: tc.ref, DigestFile: digestFile}, &out)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("push: %v, want an error naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tag := range tc.wantTags {
+				parsed, err := name.ParseReference(tc.repo + ":" + tag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := remote.Index(parsed)
+				if err != nil {
+					t.Fatalf("%s: %v", parsed, err)
+				}
+				if d, _ := got.Digest(); d != want {
+					t.Errorf("the registry serves %s at %s, want %s", d, parsed, want)
+				}
+				if !strings.Contains(out.String(), parsed.String()+"@"+want.String()) {
+					t.Errorf("push printed %q, not %s@%s", out.String(), parsed, want)
+				}
+			}
+			for _, tag := range tc.wantAbsent {
+				parsed, _ := name.ParseReference(tc.repo + ":" + tag)
+				if _, err := remote.Index(parsed); err == nil {
+					t.Errorf("%s was pushed too", parsed)
+				}
+			}
+			if b, _ := os.ReadFile(digestFile); strings.TrimSpace(string(b)) != want.String() {
+				t.Errorf("digest file %q, want %s", b, want)
+			}
+		})
 	}
 }
 
@@ -174,7 +249,7 @@ func TestWriteLayoutRefusesOtherDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeLayout(dir, idx, "v1"); err == nil || !strings.Contains(err.Error(), "not an OCI layout") {
+	if err := writeLayout(dir, idx, []string{"v1"}); err == nil || !strings.Contains(err.Error(), "not an OCI layout") {
 		t.Fatalf("writeLayout over a directory that is not a layout: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keep")); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -20,9 +21,9 @@ func main() {
 }
 
 const usage = `Usage:
-  image build --repo DIR --out DIR --version V --commit SHA --source-date-epoch SECONDS
+  image build --repo DIR --out DIR --version V --commit SHA --source-date-epoch SECONDS [--tag T]...
   image check --layout DIR --version V --commit SHA
-  image push  --layout DIR --ref REGISTRY/REPOSITORY:TAG [--digest-file FILE]`
+  image push  --layout DIR --ref REGISTRY/REPOSITORY[:TAG] [--digest-file FILE]`
 
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -39,9 +40,11 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		commit    = fs.String("commit", "", "build, check: the commit stamped into the binary and the labels")
 		epoch     = fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "build: Unix time of every timestamp in the image (default: $SOURCE_DATE_EPOCH)")
 		caFile    = fs.String("ca-file", defaultCAFile, "build: the CA bundle copied into the image (Debian's ca-certificates package)")
-		ref       = fs.String("ref", "", "push: where to push the index, e.g. ghcr.io/kustos-dev/kustos:v0.2.0")
+		ref       = fs.String("ref", "", "push: where to push the index: REGISTRY/REPOSITORY:TAG, or REGISTRY/REPOSITORY for every tag of the layout")
+		tags      tagList
 		digest    = fs.String("digest-file", "", "push: write the pushed index's digest (sha256:…) to this file")
 	)
+	fs.Var(&tags, "tag", "build: a tag the layout names the image by (repeat it; default: --version)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -50,7 +53,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "build":
 		var sde time.Time
 		if sde, err = parseEpoch(*epoch); err == nil {
-			err = build(ctx, buildOptions{Repo: *repo, Out: *out, Version: *version, Commit: *commit, Created: sde, CAFile: *caFile}, stderr)
+			err = build(ctx, buildOptions{Repo: *repo, Out: *out, Version: *version, Commit: *commit, Created: sde, CAFile: *caFile, Tags: tags}, stderr)
 		}
 	case "check":
 		err = check(ctx, checkOptions{Layout: *layoutDir, Version: *version, Commit: *commit}, stdout)
@@ -78,3 +81,9 @@ func parseEpoch(s string) (time.Time, error) {
 	}
 	return time.Unix(n, 0).UTC(), nil
 }
+
+// tagList is a repeatable flag.
+type tagList []string
+
+func (l *tagList) String() string     { return strings.Join(*l, ",") }
+func (l *tagList) Set(s string) error { *l = append(*l, s); return nil }

@@ -2,6 +2,7 @@
 // also read from a KUSTOS_<FLAG> environment variable where the command allows it (run), help
 // and docs/cli.md rendered from the same flag definitions, errors that name the flag and the
 // form it accepts, and the definitions of the flags that several commands share (--mode, the
-// quota, expiry and inactivity settings), so that `kustos run` and the offline plan commands
-// read a flag the same way and with the same default.
+// cluster flags --kubeconfig, --context and -n/--namespace, the quota, expiry and inactivity
+// settings), so that `kustos run`, `kustos status` and the offline plan commands read a flag
+// the same way and with the same default.
 package cli

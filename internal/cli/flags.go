@@ -38,13 +38,6 @@ func Mode(fs *pflag.FlagSet, v *string) {
 	})
 }
 
-// Kubeconfig defines --kubeconfig into v.
-func Kubeconfig(fs *pflag.FlagSet, v *string) {
-	InGroup(fs, GroupGeneral, func() {
-		fs.StringVar(v, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, ~/.kube/config, or in-cluster")
-	})
-}
-
 // StateNamespace defines --state-namespace into v; its default is $POD_NAMESPACE, as the chart
 // sets it.
 func StateNamespace(fs *pflag.FlagSet, v *string) {

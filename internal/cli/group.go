@@ -11,6 +11,7 @@ import (
 const (
 	GroupInput         = "Input"
 	GroupGeneral       = "General"
+	GroupCluster       = "Cluster flags (shared by the commands that read a cluster, as kubectl's)"
 	GroupState         = "State & leader election"
 	GroupQuota         = "Quota"
 	GroupPR            = "PR mode / GitHub"
@@ -26,7 +27,7 @@ const (
 	groupOther         = "Other flags"
 )
 
-var groupOrder = []string{GroupInput, GroupGeneral, GroupState, GroupQuota, GroupPR, GroupCleaners, GroupExpiry,
+var groupOrder = []string{GroupInput, GroupGeneral, GroupCluster, GroupState, GroupQuota, GroupPR, GroupCleaners, GroupExpiry,
 	GroupExtension, GroupNotifications, GroupVSphere, GroupInactivity, GroupPrometheus, GroupWebhook, GroupGates, groupOther}
 
 // groupAnnotation is the pflag annotation that holds a flag's help group.

@@ -294,3 +294,60 @@ func TestCheckComments(t *testing.T) {
 		})
 	}
 }
+
+// TestChartVersionsInDocs: the versions the README and docs/install.md name in their install,
+// upgrade and image examples are the chart's (helm --version) and its appVersion (image tags),
+// so that an example is one that works and cannot drift from charts/kustos/Chart.yaml.
+func TestChartVersionsInDocs(t *testing.T) {
+	root := filepath.Join("..", "..")
+	chart, err := ReadChart(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[VersionKind]string{ChartVersion: chart.Version, AppVersion: chart.AppVersion}
+	for _, tc := range []struct {
+		file     string
+		mustName []VersionKind // each at least once, so that a reworded example is not unchecked
+	}{
+		{"README.md", []VersionKind{ChartVersion, AppVersion}},
+		{filepath.Join("docs", "install.md"), []VersionKind{ChartVersion, AppVersion}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(root, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			named := map[VersionKind]bool{}
+			for _, m := range Versions(string(b)) {
+				named[m.Kind] = true
+				if m.Version != want[m.Kind] {
+					t.Errorf("%s:%d: %q names %s, but %s is %s (charts/kustos/Chart.yaml)", tc.file, m.Line, m.Text, m.Version, m.Kind, want[m.Kind])
+				}
+			}
+			for _, k := range tc.mustName {
+				if !named[k] {
+					t.Errorf("%s names %s (%s) nowhere", tc.file, k, want[k])
+				}
+			}
+		})
+	}
+}
+
+func TestVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name, md string
+		want     []Mention
+	}{
+		{"helm install", "helm install kustos oci://ghcr.io/kustos-dev/charts/kustos --version 0.1.0 \\\n", []Mention{{1, ChartVersion, "0.1.0", "--version 0.1.0"}}},
+		{"--version=", "helm upgrade k c --version=0.3.0\n", []Mention{{1, ChartVersion, "0.3.0", "--version=0.3.0"}}},
+		{"an image in a code span", "runs `ghcr.io/kustos-dev/kustos:0.2.0` built", []Mention{{1, AppVersion, "0.2.0", "/kustos:0.2.0"}}},
+		{"a --set", "--set image.repository=r/kustos,image.tag=0.1.0\n", []Mention{{1, AppVersion, "0.1.0", "image.tag=0.1.0"}}},
+		{"placeholders and names are not versions", "--version <version> r/kustos:dev image.tag=…\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Versions(tc.md); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Versions = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
@@ -32,40 +33,46 @@ per line.
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
 kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
-the controller's --lifecycle-kinds and --default-ttl. With --state-namespace it adds the vSphere VMs
+the controller's --lifecycle-kinds and --default-ttl. With a namespace it adds the vSphere VMs
 the controller's last crawl found without EC_OWNER and EC_TTL in their notes (and none kept).
 Give it the controller's --namespace-selector too, and it lists only the namespaces that
 installation serves.`
 
-// NewCommand is `kustos status`: --state-namespace, --kubeconfig, --lifecycle-kinds and
-// --default-ttl are run's (package cli).
+// NewCommand is `kustos status`: the cluster flags, --lifecycle-kinds and --default-ttl are
+// package cli's. Its namespace is the one Kustos runs in, where its state Leases are, as
+// `kubectl -n kustos-system get leases` reads them; --state-namespace, run's name for it, is
+// another spelling.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		ns, kubeconfig string
-		out            = "table"
-		orphans        bool
-		e              cli.Expiry
-		selector       string
+		cluster  cli.Cluster
+		out      = "table"
+		orphans  bool
+		e        cli.Expiry
+		selector string
 	)
 	cmd := &cobra.Command{
-		Use:   "status [--state-namespace NS] [-o table|json] [--kubeconfig FILE] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
+		Use:   "status [-n NS] [--context NAME] [--kubeconfig FILE] [-o table|json] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
 		Short: "one row per Key Kustos tracks (state Leases and Cleaners)",
 		Long:  longText,
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if ns == "" && !orphans {
-				return cli.Usagef("need --state-namespace (or $POD_NAMESPACE)")
-			}
 			sel, err := nsscope.Parse(selector)
 			if err != nil {
 				return cli.Usagef("%v", err)
 			}
-			return cli.ExitCode(status(ns, kubeconfig, out, orphans, e, sel, stdout, stderr))
+			cfg, ns, err := cluster.Load(os.LookupEnv)
+			if err != nil {
+				fmt.Fprintln(stderr, "kustos status:", err)
+				return cli.ExitCode(cli.ExitError)
+			}
+			if ns == "" && !orphans {
+				return cli.Usagef("need -n/--namespace, the namespace Kustos runs in: the kubeconfig context names none and $POD_NAMESPACE is not set")
+			}
+			return cli.ExitCode(status(cfg, ns, out, orphans, e, sel, stdout, stderr))
 		},
 	}
 	fs := cmd.Flags()
-	cli.StateNamespace(fs, &ns)
-	cli.Kubeconfig(fs, &kubeconfig)
+	cluster.AddFlags(fs, "the namespace Kustos runs in, where its state Leases are (default: the kubeconfig context's namespace, else $POD_NAMESPACE); --state-namespace is another spelling", "state-namespace")
 	cli.InGroup(fs, cli.GroupGeneral, func() {
 		fs.VarP(cli.Enum{V: &out, Allowed: []string{"table", "json"}}, "output", "o", "output: a table, or JSON lines")
 		fs.BoolVar(&orphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
@@ -80,15 +87,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
 }
 
-func status(ns, kubeconfig, out string, orphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
+func status(cfg *rest.Config, ns, out string, orphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
 	kinds, settings := e.Kinds, e.Settings
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		fmt.Fprintln(stderr, "kustos status:", err)
-		return 1
-	}
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1alpha1.AddToScheme(s)
