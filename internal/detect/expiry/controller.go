@@ -329,20 +329,7 @@ func SourcesOf(t lifecycle.Target, obj Meta, ns *Meta) []Source {
 
 // Supersedes: a removal for a later deadline (a new cycle after an extension or a new
 // expires-at) replaces a declined or open one; the same deadline again does not.
-func Supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
-	dn, do := deadlineOf(newer), deadlineOf(old)
-	if dn == "" || newer.Edit.Op != old.Edit.Op {
-		return newer, true
-	}
-	return newer, dn > do
-}
-
-func deadlineOf(c lifecycle.Change) string {
-	if len(c.Evidence) == 0 {
-		return ""
-	}
-	return c.Evidence[0]["deadline"]
-}
+var Supersedes = lifecycle.LaterEvidence("deadline")
 
 // WarningMessage is the warning's text: which environment, its deadline and where it comes
 // from, and the earliest time it is removed.

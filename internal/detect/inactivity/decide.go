@@ -471,20 +471,7 @@ func describePause(p Pause) string {
 
 // Supersedes: a pause or deletion for a later idle period replaces a declined or open one; the
 // same period again does not.
-func Supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
-	dn, do := idleOf(newer), idleOf(old)
-	if dn == "" || newer.Edit.Op != old.Edit.Op {
-		return newer, true
-	}
-	return newer, dn > do
-}
-
-func idleOf(c lifecycle.Change) string {
-	if len(c.Evidence) == 0 {
-		return ""
-	}
-	return c.Evidence[0]["idleSince"]
-}
+var Supersedes = lifecycle.LaterEvidence("idleSince")
 
 // UnknownMessage says why nothing can be declared inactive: which sources, and in which state.
 // It goes to the tenant (an Event on the target), so it names no more than the source and its
