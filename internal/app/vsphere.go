@@ -84,7 +84,12 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	pl.Proposals, pl.PollInterval = nil, 0
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName, "environments", "vsphere")
 	if o.Mode == ModeObserve {
-		pl.Actuator = expiryPipeline.Reporter.(pipeline.Actuator)
+		// The observe recorder is both: what reports is what observes.
+		observer, ok := expiryPipeline.Reporter.(pipeline.Actuator)
+		if !ok {
+			return fmt.Errorf("vsphere: the expiry pipeline's reporter %T cannot carry out Changes in observer mode", expiryPipeline.Reporter)
+		}
+		pl.Actuator = observer
 	} else {
 		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, allow.VerbDelete, vmDeletes), Log: log}
 	}
