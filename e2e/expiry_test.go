@@ -836,7 +836,7 @@ func TestUnservedKindStopsStartUp(t *testing.T) {
 		o.Cleaners = app.CleanerOptions{Enabled: true} // the expiry kinds' metadata gets a cache entry of its own
 	})
 	o.Log = logr.Discard()
-	_, err := app.NewManager(env.Config, o)
+	_, err := app.NewManager(t.Context(), env.Config, o)
 	if err == nil || !strings.Contains(err.Error(), "--lifecycle-kinds: example.com/v1, Kind=Widget is not served by the API server") {
 		t.Fatalf("NewManager: %v; want the error naming --lifecycle-kinds and the kind", err)
 	}

@@ -278,7 +278,7 @@ func startKustosWith(t *testing.T, cfg *rest.Config, o app.Options) *kustos {
 	t.Helper()
 	logs := &logBuffer{}
 	o.Log = logr.FromSlogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mgr, err := app.NewManager(cfg, o)
+	mgr, err := app.NewManager(t.Context(), cfg, o)
 	if err != nil {
 		t.Fatalf("creating Kustos: %v", err)
 	}

@@ -170,13 +170,14 @@ func run(o app.Options, cluster *cli.Cluster, level string, stderr io.Writer) in
 
 	info := buildinfo.Get()
 	cfg.UserAgent = "kustos/" + info.Version
-	mgr, err := app.NewManager(cfg, o)
+	// A signal during start-up (its reads of keys and certificates, the GitHub check) ends it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	mgr, err := app.NewManager(ctx, cfg, o)
 	if err != nil {
 		log.Error(err, "cannot start")
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	log.Info("starting", "version", info.Version, "commit", info.Commit, "mode", o.Mode, "stateNamespace", o.StateNamespace,
 		"threshold", quota.FormatRat(o.Defaults.Threshold), "increment", quota.FormatRat(o.Defaults.Increment),
 		"cooldown", lifecycle.FormatDuration(o.DefaultCooldown), "repository", o.PR.GitHub.Repository, "autoMerge", o.PR.AutoMerge,

@@ -257,7 +257,7 @@ func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate fun
 		Log: logr.Discard(),
 	}
 	mutate(&o)
-	mgr, err := app.NewManager(env.Config, o)
+	mgr, err := app.NewManager(t.Context(), env.Config, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -349,7 +349,7 @@ func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error
 }
 
 // NewManager builds a manager running Kustos against cfg.
-func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	// The webhook's serving certificate from its Secret (made once if absent) is needed to
 	// build the manager's webhook server.
-	serving, err := o.Webhook.servingCert(context.Background(), cfg, scheme, o.Now())
+	serving, err := o.Webhook.servingCert(ctx, cfg, scheme, o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +434,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
 	// not this replica runs the detector.
-	signer, err := o.Cleaners.authorSigner(context.Background(), live)
+	signer, err := o.Cleaners.authorSigner(ctx, live)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +478,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 		m.writer.Reporter = recorder
-		if err := m.checkCredentials(o.Log); err != nil {
+		if err := m.checkCredentials(ctx, o.Log); err != nil {
 			return nil, err
 		}
 		// The groups' Leases are read from the API server: every member of a group writes its
@@ -514,7 +514,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if targets, err = newTargetCache(mgr, o); err != nil {
 			return nil, err
 		}
-		if err := setupCleaners(context.Background(), mgr, o, pl, live, signer, targets); err != nil {
+		if err := setupCleaners(ctx, mgr, o, pl, live, signer, targets); err != nil {
 			return nil, err
 		}
 	}
@@ -526,7 +526,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if o.Expiry.Enabled {
 		// setupExpiry adds the owner's page link to nt's notices when it serves the page.
-		if err := setupExpiry(mgr, o, pl, live, &nt, targets); err != nil {
+		if err := setupExpiry(ctx, mgr, o, pl, live, &nt, targets); err != nil {
 			return nil, err
 		}
 	}
@@ -996,8 +996,8 @@ const credentialCheckTimeout = 30 * time.Second
 // configuration fault (wrong App ID, key, installation, repository, or a token that may not
 // push) stops Kustos with a message naming the flag; an outage or a rate limit is only logged,
 // so that a GitHub incident does not keep Kustos from starting.
-func (m *prMode) checkCredentials(log logr.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), credentialCheckTimeout)
+func (m *prMode) checkCredentials(ctx context.Context, log logr.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, credentialCheckTimeout)
 	defer cancel()
 	err := m.gh.CheckCredentials(ctx)
 	switch {

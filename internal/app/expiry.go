@@ -131,7 +131,7 @@ func expiryWatches(o Options) []lifecycle.Watches {
 // Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
 // actuators of the quota detector's. In PR mode a target no manifest defines is removed
 // directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers, targets *targetCache) error {
+func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers, targets *targetCache) error {
 	pl := *base
 	pl.Detector = expiry.DetectorName
 	pl.Vocab = expiry.Vocabulary()
@@ -175,7 +175,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 			}
 		}
 	}
-	srv, err := setupExtension(mgr, o, live)
+	srv, err := setupExtension(ctx, mgr, o, live)
 	if err != nil {
 		return err
 	}
@@ -337,12 +337,12 @@ func (h helmReleases) Check(ctx context.Context, namespace, name string) error {
 
 // setupExtension starts the extension server on every replica (a link may reach any of them):
 // the extension links and the owner's page; nil without --extension-addr.
-func setupExtension(mgr ctrl.Manager, o Options, live client.Client) (*extension.Server, error) {
+func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (*extension.Server, error) {
 	e := o.Expiry.Extension
 	if e.Addr == "" {
 		return nil, nil
 	}
-	key, flag, err := readKey(context.Background(), live, "extension-key", e.KeyFile, e.KeySecret)
+	key, flag, err := readKey(ctx, live, "extension-key", e.KeyFile, e.KeySecret)
 	if err != nil {
 		return nil, err
 	}
