@@ -199,6 +199,14 @@ func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts li
 	}
 	dirty := false
 	if rec.Holder != "" {
+		// A member joining (or changing in) the open pull request and a merge of it take turns
+		// in this process, as a withdrawal and a merge do: a merge between the look below and
+		// the push would merge the pull request without this member, whose push then lands on
+		// a merged branch while its Lease says it is proposed (and, at the next look, merged).
+		// The merge, pinned to the head it read, finds the new head and merges nothing.
+		if n, ok := state.HolderNumber(rec.Holder); ok {
+			defer a.lock(prLock(n))()
+		}
 		open, err := a.stillOpen(ctx, g.Key, rec)
 		if err != nil {
 			return lifecycle.Outcome{}, err
@@ -429,9 +437,9 @@ func (a *Actuator) ClosedSince(ctx context.Context, c lifecycle.Change, since ti
 	return a.Writer.ClosedSince(ctx, c, since)
 }
 
-// Merge merges the pull request st, pinned to its head. It waits for a withdrawal from the same
-// pull request in this process (which pushes a new head, so that the merge, pinned to the head
-// it read, merges nothing); another replica's merge, or the forge's, Withdraw finds afterwards.
+// Merge merges the pull request st, pinned to its head. It waits for a withdrawal from, or a
+// member joining, the same pull request in this process (which pushes a new head, so that the
+// merge, pinned to the head it read, merges nothing); another replica's merge, or the forge's, Withdraw finds afterwards.
 func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
 	defer a.lock(prLock(st.Number))()
 	merged, retry, err := a.Writer.MergeIfReady(ctx, key, st, true)

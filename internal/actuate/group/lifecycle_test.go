@@ -511,6 +511,9 @@ func TestGroupLifeCycle(t *testing.T) {
 				w.t.Errorf("%d ExpiryMerged Events, want 3", c)
 			}
 		}})},
+		{"join racing merge in one process: the join and the merge take turns", append(append([]step{}, gathered...), step{"preview-1 merges while preview-4 joins", func(w *world) {
+			w.raceJoinMerge()
+		}})},
 		{"withdraw racing merge in one process: the withdrawal and the merge take turns", append(append([]step{}, gathered...), step{"preview-1 merges while preview-2 is withdrawn", func(w *world) {
 			w.raceWithdrawMerge(false)
 		}})},
@@ -610,6 +613,46 @@ func TestGroupLifeCycle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// raceJoinMerge merges the group's pull request for preview-1 while preview-4, due now, joins
+// it: the merge is asked for just as the join is about to push. In one process the two take
+// turns: the join, having found the pull request open, pushes first, and the merge, pinned to
+// the head it read, merges nothing; a join pushed onto a pull request merged a moment before
+// would never reach the base, while its Lease and Events said it had.
+func (w *world) raceJoinMerge() {
+	number := w.prs()[0].Number
+	key1 := lifecycle.KeyFor("expiry", target("team-a", "preview-1"))
+	st := w.mergeable(key1, number)
+	started, merged := make(chan struct{}), make(chan struct{})
+	w.onNextPropose(func() error {
+		close(started)
+		select {
+		case <-merged:
+		case <-time.After(2 * time.Second): // the merge waits for this join
+		}
+		return nil
+	})
+	var mergeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-started
+		_, _, mergeErr = w.act.Merge(context.Background(), key1, st)
+		close(merged)
+	}()
+	w.look("team-a", 4)
+	<-done
+	if mergeErr != nil {
+		w.t.Fatalf("merge: %v", mergeErr)
+	}
+	p := w.onlyPR("team-a", 1, 2, 3, 4)
+	if p.Merged || p.State != "open" {
+		w.t.Errorf("#%d merged %v, state %s: the merge went between the join's check and its push", p.Number, p.Merged, p.State)
+	}
+	if r := w.lease("team-a", 4); r.Holder != state.HolderOf(p.Number) {
+		w.t.Errorf("preview-4 not locked on #%d: %+v", p.Number, r)
 	}
 }
 
