@@ -644,29 +644,39 @@ func (p *progress) SetStep(ctx context.Context, name, value string) error {
 // held reports a Change held because what must come before it failed (a removal gate's
 // backup or submission): one Warning Event and one notice to the owner per failed attempt.
 func (r *run) held(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedError) error {
-	p := r.p
 	msg := fmt.Sprintf("Kustos holds %s: %s; it tries again after %s", describe(c), q.Message, q.Until.UTC().Format(time.RFC3339))
 	id := fmt.Sprintf("held|%s|%s|%s", c.Key, q.Reason, q.Attempt)
 	r.log.Info("change held: what must come before it failed", "reason", q.Reason, "attempt", q.Attempt, "message", q.Message, "until", q.Until)
 	if err := r.notifyWarning(ctx, ReasonRemovalHeld, msg, id); err != nil {
 		return err
 	}
+	// An error is returned: the look is tried again with backoff and the Event is not written
+	// twice.
+	return r.tellOwner(ctx, "removal-held|"+id, NoticeHeld, msg, c.Target, func(lifecycle.Target) string {
+		return fmt.Sprintf("%s %s was not removed yet: its %s failed", c.Target.Kind, c.Target.Name, q.Reason)
+	})
+}
+
+// tellOwner sends the owner the Request names (HeldNotice) a notice of kind about target, once
+// per id in this process; nothing when the Request names no owner or there is no Notifier.
+// subject is given the notice's target (the Request's, or target when it names none).
+func (r *run) tellOwner(ctx context.Context, id, kind, text string, target lifecycle.Target, subject func(lifecycle.Target) string) error {
+	p := r.p
 	if r.req.HeldNotice == nil || p.Notifier == nil {
 		return nil
 	}
 	n := *r.req.HeldNotice
-	n.ID, n.Kind, n.Text, n.At = "removal-held|"+id, NoticeHeld, msg, r.req.Now
-	n.Subject = fmt.Sprintf("%s %s was not removed yet: its %s failed", c.Target.Kind, c.Target.Name, q.Reason)
+	n.ID, n.Kind, n.Text, n.At = id, kind, text, r.req.Now
 	if n.Target.Name == "" {
-		n.Target = c.Target
+		n.Target = target
 	}
+	n.Subject = subject(n.Target)
 	if p.SentNotices != nil {
 		if _, sent := p.SentNotices.Get(n.ID); sent {
 			return nil
 		}
 	}
 	if err := p.Notifier.Send(ctx, n); err != nil {
-		// Returned: the look is tried again with backoff and the Event is not written twice.
 		return fmt.Errorf("sending %s about %s: %w", n.Kind, n.Target, err)
 	}
 	if p.SentNotices != nil {
@@ -717,7 +727,6 @@ func (r *run) unlockMerged(ctx context.Context) (bool, error) {
 // mergedBeforeWithdrawal reports that proposal number was merged while Kustos withdrew its
 // Change: a Warning Event and, when the Request names the owner, a notice, each once.
 func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
-	p := r.p
 	what := r.req.Target.String()
 	if r.proposed.Key != "" {
 		what = describe(r.proposed)
@@ -731,29 +740,11 @@ func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
 	if err := r.notifyWarning(ctx, ReasonMergedBeforeWithdrawal, msg, id); err != nil {
 		return err
 	}
-	if r.req.HeldNotice == nil || p.Notifier == nil {
-		return nil
-	}
-	n := *r.req.HeldNotice
-	n.ID, n.Kind, n.Text, n.At = id, NoticeMergedBeforeWithdrawal, msg, r.req.Now
-	if n.Target.Name == "" {
-		n.Target = r.req.Target
-	}
-	n.Subject = fmt.Sprintf("%s %s: the change went ahead, its pull request was merged before Kustos could withdraw it", n.Target.Kind, n.Target.Name)
-	if p.SentNotices != nil {
-		if _, sent := p.SentNotices.Get(n.ID); sent {
-			return nil
-		}
-	}
-	if err := p.Notifier.Send(ctx, n); err != nil {
-		// Returned: the merge is not recorded, and the next look, finding it merged while the
-		// detector still withdraws, sends it again (the Event is not written twice).
-		return fmt.Errorf("sending %s about %s: %w", n.Kind, n.Target, err)
-	}
-	if p.SentNotices != nil {
-		p.SentNotices.Add(n.ID, struct{}{})
-	}
-	return nil
+	// An error is returned: the merge is not recorded, and the next look, finding it merged
+	// while the detector still withdraws, sends it again (the Event is not written twice).
+	return r.tellOwner(ctx, id, NoticeMergedBeforeWithdrawal, msg, r.req.Target, func(t lifecycle.Target) string {
+		return fmt.Sprintf("%s %s: the change went ahead, its pull request was merged before Kustos could withdraw it", t.Kind, t.Name)
+	})
 }
 
 // declined unlocks the Lease after a human closed the proposal and remembers the largest

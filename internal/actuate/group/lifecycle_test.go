@@ -616,21 +616,20 @@ func TestGroupLifeCycle(t *testing.T) {
 	}
 }
 
-// raceJoinMerge merges the group's pull request for preview-1 while preview-4, due now, joins
-// it: the merge is asked for just as the join is about to push. In one process the two take
-// turns: the join, having found the pull request open, pushes first, and the merge, pinned to
-// the head it read, merges nothing; a join pushed onto a pull request merged a moment before
-// would never reach the base, while its Lease and Events said it had.
-func (w *world) raceJoinMerge() {
-	number := w.prs()[0].Number
+// mergeDuringPropose runs act, and asks this process's actuator to merge the group's pull request
+// for preview-1, pinned to the head it reads now, just as act's next ProposeGroup is about to
+// push; that push waits up to 2 s for the merge (which, taking turns with it, waits for the push
+// instead).
+func (w *world) mergeDuringPropose(act func()) {
+	w.t.Helper()
 	key1 := lifecycle.KeyFor("expiry", target("team-a", "preview-1"))
-	st := w.mergeable(key1, number)
+	st := w.mergeable(key1, w.prs()[0].Number)
 	started, merged := make(chan struct{}), make(chan struct{})
 	w.onNextPropose(func() error {
 		close(started)
 		select {
 		case <-merged:
-		case <-time.After(2 * time.Second): // the merge waits for this join
+		case <-time.After(2 * time.Second):
 		}
 		return nil
 	})
@@ -642,11 +641,20 @@ func (w *world) raceJoinMerge() {
 		_, _, mergeErr = w.act.Merge(context.Background(), key1, st)
 		close(merged)
 	}()
-	w.look("team-a", 4)
+	act()
 	<-done
 	if mergeErr != nil {
 		w.t.Fatalf("merge: %v", mergeErr)
 	}
+}
+
+// raceJoinMerge merges the group's pull request for preview-1 while preview-4, due now, joins
+// it: the merge is asked for just as the join is about to push. In one process the two take
+// turns: the join, having found the pull request open, pushes first, and the merge, pinned to
+// the head it read, merges nothing; a join pushed onto a pull request merged a moment before
+// would never reach the base, while its Lease and Events said it had.
+func (w *world) raceJoinMerge() {
+	w.mergeDuringPropose(func() { w.look("team-a", 4) })
 	p := w.onlyPR("team-a", 1, 2, 3, 4)
 	if p.Merged || p.State != "open" {
 		w.t.Errorf("#%d merged %v, state %s: the merge went between the join's check and its push", p.Number, p.Merged, p.State)
@@ -661,9 +669,6 @@ func (w *world) raceJoinMerge() {
 // process the two take turns (the merge, pinned to the head it read, then finds a new head); on
 // two replicas the merge lands first and the withdrawal must say so.
 func (w *world) raceWithdrawMerge(replicas bool) {
-	number := w.prs()[0].Number
-	key1 := lifecycle.KeyFor("expiry", target("team-a", "preview-1"))
-	st := w.mergeable(key1, number)
 	withdrawer := w.pl
 	if replicas {
 		hook := &hookedWriter{Writer: w.writer}
@@ -672,30 +677,11 @@ func (w *world) raceWithdrawMerge(replicas bool) {
 		withdrawer.Identity = "replica-b"
 		w.hook = hook
 	}
-	started, merged := make(chan struct{}), make(chan struct{})
-	w.onNextPropose(func() error {
-		close(started)
-		select {
-		case <-merged:
-		case <-time.After(2 * time.Second): // the merge waits for this withdrawal
-		}
-		return nil
+	w.mergeDuringPropose(func() {
+		w.keep("team-a", 2)
+		w.clock.Add(time.Minute)
+		w.lookWith(withdrawer, false, "team-a", 2)
 	})
-	var mergeErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		<-started
-		_, _, mergeErr = w.act.Merge(context.Background(), key1, st)
-		close(merged)
-	}()
-	w.keep("team-a", 2)
-	w.clock.Add(time.Minute)
-	w.lookWith(withdrawer, false, "team-a", 2)
-	<-done
-	if mergeErr != nil {
-		w.t.Fatalf("merge: %v", mergeErr)
-	}
 	if replicas {
 		w.mergedFirst("team-a", 2, w.clock.Now())
 		return
