@@ -4,21 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/bench/internal/cleanerwatch"
@@ -44,42 +39,15 @@ type options struct {
 }
 
 func main() {
-	// The harness's own clients log through controller-runtime; they have nothing to add.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func realMain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if code, ok := harness.FlagExit("cleaners", err, stderr); !ok {
-		return code
-	}
-	ctx, stop := harness.SignalContext()
-	defer stop()
-	logf := harness.NewLogf(stderr)
-	logDir, logPath, err := harness.TempLog("cleaners")
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	logf("kustos %s; %d CPUs; Kustos output in %s", o.Kustos, runtime.NumCPU(), logPath)
-
-	r := run(ctx, o, logPath, logf)
-	if r.err != nil {
-		logf("FAILED: %v", r.err)
-		kustosproc.Tail(stderr, logPath, 20)
-	}
-	if err := harness.Emit(stdout, logf, render(r, o), o.Out); err != nil {
-		r.err = errors.Join(r.err, err)
-	}
-	table := r.table()
-	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
-		Strict: o.Strict, KeepLogs: o.KeepLogs})
+	harness.Main(harness.Bench[options]{Name: "cleaners", Parse: parseFlags, NoVersion: true, Run: func(s *harness.Session, o options) harness.Result {
+		r := run(s.Ctx, o, s.LogPath, s.Logf)
+		table := r.table()
+		return harness.Result{Err: r.err, Report: render(r, o), Failed: table.Broken(), Missed: table.Missed()}
+	}})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("cleaners", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := harness.NewFlagSet("cleaners", stderr)
 	var o options
 	o.Register(fs, harness.BinHelp, harness.KeepLogsHelp)
 	fs.IntVar(&o.n, "n", 10000, "idle Cleaners, each with three ConfigMap targets")
@@ -96,10 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the RNG that picks the sampled Cleaners")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	fs.BoolVar(&o.verbose, "v", false, "print every sample's latency and every lateness")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if err := o.Check(fs); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
 	switch {
@@ -149,14 +114,14 @@ type lateness struct {
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
-	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
+	cp, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer stopEnv()
+	defer cp.Stop()
 
-	setupC, watchC, err := objects.Clients(env.Config)
+	setupC, watchC, err := objects.Clients(cp.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -198,7 +163,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 
 	// Phase 1: Kustos starts, evaluates every Cleaner once, then idles.
 	r.kustosStart = time.Now()
-	k, err := startKustos(o.Kustos, env.Kubeconfig, logPath, o.logLevel)
+	k, err := startKustos(o.Kustos, cp.Kubeconfig, logPath, o.logLevel)
 	if err != nil {
 		r.err = err
 		return r

@@ -2,17 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
@@ -36,51 +30,30 @@ type options struct {
 }
 
 func main() {
-	// The harness's own clients (envtest) log through controller-runtime; it has nothing to
-	// say that the report does not, and an unset logger prints a warning with a stack trace.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+	harness.Main(harness.Bench[options]{Name: "controlplane", Parse: parseFlags, Run: runScenarios, ManyLogs: true})
 }
 
-func realMain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if code, ok := harness.FlagExit("controlplane", err, stderr); !ok {
-		return code
-	}
-	ctx, stop := harness.SignalContext()
-	defer stop()
-
-	logDir, err := os.MkdirTemp("", "kustos-bench-")
-	if err != nil {
-		fmt.Fprintln(stderr, "controlplane:", err)
-		return 1
-	}
-	logf := harness.NewLogf(stderr)
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logDir)
-
+// runScenarios runs each scenario on a control plane of its own, until one is interrupted.
+func runScenarios(s *harness.Session, o options) harness.Result {
 	var results []result
 	failed := false
 	for _, sc := range o.scenarios {
-		if ctx.Err() != nil {
+		if s.Ctx.Err() != nil {
 			break
 		}
-		logf("== scenario %s: %d namespaces, %d noise events", sc.name, sc.namespaces, sc.noise)
-		r := runScenario(ctx, o, sc, logDir, logf)
+		s.Logf("== scenario %s: %d namespaces, %d noise events", sc.name, sc.namespaces, sc.noise)
+		r := runScenario(s.Ctx, o, sc, s.LogDir, s.Logf)
 		if r.err != nil {
 			failed = true
-			logf("scenario %s FAILED: %v", sc.name, r.err)
+			s.Logf("scenario %s FAILED: %v", sc.name, r.err)
 			if r.kustosLog != "" {
-				kustosproc.Tail(stderr, r.kustosLog, 20)
+				kustosproc.Tail(s.Stderr, r.kustosLog, 20)
 			}
 		}
 		results = append(results, r)
 	}
-	if ctx.Err() != nil {
-		logf("interrupted")
-		failed = true
-	}
-
-	if err := harness.Emit(stdout, logf, renderTable(results, o), o.Out); err != nil {
+	if s.Ctx.Err() != nil {
+		s.Logf("interrupted")
 		failed = true
 	}
 
@@ -93,12 +66,11 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			missedTarget = true
 		}
 	}
-	return harness.Finish(logf, logDir, harness.Outcome{Failed: failed, Missed: missedTarget, Strict: o.Strict, KeepLogs: o.KeepLogs})
+	return harness.Result{Report: renderTable(results, o), Failed: failed, Missed: missedTarget}
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("controlplane", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := harness.NewFlagSet("controlplane", stderr)
 	var o options
 	scenarios := fs.String("scenarios", "2000,10000,2000+noise", "comma-separated scenarios: N (namespaces) or N+noise (plus -noise-events ordinary Events)")
 	seed := fs.String("seed", "1", "seed of the RNG that picks the sampled quotas")
@@ -109,10 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the Events after the last update")
 	fs.IntVar(&o.noiseEvents, "noise-events", defaultNoiseEvents, "ordinary Events of a +noise scenario")
 	fs.BoolVar(&o.verbose, "v", false, "print every sample's latency")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if err := o.Check(fs); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
 	var err error

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
@@ -61,18 +60,14 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 
 	// The CRDs, as the chart installs them: Kustos runs with its default flags, and the Cleaner
 	// detector (on by default) refuses to start without its CRD.
-	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
+	cp, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer stopEnv()
+	defer cp.Stop()
 
-	cs, err := objects.SetupClient(env.Config)
-	if err != nil {
-		r.err = err
-		return r
-	}
+	cs := cp.Setup
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		logf("kube-apiserver %s", v.GitVersion)
 	}
@@ -101,7 +96,7 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 
 	r.kustosLog = filepath.Join(logDir, sc.name+".log")
-	k, err := startKustos(o.Kustos, env.Kubeconfig, stateNamespace, r.kustosLog)
+	k, err := startKustos(o.Kustos, cp.Kubeconfig, stateNamespace, r.kustosLog)
 	if err != nil {
 		r.err = err
 		return r
@@ -138,11 +133,9 @@ func runScenario(ctx context.Context, o options, sc scenario, logDir string, log
 	}
 	logf("after idle: RSS %.1f MiB, peak %.1f MiB, CPU %.2f s", r.afterIdle.RSSMiB(), r.afterIdle.HWMMiB(), r.afterIdle.CPU.Seconds())
 
-	// The watch has its own client: the setup client's rate limiter must not matter, and JSON
-	// or protobuf makes no difference to when an event arrives.
-	wcfg := rest.CopyConfig(env.Config)
-	wcfg.UserAgent = "kustos-bench-watch"
-	wcs, err := kubernetes.NewForConfig(wcfg)
+	// The watch has its own client: JSON or protobuf makes no difference to when an event
+	// arrives.
+	wcs, err := cp.WatchClient()
 	if err != nil {
 		r.err = err
 		return r

@@ -2,17 +2,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
-	"os"
-	"runtime"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kustos-dev/kustos/bench/internal/harness"
-	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 const (
@@ -33,42 +26,15 @@ type options struct {
 }
 
 func main() {
-	// The harness's own clients log through controller-runtime; they have nothing to add.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func realMain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if code, ok := harness.FlagExit("expiry", err, stderr); !ok {
-		return code
-	}
-	ctx, stop := harness.SignalContext()
-	defer stop()
-	logf := harness.NewLogf(stderr)
-	logDir, logPath, err := harness.TempLog("expiry")
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logPath)
-
-	r := run(ctx, o, logPath, logf)
-	if r.err != nil {
-		logf("FAILED: %v", r.err)
-		kustosproc.Tail(stderr, logPath, 20)
-	}
-	if err := harness.Emit(stdout, logf, render(r, o), o.Out); err != nil {
-		r.err = errors.Join(r.err, err)
-	}
-	table := r.table(o)
-	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
-		Strict: o.Strict, KeepLogs: o.KeepLogs})
+	harness.Main(harness.Bench[options]{Name: "expiry", Parse: parseFlags, Run: func(s *harness.Session, o options) harness.Result {
+		r := run(s.Ctx, o, s.LogPath, s.Logf)
+		table := r.table(o)
+		return harness.Result{Err: r.err, Report: render(r, o), Failed: table.Broken(), Missed: table.Missed()}
+	}})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("expiry", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := harness.NewFlagSet("expiry", stderr)
 	var o options
 	o.Register(fs, harness.BinHelp, harness.KeepLogsHelp)
 	fs.IntVar(&o.n, "n", 10000, "idle Deployments (replicas 0), each with kustos.io/owner and a kustos.io/expires-at far in the future")
@@ -85,10 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the ExpiryDue Events after the last deadline")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	fs.BoolVar(&o.verbose, "v", false, "print every scheduled Deployment's warning and due lateness")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if err := o.Check(fs); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
 	whole := func(d time.Duration) bool { return d%time.Second == 0 }

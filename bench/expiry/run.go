@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/kustos-dev/kustos/bench/internal/expirysched"
 	"github.com/kustos-dev/kustos/bench/internal/harness"
@@ -51,21 +50,14 @@ type result struct {
 }
 
 func run(ctx context.Context, o options, logPath string, logf func(string, ...any)) (r result) {
-	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
+	cp, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer stopEnv()
-	cs, err := objects.SetupClient(env.Config)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	// The watch has its own client: the setup client's rate limiter must not matter.
-	wcfg := rest.CopyConfig(env.Config)
-	wcfg.UserAgent = "kustos-bench-watch"
-	wcs, err := kubernetes.NewForConfig(wcfg)
+	defer cp.Stop()
+	cs := cp.Setup
+	wcs, err := cp.WatchClient()
 	if err != nil {
 		r.err = err
 		return r
@@ -112,7 +104,7 @@ func run(ctx context.Context, o options, logPath string, logf func(string, ...an
 
 	// Phase 1: Kustos starts and looks at every Deployment once.
 	r.kustosStart = time.Now()
-	k, err := startKustos(o, env.Kubeconfig, addr, logPath)
+	k, err := startKustos(o, cp.Kubeconfig, addr, logPath)
 	if err != nil {
 		r.err = err
 		return r

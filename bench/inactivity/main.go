@@ -2,17 +2,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
-	"os"
-	"runtime"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kustos-dev/kustos/bench/internal/harness"
-	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 const (
@@ -33,47 +26,21 @@ type options struct {
 }
 
 func main() {
-	// The harness's own clients log through controller-runtime; they have nothing to add.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func realMain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if code, ok := harness.FlagExit("inactivity", err, stderr); !ok {
-		return code
-	}
-	ctx, stop := harness.SignalContext()
-	defer stop()
-	logf := harness.NewLogf(stderr)
-	logDir, logPath, err := harness.TempLog("inactivity")
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logPath)
-
-	r := run(ctx, o, logDir, logPath, logf)
-	if r.err != nil {
-		logf("FAILED: %v", r.err)
-		kustosproc.Tail(stderr, logPath, 20)
-	}
-	if err := harness.Emit(stdout, logf, render(r, o), o.Out); err != nil {
-		r.err = errors.Join(r.err, err)
-	}
-	table := r.table(o)
-	for _, row := range table.Rows {
-		if row.Broken {
-			logf("FAILED: %s: %s", row.Name, row.Why)
+	harness.Main(harness.Bench[options]{Name: "inactivity", Parse: parseFlags, Run: func(s *harness.Session, o options) harness.Result {
+		r := run(s.Ctx, o, s.LogDir, s.LogPath, s.Logf)
+		table := r.table(o)
+		var broken []string
+		for _, row := range table.Rows {
+			if row.Broken {
+				broken = append(broken, row.Name+": "+row.Why)
+			}
 		}
-	}
-	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
-		Strict: o.Strict, KeepLogs: o.KeepLogs})
+		return harness.Result{Err: r.err, Report: render(r, o), Failed: table.Broken(), Missed: table.Missed(), Failures: broken}
+	}})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("inactivity", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := harness.NewFlagSet("inactivity", stderr)
 	var o options
 	o.Register(fs, "directory holding etcd, kube-apiserver and prometheus (default: $KUSTOS_TESTBIN, else <repo>/bin)", harness.KeepLogsHelp)
 	fs.IntVar(&o.n, "n", 10000, "target Deployments (replicas 1; no controller-manager runs them)")
@@ -89,10 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.passTimeout, "pass-timeout", 10*time.Minute, "how long Kustos may take to look at every target once after its start")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	fs.BoolVar(&o.verbose, "v", false, "print every cycle's figures as they are analysed")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if err := o.Check(fs); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
 	switch {

@@ -46,17 +46,13 @@ type result struct {
 
 func run(ctx context.Context, o options, logDir, logPath string, logf func(string, ...any)) (r result) {
 	r.sources = len(sourceMarkers)
-	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
+	cp, err := harness.ControlPlane(ctx, o.BinDir, false, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer stopEnv()
-	cs, err := objects.SetupClient(env.Config)
-	if err != nil {
-		r.err = err
-		return r
-	}
+	defer cp.Stop()
+	cs := cp.Setup
 
 	// Setup: the namespaces (each with an owner), then the targets, spread round-robin.
 	t0 := time.Now()
@@ -120,7 +116,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	}
 	sc := kmetrics.NewScraper(addr)
 	kustosStart := time.Now()
-	k, err := startKustos(o, env.Kubeconfig, addr, proxy.URL, logPath)
+	k, err := startKustos(o, cp.Kubeconfig, addr, proxy.URL, logPath)
 	if err != nil {
 		r.err = err
 		return r

@@ -2,18 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kustos-dev/kustos/bench/internal/harness"
-	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
 
 const (
@@ -55,42 +48,15 @@ func (o options) fullSize() bool {
 }
 
 func main() {
-	// The harness's own clients log through controller-runtime; they have nothing to add.
-	ctrllog.SetLogger(logr.Discard())
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-func realMain(args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if code, ok := harness.FlagExit("wholecluster", err, stderr); !ok {
-		return code
-	}
-	ctx, stop := harness.SignalContext()
-	defer stop()
-	logf := harness.NewLogf(stderr)
-	logDir, logPath, err := harness.TempLog("wholecluster")
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-	logf("kustos %s (%s); %d CPUs; Kustos output in %s", o.Kustos, kustosproc.Version(o.Kustos), runtime.NumCPU(), logPath)
-
-	r := run(ctx, o, logDir, logPath, logf)
-	if r.err != nil {
-		logf("FAILED: %v", r.err)
-		kustosproc.Tail(stderr, logPath, 20)
-	}
-	table := r.table(o)
-	if err := harness.Emit(stdout, logf, render(r, o, table), o.Out); err != nil {
-		r.err = errors.Join(r.err, err)
-	}
-	return harness.Finish(logf, logDir, harness.Outcome{Failed: r.err != nil || table.Broken(), Missed: table.Missed(),
-		Strict: o.Strict, KeepLogs: o.KeepLogs})
+	harness.Main(harness.Bench[options]{Name: "wholecluster", Parse: parseFlags, Run: func(s *harness.Session, o options) harness.Result {
+		r := run(s.Ctx, o, s.LogDir, s.LogPath, s.Logf)
+		table := r.table(o)
+		return harness.Result{Err: r.err, Report: render(r, o, table), Failed: table.Broken(), Missed: table.Missed()}
+	}})
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("wholecluster", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := harness.NewFlagSet("wholecluster", stderr)
 	var o options
 	o.Register(fs, harness.BinHelp+"; also prometheus", harness.KeepLogsHelp)
 	fs.IntVar(&o.namespaces, "namespaces", fullNamespaces, "namespaces, each with a ResourceQuota at 20% use")
@@ -120,13 +86,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write Kustos's CPU profile over the idle period (--pprof-bind-address) to this file; read it with go tool pprof -top bin/kustos FILE")
 	fs.StringVar(&o.heapProfile, "heap-profile", "", "after the idle period, write Kustos's heap profile (--pprof-bind-address) to this file; read it with go tool pprof -top -sample_index=inuse_space bin/kustos FILE")
 	fs.BoolVar(&o.verbose, "v", false, "print every scheduled Deployment's warning and ExpiryDue lateness")
-	if err := fs.Parse(args); err != nil {
+	if err := o.Parse(fs, args); err != nil {
 		return o, err
 	}
 	o.seed = *seed
-	if err := o.Check(fs); err != nil {
-		return o, err
-	}
 	return o, o.validate()
 }
 

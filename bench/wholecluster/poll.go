@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/bench/internal/kustosproc"
 )
@@ -282,12 +280,4 @@ func findCycles(obs []observation, from time.Time, targets float64) []cycle {
 		i = j
 	}
 	return out
-}
-
-// watchConfig is a client configuration of its own for the watches: the setup client's rate
-// limiter must not matter.
-func watchConfig(base *rest.Config) *rest.Config {
-	cfg := rest.CopyConfig(base)
-	cfg.UserAgent = "kustos-bench-watch"
-	return cfg
 }

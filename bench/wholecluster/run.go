@@ -68,18 +68,14 @@ type samples struct {
 func (s samples) missing() int { return s.expected - len(s.latencies) }
 
 func run(ctx context.Context, o options, logDir, logPath string, logf func(string, ...any)) (r result) {
-	env, stopEnv, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
+	cp, err := harness.ControlPlane(ctx, o.BinDir, true, logf)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer stopEnv()
-	cs, err := objects.SetupClient(env.Config)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	crc, watchC, err := objects.Clients(env.Config)
+	defer cp.Stop()
+	cs := cp.Setup
+	crc, watchC, err := objects.Clients(cp.Config)
 	if err != nil {
 		r.err = err
 		return r
@@ -150,7 +146,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 	logf("Prometheus %s up with %d+%d series in %s; %d targets in use", prom.URL, len(all), len(all), r.promSetup.Round(time.Millisecond), len(active))
 
 	// The watches, before Kustos starts.
-	wcs, err := kubernetes.NewForConfig(watchConfig(env.Config))
+	wcs, err := cp.WatchClient()
 	if err != nil {
 		r.err = err
 		return r
@@ -185,7 +181,7 @@ func run(ctx context.Context, o options, logDir, logPath string, logf func(strin
 		}
 	}
 	start := time.Now()
-	k, err := startKustos(o, env.Kubeconfig, addr, pprofAddr, prom.URL, logPath)
+	k, err := startKustos(o, cp.Kubeconfig, addr, pprofAddr, prom.URL, logPath)
 	if err != nil {
 		r.err = err
 		return r

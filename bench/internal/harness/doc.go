@@ -1,8 +1,12 @@
-// Package harness owns the scaffolding that every bench's realMain and run repeat: the flags
-// they all have and their checks (Flags, LogLevelFlag), the exit when parsing the flags failed
-// (FlagExit), the context cancelled by SIGINT or SIGTERM (SignalContext), the timestamped log
-// on stderr (NewLogf), the temporary directory for Kustos's output (TempLog), the control plane
-// a run measures on (ControlPlane), printing and writing the report (Emit) and, at the end,
-// keeping that directory or not and the exit code (Finish). A bench's own flags, the order it
-// calls these in, its run and its report stay with the bench.
+// Package harness owns the skeleton every bench shares. A bench's main calls Main with a Bench:
+// its name, its flag parsing and its run. Run (which Main calls) parses the flags and exits 0
+// after -h or 2 after a flag error (FlagExit), makes the context SIGINT or SIGTERM cancels
+// (SignalContext), the timestamped log on stderr (NewLogf) and the temporary directory for
+// Kustos's output (TempLog), logs the kustos binary and the machine, runs the bench, logs its
+// error with the last lines of Kustos's output, prints and writes the report (Emit) and, at
+// the end, keeps that directory or not and returns the exit code (Finish).
+//
+// A bench's parsing uses NewFlagSet, the flags every bench has (Flags, LogLevelFlag) and
+// Flags.Parse; its run starts the control plane it measures on, with the setup and watch
+// clients, by ControlPlane. Its own flags, its run and its report stay with the bench.
 package harness

@@ -13,6 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kustos-dev/kustos/bench/internal/objects"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -90,28 +94,54 @@ func (f *Flags) Check(fs *flag.FlagSet) error {
 	return nil
 }
 
+// Cluster is the control plane a run measures on, with the client every bench sets it up with.
+type Cluster struct {
+	*testenv.Env
+	// Setup is the fast client of the setup and the samples (objects.SetupClient).
+	Setup *kubernetes.Clientset
+
+	logf Logf
+}
+
 // ControlPlane starts etcd and kube-apiserver from binDir (when empty: $KUSTOS_TESTBIN, else
-// <repo>/bin), with Kustos's CRDs as its chart installs them when crds, and logs how long that
-// took. stop stops the control plane and logs why it could not.
-func ControlPlane(ctx context.Context, binDir string, crds bool, logf Logf) (env *testenv.Env, stop func(), err error) {
+// <repo>/bin), with Kustos's CRDs as its chart installs them when crds, logs how long that took,
+// and builds the setup client. The caller stops it with Stop.
+func ControlPlane(ctx context.Context, binDir string, crds bool, logf Logf) (*Cluster, error) {
 	opts := testenv.Options{BinDir: binDir}
 	if crds {
 		root, err := testenv.RepoRoot()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		opts.CRDDirectoryPaths = []string{filepath.Join(root, "charts", "kustos", "files", "crds")}
 	}
 	t0 := time.Now()
-	if env, err = testenv.Start(ctx, opts); err != nil {
-		return nil, nil, fmt.Errorf("starting the control plane: %w", err)
+	env, err := testenv.Start(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	logf("control plane up in %s", time.Since(t0).Round(time.Millisecond))
-	return env, func() {
-		if err := env.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}, nil
+	c := &Cluster{Env: env, logf: logf}
+	if c.Setup, err = objects.SetupClient(env.Config); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// WatchClient is a client of its own for the watches: the setup client's rate limiter must not
+// matter to when an event arrives.
+func (c *Cluster) WatchClient() (*kubernetes.Clientset, error) {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.UserAgent = "kustos-bench-watch"
+	return kubernetes.NewForConfig(cfg)
+}
+
+// Stop stops the control plane and logs why it could not.
+func (c *Cluster) Stop() {
+	if err := c.Env.Stop(); err != nil {
+		c.logf("stopping the control plane: %v", err)
+	}
 }
 
 // SignalContext is cancelled by SIGINT or SIGTERM, or by its stop function.
