@@ -506,7 +506,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Now:             o.Now,
 		Log:             o.Log.WithName("quota"),
 	}
-	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
 	var targets *targetCache
@@ -531,7 +531,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	if o.Inactivity.Enabled {
-		if err := setupInactivity(mgr, o, pl, live, nt, targets); err != nil {
+		if err := setupInactivity(mgr, o, pl, live, nt, targets); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return nil, err
 		}
 	}

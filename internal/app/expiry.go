@@ -225,14 +225,14 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 			Now:          o.Now,
 			Log:          o.Log.WithName("expiry"),
 		}
-		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return fmt.Errorf("setting up the expiry detector for %s: %w", k, err)
 		}
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep, Scope: o.scope,
 			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
-		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}
 	}
