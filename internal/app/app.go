@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -490,7 +487,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		pl.Actuator = directActuator(live, o.Allow)
 	}
 	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
-		return legacyQuotaOwners(ctx, mgr.GetClient(), name)
+		return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
 	}
 	rec := &quota.Reconciler{
 		Pipeline:        pl,
@@ -538,7 +535,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := addGoneSweeper(mgr, o, store, live); err != nil {
 		return nil, err
 	}
-	sweeper := &leaseSweeper{store: store, live: mgr.GetAPIReader(), release: release, interval: o.LeaseSweepInterval, log: o.Log.WithName("sweep")}
+	sweeper := &state.NamespaceSweeper{Store: store, Live: mgr.GetAPIReader(), Release: release, Interval: o.LeaseSweepInterval, Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, err
 	}
@@ -676,14 +673,14 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 		},
 	}
 	if readsEvents {
-		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: trimEvent}
+		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: objcache.TrimEvent}
 	}
 	if secretLabels != nil {
 		// Only helm's release records, and only their metadata (the watch is metadata-only):
 		// the cache never holds a Secret's data.
 		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
 	}
-	defaultTransform := func(in any) (any, error) { return trimObject(in, prefixes, labelKeys) }
+	defaultTransform := func(in any) (any, error) { return objcache.TrimObject(in, prefixes, labelKeys) }
 	for gvk, kc := range kinds {
 		if filteredKinds[gvk] {
 			continue // its cache holds only what the selectors above let through, as it is
@@ -699,13 +696,13 @@ func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Opt
 				if kc.trimsObjects {
 					// The kind is set on the copy: readers that skip the deep copy (and with it
 					// controller-runtime's setting of the kind) find it there.
-					t := trimUnstructured(o, kc.fields)
+					t := objcache.TrimUnstructured(o, kc.fields)
 					t.SetGroupVersionKind(gvk)
 					return t, nil
 				}
 			case *metav1.PartialObjectMetadata:
 				if kc.wholeMetadata {
-					stripMeta(o)
+					objcache.StripMeta(o)
 					return o, nil
 				}
 			}
@@ -726,224 +723,6 @@ var filteredKinds = map[schema.GroupVersionKind]bool{
 	corev1.SchemeGroupVersion.WithKind("Secret"):        true,
 }
 
-// trimUnstructured keeps of an object read whole only what the detectors that read its kind
-// read: apiVersion, kind, metadata (without managed fields and the client-side-apply copy) and
-// the fields at paths. Where a path's walk meets a value that is not a map before its end, that
-// value is kept as it is, so that a reader finds the same wrong shape (and reports it) as on the
-// whole object; a path the object does not have is not made up.
-func trimUnstructured(u *unstructured.Unstructured, paths [][]string) *unstructured.Unstructured {
-	out := make(map[string]any, 3+len(paths))
-	for _, k := range []string{"apiVersion", "kind", "metadata"} {
-		if v, ok := u.Object[k]; ok {
-			out[k] = v
-		}
-	}
-	for _, p := range paths {
-		copyPath(out, u.Object, p)
-	}
-	res := &unstructured.Unstructured{Object: out}
-	stripMeta(res)
-	return res
-}
-
-// copyPath copies the value at path from src into dst, making the maps on the way.
-func copyPath(dst, src map[string]any, path []string) {
-	for i, k := range path {
-		v, ok := src[k]
-		if !ok {
-			return
-		}
-		next, isMap := v.(map[string]any)
-		if i == len(path)-1 || !isMap {
-			dst[k] = v
-			return
-		}
-		d, ok := dst[k].(map[string]any)
-		if !ok {
-			d = map[string]any{}
-			dst[k] = d
-		}
-		dst, src = d, next
-	}
-}
-
-// trimObject drops what no detector reads: managed fields and the client-side-apply copy of
-// the whole object, which GitOps tools put on every object they apply. Quotas and Namespaces,
-// the objects cached by the thousand, keep only what the detectors read: objects watched as
-// metadata (Namespaces, the expiry detector's workloads) only the annotations with one of the
-// detectors' prefixes and the labels they name. Quotas and Kustos's Leases are held packed
-// (internal/objcache): a read returns them as they were, as a copy. A read of them that asks
-// for no copy (client.UnsafeDisableDeepCopy) fails: the cache holds no Lease or quota to hand
-// out.
-func trimObject(in any, annotationPrefixes, labelKeys []string) (any, error) {
-	switch o := in.(type) {
-	case *corev1.ResourceQuota:
-		q := &corev1.ResourceQuota{
-			TypeMeta:   o.TypeMeta,
-			ObjectMeta: trimMeta(&o.ObjectMeta, nil),
-			Status:     o.Status,
-		}
-		// Held by the ten thousand: packed (objcache.PackedQuota), read as a ResourceQuota.
-		if p, err := objcache.PackQuota(q); err == nil {
-			return p, nil
-		}
-		return q, nil
-	case *coordinationv1.Lease:
-		// Kustos's Leases (its state, a Lease per target with a decision or a state; the
-		// replicas' and the groups'): packed (objcache.PackedLease), read as a Lease.
-		stripMeta(o)
-		if p, err := objcache.PackLease(o); err == nil {
-			return p, nil
-		}
-		return o, nil
-	case *metav1.PartialObjectMetadata:
-		m := trimMeta(&o.ObjectMeta, func(k string) bool {
-			for _, p := range annotationPrefixes {
-				if strings.HasPrefix(k, p) {
-					return true
-				}
-			}
-			return false
-		})
-		for _, k := range labelKeys {
-			if v, ok := o.Labels[k]; ok {
-				if m.Labels == nil {
-					m.Labels = map[string]string{}
-				}
-				m.Labels[k] = v
-			}
-		}
-		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: m}, nil
-	}
-	if obj, err := meta.Accessor(in); err == nil {
-		stripMeta(obj)
-	}
-	return in, nil
-}
-
-// stripMeta drops what no detector reads from any object's metadata (dropUnread). An
-// unstructured object's metadata map is then copied into one sized for what is left
-// (objcache.Compact).
-func stripMeta(obj metav1.Object) {
-	dropUnread(obj)
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			u.Object["metadata"] = objcache.Compact(md) // without the room of the managed fields
-		}
-	}
-}
-
-// dropUnread drops managed fields and the client-side-apply copy of the whole object. It is
-// the target cache's strip: its objects are packed next (objcache.PackTransform), which copies
-// what is left, so a compacted map would be made only to be thrown away.
-func dropUnread(obj metav1.Object) {
-	if obj.GetManagedFields() != nil {
-		obj.SetManagedFields(nil)
-	}
-	if a := obj.GetAnnotations(); a != nil {
-		if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-			obj.SetAnnotations(a)
-		}
-	}
-}
-
-// trimMeta keeps identity, version and deletion state, and the annotations keep selects.
-func trimMeta(m *metav1.ObjectMeta, keep func(string) bool) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-	}
-	for k, v := range m.Annotations {
-		if keep != nil && keep(k) {
-			if out.Annotations == nil {
-				out.Annotations = map[string]string{}
-			}
-			out.Annotations[k] = v
-		}
-	}
-	return out
-}
-
-// trimEvent keeps only the fields the quota detector reads from an Event.
-func trimEvent(in any) (any, error) {
-	ev, ok := in.(*corev1.Event)
-	if !ok {
-		return in, nil
-	}
-	return &corev1.Event{
-		TypeMeta: ev.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ev.Name, Namespace: ev.Namespace, UID: ev.UID,
-			ResourceVersion: ev.ResourceVersion, CreationTimestamp: ev.CreationTimestamp,
-		},
-		InvolvedObject: corev1.ObjectReference{Kind: ev.InvolvedObject.Kind, Name: ev.InvolvedObject.Name, Namespace: ev.InvolvedObject.Namespace},
-		Reason:         ev.Reason,
-		Message:        ev.Message,
-		Type:           ev.Type,
-		FirstTimestamp: ev.FirstTimestamp,
-		LastTimestamp:  ev.LastTimestamp,
-		EventTime:      ev.EventTime,
-		Series:         ev.Series,
-		Count:          ev.Count,
-	}, nil
-}
-
-// leaseSweeper deletes state Leases of namespaces that no longer exist, so that they do not pile up
-// in the controller's namespace. It runs on the leader only, once at start and then every interval.
-type leaseSweeper struct {
-	store *state.Store
-	live  client.Reader
-	// release closes the open PR of a Lease whose namespace is gone (PR mode; nil otherwise).
-	release  func(context.Context, state.Record) error
-	interval time.Duration
-	log      logr.Logger
-}
-
-var _ manager.LeaderElectionRunnable = (*leaseSweeper)(nil)
-
-func (s *leaseSweeper) NeedLeaderElection() bool { return true }
-
-func (s *leaseSweeper) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		n, err := s.store.Sweep(ctx, s.namespaceExists, s.release)
-		if err != nil {
-			s.log.Error(err, "lease sweep failed; will try again")
-		}
-		if n > 0 {
-			metrics.LeasesSwept.Add(float64(n))
-			s.log.Info("deleted state leases of deleted namespaces", "count", n)
-		}
-		g, err := s.store.SweepGroups(ctx)
-		if err != nil {
-			s.log.Error(err, "group lease sweep failed; will try again")
-		}
-		if g > 0 {
-			metrics.LeasesSwept.Add(float64(g))
-			s.log.Info("deleted the leases of groups no target needs", "count", g)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// namespaceExists asks the API server, not the cache: deleting state on a stale cache
-// would forget a cooldown.
-func (s *leaseSweeper) namespaceExists(ctx context.Context, name string) (bool, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := s.live.Get(ctx, types.NamespacedName{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // replicaLeaseDuration is how long a replica's liveness Lease lasts without renewal: how long a
 // pending decision of a replica that crashed waits before another replica replays it.
 const replicaLeaseDuration = 15 * time.Second
@@ -955,23 +734,6 @@ func replicaIdentity(instance string) string {
 		instance = "kustos"
 	}
 	return instance + "-" + rand.Text()[:6]
-}
-
-// legacyQuotaOwners counts the quotas whose Lease name by namespace-resizer's convention
-// (state-<ns>-<quota>, which Kustos adopts) is name: a Lease without kustos.io/key is adopted only
-// when exactly one quota fits it.
-func legacyQuotaOwners(ctx context.Context, c client.Reader, name string) (int, error) {
-	var list corev1.ResourceQuotaList
-	if err := c.List(ctx, &list); err != nil {
-		return 0, fmt.Errorf("listing quotas: %w", err)
-	}
-	n := 0
-	for i := range list.Items {
-		if state.LeaseName(lifecycle.NewKey(quota.DetectorName, list.Items[i].Namespace, list.Items[i].Name)) == name {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // release closes the open PR of a state Lease whose namespace was deleted, with a comment saying

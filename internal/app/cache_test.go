@@ -57,7 +57,7 @@ func TestCacheOptionsTakeTheUnion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := out.(*metav1.PartialObjectMetadata).Annotations //nolint:forcetypeassert // trimObject returns the type it got
+			a := out.(*metav1.PartialObjectMetadata).Annotations //nolint:forcetypeassert // objcache.TrimObject returns the type it got
 			for _, k := range tc.keep {
 				if _, ok := a[k]; !ok {
 					t.Errorf("annotation %s dropped", k)
@@ -67,68 +67,6 @@ func TestCacheOptionsTakeTheUnion(t *testing.T) {
 				if _, ok := a[k]; ok {
 					t.Errorf("annotation %s kept", k)
 				}
-			}
-		})
-	}
-}
-
-// TestTrimUnstructured: an object of a kind a detector reads whole keeps apiVersion, kind,
-// metadata (without managed fields and the client-side-apply copy) and the fields named; the
-// rest goes. A path through something that is not a map keeps what it met, so the reader finds
-// the same wrong shape as on the whole object.
-func TestTrimUnstructured(t *testing.T) {
-	deployment := func() map[string]any {
-		return map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
-				"labels":          map[string]any{"app": "web"},
-				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x", corev1.LastAppliedConfigAnnotation: "{…}"},
-				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}},
-				"managedFields":   []any{map[string]any{"manager": "kubectl"}}},
-			"spec": map[string]any{"replicas": int64(2), "paused": true,
-				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c"}}}}},
-			"status": map[string]any{"readyReplicas": int64(2)},
-		}
-	}
-	cases := []struct {
-		name  string
-		obj   map[string]any
-		paths [][]string
-		want  map[string]any
-	}{
-		{"replicas only", deployment(), [][]string{{"spec", "replicas"}}, map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
-				"labels":          map[string]any{"app": "web"},
-				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x"},
-				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}}},
-			"spec": map[string]any{"replicas": int64(2)},
-		}},
-		{"a pause field and a map kept whole", deployment(), [][]string{{"spec", "paused"}, {"status"}}, map[string]any{
-			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"name": "web", "namespace": "team-a", "generation": int64(3),
-				"labels":          map[string]any{"app": "web"},
-				"annotations":     map[string]any{"kustos.io/owner": "ana", "other": "x"},
-				"ownerReferences": []any{map[string]any{"kind": "Instance", "name": "i"}}},
-			"spec":   map[string]any{"paused": true},
-			"status": map[string]any{"readyReplicas": int64(2)},
-		}},
-		{"absent fields are not made up", map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x"}},
-			[][]string{{"spec", "replicas"}, {"spec", "templateRef", "name"}},
-			map[string]any{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x"}}},
-		{"a path through a list keeps the list", map[string]any{"kind": "X", "metadata": map[string]any{"name": "x"},
-			"spec": []any{"not", "a", "map"}, "status": map[string]any{}},
-			[][]string{{"spec", "replicas"}},
-			map[string]any{"kind": "X", "metadata": map[string]any{"name": "x"}, "spec": []any{"not", "a", "map"}}},
-		{"metadata that is not a map stays as it is", map[string]any{"kind": "X", "metadata": "odd", "spec": map[string]any{"replicas": int64(1), "x": 1}},
-			[][]string{{"spec", "replicas"}},
-			map[string]any{"kind": "X", "metadata": "odd", "spec": map[string]any{"replicas": int64(1)}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := trimUnstructured(&unstructured.Unstructured{Object: tc.obj}, tc.paths)
-			if !reflect.DeepEqual(got.Object, tc.want) {
-				t.Errorf("trimmed to\n%v\nwant\n%v", got.Object, tc.want)
 			}
 		})
 	}

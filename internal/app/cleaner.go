@@ -217,7 +217,7 @@ type targetCache struct {
 // detector's targets are held in it from the start (heldWhole), with the fields that detector
 // reads kept in every copy.
 func newTargetCache(mgr ctrl.Manager, o Options) (*targetCache, error) {
-	fields := &ephemeral.FieldRegistry{Strip: dropUnread}
+	fields := &ephemeral.FieldRegistry{Strip: objcache.DropUnread}
 	for k := range heldWhole(o) {
 		fields.Keep(k, inactivity.TargetFields(o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef))
 	}

@@ -13,4 +13,10 @@
 //     other read elsewhere, so that a detector reading only metadata shares their informer.
 //   - Compact: an unstructured object's metadata map without the room of what a transform
 //     dropped, its keys interned (for the caches that hold unstructured objects).
+//   - The trims (trim.go): what the manager's caches and the target cache keep of an object
+//     before they hold it. TrimObject is the manager's default transform (managed fields and the
+//     client-side-apply copy dropped, metadata cut to the annotations and labels the detectors
+//     read, quotas and Leases packed), TrimUnstructured cuts an object read whole to the fields
+//     read, TrimEvent an Event to what the quota detector reads; StripMeta and DropUnread are
+//     the metadata strips of the other caches.
 package objcache

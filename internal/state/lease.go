@@ -80,6 +80,11 @@ var (
 // maxNameLength is the limit of a Lease name (a DNS subdomain).
 const maxNameLength = 253
 
+// quotaDetector is the quota detector's name (its Keys' first part): its Leases keep the names
+// namespace-resizer gave them. The store may not import a detector; internal/app's tests check
+// that the two agree.
+const quotaDetector = "quota"
+
 // LeaseName is the Lease name a Key's state prefers: state-<namespace>-<quota> for the quota
 // detector (the name namespace-resizer uses, which Kustos adopts),
 // state-<detector>-<namespace>-<name> for other single-kind detectors and
@@ -89,7 +94,7 @@ const maxNameLength = 253
 func LeaseName(key lifecycle.Key) string {
 	p, _ := key.Parts()
 	var parts []string
-	if p.Detector == "quota" && p.KindGroup == "" {
+	if p.Detector == quotaDetector && p.KindGroup == "" {
 		parts = []string{"state", p.Namespace, p.Name}
 	} else {
 		parts = []string{"state", p.Detector, strings.ToLower(p.KindGroup), p.Namespace, p.Name}
