@@ -22,10 +22,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/authorship"
@@ -143,6 +145,13 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		if !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" && v.Served }) {
 			t.Errorf("the CRD no longer serves v1alpha1: %+v", crd.Spec.Versions)
 		}
+		if want := chartCRD(t); !equality.Semantic.DeepEqual(crd.Spec.Versions, want.Spec.Versions) {
+			t.Errorf("the CRD's versions after the upgrade are not this chart's (files/crds): helm upgrade did not upgrade it")
+		}
+		// The Cleaner written before the upgrade is still stored and served.
+		if cl := getCleaner(t, cleanerNS, "tidy"); cl == nil || cl.Annotations[authorship.StampAnnotation] != cleanerStamp {
+			t.Errorf("the Cleaner after helm upgrade: %v, want it unchanged", cl)
+		}
 		// The new manifests carry no caBundle (Kustos puts it in): helm's patch must leave the
 		// one in place, or admission breaks until the new replica is ready.
 		if got := webhookCAs(t, release, ns); !mapsEqual(got, oldCA) {
@@ -160,6 +169,19 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			h := leaderOf(t, stateNS, deploy)
 			return h != "" && h != oldLeader
 		})
+		secrets := ownSecretData(t, ns, deploy)
+		for flag, data := range secrets {
+			if !mapsEqual(data, oldSecrets[flag]) {
+				t.Errorf("the Secret of %s changed with the upgrade (fields %v, were %v): links already sent, Cleaners' stamps or the webhook's CA break", flag, keysOf(data), keysOf(oldSecrets[flag]))
+			}
+		}
+		if !slices.Equal(keysOf(secrets), keysOf(oldSecrets)) {
+			t.Errorf("the Secrets Kustos creates were those of %v, now %v", keysOf(oldSecrets), keysOf(secrets))
+		}
+		eventually(t, "the webhooks' caBundle", func() bool { return len(webhookCAs(t, release, ns)) == len(oldCA) })
+		if got := webhookCAs(t, release, ns); !mapsEqual(got, oldCA) {
+			t.Errorf("the webhooks' CA changed with the upgrade")
+		}
 		// Work the new binary does after its start proves it reconciles; the quota and the
 		// Cleaner of the old run were queued before it.
 		quotaAt85(t, freshNS)
@@ -181,18 +203,6 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 			t.Errorf("this release logged %d recommendations, want 1 (the new quota's only): %v", len(recs), recs)
 		}
 
-		for flag, data := range ownSecretData(t, ns, deploy) {
-			if !mapsEqual(data, oldSecrets[flag]) {
-				t.Errorf("the Secret of %s changed with the upgrade (keys %v, were %v): links already sent, Cleaners' stamps or the webhook's CA break", flag, keysOf(data), keysOf(oldSecrets[flag]))
-			}
-		}
-		if len(oldSecrets) != len(ownSecretData(t, ns, deploy)) {
-			t.Errorf("the Secrets Kustos creates were %v, now %v", keysOf(oldSecrets), keysOf(ownSecretData(t, ns, deploy)))
-		}
-		eventually(t, "the webhooks' caBundle", func() bool { return len(webhookCAs(t, release, ns)) == len(oldCA) })
-		if got := webhookCAs(t, release, ns); !mapsEqual(got, oldCA) {
-			t.Errorf("the webhooks' CA changed with the upgrade")
-		}
 		if got := stateLeases(t, stateNS, quotaNS, cleanerNS); !mapsEqual(got, oldLeases) {
 			t.Errorf("the state Leases changed with the upgrade (a Key with two Leases, or one written anew):\n got: %v\nwant: %v", got, oldLeases)
 		}
@@ -255,7 +265,7 @@ func buildKustosIn(t *testing.T, dir, name string) string {
 	out := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/kustos")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building kustos in %s: %v\n%s", dir, err, b)
 	}
@@ -270,9 +280,9 @@ func helmUpgrade(chart, release, ns string) ([]byte, error) {
 
 // adoptCRD hands the Cleaner CRD, which the suite's control plane installed, to release in ns
 // the way helm adopts an existing object (its ownership annotations and label), so that the
-// previous release's chart installs over it as on a cluster where it was first. The CRD is not
-// changed otherwise, and the annotations go when the test ends; the CRD stays (resource-policy
-// keep), as the suite's other tests need it.
+// previous release's chart installs its CRD over it as on a cluster where it was first. The
+// upgrade writes this chart's CRD back; the ownership annotations go when the test ends, and
+// the CRD stays (resource-policy keep), as the suite's other tests need it.
 func adoptCRD(t *testing.T, release, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -301,6 +311,20 @@ func adoptCRD(t *testing.T, release, ns string) {
 			t.Errorf("releasing the Cleaner CRD: %v", err)
 		}
 	})
+}
+
+// chartCRD is the Cleaner CRD this chart installs.
+func chartCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir(t), "files", "crds", "kustos.io_cleaners.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatalf("the chart's CRD: %v", err)
+	}
+	return crd
 }
 
 // releaseDeployment is the Deployment of release as helm stored it (`helm get manifest`).
