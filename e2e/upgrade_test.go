@@ -187,7 +187,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		quotaAt85(t, freshNS)
 		waitEvents(t, freshNS, reasonRecommended, 1)
 		never(t, quotaNS, reasonRecommended, 1, 5*time.Second)
-		never(t, cleanerNS, "CleanupDue", 2, 0)
+		if due := kustosEvents(t, cleanerNS, "CleanupDue"); len(due) != 2 {
+			t.Errorf("CleanupDue Events after the upgrade: %v, want the 2 of the previous release", messages(due))
+		}
 
 		for _, e := range oldEvents {
 			var now corev1.Event
