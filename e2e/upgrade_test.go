@@ -438,7 +438,11 @@ func runDeployment(t *testing.T, ns string, deploy *appsv1.Deployment, bin strin
 			t.Fatalf("%s exited before it was ready: %v", filepath.Base(bin), p.exitErr)
 		default:
 		}
-		resp, err := http.Get(readyURL) //nolint:noctx // a local probe, bounded by eventually
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, readyURL, http.NoBody)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
