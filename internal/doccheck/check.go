@@ -61,10 +61,14 @@ next:
 	return ""
 }
 
-// Files returns README.md and every Markdown file under docs/ of the repository at root,
-// slash-separated and sorted.
+// Files returns README.md, CHANGELOG.md if there is one, and every Markdown file under docs/
+// of the repository at root, slash-separated and sorted.
 func Files(root string) ([]string, error) {
 	files := []string{"README.md"}
+	if _, err := os.Stat(filepath.Join(root, "CHANGELOG.md")); err == nil {
+		files = append(files, "CHANGELOG.md")
+	}
+	top := len(files)
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -81,7 +85,7 @@ func Files(root string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing docs: %w", err)
 	}
-	sort.Strings(files[1:])
+	sort.Strings(files[top:])
 	return files, nil
 }
 

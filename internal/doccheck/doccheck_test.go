@@ -112,6 +112,14 @@ func TestCheck(t *testing.T) {
 	if want := []string{"README.md", "docs/a.md"}; !reflect.DeepEqual(files, want) {
 		t.Fatalf("Files = %v, want %v", files, want)
 	}
+	// The changelog is checked like the docs once there is one.
+	write("CHANGELOG.md", "# C\n\n[up](docs/upgrading.md)\n")
+	if files, err = Files(root); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"README.md", "CHANGELOG.md", "docs/a.md"}; !reflect.DeepEqual(files, want) {
+		t.Fatalf("Files = %v, want %v", files, want)
+	}
 	problems, err := Check(root, files, Rules{MaxREADMELines: 3, Pending: map[string]bool{"docs/later.md": true}, Forbidden: forbidden})
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +138,7 @@ func TestCheck(t *testing.T) {
 		"README.md:4: ../shared/DESIGN.md leaves the repository",
 		"README.md:5: https://github.com/kustos-dev/kustos links outside the repository",
 		"README.md:5: cmd/main.go#L3: an anchor into cmd/main.go, which is no Markdown file whose headings can be checked",
+		"CHANGELOG.md:3: docs/upgrading.md: no such file in the repository (docs/upgrading.md)",
 		"docs/a.md:3: /README.md: an absolute path; link relative to docs/a.md",
 	}
 	if !reflect.DeepEqual(got, want) {
