@@ -182,7 +182,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	}
 	if o.Mode != ModeObserve {
 		// An uninstall is a deletion: --allow=cleaner:delete:helm.sh/releases opts in.
-		releases := helmrelease.Actuator{Releases: uninstaller, Next: pl.Actuator}
+		releases := helmrelease.Actuator{Releases: uninstaller, RequireOnBehalf: true, Next: pl.Actuator}
 		if authorAccess != nil {
 			releases.Access = authorAccess
 		}

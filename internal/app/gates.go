@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/gate"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
@@ -124,5 +125,10 @@ func gated(o Options, mgr ctrl.Manager, live client.Client, events gate.Reporter
 	if len(steps) == 0 {
 		return next, nil
 	}
-	return &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Reporter: events, Log: o.Log.WithName("gate")}, nil
+	gates := &gate.Actuator{Steps: steps, Next: next, Poll: g.Poll, RetryAfter: g.RetryAfter, Now: o.Now, Reporter: events, Log: o.Log.WithName("gate")}
+	// A helm release the operator did not let the detector uninstall is refused before the
+	// gates: a backup or a submission Job for a release that then stays would be made again at
+	// every look. (A direct deletion or pause is still refused behind them, by the direct
+	// actuator, which alone knows whether Git defines the target.)
+	return allow.ReleaseRemovals{Allow: o.Allow, Next: gates}, nil
 }

@@ -42,10 +42,17 @@ var (
 // reads to act on (Uninstaller.UninstallFor); otherwise it is refused with an error matching
 // lifecycle.ErrAuthorDenied, before any hook runs. Without Access such a Change is refused
 // (lifecycle.ErrInvalidChange): Kustos's rights are never lent for want of someone to ask.
+//
+// With RequireOnBehalf (a Cleaner's releases, which are always someone's), a release Change
+// that names nobody is refused too (lifecycle.ErrInvalidChange): one recorded before Changes
+// carried their author (pending across an upgrade) would otherwise be uninstalled with Kustos's
+// rights. The pipeline drops the refused decision, and the detector decides again, with the
+// author.
 type Actuator struct {
-	Releases Remover
-	Access   Authoriser
-	Next     Applier
+	Releases        Remover
+	Access          Authoriser
+	RequireOnBehalf bool
+	Next            Applier
 }
 
 // Apply uninstalls c's release, or passes c on.
@@ -61,6 +68,9 @@ func (a Actuator) Apply(ctx context.Context, c lifecycle.Change, decidedAt time.
 	}
 	if c.Target.Namespace == "" {
 		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s has no namespace", lifecycle.ErrInvalidChange, c.Target)
+	}
+	if c.OnBehalfOf == nil && a.RequireOnBehalf {
+		return lifecycle.Outcome{}, fmt.Errorf("%w: helm release %s: the decision names no one whose rights its uninstall stays within (it was recorded before decisions carried their author); it is decided again", lifecycle.ErrInvalidChange, c.Target)
 	}
 	var on *OnBehalf
 	if p := c.OnBehalfOf; p != nil {

@@ -41,6 +41,8 @@ func TestActuator(t *testing.T) {
 		passed    bool
 		installed bool // release "web" is still there afterwards
 		access    Authoriser
+		// requireOnBehalf: the actuator is a Cleaner's (RequireOnBehalf).
+		requireOnBehalf bool
 	}{
 		{name: "release removed", setup: func(t *testing.T, ns string) lifecycle.Change {
 			install(t, ns, "web", hookedChart(), nil)
@@ -70,6 +72,10 @@ func TestActuator(t *testing.T) {
 			c.OnBehalfOf = &lifecycle.Principal{User: "alice"}
 			return c
 		}, wantErr: lifecycle.ErrInvalidChange, errText: "cannot ask", installed: true},
+		{name: "a Cleaner's release for nobody (decided before authors were recorded)", setup: func(t *testing.T, ns string) lifecycle.Change {
+			install(t, ns, "web", hookedChart(), nil)
+			return removal(lifecycle.ReleaseTarget(ns, "web"), lifecycle.EditDelete)
+		}, access: &fakeAccess{}, requireOnBehalf: true, wantErr: lifecycle.ErrInvalidChange, errText: "decided again", installed: true},
 		{name: "another kind passed on", setup: func(t *testing.T, ns string) lifecycle.Change {
 			install(t, ns, "web", hookedChart(), nil)
 			return removal(lifecycle.Target{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "web"}, lifecycle.EditDelete)
@@ -79,7 +85,7 @@ func TestActuator(t *testing.T) {
 			ns := newNamespace(t)
 			c := tc.setup(t, ns)
 			n := &next{}
-			a := Actuator{Releases: newUninstaller(t), Access: tc.access, Next: n}
+			a := Actuator{Releases: newUninstaller(t), Access: tc.access, RequireOnBehalf: tc.requireOnBehalf, Next: n}
 			out, err := a.Apply(ctx, c, time.Now(), lifecycle.ProposeOptions{})
 			switch {
 			case tc.wantErr == nil && err != nil:
