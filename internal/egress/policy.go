@@ -115,48 +115,33 @@ func embedded(v4 netip.Addr) Class {
 }
 
 // localNAT64 classifies an address b of the local-use prefix 64:ff9b:1::/48. Which of RFC 6052's
-// layouts the operator's translator uses cannot be seen from the address, so every layout the
-// address is consistent with is read (bits 64-71, the "u" octet, are zero and so is the suffix
-// after the IPv4 address for /48, /56 and /64; /96 fits any address), and the address is refused
-// when any reading carries a non-public IPv4 address: a tenant's name that resolves to the
-// translation of 10.0.0.1 under the translator's layout is refused whichever it is. A reading of
-// exactly 0.0.0.0 is what a shorter layout's zero suffix reads as under /96, and no translator
-// sends anything there; it decides only when every reading is 0.0.0.0. The price: a public
-// destination whose bytes read as a non-public address under another layout is refused too,
-// and needs a CIDR in --allowed-destinations.
+// layouts the operator's translator uses (/48, /56, /64 or /96) cannot be seen from the address,
+// and a translator reads the IPv4 bits of its layout whatever the other bits hold (RFC 6052 only
+// says the "u" octet and the suffix should be zero). So every layout is read, and the address is
+// refused when any reading carries a non-public IPv4 address: a tenant's name that resolves to
+// the translation of 10.0.0.1 under the translator's layout is refused whichever it is. Readings
+// in 0.0.0.0/8 are passed over — they are what the zero bytes of one layout read as under another,
+// and no translator sends anything there — unless every reading is one. The price: a public
+// destination whose bytes read as a non-public address under another layout is refused too, and
+// needs a CIDR in --allowed-destinations.
 func localNAT64(b [16]byte) Class {
-	zero := func(bs ...byte) bool {
-		for _, x := range bs {
-			if x != 0 {
-				return false
-			}
-		}
-		return true
+	readings := [][4]byte{
+		{b[6], b[7], b[9], b[10]},    // /48
+		{b[7], b[9], b[10], b[11]},   // /56
+		{b[9], b[10], b[11], b[12]},  // /64
+		{b[12], b[13], b[14], b[15]}, // /96
 	}
-	var readings [][4]byte
-	if b[8] == 0 {
-		if zero(b[11:]...) {
-			readings = append(readings, [4]byte{b[6], b[7], b[9], b[10]}) // /48
-		}
-		if zero(b[12:]...) {
-			readings = append(readings, [4]byte{b[7], b[9], b[10], b[11]}) // /56
-		}
-		if zero(b[13:]...) {
-			readings = append(readings, [4]byte{b[9], b[10], b[11], b[12]}) // /64
-		}
-	}
-	readings = append(readings, [4]byte{b[12], b[13], b[14], b[15]}) // /96
-	zeros := 0
+	unspecified := 0
 	for _, r := range readings {
-		if r == [4]byte{} {
-			zeros++
-			continue
-		}
-		if c := embedded(netip.AddrFrom4(r)); c != ClassPublic {
+		switch c := embedded(netip.AddrFrom4(r)); c {
+		case ClassPublic:
+		case ClassUnspecified:
+			unspecified++
+		default:
 			return c
 		}
 	}
-	if zeros == len(readings) {
+	if unspecified == len(readings) {
 		return ClassUnspecified
 	}
 	return ClassPublic

@@ -54,14 +54,16 @@ func TestClassOf(t *testing.T) {
 		{"64:ff9b::808:808", ClassPublic},      // NAT64 of 8.8.8.8
 		{"2002:a00:1::1", ClassPrivate},        // 6to4 of 10.0.0.1
 		// The local-use NAT64 prefix, in each of RFC 6052's layouts.
-		{"64:ff9b:1:a00:0:100::", ClassPrivate},        // /48 layout of 10.0.0.1
-		{"64:ff9b:1:7f:0:1::", ClassLoopback},          // /56 layout of 127.0.0.1
-		{"64:ff9b:1:0:a:0:100:0", ClassPrivate},        // /64 layout of 10.0.0.1 (read as /96: 1.0.0.0)
-		{"64:ff9b:1:0:a9:fea9:fe00:0", ClassLinkLocal}, // /64 layout of 169.254.169.254
-		{"64:ff9b:1::a00:1", ClassPrivate},             // /96 layout of 10.0.0.1
-		{"64:ff9b:1::808:808", ClassPublic},            // /96 layout of 8.8.8.8
-		{"64:ff9b:1:808:8:800::", ClassPublic},         // /48 layout of 8.8.8.8 (read as /96: 0.0.0.0)
-		{"64:ff9b:1::", ClassUnspecified},              // every layout reads 0.0.0.0
+		{"64:ff9b:1:a00:0:100::", ClassPrivate},         // /48 layout of 10.0.0.1
+		{"64:ff9b:1:7f:0:1::", ClassLoopback},           // /56 layout of 127.0.0.1
+		{"64:ff9b:1:0:a:0:100:0", ClassPrivate},         // /64 layout of 10.0.0.1 (read as /96: 1.0.0.0)
+		{"64:ff9b:1:0:a9:fea9:fe00:0", ClassLinkLocal},  // /64 layout of 169.254.169.254
+		{"64:ff9b:1::a00:1", ClassPrivate},              // /96 layout of 10.0.0.1
+		{"64:ff9b:1::808:808", ClassPublic},             // /96 layout of 8.8.8.8
+		{"64:ff9b:1:808:8:800::", ClassPublic},          // /48 layout of 8.8.8.8 (read as /96: 0.0.0.0)
+		{"64:ff9b:1::", ClassUnspecified},               // every layout reads 0.0.0.0
+		{"64:ff9b:1:a00:0:100:808:808", ClassPrivate},   // /48 layout of 10.0.0.1 with a suffix (read as /96: 8.8.8.8)
+		{"64:ff9b:1:a00:100:100:808:808", ClassPrivate}, // the same with a "u" octet that is not zero
 		// ISATAP interface identifiers, under any prefix.
 		{"2a00:1450::5efe:a00:1", ClassPrivate},       // 10.0.0.1
 		{"2a00:1450::200:5efe:7f00:1", ClassLoopback}, // universal bit set, 127.0.0.1
@@ -216,8 +218,8 @@ func FuzzParsePolicy(f *testing.F) {
 }
 
 // FuzzEmbeddedIPv4 checks that no IPv6 form carrying a non-public IPv4 address is public: the
-// well-known NAT64 prefix, the local-use one in each of RFC 6052's layouts (but 0.0.0.0, which
-// localNAT64 reads as a zero suffix), an ISATAP identifier under any prefix, and 6to4.
+// well-known NAT64 prefix, the local-use one in each of RFC 6052's layouts (but 0.0.0.0/8, whose
+// readings localNAT64 passes over), an ISATAP identifier under any prefix, and 6to4.
 func FuzzEmbeddedIPv4(f *testing.F) {
 	f.Add([]byte{10, 0, 0, 1}, []byte{0x2a, 0, 0x14, 0x50, 0, 0, 0, 0}, uint16(0))
 	f.Add([]byte{127, 0, 0, 1}, []byte{0, 0x64, 0xff, 0x9b, 0, 1, 0xab, 0xcd}, uint16(0x1234))
@@ -243,6 +245,11 @@ func FuzzEmbeddedIPv4(f *testing.F) {
 		copy(l64[9:13], v4b)
 		l96[6], l96[7] = byte(site>>8), byte(site)
 		copy(l96[12:], v4b)
+		// A translator reads its layout's IPv4 bits whatever the "u" octet and the suffix hold.
+		l48[8], l56[8], l64[8] = prefix[7], prefix[7], prefix[7]
+		copy(l48[11:], prefix[:5])
+		copy(l56[12:], prefix[:4])
+		copy(l64[13:], prefix[:3])
 		forms = append(forms, l48, l56, l64, l96)
 		var isatap [16]byte
 		copy(isatap[:8], prefix)
@@ -254,8 +261,8 @@ func FuzzEmbeddedIPv4(f *testing.F) {
 		copy(sixToFour[6:], prefix)
 		forms = append(forms, sixToFour)
 		for i, b := range forms {
-			if v4 == netip.IPv4Unspecified() && i >= 1 && i <= 4 {
-				continue // a local-use reading of exactly 0.0.0.0 is a zero suffix (localNAT64)
+			if ClassOf(v4) == ClassUnspecified && i >= 1 && i <= 4 {
+				continue // local-use readings in 0.0.0.0/8 are passed over (localNAT64)
 			}
 			ip := netip.AddrFrom16(b)
 			if ClassOf(ip) == ClassPublic {
