@@ -4,19 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -134,84 +128,10 @@ func TestInstallManifest(t *testing.T) {
 	if len(c.Command) != 1 || c.Command[0] != "/kustos" {
 		t.Errorf("container command %q, want the image's /kustos", c.Command)
 	}
-	fsRoot := t.TempDir() // the container's file system: mounted volumes land below it
-	args := slices.Clone(c.Args)
-	for _, m := range c.VolumeMounts {
-		mountVolume(t, ns, pod.Volumes, m, filepath.Join(fsRoot, m.MountPath))
-		for i, a := range args {
-			args[i] = strings.ReplaceAll(a, "="+m.MountPath, "="+filepath.Join(fsRoot, m.MountPath))
-		}
-	}
-	ports := map[string]int{}
-	for _, p := range c.Ports {
-		_, port, err := net.SplitHostPort(freeAddr(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		free, err := strconv.Atoi(port)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[p.Name] = free
-		for i, a := range args {
-			if strings.HasSuffix(a, "=:"+strconv.Itoa(int(p.ContainerPort))) {
-				args[i] = strings.TrimSuffix(a, strconv.Itoa(int(p.ContainerPort))) + strconv.Itoa(free)
-			}
-		}
-	}
-	podName := deploy.Name + "-7d9f8b6c5-x2k4q"
-	environ := []string{"HOME=" + fsRoot}
-	for _, e := range c.Env {
-		environ = append(environ, e.Name+"="+resolveEnv(t, e, ns, podName, c.Resources))
-	}
-	args = append(args, "--kubeconfig="+serviceAccountKubeconfig(t, ns, pod.ServiceAccountName))
-
-	logs := &logBuffer{}
-	cmd := exec.Command(kustosBinary(t), args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = environ, io.Discard, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("Kustos did not stop within 30s of SIGINT")
-		}
-	})
-	defer func() {
-		if t.Failed() {
-			t.Logf("Kustos's log:\n%s", tail(logs.String(), 6000))
-		}
-	}()
-
-	probe := c.ReadinessProbe
-	if probe == nil || probe.HTTPGet == nil {
-		t.Fatal("the container has no HTTP readiness probe")
-	}
-	readyURL := fmt.Sprintf("http://127.0.0.1:%d%s", ports[probe.HTTPGet.Port.String()], probe.HTTPGet.Path)
-	eventually(t, "Kustos ready at "+probe.HTTPGet.Path, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("Kustos exited before it was ready: %v", exitErr)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyURL, http.NoBody)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	// The container as the kubelet would start it: its args and env, its volumes as files, its
+	// ServiceAccount's token; only the ports move to free ones.
+	k := runDeployment(t, ns, deploy, kustosBinary(t))
+	logs := k.logs
 
 	quotaNS := at85(t, "install-quota", nil)
 	evs := waitEvents(t, quotaNS, reasonRecommended, 1)
@@ -249,17 +169,7 @@ func TestInstallManifest(t *testing.T) {
 	// A normal stop, as the kubelet stops a pod: SIGTERM, exit 0, and no ERROR line on the way
 	// (an alert on error lines must not fire at every rollout).
 	stoppedAt := len(logs.String())
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Kustos did not stop within 30s of SIGTERM")
-	}
-	if exitErr != nil {
-		t.Errorf("Kustos exited with %v after SIGTERM, want 0", exitErr)
-	}
+	k.stop(t)
 	for _, line := range strings.Split(logs.String()[stoppedAt:], "\n") {
 		if strings.Contains(line, `"level":"ERROR"`) {
 			t.Errorf("an ERROR line after SIGTERM: %s", line)
