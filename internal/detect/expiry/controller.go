@@ -288,7 +288,7 @@ const (
 	NoticeDone    = "expiry.done"
 )
 
-func notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string, now time.Time) *lifecycle.Notice {
+func notice(id, kind string, t lifecycle.Target, p Policy, d Verdict, text string, now time.Time) *lifecycle.Notice {
 	name := t.Kind + " " + t.Name
 	if p.Label != "" {
 		name = p.Label

@@ -71,9 +71,9 @@ type Settings struct {
 	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
 	// address as written in kustos.io/owner, or the owners file's); empty: any.
 	OwnerDomains egress.HostNames
-	// Acts: the mode carries Changes out (pr, direct); in observer mode nothing is removed, so
-	// nobody is told it was.
-	Acts bool
+	// CarriesOut: the mode carries Changes out (pr, direct); in observer mode nothing is
+	// removed, so nobody is told it was.
+	CarriesOut bool
 	// Mail: warnings go to owners by mail, so an owner needs an address; without mail the
 	// Warning Event (and a webhook, when configured) is the warning.
 	Mail bool

@@ -340,7 +340,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // drops it when unchanged), the alert (an Event
 // and a Notice to the owner) and the ActivityUnknown Event. The controller and the offline plan
 // share it.
-func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity.Activity, d Decision, now time.Time) lifecycle.Decision {
+func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity.Activity, d Verdict, now time.Time) lifecycle.Decision {
 	out := lifecycle.Decision{Change: d.Change, RequeueAfter: d.RequeueAfter, Withdraw: d.Withdraw}
 	out.Bag = d.State.Bag()
 	if d.Alert {

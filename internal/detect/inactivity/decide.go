@@ -174,8 +174,9 @@ type Snapshot struct {
 	Settings Settings
 }
 
-// Decision is what Decide concluded for one target.
-type Decision struct {
+// Verdict is what Decide concluded for one target (the detector's own result; the pipeline
+// gets a lifecycle.Decision made of it).
+type Verdict struct {
 	Next Next
 	// At is when Next happens (zero for none and unknown).
 	At time.Time
@@ -206,8 +207,8 @@ const margin = time.Minute
 // pause (persistent) or delete. Activity, or a restart after a pause, starts over. When a source is
 // not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures times
 // in a row is terminated at once.
-func Decide(s Snapshot) Decision {
-	d := Decision{State: s.State, Next: NextNone}
+func Decide(s Snapshot) Verdict {
+	d := Verdict{State: s.State, Next: NextNone}
 	st := &d.State
 	if s.UID != "" && st.UID != s.UID {
 		if st.UID != "" {
@@ -384,7 +385,7 @@ func Decide(s Snapshot) Decision {
 // answered: the last one may predate activity that voids it (a login a minute before the
 // pause). The check loop looks at every target again after each check; RequeueAfter is the
 // fallback.
-func waitForCheck(s Snapshot, due time.Time, d *Decision, check time.Duration) bool {
+func waitForCheck(s Snapshot, due time.Time, d *Verdict, check time.Duration) bool {
 	if !s.Activity.CheckedAt.Before(due) {
 		return false
 	}
@@ -495,7 +496,7 @@ func UnknownMessage(a activity.Activity) string {
 }
 
 // AlertMessage is an alert's text.
-func AlertMessage(t lifecycle.Target, p Policy, d Decision) string {
+func AlertMessage(t lifecycle.Target, p Policy, d Verdict) string {
 	what := "paused"
 	if p.Action == ActionDelete {
 		what = "deleted"

@@ -21,7 +21,7 @@ func known(last, covered, at time.Time) activity.Activity {
 
 func settings() Settings {
 	s := DefaultSettings()
-	s.Acts = true
+	s.CarriesOut = true
 	return s
 }
 

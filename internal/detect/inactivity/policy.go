@@ -128,8 +128,8 @@ type Settings struct {
 	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
 	// address as written in kustos.io/owner, or the owners file's); empty: any.
 	OwnerDomains egress.HostNames
-	// Acts: the mode carries Changes out (pr, direct).
-	Acts bool
+	// CarriesOut: the mode carries Changes out (pr, direct).
+	CarriesOut bool
 	// Mail: alerts go by mail, so an owner needs an address.
 	Mail bool
 }
