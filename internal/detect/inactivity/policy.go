@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -157,15 +158,7 @@ type Policy struct {
 }
 
 // Problem is metadata Kustos cannot use.
-type Problem struct {
-	On, Key, Value, Err string
-	// Reason is the Warning Event's reason; "" is ReasonInvalidInactivity.
-	Reason string
-}
-
-func (p Problem) String() string {
-	return fmt.Sprintf("%s=%q on %s: %s", p.Key, lifecycle.Clip(p.Value, 64), p.On, p.Err)
-}
+type Problem = detectkit.Problem
 
 // ParsePolicy reads a target's policy from its sources (the target, its template object, its
 // Namespace) and the flags. A value that cannot be used is a Problem and leaves the target alone
