@@ -367,28 +367,6 @@ func TestScheduleOverWeeks(t *testing.T) {
 	}
 }
 
-func TestSupersedes(t *testing.T) {
-	mk := func(idle string, op lifecycle.EditOp) lifecycle.Change {
-		return lifecycle.Change{Edit: lifecycle.Edit{Op: op}, Evidence: []map[string]string{{"idleSince": idle}}}
-	}
-	cases := []struct {
-		name       string
-		newer, old lifecycle.Change
-		want       bool
-	}{
-		{"a later idle period replaces a declined pause", mk("2026-12-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
-		{"the same idle period does not", mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), false},
-		{"a different edit does", mk("2026-11-01T00:00:00Z", lifecycle.EditDelete), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, got := Supersedes(tc.newer, tc.old); got != tc.want {
-				t.Errorf("Supersedes = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestStateRoundTrip(t *testing.T) {
 	s := State{UID: "u1", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1, ProbeArmed: true}
 	got, bad := ParseState(s.Bag())
