@@ -140,7 +140,7 @@ func TestInScope(t *testing.T) {
 }
 
 type notified struct {
-	ref            corev1.ObjectReference
+	ref        corev1.ObjectReference
 	reason, id string
 }
 
