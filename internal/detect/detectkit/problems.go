@@ -56,6 +56,8 @@ func (ps Problems) Report(ctx context.Context, target corev1.ObjectReference, ot
 		if p.Reason != "" {
 			reason, dedupe = p.Reason, ps.Detector+"-invalid|"+p.Reason+"|"
 		}
+		// The expiry detector names its opt-out label "label kustos.io/…" in the message; the
+		// metric counts the key.
 		metrics.InvalidInput.WithLabelValues(ps.Detector, strings.TrimPrefix(p.Key, "label ")).Inc()
 		ps.Log.Info(ps.Detector+" metadata cannot be used", "reason", reason, "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
 		if err := ps.Reporter.Notify(ctx, ref, corev1.EventTypeWarning, reason, p.String(),

@@ -77,11 +77,11 @@ func ReadNamespace(ctx context.Context, r client.Reader, name string, opts ...cl
 // reconcile has just read: a Namespace by its own labels, another object by its namespace's,
 // any other cluster-scoped object always. A nil s serves every namespace.
 //
-// The scope is decided here on the labels already read (Scope.Matches) rather than by asking
-// Scope.Selects, which would read the same Namespace from the same cache a second time: both
-// give one answer (a Namespace the cache does not hold is served by neither, and the
-// reconcile then stops before it asks). Selects stays for what has no Namespace in hand (the
-// watch predicates, and a template object's namespace).
+// The scope is decided on the labels of the Namespace the reconcile has just read
+// (Scope.Matches), not by Scope.Selects, which would read the same Namespace metadata from the
+// manager's cache once more: the answer is the same, and a Namespace the cache does not hold is
+// served by neither (the reconcile has stopped before it asks). Selects stays for namespaces
+// no reconcile has read: the watch predicates, and a template object's namespace.
 func InScope(s Scope, obj client.Object, ns *metav1.PartialObjectMetadata) bool {
 	switch {
 	case s == nil:
