@@ -161,7 +161,7 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 		return fmt.Errorf("the pipeline's reporter cannot write Events about expiring objects")
 	}
 	settings := o.Expiry.Settings
-	settings.Acts = o.Mode != ModeObserve
+	settings.CarriesOut = o.Mode != ModeObserve
 	if nt.mail != nil {
 		settings.Mail = true // owners need an address now
 		if o.Expiry.AdminEmail != "" {

@@ -134,7 +134,7 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		return fmt.Errorf("the pipeline's reporter cannot write Events about inactive targets")
 	}
 	settings := in.Settings
-	settings.Acts = o.Mode != ModeObserve
+	settings.CarriesOut = o.Mode != ModeObserve
 	settings.Mail = nt.mail != nil
 	if settings.Owners == nil {
 		settings.Owners = o.Expiry.Settings.Owners // one owners file for both detectors

@@ -42,7 +42,7 @@ type Options struct {
 	// Kinds are --lifecycle-kinds (expiry.ParseKinds); Namespaces are always targets.
 	Kinds []schema.GroupVersionKind
 	// Settings are --default-ttl, --expiry-warning-before, --notification-interval, the owners
-	// file and Acts (the mode).
+	// file and CarriesOut (the mode).
 	Settings expiry.Settings
 }
 

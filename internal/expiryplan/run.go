@@ -73,7 +73,7 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd.Run = func(now time.Time) int {
 		fail := cmd.Fail
 		settings := e.Settings
-		settings.Acts = mode != cli.ModeObserve
+		settings.CarriesOut = mode != cli.ModeObserve
 		if err := e.LoadOwners(func(arg string) ([]byte, error) {
 			_, data, err := manifest.ReadInput(arg, stdin)
 			return data, err

@@ -65,7 +65,7 @@ func inactivityAlert(to, name string) lifecycle.Notice {
 	target := lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "lab", Name: name}
 	idle, pauseAt := mailNow.Add(-7*24*time.Hour), mailNow.Add(24*time.Hour)
 	p := inactivity.Policy{Timeout: 7 * 24 * time.Hour, MaxAlerts: 3, Action: inactivity.ActionPause, From: `kustos.io/inactivity-timeout="7d"`, Owner: "ana", OwnerAddress: to}
-	d := inactivity.Decision{Alert: true, IdleSince: idle, At: mailNow.Add(8 * time.Hour), ActAt: pauseAt, State: inactivity.State{AlertsSent: 1}}
+	d := inactivity.Verdict{Alert: true, IdleSince: idle, At: mailNow.Add(8 * time.Hour), ActAt: pauseAt, State: inactivity.State{AlertsSent: 1}}
 	f := inactivity.Findings(lifecycle.KeyFor(inactivity.DetectorName, target), target, p, activity.Activity{}, d, mailNow)
 	return *f.Findings[0].Notice
 }

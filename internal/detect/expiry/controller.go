@@ -2,10 +2,8 @@ package expiry
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"maps"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,20 +27,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
 // Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline).
-type Pipeline interface {
-	Run(ctx context.Context, req lifecycle.Request) (lifecycle.Result, error)
-}
+type Pipeline = detectkit.Pipeline
 
 // Reporter writes Warning Events about metadata the detector cannot use, once per id.
-type Reporter interface {
-	Notify(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message, id string, at time.Time) error
-}
+type Reporter = detectkit.Reporter
+
+// Scope says which namespaces this installation serves (--namespace-selector;
+// *nsscope.Scope): objects of other namespaces, and those Namespaces themselves, belong to
+// another installation. Cluster-scoped kinds other than Namespaces are always in scope.
+type Scope = detectkit.Scope
 
 // Watches is what the expiry detector reads through the caches: the kustos.io/ annotations and
 // the opt-out label of the objects it watches as metadata (its kinds and Namespaces).
@@ -63,29 +61,6 @@ func Vocabulary() lifecycle.Vocabulary {
 
 // declinedNote is what a closed proposal means, in its Declined Event and its "Opting out".
 const declinedNote = "the environment stays; Kustos proposes nothing more for this deadline (a new deadline starts a new cycle)"
-
-// Scope says which namespaces this installation serves (--namespace-selector;
-// *nsscope.Scope): objects of other namespaces, and those Namespaces themselves, belong to
-// another installation. Cluster-scoped kinds other than Namespaces are always in scope.
-type Scope interface {
-	Selects(ctx context.Context, namespace string) (bool, error)
-	Matches(nsLabels map[string]string) bool
-}
-
-// inScope: a Namespace by its own labels, another object by its namespace's (nil: cluster-scoped).
-func inScope(s Scope, obj, ns *metav1.PartialObjectMetadata) bool {
-	switch {
-	case s == nil:
-		return true
-	case ns != nil:
-		return s.Matches(ns.Labels)
-	case obj.GroupVersionKind() == namespaceGVK:
-		return s.Matches(obj.Labels)
-	}
-	return true
-}
-
-var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
 
 // Reconciler decides about the objects of one kind (a lifecycle kind, or Namespaces): it reads
 // their metadata and their namespace's from the cache and hands the decision to the pipeline.
@@ -132,54 +107,17 @@ type Reconciler struct {
 	orphanSeed maphash.Seed
 }
 
-// Reconcile decides about one object.
+// Reconcile decides about one object: gather reads it, then the pipeline runs Decide over its
+// Lease.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	start := time.Now()
-	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	defer detectkit.Timed(DetectorName)()
 	log := r.Log.WithValues("kind", r.Kind.Kind, "namespace", req.Namespace, "name", req.Name)
-
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(r.Kind)
-	if err := r.Cache.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.setOrphan(req.NamespacedName, false)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if obj.DeletionTimestamp != nil {
-		r.setOrphan(req.NamespacedName, false)
-		return reconcile.Result{}, nil
-	}
-	target := lifecycle.Target{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name}
-	var nsObj *metav1.PartialObjectMetadata
-	var nsMeta *Meta
-	if obj.Namespace != "" {
-		nsObj = &metav1.PartialObjectMetadata{}
-		nsObj.SetGroupVersionKind(namespaceGVK)
-		if err := r.Cache.Get(ctx, types.NamespacedName{Name: obj.Namespace}, nsObj); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
-		}
-		if nsObj.DeletionTimestamp != nil {
-			return reconcile.Result{}, nil
-		}
-		nsMeta = &Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}
-	}
-	if !inScope(r.Scope, obj, nsObj) {
-		// Another installation's (or it left the selector): no Event, no decision; a proposal
-		// already open stays for people to close.
-		r.setOrphan(req.NamespacedName, false)
-		return reconcile.Result{}, nil
-	}
-	now := r.Now()
-	policy, problems := ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
-	objRef := corev1.ObjectReference{APIVersion: r.Kind.GroupVersion().String(), Kind: r.Kind.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
-	if err := ReportProblems(ctx, r.Reporter, log, objRef, namespaceRef(nsObj), problems, now); err != nil {
+	g, ok, err := r.gather(ctx, req.NamespacedName, log)
+	if !ok {
 		return reconcile.Result{}, err
 	}
-	orphan := len(policy.Missing()) > 0 && len(problems) == 0
-	r.setOrphan(req.NamespacedName, orphan)
-	key := lifecycle.KeyFor(DetectorName, target)
-	if !scheduled(policy) && !hasState(ctx, r.HasState, key) {
+	key := lifecycle.KeyFor(DetectorName, g.target)
+	if !scheduled(g.policy) && !hasState(ctx, r.HasState, key) {
 		// Opted out, an orphan, or metadata that cannot be used: nothing to schedule and
 		// nobody to warn. No pipeline run, so no Lease either.
 		return reconcile.Result{}, nil
@@ -187,11 +125,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Scheduled, or it was (its Lease exists): then Decide clears the owner and deadline the
 	// Lease recorded, so the former owner's page no longer lists it, and withdraws a removal
 	// it proposed.
-	pipelineReq := decideRequest(key, target, string(obj.UID), now, policy, r.Settings, r.Links, log)
+	pipelineReq := decideRequest(key, g.target, g.uid, g.now, g.policy, r.Settings, r.Links, log)
 	pipelineReq.AutoMerge = r.AutoMerge
-	pipelineReq.Group = r.Grouping.For(DetectorName, target, policy.Owner, r.GroupWindow)
+	pipelineReq.Group = r.Grouping.For(DetectorName, g.target, g.policy.Owner, r.GroupWindow)
 	res, err := r.Pipeline.Run(ctx, pipelineReq)
-	countCommitted(res)
+	detectkit.CountCommitted(DetectorName, res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
@@ -201,193 +139,6 @@ func scheduled(p Policy) bool { return !p.Ignored && !p.Deadline.IsZero() && p.O
 // hasState asks has (nil: no Lease is looked for) whether key has a state Lease.
 func hasState(ctx context.Context, has func(context.Context, lifecycle.Key) bool, key lifecycle.Key) bool {
 	return has != nil && has(ctx, key)
-}
-
-// countCommitted counts a decision the pipeline recorded, by what it does.
-func countCommitted(res lifecycle.Result) {
-	if res.Committed != nil {
-		metrics.Decisions.WithLabelValues(DetectorName, string(res.Committed.Edit.Op)).Inc()
-	}
-}
-
-// decideRequest is the pipeline Request of one target, shared by workloads, Namespaces and
-// helm releases: the pure Decide over the Lease's state, its warning and done messages as
-// Findings with Notices (extension links minted by links, when set).
-func decideRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, policy Policy, settings Settings,
-	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger) lifecycle.Request {
-	req := KeptRequest(key, target, uid, now, settings, links, log, func(State) (Policy, Kept) { return policy, Kept{} })
-	// The owner is told when the removal is held (a backup or submission before it failed).
-	// Kept lifetimes (VMs) have no step before their quarantine, hence none there.
-	req.HeldNotice = &lifecycle.Notice{To: policy.OwnerAddress, Owner: policy.Owner, Target: target}
-	return req
-}
-
-// PolicyOf is the policy of a target whose lifetime Kustos keeps in its state, given what the
-// Lease remembers: the policy, and the lifetime to keep from now on.
-type PolicyOf func(State) (Policy, Kept)
-
-// KeptRequest is the pipeline Request of a target whose lifetime lives (also) in its Lease
-// (State.Kept): policyOf reads the kept lifetime and what the target says now, and what it
-// returns to keep is written back with the rest of the state. Targets whose metadata is never
-// lost pass a policyOf that ignores the state (decideRequest). The schedule is Decide's.
-func KeptRequest(key lifecycle.Key, target lifecycle.Target, uid string, now time.Time, settings Settings,
-	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error), log logr.Logger, policyOf PolicyOf) lifecycle.Request {
-	return lifecycle.Request{
-		Key: key, Target: target, UID: uid, Now: now,
-		Decide: func(v lifecycle.View) lifecycle.Decision {
-			st, bad := ParseState(v.Bag)
-			for _, b := range bad {
-				metrics.InvalidInput.WithLabelValues(DetectorName, "state_lease").Inc()
-				log.Info("unreadable expiry state dropped", "entry", b)
-			}
-			policy, kept := policyOf(st)
-			st0 := st
-			st.Kept = kept
-			last := Decide(Snapshot{Now: now, Target: target, UID: uid,
-				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
-				Proposed: v.Proposed, Settings: settings})
-			log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
-			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter, Withdraw: last.Withdraw}
-			if !reflect.DeepEqual(last.State, st0) || len(bad) > 0 {
-				out.Bag = last.State.Bag()
-			}
-			if last.Warn {
-				id := "expiry-warning|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
-				msg := WarningMessage(target, policy, last.Deadline, last.At)
-				n := notice(id, NoticeWarning, target, policy, last, msg, now)
-				if links != nil {
-					ls, err := links(key, last.Deadline, last.At.Add(LinkGrace))
-					if err != nil {
-						log.Error(err, "cannot make extension links; the warning goes without them")
-					}
-					n.Links = ls
-				}
-				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpiryWarning, Message: msg, ID: id, Notice: n})
-			}
-			if last.SendDone {
-				id := "expiry-done|" + string(key) + "|" + last.Deadline.Format(time.RFC3339)
-				msg := DoneMessage(target, policy, last.Deadline, last.Action)
-				out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonExpired, Message: msg, ID: id,
-					Notice: notice(id, NoticeDone, target, policy, last, msg, now)})
-			}
-			return out
-		},
-		Supersedes: Supersedes,
-	}
-}
-
-// LinkGrace is how long an extension link works after the environment would go: in PR mode its
-// removal may wait for room in the pull-request budget or for a reviewer, and until it is merged
-// the owner can still keep it (an extension takes it out of the queue or the pull request).
-// A link still works once; one used after the removal extends nothing that exists.
-const LinkGrace = 7 * 24 * time.Hour
-
-// Notice kinds.
-const (
-	NoticeWarning = "expiry.warning"
-	NoticeDone    = "expiry.done"
-)
-
-func notice(id, kind string, t lifecycle.Target, p Policy, d Decision, text string, now time.Time) *lifecycle.Notice {
-	name := t.Kind + " " + t.Name
-	if p.Label != "" {
-		name = p.Label
-	}
-	subject := fmt.Sprintf("%s expires at %s", name, d.Deadline.UTC().Format(time.RFC3339))
-	at := d.At
-	if kind == NoticeDone {
-		subject = fmt.Sprintf("%s expired and was %s", name, pastTense(d.Action))
-		at = now
-	}
-	return &lifecycle.Notice{ID: id, Kind: kind, To: p.OwnerAddress, Owner: p.Owner, Subject: subject, Text: text,
-		Target: t, Deadline: d.Deadline, At: at}
-}
-
-func pastTense(a Action) string {
-	if a == ActionPause {
-		return "paused"
-	}
-	if a == ActionUninstall {
-		return "uninstalled"
-	}
-	if a == ActionQuarantine {
-		return "quarantined"
-	}
-	return "removed"
-}
-
-// SourcesOf are the places an object's expiry metadata is looked up, in order: the object,
-// then its namespace (nil for Namespaces and cluster-scoped kinds). The controller and
-// `kustos expiry plan` both use it.
-func SourcesOf(t lifecycle.Target, obj Meta, ns *Meta) []Source {
-	out := []Source{{Name: t.String(), Meta: obj}}
-	if ns != nil && t.Namespace != "" {
-		out = append(out, Source{Name: "Namespace/" + t.Namespace, Meta: *ns})
-	}
-	return out
-}
-
-// Supersedes: a removal for a later deadline (a new cycle after an extension or a new
-// expires-at) replaces a declined or open one; the same deadline again does not.
-var Supersedes = lifecycle.LaterEvidence("deadline")
-
-// WarningMessage is the warning's text: which environment, its deadline and where it comes
-// from, and the earliest time it is removed.
-func WarningMessage(t lifecycle.Target, p Policy, deadline, actAt time.Time) string {
-	keep := fmt.Sprintf("set %s in Git or opt its namespace out", AnnotationExpiresAt)
-	if p.KeptInState {
-		keep = "use an extension link, or write a longer lifetime into it"
-	}
-	return fmt.Sprintf("%s expires at %s (%s) and will be %s at %s at the earliest; owner %s. To keep it longer, %s.",
-		p.label(t), deadline.UTC().Format(time.RFC3339), p.From, actionWords(p.Action), actAt.UTC().Format(time.RFC3339), p.Owner, keep)
-}
-
-// DoneMessage tells the owner it happened.
-func DoneMessage(t lifecycle.Target, p Policy, deadline time.Time, a Action) string {
-	return fmt.Sprintf("%s expired at %s and was %s; owner %s.", p.label(t), deadline.UTC().Format(time.RFC3339), actionWords(a), p.Owner)
-}
-
-// actionWords is what happens to an environment, in a message.
-func actionWords(a Action) string {
-	switch a {
-	case ActionPause:
-		return "paused (scaled to zero)"
-	case ActionQuarantine:
-		return "quarantined (powered off, renamed and moved into the quarantine folder; not destroyed)"
-	}
-	return "removed"
-}
-
-// ReportProblems writes one Warning Event per unusable value, on the object that carries it
-// (target, or its namespace ns; nil for targets without one), with a log line and a metric.
-// Workloads, helm releases and vSphere VMs share it.
-func ReportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
-	problems []Problem, now time.Time) error {
-	for _, p := range problems {
-		ref := target
-		if ns != nil && p.On == "Namespace/"+ns.Name {
-			ref = *ns
-		}
-		reason, dedupe := ReasonInvalidExpiry, "expiry-invalid|"
-		if p.Reason != "" {
-			reason, dedupe = p.Reason, "expiry-invalid|"+p.Reason+"|"
-		}
-		metrics.InvalidInput.WithLabelValues(DetectorName, strings.TrimPrefix(p.Key, "label ")).Inc()
-		log.Info("expiry metadata cannot be used", "reason", reason, "on", p.On, "key", p.Key, "value", lifecycle.Clip(p.Value, 64), "problem", p.Err)
-		if err := rep.Notify(ctx, ref, corev1.EventTypeWarning, reason, p.String(),
-			dedupe+p.On+"|"+p.Key+"|"+p.Value, now); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// namespaceRef is the Event reference of a Namespace.
-func namespaceRef(ns *metav1.PartialObjectMetadata) *corev1.ObjectReference {
-	if ns == nil {
-		return nil
-	}
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}
 }
 
 func (r *Reconciler) setOrphan(n types.NamespacedName, orphan bool) {
@@ -421,16 +172,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("expiry-" + strings.ToLower(kindLabel(r.Kind))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
-	if r.Targets != nil && r.Kind != namespaceGVK {
+	if r.Targets != nil && r.Kind != detectkit.NamespaceGVK {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(r.Kind)
 		b = b.WatchesRawSource(source.Kind[client.Object](r.Targets, u, &handler.EnqueueRequestForObject{}, r.targetsChanged()))
 	} else {
 		b = b.WatchesMetadata(obj, &handler.EnqueueRequestForObject{}, builder.WithPredicates(r.targetsChanged()))
 	}
-	if r.Kind != namespaceGVK {
+	if r.Kind != detectkit.NamespaceGVK {
 		nsMeta := &metav1.PartialObjectMetadata{}
-		nsMeta.SetGroupVersionKind(namespaceGVK)
+		nsMeta.SetGroupVersionKind(detectkit.NamespaceGVK)
 		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.objectsOfNamespace),
 			builder.WithPredicates(nsscope.Namespaces(r.Scope, metadataChanged())))
 	}
@@ -458,7 +209,7 @@ func leaseHandler(trigger func(before, after client.Object) (lifecycle.Key, bool
 // in a namespace the selector selects; and, when the targets are Namespaces, a Namespace that
 // joins the selector (its selector label is not something Decide reads).
 func (r *Reconciler) targetsChanged() predicate.Predicate {
-	if r.Kind == namespaceGVK {
+	if r.Kind == detectkit.NamespaceGVK {
 		return nsscope.Namespaces(r.Scope, metadataChanged())
 	}
 	return predicate.And[client.Object](nsscope.Objects(r.Scope), metadataChanged())

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
@@ -55,10 +56,10 @@ func TestTargetsChangedNamespaceJoins(t *testing.T) {
 	}
 	ns := func(shard string) *metav1.PartialObjectMetadata {
 		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "lab", Labels: map[string]string{"kustos.io/shard": shard}}}
-		o.SetGroupVersionKind(namespaceGVK)
+		o.SetGroupVersionKind(detectkit.NamespaceGVK)
 		return o
 	}
-	r := &Reconciler{Kind: namespaceGVK, Scope: scope}
+	r := &Reconciler{Kind: detectkit.NamespaceGVK, Scope: scope}
 	if !r.targetsChanged().Update(event.UpdateEvent{ObjectOld: ns("a"), ObjectNew: ns("b")}) {
 		t.Error("a Namespace joining the selector is not looked at")
 	}

@@ -188,8 +188,9 @@ type Snapshot struct {
 	Settings Settings
 }
 
-// Decision is what Decide concluded for one target.
-type Decision struct {
+// Verdict is what Decide concluded for one target (the detector's own result; the pipeline
+// gets a lifecycle.Decision made of it).
+type Verdict struct {
 	// Deadline is the effective deadline (the policy's, or a later extension); zero: never.
 	Deadline time.Time
 	Next     Next
@@ -222,7 +223,7 @@ const retryBase = time.Minute
 // sent. A warning is recorded in the Lease before it is sent (Decide first returns the record,
 // then, on the next look, Warn), so a crash re-sends it at most once. After the Change, the owner
 // is told once. A removal proposed for a deadline that no longer holds is withdrawn.
-func Decide(s Snapshot) Decision {
+func Decide(s Snapshot) Verdict {
 	d := schedule(s)
 	if p := s.Proposed; p != nil && p.Reason == ReasonExpiryDue && d.Change == nil && !(d.Next == NextAct && !s.Now.Before(d.At)) {
 		switch {
@@ -240,8 +241,8 @@ func Decide(s Snapshot) Decision {
 	return d
 }
 
-func schedule(s Snapshot) Decision {
-	d := Decision{State: s.State, Action: s.Policy.Action}
+func schedule(s Snapshot) Verdict {
+	d := Verdict{State: s.State, Action: s.Policy.Action}
 	p := s.Policy
 	if p.Ignored {
 		d.Next = NextNone
@@ -269,7 +270,7 @@ func schedule(s Snapshot) Decision {
 	st := &d.State
 	// What the owner's page lists: whose the target is and when it goes.
 	st.Owner, st.Deadline, st.Label = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC(), lifecycle.Clip(p.Label, maxKept)
-	if s.Settings.Acts && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
+	if s.Settings.CarriesOut && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on
 		// with the schedule of the new deadline.
@@ -334,7 +335,7 @@ func schedule(s Snapshot) Decision {
 		case s.Declined:
 			// A human closed the pull request: the environment stays. A later deadline (an
 			// extension, a new expires-at) starts a new cycle.
-		case s.Settings.Acts && !st.NotifiedFor.Equal(d.Deadline):
+		case s.Settings.CarriesOut && !st.NotifiedFor.Equal(d.Deadline):
 			d.SendDone = true
 			st.NotifiedFor = d.Deadline
 		}
@@ -417,7 +418,7 @@ func writeBack(s Snapshot, until time.Time) *lifecycle.Change {
 	return c
 }
 
-func change(s Snapshot, d Decision) *lifecycle.Change {
+func change(s Snapshot, d Verdict) *lifecycle.Change {
 	c := &lifecycle.Change{
 		Key:      lifecycle.KeyFor(DetectorName, s.Target),
 		Detector: DetectorName,

@@ -22,7 +22,7 @@ func owned() Policy {
 
 func snap(now time.Time, st State, mod ...func(*Snapshot)) Snapshot {
 	s := Snapshot{Now: now, Target: web, UID: "uid-1", Policy: owned(), State: st, Settings: DefaultSettings()}
-	s.Settings.Acts = true
+	s.Settings.CarriesOut = true
 	for _, m := range mod {
 		m(&s)
 	}
@@ -104,7 +104,7 @@ func TestDecide(t *testing.T) {
 			func(s *Snapshot) { s.LastDecision = deadline }),
 			next: NextNone, state: func() State { s := warnedAt(warnAt); s.NotifiedFor = deadline; return s }()},
 		{name: "observer mode: the ExpiryDue Event was all; nobody is told it was removed", snap: snap(deadline.Add(time.Minute), warnedAt(warnAt),
-			func(s *Snapshot) { s.LastDecision = deadline; s.Settings.Acts = false }),
+			func(s *Snapshot) { s.LastDecision = deadline; s.Settings.CarriesOut = false }),
 			next: NextNone, state: warnedAt(warnAt)},
 		{name: "pull request open: waiting for review", snap: snap(deadline.Add(time.Minute), warnedAt(warnAt),
 			func(s *Snapshot) { s.LastDecision = deadline; s.ProposalOpen = true }),
@@ -122,7 +122,7 @@ func TestDecide(t *testing.T) {
 			func(s *Snapshot) { s.LastDecision = deadline.Add(-90 * time.Minute) }),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "extended, observer mode: nothing is written back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
-			func(s *Snapshot) { s.Settings.Acts = false }),
+			func(s *Snapshot) { s.Settings.CarriesOut = false }),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "the extension is in Git: nothing to write back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
 			func(s *Snapshot) { s.Policy.Deadline = deadline.Add(7 * day) }),
@@ -308,7 +308,7 @@ func TestSchedule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			created := t0
 			s := DefaultSettings()
-			s.WarningBefore, s.NotificationInterval, s.Acts = tt.before, tt.interval, true
+			s.WarningBefore, s.NotificationInterval, s.CarriesOut = tt.before, tt.interval, true
 			p := owned()
 			p.Deadline = created.Add(tt.ttl)
 			var st State
@@ -321,7 +321,7 @@ func TestSchedule(t *testing.T) {
 					now = created.Add(tt.downTo)
 				}
 				// One Run: looks again at once while the state changes, as the pipeline does.
-				var d Decision
+				var d Verdict
 				for i := 0; ; i++ {
 					d = Decide(Snapshot{Now: now, Target: web, Policy: p, State: st, LastDecision: lastDecision, Settings: s})
 					if d.Warn {

@@ -10,4 +10,10 @@
 // Snapshot (policy, the Lease's state, now) to what happens next and when. The lifetime lives
 // where the environment is declared and the state in the target's Lease; nothing is written
 // onto GitOps-managed objects.
+//
+// Where things are: controller.go sets the detector up (the Reconciler, its watches) and holds
+// Reconcile; gather.go is what a reconcile reads (the object, its Namespace, the scope, the
+// policy and its problems); request.go is what it hands the pipeline (Decide over the Lease);
+// messages.go the warning and done texts and their Notices; supersede.go which Change replaces
+// which; helm.go the same for helm releases.
 package expiry

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -83,20 +84,15 @@ type HelmReconciler struct {
 
 // Reconcile decides about one release (request name = the release name).
 func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	start := time.Now()
-	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	defer detectkit.Timed(DetectorName)()
 	log := r.Log.WithValues("namespace", req.Namespace, "release", req.Name)
 	rel, found, err := r.Releases.Release(ctx, req.Namespace, req.Name)
 	if err != nil || !found {
 		return reconcile.Result{}, err
 	}
-	nsObj := &metav1.PartialObjectMetadata{}
-	nsObj.SetGroupVersionKind(namespaceGVK)
-	if err := r.Cache.Get(ctx, types.NamespacedName{Name: req.Namespace}, nsObj); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if nsObj.DeletionTimestamp != nil || !inScope(r.Scope, nil, nsObj) {
-		return reconcile.Result{}, nil // going away, or another installation's
+	nsObj, ok, err := detectkit.ReadNamespace(ctx, r.Cache, req.Namespace)
+	if !ok || !detectkit.InScope(r.Scope, nil, nsObj) {
+		return reconcile.Result{}, err // gone or going away, or another installation's
 	}
 	target := ReleaseTarget(req.Namespace, req.Name)
 	values := map[string]string{}
@@ -110,7 +106,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	now := r.Now()
 	policy, problems := ParsePolicy(rel.FirstDeployed, sources, false, r.Settings)
 	releaseRef := corev1.ObjectReference{APIVersion: ReleaseGroup + "/" + ReleaseVersion, Kind: ReleaseKind, Namespace: req.Namespace, Name: req.Name}
-	if err := ReportProblems(ctx, r.Reporter, log, releaseRef, namespaceRef(nsObj), problems, now); err != nil {
+	if err := ReportProblems(ctx, r.Reporter, log, releaseRef, detectkit.NamespaceRef(nsObj), problems, now); err != nil {
 		return reconcile.Result{}, err
 	}
 	key := lifecycle.KeyFor(DetectorName, target)
@@ -118,7 +114,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		if hasState(ctx, r.HasState, key) {
 			// It was scheduled: Decide clears what its Lease recorded (see Reconciler).
 			res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
-			countCommitted(res)
+			detectkit.CountCommitted(DetectorName, res)
 			return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 		}
 		return reconcile.Result{}, nil
@@ -144,7 +140,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			"expiry-outside|"+req.Namespace+"|"+req.Name+"|"+msg, now)
 	}
 	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
-	countCommitted(res)
+	detectkit.CountCommitted(DetectorName, res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }
 
@@ -195,7 +191,7 @@ func (r *HelmReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) e
 	if r.Scope != nil {
 		// A Namespace that joins the selector has its releases looked at.
 		nsMeta := &metav1.PartialObjectMetadata{}
-		nsMeta.SetGroupVersionKind(namespaceGVK)
+		nsMeta.SetGroupVersionKind(detectkit.NamespaceGVK)
 		b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.releasesOfNamespace),
 			builder.WithPredicates(nsscope.Joined(r.Scope)))
 	}

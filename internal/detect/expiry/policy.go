@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -71,9 +72,9 @@ type Settings struct {
 	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
 	// address as written in kustos.io/owner, or the owners file's); empty: any.
 	OwnerDomains egress.HostNames
-	// Acts: the mode carries Changes out (pr, direct); in observer mode nothing is removed, so
-	// nobody is told it was.
-	Acts bool
+	// CarriesOut: the mode carries Changes out (pr, direct); in observer mode nothing is
+	// removed, so nobody is told it was.
+	CarriesOut bool
 	// Mail: warnings go to owners by mail, so an owner needs an address; without mail the
 	// Warning Event (and a webhook, when configured) is the warning.
 	Mail bool
@@ -136,19 +137,7 @@ func (p Policy) Missing() []string {
 }
 
 // Problem is metadata Kustos cannot use: the object it is on, the key, the value and why.
-type Problem struct {
-	// On is where the value is: the object itself or its Namespace.
-	On    string
-	Key   string
-	Value string
-	Err   string
-	// Reason is the Warning Event's reason; "" is ReasonInvalidExpiry.
-	Reason string
-}
-
-func (p Problem) String() string {
-	return fmt.Sprintf("%s=%q on %s: %s", p.Key, lifecycle.Clip(p.Value, 64), p.On, p.Err)
-}
+type Problem = detectkit.Problem
 
 // Source is one place metadata is read from, in lookup order.
 type Source struct {
@@ -327,7 +316,7 @@ func ParseKinds(s string) ([]schema.GroupVersionKind, error) {
 		if gvk.Kind[0] < 'A' || gvk.Kind[0] > 'Z' {
 			return nil, fmt.Errorf("%q: %q is not a Kind (Kinds start with a capital letter: Deployment, not deployments)", item, gvk.Kind)
 		}
-		if gvk == namespaceGVK {
+		if gvk == detectkit.NamespaceGVK {
 			continue // always watched
 		}
 		if !seen[gvk] {

@@ -2,8 +2,6 @@ package inactivity
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/activity"
@@ -174,8 +172,9 @@ type Snapshot struct {
 	Settings Settings
 }
 
-// Decision is what Decide concluded for one target.
-type Decision struct {
+// Verdict is what Decide concluded for one target (the detector's own result; the pipeline
+// gets a lifecycle.Decision made of it).
+type Verdict struct {
 	Next Next
 	// At is when Next happens (zero for none and unknown).
 	At time.Time
@@ -206,8 +205,8 @@ const margin = time.Minute
 // pause (persistent) or delete. Activity, or a restart after a pause, starts over. When a source is
 // not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures times
 // in a row is terminated at once.
-func Decide(s Snapshot) Decision {
-	d := Decision{State: s.State, Next: NextNone}
+func Decide(s Snapshot) Verdict {
+	d := Verdict{State: s.State, Next: NextNone}
 	st := &d.State
 	if s.UID != "" && st.UID != s.UID {
 		if st.UID != "" {
@@ -384,7 +383,7 @@ func Decide(s Snapshot) Decision {
 // answered: the last one may predate activity that voids it (a login a minute before the
 // pause). The check loop looks at every target again after each check; RequeueAfter is the
 // fallback.
-func waitForCheck(s Snapshot, due time.Time, d *Decision, check time.Duration) bool {
+func waitForCheck(s Snapshot, due time.Time, d *Verdict, check time.Duration) bool {
 	if !s.Activity.CheckedAt.Before(due) {
 		return false
 	}
@@ -467,55 +466,4 @@ func describePause(p Pause) string {
 		return "scaled to zero"
 	}
 	return lifecycle.PathString(p.Field) + ": " + p.Value
-}
-
-// Supersedes: a pause or deletion for a later idle period replaces a declined or open one; the
-// same period again does not.
-var Supersedes = lifecycle.LaterEvidence("idleSince")
-
-// UnknownMessage says why nothing can be declared inactive: which sources, and in which state.
-// It goes to the tenant (an Event on the target), so it names no more than the source and its
-// status: the detail (Prometheus's error text, which can name internal stores and addresses) is
-// the operator's, in Kustos's log and `kustos inactivity plan`.
-func UnknownMessage(a activity.Activity) string {
-	if a.CheckedAt.IsZero() {
-		return "no activity check has completed yet; nothing is declared inactive until one does"
-	}
-	var parts []string
-	for _, s := range a.Sources {
-		if s.Status != activity.StatusOK {
-			parts = append(parts, fmt.Sprintf("%s: %s", s.Name, s.Status))
-		}
-	}
-	sort.Strings(parts)
-	if len(parts) == 0 {
-		parts = append(parts, "a source has not yet covered this target's idle time")
-	}
-	return "activity unknown, nothing is declared inactive: " + strings.Join(parts, "; ") + " (the reason is in Kustos's log)"
-}
-
-// AlertMessage is an alert's text.
-func AlertMessage(t lifecycle.Target, p Policy, d Decision) string {
-	what := "paused"
-	if p.Action == ActionDelete {
-		what = "deleted"
-	}
-	left := p.MaxAlerts - d.State.AlertsSent
-	return fmt.Sprintf("%s has not been used since %s (timeout %s); alert %d of %d: it will be %s at %s unless it is used before then. Owner %s.",
-		t, d.IdleSince.UTC().Format(time.RFC3339), p.From, d.State.AlertsSent, p.MaxAlerts,
-		what, d.ActAt.UTC().Format(time.RFC3339), orDash(p.Owner)) + remaining(left)
-}
-
-func remaining(left int) string {
-	if left <= 0 {
-		return " This was the last alert."
-	}
-	return ""
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

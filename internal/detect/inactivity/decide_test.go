@@ -21,7 +21,7 @@ func known(last, covered, at time.Time) activity.Activity {
 
 func settings() Settings {
 	s := DefaultSettings()
-	s.Acts = true
+	s.CarriesOut = true
 	return s
 }
 
@@ -364,28 +364,6 @@ func TestScheduleOverWeeks(t *testing.T) {
 		if d := changes[0].Sub(at); d < 0 || d > 2*every {
 			t.Errorf("alert %d said the pause comes at %s; it came at %s", i+1, at, changes[0])
 		}
-	}
-}
-
-func TestSupersedes(t *testing.T) {
-	mk := func(idle string, op lifecycle.EditOp) lifecycle.Change {
-		return lifecycle.Change{Edit: lifecycle.Edit{Op: op}, Evidence: []map[string]string{{"idleSince": idle}}}
-	}
-	cases := []struct {
-		name       string
-		newer, old lifecycle.Change
-		want       bool
-	}{
-		{"a later idle period replaces a declined pause", mk("2026-12-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
-		{"the same idle period does not", mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), false},
-		{"a different edit does", mk("2026-11-01T00:00:00Z", lifecycle.EditDelete), mk("2026-11-01T00:00:00Z", lifecycle.EditScaleToZero), true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, got := Supersedes(tc.newer, tc.old); got != tc.want {
-				t.Errorf("Supersedes = %v, want %v", got, tc.want)
-			}
-		})
 	}
 }
 

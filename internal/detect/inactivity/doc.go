@@ -10,4 +10,11 @@
 // object, its Namespace, the flags) and says precisely what it cannot use; Decide is a pure
 // function from a Snapshot (policy, activity, the Lease's state, now) to what happens next and
 // when. Its state (last activity, alerts sent) lives in the target's Lease, never on the target.
+//
+// Where things are: controller.go sets the detector up (the Reconciler, its watches) and holds
+// Reconcile; gather.go is what a reconcile reads (the target, its template and Namespace, the
+// scope, the policy and its problems, whether it runs, its activity); prober.go the exam
+// probes and how often they run; request.go is what a reconcile hands the pipeline (Decide over
+// the Lease); messages.go the findings and their texts; supersede.go which Change replaces
+// which; checkloop.go the Prometheus check loop and what each check queues again.
 package inactivity

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -128,8 +129,8 @@ type Settings struct {
 	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
 	// address as written in kustos.io/owner, or the owners file's); empty: any.
 	OwnerDomains egress.HostNames
-	// Acts: the mode carries Changes out (pr, direct).
-	Acts bool
+	// CarriesOut: the mode carries Changes out (pr, direct).
+	CarriesOut bool
 	// Mail: alerts go by mail, so an owner needs an address.
 	Mail bool
 }
@@ -157,15 +158,7 @@ type Policy struct {
 }
 
 // Problem is metadata Kustos cannot use.
-type Problem struct {
-	On, Key, Value, Err string
-	// Reason is the Warning Event's reason; "" is ReasonInvalidInactivity.
-	Reason string
-}
-
-func (p Problem) String() string {
-	return fmt.Sprintf("%s=%q on %s: %s", p.Key, lifecycle.Clip(p.Value, 64), p.On, p.Err)
-}
+type Problem = detectkit.Problem
 
 // ParsePolicy reads a target's policy from its sources (the target, its template object, its
 // Namespace) and the flags. A value that cannot be used is a Problem and leaves the target alone

@@ -1,6 +1,10 @@
-package lifecycle
+package detectkit
 
-import "time"
+import (
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
 
 // LaterEvidence is the Supersedes rule of a detector whose Changes name the cycle they belong
 // to by a time in their first evidence entry (key: the expiry detector's "deadline", the
@@ -9,8 +13,8 @@ import "time"
 // times, not as text: two writers of one instant (another offset, another precision) are one
 // cycle. A Change whose time is missing or unreadable replaces the old one, as a Change that
 // names no cycle always has.
-func LaterEvidence(key string) func(newer, old Change) (Change, bool) {
-	return func(newer, old Change) (Change, bool) {
+func LaterEvidence(key string) func(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	return func(newer, old lifecycle.Change) (lifecycle.Change, bool) {
 		tn, okNew := evidenceTime(newer, key)
 		if !okNew || newer.Edit.Op != old.Edit.Op {
 			return newer, true
@@ -21,7 +25,7 @@ func LaterEvidence(key string) func(newer, old Change) (Change, bool) {
 }
 
 // evidenceTime reads the time under key of c's first evidence entry (RFC 3339).
-func evidenceTime(c Change, key string) (time.Time, bool) {
+func evidenceTime(c lifecycle.Change, key string) (time.Time, bool) {
 	if len(c.Evidence) == 0 {
 		return time.Time{}, false
 	}

@@ -1,0 +1,81 @@
+package expiry
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// gathered is what one look at a target found, for the pipeline's Decide to read with the
+// target's Lease.
+type gathered struct {
+	target lifecycle.Target
+	uid    string
+	policy Policy
+	now    time.Time
+}
+
+// gather reads the object n and its Namespace from the cache, tells whether this installation
+// serves it, reads its policy and reports what of its metadata cannot be used (and whether it
+// is an orphan). ok is false when there is nothing to decide about: the object or its
+// Namespace is gone or going, or it is another installation's.
+func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log logr.Logger) (g gathered, ok bool, err error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(r.Kind)
+	if ok, err := detectkit.ReadTarget(ctx, r.Cache, n, obj, func(bool) { r.setOrphan(n, false) }); !ok {
+		return g, false, err
+	}
+	var nsObj *metav1.PartialObjectMetadata
+	var nsMeta *Meta
+	if obj.Namespace != "" {
+		ns, ok, err := detectkit.ReadNamespace(ctx, r.Cache, obj.Namespace)
+		if !ok {
+			return g, false, err
+		}
+		nsObj, nsMeta = ns, &Meta{Labels: ns.Labels, Annotations: ns.Annotations}
+	}
+	if !detectkit.InScope(r.Scope, obj, nsObj) {
+		// Another installation's (or it left the selector): no Event, no decision; a proposal
+		// already open stays for people to close.
+		r.setOrphan(n, false)
+		return g, false, nil
+	}
+	g = gathered{target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.UID), now: r.Now()}
+	var problems []Problem
+	g.policy, problems = ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(g.target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
+	if err := ReportProblems(ctx, r.Reporter, log, detectkit.RefOf(r.Kind, obj), detectkit.NamespaceRef(nsObj), problems, g.now); err != nil {
+		return g, false, err
+	}
+	r.setOrphan(n, len(g.policy.Missing()) > 0 && len(problems) == 0)
+	return g, true, nil
+}
+
+// SourcesOf are the places an object's expiry metadata is looked up, in order: the object,
+// then its namespace (nil for Namespaces and cluster-scoped kinds). The controller and
+// `kustos expiry plan` both use it.
+func SourcesOf(t lifecycle.Target, obj Meta, ns *Meta) []Source {
+	out := []Source{{Name: t.String(), Meta: obj}}
+	if ns != nil && t.Namespace != "" {
+		out = append(out, Source{Name: "Namespace/" + t.Namespace, Meta: *ns})
+	}
+	return out
+}
+
+// ReportProblems writes one Warning Event per unusable value, on the object that carries it
+// (target, or its namespace ns; nil for targets without one), with a log line and a metric.
+// Workloads, helm releases and vSphere VMs share it.
+func ReportProblems(ctx context.Context, rep Reporter, log logr.Logger, target corev1.ObjectReference, ns *corev1.ObjectReference,
+	problems []Problem, now time.Time) error {
+	var others []corev1.ObjectReference
+	if ns != nil {
+		others = []corev1.ObjectReference{*ns}
+	}
+	return detectkit.Problems{Detector: DetectorName, Reason: ReasonInvalidExpiry, Reporter: rep, Log: log}.Report(ctx, target, others, nil, problems, now)
+}
