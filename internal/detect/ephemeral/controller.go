@@ -577,7 +577,7 @@ func allForbidden(errs field.ErrorList) bool {
 	return len(errs) > 0
 }
 
-func evaluationOf(d Decision, now time.Time) *v1alpha1.Evaluation {
+func evaluationOf(d Verdict, now time.Time) *v1alpha1.Evaluation {
 	ev := &v1alpha1.Evaluation{Time: metav1.NewTime(now), Due: d.Due}
 	for _, res := range d.Results {
 		cr := v1alpha1.ConditionResult{Index: int32(res.Index), Value: res.Value} // at most 16 conditions (the CRD's MaxItems)
@@ -589,7 +589,7 @@ func evaluationOf(d Decision, now time.Time) *v1alpha1.Evaluation {
 	return ev
 }
 
-func failures(d Decision) string {
+func failures(d Verdict) string {
 	var parts []string
 	for _, res := range d.Results {
 		if res.Err != nil {
@@ -599,7 +599,7 @@ func failures(d Decision) string {
 	return strings.Join(parts, "; ") + " (a condition that cannot be evaluated counts as false)"
 }
 
-func falseOnes(d Decision) string {
+func falseOnes(d Verdict) string {
 	var idx []string
 	for _, res := range d.Results {
 		if !res.Value {
