@@ -86,7 +86,8 @@ func (p *Pipeline) pendingOf(ctx context.Context, key lifecycle.Key, rec state.R
 		return pendingNone, nil, nil
 	}
 	var c lifecycle.Change
-	if err := json.Unmarshal([]byte(rec.Pending), &c); err != nil || c.Key != key {
+	// Unreadable (a hand edit) is a state plan handles, not an error.
+	if readable := json.Unmarshal([]byte(rec.Pending), &c) == nil && c.Key == key; !readable {
 		return pendingUnreadable, nil, nil
 	}
 	if rec.PendingBy == "" || rec.PendingBy == p.Identity {
