@@ -195,7 +195,7 @@ func TestCleanerHelmReleaseNotAllowed(t *testing.T) {
 	dumpOnFailure(t, k)
 
 	refused := waitEvents(t, ns, pipeline.ReasonDeleteNotAllowed, 1)[0]
-	if refused.Type != corev1.EventTypeWarning || !strings.Contains(refused.Message, "--allow=ephemeral:delete:helm.sh/releases") ||
+	if refused.Type != corev1.EventTypeWarning || !strings.Contains(refused.Message, "--allow=cleaner:delete:helm.sh/releases") ||
 		!strings.Contains(refused.Message, ns+"/preview") {
 		t.Errorf("DeleteNotAllowed Event about %s (%s): %s", refused.InvolvedObject.Name, refused.Type, refused.Message)
 	}

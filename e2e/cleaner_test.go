@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
@@ -224,7 +225,8 @@ func TestCleanerObserverMode(t *testing.T) {
 			case "Cleaner.kustos.io/" + ns + "/sfj-commit--account":
 				cleanerRow = r.Ready == "True"
 			case "Service.serving.knative.dev/" + ns + "/sfj-commit--account":
-				keyRow = r.Detector == "ephemeral" && r.LastAction != nil && r.Pending == ""
+				// The Key is ephemeral/…; people read the detector as cleaner.
+				keyRow = r.Detector == "cleaner" && r.LastAction != nil && r.Pending == ""
 			}
 		}
 		if !cleanerRow || !keyRow {
@@ -259,6 +261,36 @@ func TestCleanerObserverMode(t *testing.T) {
 	if !exists(t, ksvcGVK, ns, "sfj-commit--account") || getCleaner(t, ns, "sfj-commit--account") == nil {
 		t.Fatal("observer mode deleted something")
 	}
+	// The metrics name the detector cleaner, as people do: the Cleaner's reconciles and its
+	// pipeline's health alike (its Keys keep the ephemeral prefix).
+	for _, name := range []string{"kustos_reconcile_duration_seconds", "kustos_changes_failing"} {
+		if got := detectorLabels(t, name); !got["cleaner"] || got["ephemeral"] {
+			t.Errorf("%s has detector labels %v, want cleaner and never ephemeral", name, got)
+		}
+	}
+}
+
+// detectorLabels are the values of the detector label of the metric name in this process.
+func detectorLabels(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "detector" {
+					out[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestCleanerDirect: in direct mode the due Cleaner deletes the target marked for deletion (not

@@ -66,7 +66,7 @@ func TestCleanerSinkRefused(t *testing.T) {
 	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}, Spec: v1alpha1.CleanerSpec{
 		TTL: "1s", CloudEventSink: s.url,
 	}})
-	before := refusals(t, ephemeral.DetectorName, egress.ClassLoopback)
+	before := refusals(t, ephemeral.Name, egress.ClassLoopback)
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
 		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
@@ -89,8 +89,8 @@ func TestCleanerSinkRefused(t *testing.T) {
 	if getCleaner(t, ns, "preview") == nil {
 		t.Error("the Cleaner was deleted although its CloudEvent was never delivered")
 	}
-	if after := refusals(t, ephemeral.DetectorName, egress.ClassLoopback); after <= before {
-		t.Errorf("kustos_egress_refused_total{detector=ephemeral,reason=loopback} stayed at %v", after)
+	if after := refusals(t, ephemeral.Name, egress.ClassLoopback); after <= before {
+		t.Errorf("kustos_egress_refused_total{detector=cleaner,reason=loopback} stayed at %v", after)
 	}
 	if got := k.logs.String(); !strings.Contains(got, "127.0.0.1") || !strings.Contains(got, "loopback") {
 		t.Error("the operator's log does not say which address was refused and why")

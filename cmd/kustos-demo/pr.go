@@ -111,7 +111,7 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 		"--allowed-destinations=127.0.0.1/32",
 		// Deletion is an opt-in per detector and kind: the Cleaner act's preview (not in Git)
 		// and the Cleaner itself are deleted from the cluster.
-		"--allow-delete=ephemeral:serving.knative.dev/services,ephemeral:serving.knative.dev/revisions,ephemeral:kustos.io/cleaners"}
+		"--allow-delete=cleaner:serving.knative.dev/services,cleaner:serving.knative.dev/revisions,cleaner:kustos.io/cleaners"}
 	a.step("starting a second kustos run: " + strings.Join(redact(append(args[2:3:3], args[5:]...), tokenFile), " "))
 	stop, err := a.startKustos("kustos (PR mode)", kustosBin, args)
 	if err != nil {

@@ -123,9 +123,10 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
 	pl := *base
-	pl.Detector = ephemeral.DetectorName
+	// People's name for the detector (metrics, logs); its Keys keep ephemeral.DetectorName.
+	pl.Detector = ephemeral.Name
 	pl.Vocab = cleanerVocabulary()
-	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
+	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.Name)
 	if o.Mode == ModePR {
 		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
 	}
@@ -147,7 +148,7 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 	}
 	// A sink is a tenant's URL: the egress client refuses destinations outside
 	// --allowed-destinations and follows no redirect.
-	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.DetectorName, Log: o.Log.WithName("egress")}
+	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: ephemeral.Name, Log: o.Log.WithName("egress")}
 	sink := &cloudevent.Sender{Source: cloudevent.DefaultSource, HTTP: guard.Client(cloudevent.DefaultHTTPTimeout)}
 	uninstaller := &helmrelease.Uninstaller{Config: jsonCfg, Log: o.Log.WithName("helm")}
 	r := &ephemeral.Reconciler{

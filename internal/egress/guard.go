@@ -59,7 +59,7 @@ const DialTimeout = 10 * time.Second
 type Guard struct {
 	// Policy is --allowed-destinations.
 	Policy Policy
-	// Detector names the user in the refusal metric and log lines ("inactivity", "ephemeral").
+	// Detector names the user in the refusal metric and log lines ("inactivity", "cleaner").
 	Detector string
 	// Resolver looks names up; nil: net.DefaultResolver.
 	Resolver Resolver

@@ -14,8 +14,10 @@
 // pipeline remembers, and how a newer Change supersedes an open one. It knows nothing of
 // Leases, pull requests or Events.
 //
-// Run is a state machine: plan (pure, in plan.go, table-tested) says what to do in a situation;
-// Run gathers the situation and carries the step out. Every step is idempotent and every write
+// Run is a state machine, one look after another: gather (gather.go) reads the Lease, the
+// forge and the detector's decision into a situation and writes nothing; plan (pure, in plan.go,
+// table-tested) says what to do in it; execute carries that step out, and a step that changed the
+// Lease makes Run look again. Every step is idempotent and every write
 // is conditional on the Lease version read, so a crash between any two steps or a second replica
 // acting at the same time ends in one proposal and one Event per decision.
 package pipeline

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -197,174 +196,99 @@ func (p *Pipeline) run(ctx context.Context, req Request) (Result, error) {
 	var out Result
 	carried := false
 	for i := 0; i < maxSteps; i++ {
-		r := &run{p: p, req: req, log: log, rec: rec, out: &out, carried: &carried}
-		done, err := r.step(ctx)
-		if err != nil || done {
+		r := &run{p: p, req: req, log: log, rec: rec, out: &out}
+		e, err := r.step(ctx, carried)
+		if err != nil || e == endStop {
 			return out, err
 		}
+		carried = carried || e == endCarried
 		rec = r.rec
 	}
 	return out, fmt.Errorf("pipeline: %s: no stable state after %d steps", req.Key, maxSteps)
 }
 
-// run is one step's working set.
+// end is how a step ended.
+type end int
+
+const (
+	// endStop: the step waits for the world (or failed); Run returns.
+	endStop end = iota
+	// endLook: the step changed the Lease; Run looks again.
+	endLook
+	// endCarried: the step carried the decision out (or dropped it) and changed the Lease; Run
+	// looks again only to learn when to look next.
+	endCarried
+)
+
+// run is one step's working set: the Lease as the step leaves it (rec), and what the look found.
 type run struct {
 	p   *Pipeline
 	req Request
 	log logr.Logger
 	rec state.Record
 	out *Result
-	// carried is set once a Change was carried out in this Run: the next look only asks the
-	// detector when to look again, it never carries out a second decision in the same Run.
-	carried *bool
-
-	pending  *lifecycle.Change
-	proposed lifecycle.Change
-	status   lifecycle.ProposalState
-	decision Decision
+	look
 }
 
-// step gathers the situation, plans and carries out one step. done is true when Run should
-// stop (the step waits for the world); false when the Lease changed and Run looks again.
-func (r *run) step(ctx context.Context) (done bool, err error) {
-	p, rec := r.p, r.rec
-	s := situation{proposing: p.Proposals != nil, holder: rec.Holder != ""}
-	now := r.req.Now
+// step looks at the Key (gather), plans and carries out one step.
+func (r *run) step(ctx context.Context, carried bool) (end, error) {
+	lk, err := r.p.gather(ctx, r.req, r.rec, carried)
+	r.track(lk)
+	if err != nil {
+		if re := (*readError)(nil); errors.As(err, &re) {
+			return r.forgeError(re.what, re.err)
+		}
+		return endStop, err
+	}
+	r.look = lk
+	if lk.decided {
+		if err := r.reportFindings(ctx, lk.decision.Findings); err != nil {
+			return endStop, err
+		}
+	}
+	st := plan(lk.s)
+	r.log.V(1).Info("pipeline step", "step", st.String())
+	return r.execute(ctx, st)
+}
 
-	if rec.Pending != "" {
-		s.pending = pendingOurs
-		var c lifecycle.Change
-		if err := json.Unmarshal([]byte(rec.Pending), &c); err != nil || c.Key != r.req.Key {
-			s.pending = pendingUnreadable
+// track records what the look saw of the Key's proposal, for the health metrics (what was
+// read before a read failed, too).
+func (r *run) track(lk look) {
+	p := r.p
+	if lk.read {
+		if st := lk.status; st.State == lifecycle.ProposalOpen {
+			tracked.proposalOpen(p.trackKey(r.rec.Key), st.Number, st.OpenedAt, r.req.Now, p.pollInterval())
 		} else {
-			r.pending = &c
-			if rec.PendingBy != "" && rec.PendingBy != p.Identity {
-				s.pending = pendingOtherGone
-				if p.Alive != nil {
-					alive, err := p.Alive(ctx, rec.PendingBy)
-					if err != nil {
-						return true, err
-					}
-					if alive {
-						s.pending = pendingOtherAlive
-					}
-				}
-			}
+			tracked.proposalGone(p.trackKey(r.rec.Key))
 		}
 	}
-	if s.pending == pendingOurs && rec.Queued != "" && !s.holder {
-		// Nothing of a queued decision reached the forge: the detector may still take it back
-		// (the environment was extended or used while it waited) or ask for more.
-		if done, err := r.requeue(ctx); done || err != nil {
-			return done, err
-		}
-		if r.rec.Version != rec.Version {
-			return false, nil
-		}
-	}
-	if rec.Proposed != "" {
-		_ = json.Unmarshal([]byte(rec.Proposed), &r.proposed) // unreadable: proposes nothing, so any change supersedes it
-	}
-	if s.proposing && s.holder && (s.pending == pendingOurs || s.pending == pendingNone) {
-		n, ok := state.HolderNumber(rec.Holder)
-		if !ok {
-			s.proposal = proposalGone
-		} else {
-			st, err := p.Proposals.Status(ctx, rec.Key, n)
-			if err != nil {
-				return r.forgeError("reading the proposal", err)
-			}
-			r.status = st
-			s.proposal = proposalOf(st.State)
-			if st.State == lifecycle.ProposalOpen {
-				tracked.proposalOpen(p.trackKey(rec.Key), st.Number, st.OpenedAt, now, p.pollInterval())
-			} else {
-				tracked.proposalGone(p.trackKey(rec.Key))
-			}
-			if st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
-				// Not the head the Lease records: a human's commit, or Kustos's own pushed just
-				// before a crash (or a lost Lease write) kept the Lease from recording it.
-				own, err := p.Proposals.OwnCommit(ctx, rec.Key, st.HeadSHA)
-				if err != nil {
-					return r.forgeError("reading the proposal's head commit", err)
-				}
-				s.foreignHead = !own
-			}
-			s.mergeable = mergeabilityOf(st)
-		}
-	}
-	if !s.holder {
+	if !lk.s.holder {
 		tracked.proposalGone(p.trackKey(r.req.Key))
 	}
-	if s.proposing && !s.holder && s.pending == pendingOurs && rec.Queued == "" {
-		// A queued decision is not looked for on the forge at every look (hundreds of them
-		// would spend GitHub's limits on nothing): the actuator looks once, when it may go.
-		_, closed, err := p.Proposals.ClosedSince(ctx, *r.pending, rec.PendingSince)
-		if err != nil {
-			return r.forgeError("looking for a closed proposal", err)
-		}
-		s.closedSincePending = closed
-	}
-	if s.pending == pendingNone {
-		s.autoMerge = r.req.AutoMerge
-		open := s.proposing && s.holder && s.proposal == proposalOpen
-		declined := !s.holder && rec.ClosedValues != ""
-		v := View{LastModified: rec.LastModified, ProposalOpen: open, Declined: declined, Bag: rec.Bag}
-		if open {
-			v.ProposalNumber, _ = state.HolderNumber(rec.Holder)
-		}
-		if s.holder && r.proposed.Key != "" {
-			proposed := r.proposed
-			v.Proposed = &proposed
-		}
-		if stop, done, err := r.heed(ctx, r.req.Decide(v)); stop {
-			return done, err
-		}
-		s.withdraw = r.decision.Change == nil && r.decision.Withdraw != ""
-		if c := r.decision.Change; c != nil {
-			s.change = true
-			switch {
-			case s.holder:
-				_, s.supersedes = r.supersedes(*c, r.proposed)
-			case rec.ClosedValues != "":
-				s.declined = true
-				var closed lifecycle.Change
-				if json.Unmarshal([]byte(rec.ClosedValues), &closed) != nil {
-					s.supersedes = true
-				} else {
-					_, s.supersedes = r.supersedes(*c, closed)
-				}
-			}
-		}
-	}
+}
 
-	st := plan(s)
-	switch {
-	case *r.carried && (st == stepCommit || st == stepUpdate):
-		st = stepIdle
-	case *r.carried && st == stepRebuild:
-		st = stepPoll // a rebuild that could not be carried out is tried again at the next poll
-	}
-	r.log.V(1).Info("pipeline step", "step", st.String())
+// execute carries out the step plan chose.
+func (r *run) execute(ctx context.Context, st step) (end, error) {
+	p, rec, now := r.p, r.rec, r.req.Now
 	switch st {
+	case stepKeepBag:
+		return r.keepBag(ctx)
 	case stepWait:
 		r.log.V(1).Info("another replica is carrying out the pending decision; waiting", "replica", rec.PendingBy,
 			"since", rec.PendingSince)
 		r.out.RequeueAfter = p.waitInterval()
-		return true, nil
+		return endStop, nil
 	case stepDropPending:
-		metrics.InvalidInput.WithLabelValues(p.Detector, "state_lease").Inc()
-		msg := fmt.Sprintf("state lease %s holds a pending decision Kustos cannot read; it is dropped and the target decided afresh", rec.LeaseName())
-		r.log.Error(errors.New("unreadable pending decision"), msg)
-		if err := r.notifyWarning(ctx, ReasonInvalidState, msg, "pending|"+rec.LeaseName()+"|"+rec.Version); err != nil {
-			return true, err
-		}
-		r.rec, err = p.Store.ClearPending(ctx, rec)
-		return r.next(err)
+		return r.dropPending(ctx)
 	case stepTakePending:
 		r.log.Info("replaying a pending decision left by a replica that is gone", "replica", rec.PendingBy, "since", rec.PendingSince)
+		var err error
 		r.rec, err = p.Store.TakePending(ctx, rec)
 		return r.next(err)
+	case stepDropQueued:
+		return r.dropQueued(ctx)
+	case stepReplaceQueued:
+		return r.commit(ctx, r.superseding, rec.LastModified)
 	case stepReplay:
 		return r.apply(ctx, *r.pending)
 	case stepMerged:
@@ -373,13 +297,13 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return r.declined(ctx)
 	case stepForgetHolder:
 		r.log.Info("the proposal of the lease holder is gone; unlocking", "holder", rec.Holder)
+		var err error
 		r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues)
 		return r.next(err)
 	case stepForeignHead:
 		return r.foreignHead(ctx)
 	case stepUpdate:
-		next, _ := r.supersedes(*r.decision.Change, r.proposed)
-		return r.commit(ctx, next, now)
+		return r.commit(ctx, r.superseding, now)
 	case stepRebuild:
 		r.log.Info("rebuilding the proposal on its new base", "number", r.status.Number, "mergeableState", r.status.MergeableState)
 		return r.commit(ctx, r.proposed, rec.LastModified)
@@ -389,32 +313,64 @@ func (r *run) step(ctx context.Context) (done bool, err error) {
 		return r.withdraw(ctx)
 	case stepPoll:
 		r.out.RequeueAfter = minPositive(p.pollInterval(), r.decision.RequeueAfter)
-		return true, nil
+		return endStop, nil
 	case stepCommit:
 		return r.commit(ctx, *r.decision.Change, now)
 	case stepIdle:
 		r.out.RequeueAfter = r.decision.RequeueAfter
-		return true, nil
+		return endStop, nil
 	}
-	return true, fmt.Errorf("pipeline: unknown step %v", st)
+	return endStop, fmt.Errorf("pipeline: unknown step %v", st)
 }
 
-// supersedes applies the detector's rule; a detector without one (the Cleaner's: one decision
-// per object version) never supersedes an open or declined proposal.
-func (r *run) supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
-	if r.req.Supersedes == nil {
-		return old, false
+// keepBag writes the detector's new Bag; Run looks again on the newer Lease.
+func (r *run) keepBag(ctx context.Context) (end, error) {
+	var err error
+	if r.rec, err = r.p.Store.SetBag(ctx, r.rec, r.decision.Bag); err != nil {
+		if errors.Is(err, state.ErrBag) {
+			return endStop, fmt.Errorf("detector %s: %w", r.p.Detector, err)
+		}
+		return r.conflictOr(err)
 	}
-	return r.req.Supersedes(newer, old)
+	return endLook, nil
+}
+
+// dropPending reports the pending decision Kustos cannot read, clears it and decides afresh.
+func (r *run) dropPending(ctx context.Context) (end, error) {
+	p, rec := r.p, r.rec
+	metrics.InvalidInput.WithLabelValues(p.Detector, "state_lease").Inc()
+	msg := fmt.Sprintf("state lease %s holds a pending decision Kustos cannot read; it is dropped and the target decided afresh", rec.LeaseName())
+	r.log.Error(errors.New("unreadable pending decision"), msg)
+	if err := r.notifyWarning(ctx, ReasonInvalidState, msg, "pending|"+rec.LeaseName()+"|"+rec.Version); err != nil {
+		return endStop, err
+	}
+	var err error
+	r.rec, err = p.Store.ClearPending(ctx, rec)
+	return r.next(err)
+}
+
+// dropQueued drops the queued decision the detector withdrew: one Event, and the pending
+// decision cleared.
+func (r *run) dropQueued(ctx context.Context) (end, error) {
+	p, rec, d := r.p, r.rec, r.decision
+	msg := fmt.Sprintf("The queued proposal %s is dropped: %s", describe(*r.pending), d.Withdraw)
+	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn, msg, "dequeued|"+string(rec.Key)+"|"+rec.PendingSince.UTC().Format(time.RFC3339Nano)); err != nil {
+		return endStop, err
+	}
+	tracked.notQueued(p.trackKey(rec.Key))
+	r.log.Info("queued proposal dropped", "why", d.Withdraw)
+	var err error
+	r.rec, err = p.Store.ClearPending(ctx, rec)
+	return r.carriedOut(err)
 }
 
 // commit records c as the pending decision (the commit point: a conflict means someone else
 // decided first, and nothing is carried out), then carries it out. lastModified is the
 // decision time recorded (a rebuild keeps the cooldown where it was).
-func (r *run) commit(ctx context.Context, c lifecycle.Change, lastModified time.Time) (bool, error) {
+func (r *run) commit(ctx context.Context, c lifecycle.Change, lastModified time.Time) (end, error) {
 	pending, err := json.Marshal(c)
 	if err != nil {
-		return true, fmt.Errorf("encoding decision: %w", err)
+		return endStop, fmt.Errorf("encoding decision: %w", err)
 	}
 	if r.rec, err = r.p.Store.MarkModified(ctx, r.rec, lastModified, string(pending)); err != nil {
 		return r.conflictOr(err)
@@ -426,7 +382,7 @@ func (r *run) commit(ctx context.Context, c lifecycle.Change, lastModified time.
 }
 
 // apply carries out the pending decision c and records what came of it.
-func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
+func (r *run) apply(ctx context.Context, c lifecycle.Change) (end, error) {
 	p := r.p
 	decidedAt := r.rec.LastModified
 	opts := r.req.Options
@@ -454,30 +410,7 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	}
 	if err != nil {
 		if reason, ok := findingReason(err); ok {
-			// No actuator can carry this change: say why, show it in observer form, and forget
-			// the pending decision; the detector goes on (the cooldown started with the decision).
-			r.log.Info("change cannot be carried out", "reason", reason, "error", err.Error())
-			switch reason {
-			case ReasonDeleteNotAllowed:
-				// A detector wants something gone that the operator did not let it delete:
-				// visible on a dashboard, not only in Events.
-				metrics.InvalidInput.WithLabelValues(p.Detector, "delete_not_allowed").Inc()
-			case ReasonPauseNotAllowed:
-				metrics.InvalidInput.WithLabelValues(p.Detector, "pause_not_allowed").Inc()
-			case ReasonOutsideNamespace:
-				metrics.InvalidInput.WithLabelValues(p.Detector, "helm_release").Inc()
-			}
-			if werr := r.notifyWarning(ctx, reason, err.Error(), reason+"|"+string(c.Key)+"|"+err.Error()); werr != nil {
-				return true, werr
-			}
-			if rerr := p.Reporter.Record(ctx, c, decidedAt); rerr != nil {
-				return true, rerr
-			}
-			// Done for now: the next decision comes when the detector asks (its cooldown started
-			// with this decision), never in this Run, which would report the same finding again.
-			*r.carried = true
-			r.rec, err = p.Store.ClearPending(ctx, r.rec)
-			return r.next(err)
+			return r.cannotCarry(ctx, c, decidedAt, reason, err)
 		}
 		return r.forgeError("carrying out the change", err)
 	}
@@ -486,31 +419,64 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 		if out.Applied && p.Vocab.Applied != "" {
 			msg := fmt.Sprintf("Applied %s", describe(c))
 			if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Applied, msg, "applied|"+string(c.Key)+"|"+decidedAt.UTC().Format(time.RFC3339Nano)); err != nil {
-				return true, err
+				return endStop, err
 			}
 		}
 		// Done: look once more, so that the detector says when to look again (its cooldown).
-		*r.carried = true
 		r.rec, err = p.Store.ClearPending(ctx, r.rec)
-		return r.next(err)
+		return r.carriedOut(err)
 	}
-	res := *out.Proposal
+	return r.proposedAs(ctx, c, *out.Proposal)
+}
+
+// cannotCarry handles a Change no actuator can carry (reason says why): say why, show it in
+// observer form, and forget the pending decision; the detector goes on (the cooldown started
+// with the decision).
+func (r *run) cannotCarry(ctx context.Context, c lifecycle.Change, decidedAt time.Time, reason string, cause error) (end, error) {
+	p := r.p
+	r.log.Info("change cannot be carried out", "reason", reason, "error", cause.Error())
+	switch reason {
+	case ReasonDeleteNotAllowed:
+		// A detector wants something gone that the operator did not let it delete:
+		// visible on a dashboard, not only in Events.
+		metrics.InvalidInput.WithLabelValues(p.Detector, "delete_not_allowed").Inc()
+	case ReasonPauseNotAllowed:
+		metrics.InvalidInput.WithLabelValues(p.Detector, "pause_not_allowed").Inc()
+	case ReasonOutsideNamespace:
+		metrics.InvalidInput.WithLabelValues(p.Detector, "helm_release").Inc()
+	}
+	if werr := r.notifyWarning(ctx, reason, cause.Error(), reason+"|"+string(c.Key)+"|"+cause.Error()); werr != nil {
+		return endStop, werr
+	}
+	if rerr := p.Reporter.Record(ctx, c, decidedAt); rerr != nil {
+		return endStop, rerr
+	}
+	// Done for now: the next decision comes when the detector asks (its cooldown started
+	// with this decision), never in this Run, which would report the same finding again.
+	var err error
+	r.rec, err = p.Store.ClearPending(ctx, r.rec)
+	return r.carriedOut(err)
+}
+
+// proposedAs records the proposal res that carries c: an Event, then the lock.
+func (r *run) proposedAs(ctx context.Context, c lifecycle.Change, res lifecycle.Proposal) (end, error) {
+	p := r.p
 	if res.AlreadyInBase {
 		// A merged PR waiting for Argo CD or Flux: the change is done.
 		r.log.Info("the base branch already holds the change; waiting for the GitOps tool to sync")
-		*r.carried = true
+		var err error
 		r.rec, err = p.Store.ClearPending(ctx, r.rec)
-		return r.next(err)
+		return r.carriedOut(err)
 	}
 	proposed, err := json.Marshal(c)
 	if err != nil {
-		return true, fmt.Errorf("encoding proposal: %w", err)
+		return endStop, fmt.Errorf("encoding proposal: %w", err)
 	}
 	// The Event first (its name is deterministic, so a replay writes it once), then the lock.
 	msg := fmt.Sprintf("Pull request #%d proposes %s: %s", res.Number, describe(c), res.URL)
 	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Proposed, msg,
 		fmt.Sprintf("proposed|%s|%d|%s", c.Key, res.Number, describe(c))); err != nil {
-		return true, err
+		return endStop, err
 	}
 	if r.rec, err = p.Store.Lock(ctx, r.rec, state.HolderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
 		return r.conflictOr(err)
@@ -524,65 +490,13 @@ func (r *run) apply(ctx context.Context, c lifecycle.Change) (bool, error) {
 	}
 	r.log.Info("pull request proposed", "number", res.Number, "url", res.URL, "created", res.Created, "committed", res.Committed)
 	r.out.RequeueAfter = p.pollInterval()
-	return true, nil
-}
-
-// heed takes in what the detector decided besides its Change: the decision becomes the step's,
-// its Findings are reported and a changed Bag is written. stop is true when the step ends with
-// that (an error, or the Bag written: Run looks again on the newer Lease), and done and err are
-// then what the step returns.
-func (r *run) heed(ctx context.Context, d Decision) (stop, done bool, err error) {
-	r.decision = d
-	if err := r.reportFindings(ctx, d.Findings); err != nil {
-		return true, true, err
-	}
-	if d.Bag == nil || maps.Equal(d.Bag, r.rec.Bag) {
-		return false, false, nil
-	}
-	if r.rec, err = r.p.Store.SetBag(ctx, r.rec, d.Bag); err != nil {
-		if errors.Is(err, state.ErrBag) {
-			return true, true, fmt.Errorf("detector %s: %w", r.p.Detector, err)
-		}
-		done, err = r.conflictOr(err)
-		return true, done, err
-	}
-	return true, false, nil
-}
-
-// requeue asks the detector about a queued decision as if its proposal were open (it is, in
-// Kustos's queue): a withdrawal drops it, a Change that supersedes it replaces it (keeping the
-// cooldown where it was), anything else keeps it waiting. done is true when the step ends
-// here; a changed Lease (r.rec) sends Run to look again.
-func (r *run) requeue(ctx context.Context) (done bool, err error) {
-	p, rec := r.p, r.rec
-	pending := *r.pending
-	d := r.req.Decide(View{LastModified: rec.LastModified, ProposalOpen: true, Declined: rec.ClosedValues != "", Bag: rec.Bag, Proposed: &pending})
-	if stop, done, err := r.heed(ctx, d); stop {
-		return done, err
-	}
-	switch {
-	case d.Change == nil && d.Withdraw != "":
-		msg := fmt.Sprintf("The queued proposal %s is dropped: %s", describe(pending), d.Withdraw)
-		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn, msg, "dequeued|"+string(rec.Key)+"|"+rec.PendingSince.UTC().Format(time.RFC3339Nano)); err != nil {
-			return true, err
-		}
-		tracked.notQueued(p.trackKey(rec.Key))
-		r.log.Info("queued proposal dropped", "why", d.Withdraw)
-		*r.carried = true
-		r.rec, err = p.Store.ClearPending(ctx, rec)
-		return r.next(err)
-	case d.Change != nil:
-		if next, ok := r.supersedes(*d.Change, pending); ok {
-			return r.commit(ctx, next, rec.LastModified)
-		}
-	}
-	return false, nil
+	return endStop, nil
 }
 
 // queued keeps the pending decision waiting for room (the budget) or for its group's window:
 // one ProposalQueued Event per decision and reason (a group's gathering is by design and says
 // nothing), the reason in the Lease for `kustos status`, and a look again when it may go.
-func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedError) (bool, error) {
+func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.QueuedError) (end, error) {
 	p := r.p
 	tracked.proposalQueued(p.trackKey(c.Key), r.req.Now)
 	r.log.V(1).Info("proposal waits", "reason", q.Reason, "message", q.Message, "until", q.Until)
@@ -592,7 +506,7 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 		// Reported at an earlier look: the Lease records this failure as the reason it waits.
 	case q.Failed:
 		if err := r.held(ctx, c, q); err != nil {
-			return true, err
+			return endStop, err
 		}
 	case q.Reason != lifecycle.QueuedGathering:
 		msg := fmt.Sprintf("The proposal %s waits: %s", describe(c), q.Message)
@@ -602,7 +516,7 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 		}
 		id := fmt.Sprintf("queued|%s|%s|%s", c.Key, q.Reason, r.rec.PendingSince.UTC().Format(time.RFC3339Nano))
 		if err := r.notify(ctx, corev1.EventTypeNormal, ReasonQueued, msg, id); err != nil {
-			return true, err
+			return endStop, err
 		}
 	}
 	// The reason in the Lease, for `kustos status` and for the next look (requeue).
@@ -617,7 +531,7 @@ func (r *run) queued(ctx context.Context, c lifecycle.Change, q *lifecycle.Queue
 		d = time.Second
 	}
 	r.out.RequeueAfter = minPositive(d, r.decision.RequeueAfter)
-	return true, nil
+	return endStop, nil
 }
 
 // progress is the Key's record of the steps before its Change, as the actuator sees it
@@ -687,7 +601,7 @@ func (r *run) tellOwner(ctx context.Context, id, kind, text string, target lifec
 
 // merged unlocks the Lease after the proposal was merged (by Kustos or a human); last-modified
 // starts the cooldown and the memory of a declined proposal is forgotten.
-func (r *run) merged(ctx context.Context) (bool, error) {
+func (r *run) merged(ctx context.Context) (end, error) {
 	if r.rec.Steps[stepWithdrawal] == withdrawalOf(r.rec) {
 		// A withdrawal of this proposal was under way (a crash, or a failure, came between it
 		// and its end): whether the merge took the Change, or came after the withdrawal took
@@ -699,7 +613,7 @@ func (r *run) merged(ctx context.Context) (bool, error) {
 }
 
 // unlockMerged reports the merge and unlocks the Lease as merged.
-func (r *run) unlockMerged(ctx context.Context) (bool, error) {
+func (r *run) unlockMerged(ctx context.Context) (end, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	msg := fmt.Sprintf("Pull request #%d was merged", n)
@@ -707,7 +621,7 @@ func (r *run) unlockMerged(ctx context.Context) (bool, error) {
 		msg += "; " + p.Vocab.MergedNote
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Merged, msg, fmt.Sprintf("merged|%s|%d", rec.Key, n)); err != nil {
-		return true, err
+		return endStop, err
 	}
 	var err error
 	if r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, ""); err != nil {
@@ -721,7 +635,7 @@ func (r *run) unlockMerged(ctx context.Context) (bool, error) {
 	}
 	// Ask the detector again: what follows a merge is its to say (a cooldown until the next
 	// look, a message to the owner that the environment goes).
-	return false, nil
+	return endLook, nil
 }
 
 // mergedBeforeWithdrawal reports that proposal number was merged while Kustos withdrew its
@@ -749,7 +663,7 @@ func (r *run) mergedBeforeWithdrawal(ctx context.Context, number int) error {
 
 // declined unlocks the Lease after a human closed the proposal and remembers the largest
 // Change it carried (the pending one, when an update was under way).
-func (r *run) declined(ctx context.Context) (bool, error) {
+func (r *run) declined(ctx context.Context) (end, error) {
 	p, rec := r.p, r.rec
 	n, ok := state.HolderNumber(rec.Holder)
 	if !ok && r.pending != nil {
@@ -758,7 +672,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Declined,
 		declinedMessage(n, p.Vocab.DeclinedNote),
 		fmt.Sprintf("declined|%s|%d", rec.Key, n)); err != nil {
-		return true, err
+		return endStop, err
 	}
 	closed := rec.Proposed
 	if rec.Pending != "" && r.pending != nil {
@@ -773,7 +687,7 @@ func (r *run) declined(ctx context.Context) (bool, error) {
 	}
 	metrics.PRs.WithLabelValues(p.Detector, "declined").Inc()
 	r.log.Info("pull request closed by a human", "number", n)
-	return false, nil // the detector decides again, knowing it was declined (View.Declined)
+	return endLook, nil // the detector decides again, knowing it was declined (View.Declined)
 }
 
 // declinedMessage is the Declined Event's message: the closed pull request and what happens
@@ -805,7 +719,7 @@ func withdrawalOf(rec state.Record) string {
 // records the withdrawal before the forge is asked: a look that then finds the proposal merged
 // asks the withdrawal again whether the merge took the Change (merged) or came after it was
 // taken out (withdrawn).
-func (r *run) withdraw(ctx context.Context) (bool, error) {
+func (r *run) withdraw(ctx context.Context) (end, error) {
 	p, rec := r.p, r.rec
 	n, _ := state.HolderNumber(rec.Holder)
 	why := r.decision.Withdraw
@@ -821,14 +735,14 @@ func (r *run) withdraw(ctx context.Context) (bool, error) {
 
 // finishWithdrawal asks the forge to withdraw the holder's Change from proposal n (again, after
 // a crash: it is idempotent) and records what came of it: withdrawn, or merged first.
-func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (bool, error) {
+func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (end, error) {
 	p, rec := r.p, r.rec
 	if err := p.Proposals.Withdraw(ctx, rec.Key, n, why, r.req.Group); errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
 		// Merged first (the forge's auto-merge, another replica): not withdrawn. Reported as it
 		// is, and the Lease records a merge.
 		r.log.Info("the proposal was merged before it could be withdrawn", "number", n, "why", why)
 		if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
-			return true, err
+			return endStop, err
 		}
 		return r.unlockMerged(ctx)
 	} else if err != nil {
@@ -836,7 +750,7 @@ func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (bool, er
 	}
 	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn,
 		fmt.Sprintf("Pull request #%d was closed by Kustos: %s", n, why), fmt.Sprintf("withdrawn|%s|%d", rec.Key, n)); err != nil {
-		return true, err
+		return endStop, err
 	}
 	var err error
 	if r.rec, err = p.Store.Unlock(ctx, rec, rec.LastModified, rec.ClosedValues); err != nil {
@@ -844,17 +758,17 @@ func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (bool, er
 	}
 	metrics.PRs.WithLabelValues(p.Detector, "withdrawn").Inc()
 	r.log.Info("pull request withdrawn", "number", n, "why", why)
-	return false, nil
+	return endLook, nil
 }
 
 // foreignHead reports, once per head, that someone else pushed to the proposal's branch. Kustos
 // no longer merges, updates or rebuilds it; people decide. A pending update is dropped.
-func (r *run) foreignHead(ctx context.Context) (bool, error) {
+func (r *run) foreignHead(ctx context.Context) (end, error) {
 	st := r.status
 	msg := fmt.Sprintf("Pull request #%d has a commit Kustos did not write (head %s, Kustos wrote %s); Kustos will neither merge nor update it and leaves it to people",
 		st.Number, short(st.HeadSHA), short(r.rec.Head))
 	if err := r.notifyWarning(ctx, ReasonForeignCommit, msg, "foreign|"+string(r.rec.Key)+"|"+st.HeadSHA); err != nil {
-		return true, err
+		return endStop, err
 	}
 	if r.rec.Pending != "" {
 		var err error
@@ -863,11 +777,11 @@ func (r *run) foreignHead(ctx context.Context) (bool, error) {
 		}
 	}
 	r.out.RequeueAfter = r.p.pollInterval()
-	return true, nil
+	return endStop, nil
 }
 
 // merge asks the forge to merge Kustos's head commit.
-func (r *run) merge(ctx context.Context) (bool, error) {
+func (r *run) merge(ctx context.Context) (end, error) {
 	p := r.p
 	merged, retry, err := p.Proposals.Merge(ctx, r.rec.Key, r.status)
 	switch {
@@ -884,30 +798,39 @@ func (r *run) merge(ctx context.Context) (bool, error) {
 		return r.merged(ctx)
 	}
 	r.out.RequeueAfter = minPositive(minPositive(p.pollInterval(), retry), r.decision.RequeueAfter)
-	return true, nil
+	return endStop, nil
 }
 
 // next ends a step that wrote the Lease: on success Run looks again; a conflict retries soon.
-func (r *run) next(err error) (bool, error) {
+func (r *run) next(err error) (end, error) {
 	if err != nil {
 		return r.conflictOr(err)
 	}
-	return false, nil
+	return endLook, nil
+}
+
+// carriedOut ends a step that carried the decision out (or dropped it) and cleared it from the
+// Lease: on success Run looks again, only to learn when to look next; a conflict retries soon.
+func (r *run) carriedOut(err error) (end, error) {
+	if err != nil {
+		return r.conflictOr(err)
+	}
+	return endCarried, nil
 }
 
 // conflictOr turns a Lease write conflict into a quick retry (someone else wrote first; decide
 // again on the newer Lease) and passes other errors on.
-func (r *run) conflictOr(err error) (bool, error) {
+func (r *run) conflictOr(err error) (end, error) {
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		r.out.RequeueAfter = conflictRetry
-		return true, nil
+		return endStop, nil
 	}
-	return true, err
+	return endStop, err
 }
 
 // forgeError keeps the pending decision and asks to be called again: when the rate limit
 // resets, or with the controller's backoff.
-func (r *run) forgeError(what string, err error) (bool, error) {
+func (r *run) forgeError(what string, err error) (end, error) {
 	if at, ok := lifecycle.RetryAt(err); ok {
 		d := at.Sub(r.req.Now)
 		if d < time.Second {
@@ -915,9 +838,9 @@ func (r *run) forgeError(what string, err error) (bool, error) {
 		}
 		r.log.Info(what+" failed; rate limited, trying again later", "error", err.Error(), "retryAfter", d.String())
 		r.out.RequeueAfter = d
-		return true, nil
+		return endStop, nil
 	}
-	return true, fmt.Errorf("%s: %w", what, err)
+	return endStop, fmt.Errorf("%s: %w", what, err)
 }
 
 func (r *run) reportFindings(ctx context.Context, fs []lifecycle.Finding) error {

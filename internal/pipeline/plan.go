@@ -1,7 +1,8 @@
 package pipeline
 
-// The situations and steps of the state machine. plan is pure: Run gathers a situation, asks
-// plan, carries the step out and, when the step changed the Lease, looks again.
+// The situations and steps of the state machine. plan is pure: Run gathers a situation
+// (gather.go), asks plan, carries the step out (pipeline.go) and, when the step changed the
+// Lease, looks again.
 
 // pendingState is what the Lease says about a decision recorded but maybe not carried out.
 type pendingState int
@@ -46,6 +47,9 @@ const (
 type situation struct {
 	proposing bool // PR mode: Changes become proposals that are followed
 	pending   pendingState
+	// queued: our pending decision waits in Kustos's queue (no holder): nothing of it reached
+	// the forge, and the detector was asked about it again.
+	queued bool
 	// closedSincePending: without a holder, a proposal from the Key's branch was closed after
 	// the pending decision was recorded (a human closed it before the Lease named it).
 	closedSincePending bool
@@ -61,87 +65,71 @@ type situation struct {
 	supersedes bool
 	declined   bool
 	autoMerge  bool
-	// withdraw: the detector asks for no change and withdraws the holder's proposal.
+	// withdraw: the detector asks for no change and withdraws the holder's proposal (or the
+	// queued decision).
 	withdraw bool
+	// bagChanged: the detector asked to keep a different Bag.
+	bagChanged bool
+	// carried: a Change was carried out earlier in this Run; looking again only asks the
+	// detector when to look next, it never carries out a second decision in the same Run.
+	carried bool
 }
 
 // step is what Run does next.
 type step int
 
 const (
-	stepWait         step = iota // another replica is carrying out the pending decision: look again soon
-	stepDropPending              // report the unreadable pending decision, clear it, decide afresh
-	stepTakePending              // record that this replica now carries out the pending decision
-	stepReplay                   // carry out the pending decision (again; every actuator is idempotent)
-	stepMerged                   // the proposal was merged: report, unlock, start the cooldown
-	stepDeclined                 // a human closed the proposal: report, unlock, remember what was declined
-	stepForgetHolder             // the holder's proposal is gone: unlock, keep the rest
-	stepForeignHead              // someone else pushed to the proposal: report, never merge it, leave it to people
-	stepUpdate                   // record the superseding Change as pending, then carry it out
-	stepRebuild                  // the proposal conflicts with (or lags behind) its base: propose it again on the new base
-	stepMerge                    // ask the forge to merge Kustos's head commit
-	stepPoll                     // nothing to do now: look again at the poll interval
-	stepCommit                   // record the detector's Change as pending, then carry it out
-	stepIdle                     // nothing to do: look again when the detector asks
-	stepWithdraw                 // close the proposal the detector no longer wants, then unlock
+	stepWait          step = iota // another replica is carrying out the pending decision: look again soon
+	stepDropPending               // report the unreadable pending decision, clear it, decide afresh
+	stepTakePending               // record that this replica now carries out the pending decision
+	stepReplay                    // carry out the pending decision (again; every actuator is idempotent)
+	stepMerged                    // the proposal was merged: report, unlock, start the cooldown
+	stepDeclined                  // a human closed the proposal: report, unlock, remember what was declined
+	stepForgetHolder              // the holder's proposal is gone: unlock, keep the rest
+	stepForeignHead               // someone else pushed to the proposal: report, never merge it, leave it to people
+	stepUpdate                    // record the superseding Change as pending, then carry it out
+	stepRebuild                   // the proposal conflicts with (or lags behind) its base: propose it again on the new base
+	stepMerge                     // ask the forge to merge Kustos's head commit
+	stepPoll                      // nothing to do now: look again at the poll interval
+	stepCommit                    // record the detector's Change as pending, then carry it out
+	stepIdle                      // nothing to do: look again when the detector asks
+	stepWithdraw                  // close the proposal the detector no longer wants, then unlock
+	stepKeepBag                   // write the detector's new Bag, then look again
+	stepDropQueued                // drop the queued decision the detector no longer wants
+	stepReplaceQueued             // record the Change superseding the queued decision as pending (cooldown kept), then carry it out
 )
 
 var stepNames = [...]string{"Wait", "DropPending", "TakePending", "Replay", "Merged", "Declined", "ForgetHolder",
-	"ForeignHead", "Update", "Rebuild", "Merge", "Poll", "Commit", "Idle", "Withdraw"}
+	"ForeignHead", "Update", "Rebuild", "Merge", "Poll", "Commit", "Idle", "Withdraw", "KeepBag", "DropQueued", "ReplaceQueued"}
 
 func (s step) String() string { return stepNames[s] }
 
 // plan decides the next step. It needs the proposal state only when there is a holder, and
-// the detector's decision only when no pending decision is left.
+// the detector's decision only when no pending decision is left or ours is queued.
 func plan(s situation) step {
-	switch s.pending {
-	case pendingOtherAlive:
-		return stepWait
-	case pendingUnreadable:
-		return stepDropPending
-	case pendingOtherGone:
-		return stepTakePending
-	case pendingOurs:
-		if !s.proposing {
-			return stepReplay
-		}
-		// Learn the fate of what is proposed before replaying: a human who closed the PR in the
-		// meantime must not get a second one.
-		if s.holder {
-			if st, decided := fate(s); decided {
-				return st
-			}
-			return stepReplay
-		}
-		if s.closedSincePending {
-			return stepDeclined
-		}
-		return stepReplay
+	st := planLook(s)
+	switch {
+	case s.carried && (st == stepCommit || st == stepUpdate):
+		return stepIdle
+	case s.carried && st == stepRebuild:
+		return stepPoll // a rebuild that could not be carried out is tried again at the next poll
 	}
+	return st
+}
 
+// planLook is plan for the first look of a Run.
+func planLook(s situation) step {
+	if s.bagChanged {
+		// The detector's memory first (it was asked only when no decision of another replica
+		// is pending); it is asked again on the newer Lease.
+		return stepKeepBag
+	}
+	if s.pending != pendingNone {
+		return planPending(s)
+	}
 	if s.proposing && s.holder {
-		if s.withdraw && (s.proposal == proposalOpen || s.proposal == proposalClosed) && !s.foreignHead {
-			// Open: closed by Kustos, never merged. Closed: by Kustos before a crash (or by a
-			// human who agrees): not a decline of what is still wanted.
-			return stepWithdraw
-		}
-		if st, decided := fate(s); decided {
-			return st
-		}
-		if s.change && s.supersedes {
-			return stepUpdate
-		}
-		switch {
-		case s.mergeable == mergeDirty:
-			return stepRebuild // whether or not auto-merge is on: people cannot merge it either
-		case s.mergeable == mergeBehind && s.autoMerge:
-			return stepRebuild
-		case s.mergeable == mergeClean && s.autoMerge:
-			return stepMerge
-		}
-		return stepPoll
+		return planFollow(s)
 	}
-
 	if !s.change {
 		return stepIdle
 	}
@@ -149,6 +137,66 @@ func plan(s situation) step {
 		return stepIdle // a human declined this (or more): wait until the evidence has grown
 	}
 	return stepCommit
+}
+
+// planPending is plan while a decision is pending.
+func planPending(s situation) step {
+	switch s.pending {
+	case pendingOtherAlive:
+		return stepWait
+	case pendingUnreadable:
+		return stepDropPending
+	case pendingOtherGone:
+		return stepTakePending
+	}
+	if s.queued {
+		switch {
+		case s.withdraw:
+			return stepDropQueued
+		case s.change && s.supersedes:
+			return stepReplaceQueued
+		}
+		return stepReplay // the actuator says whether it may go now
+	}
+	if !s.proposing {
+		return stepReplay
+	}
+	// Learn the fate of what is proposed before replaying: a human who closed the PR in the
+	// meantime must not get a second one.
+	if s.holder {
+		if st, decided := fate(s); decided {
+			return st
+		}
+		return stepReplay
+	}
+	if s.closedSincePending {
+		return stepDeclined
+	}
+	return stepReplay
+}
+
+// planFollow is plan for an open (or just closed) proposal without a pending decision.
+func planFollow(s situation) step {
+	if s.withdraw && (s.proposal == proposalOpen || s.proposal == proposalClosed) && !s.foreignHead {
+		// Open: closed by Kustos, never merged. Closed: by Kustos before a crash (or by a
+		// human who agrees): not a decline of what is still wanted.
+		return stepWithdraw
+	}
+	if st, decided := fate(s); decided {
+		return st
+	}
+	if s.change && s.supersedes {
+		return stepUpdate
+	}
+	switch {
+	case s.mergeable == mergeDirty:
+		return stepRebuild // whether or not auto-merge is on: people cannot merge it either
+	case s.mergeable == mergeBehind && s.autoMerge:
+		return stepRebuild
+	case s.mergeable == mergeClean && s.autoMerge:
+		return stepMerge
+	}
+	return stepPoll
 }
 
 // fate is what the holder's proposal itself decides, before anything else: merged, closed, gone,

@@ -59,6 +59,26 @@ func TestPlan(t *testing.T) {
 		{"pr: declined and not superseded: suppressed", pr(situation{change: true, declined: true}), stepIdle},
 		{"pr: declined but superseded: proposed", pr(situation{change: true, declined: true, supersedes: true}), stepCommit},
 		{"pr: no change", pr(situation{}), stepIdle},
+
+		// The detector's Bag is written before anything else it asked for.
+		{"observe: changed bag is kept before the change", situation{change: true, bagChanged: true}, stepKeepBag},
+		{"pr: changed bag is kept before following the proposal", held(situation{proposal: proposalMerged, bagChanged: true}), stepKeepBag},
+		{"queued: changed bag is kept before the withdrawal", pr(situation{pending: pendingOurs, queued: true, withdraw: true, bagChanged: true}), stepKeepBag},
+
+		// A decision queued in Kustos (nothing of it reached the forge), in every mode.
+		{"queued: withdrawn → dropped", pr(situation{pending: pendingOurs, queued: true, withdraw: true}), stepDropQueued},
+		{"observe: queued (removal gate) withdrawn → dropped", situation{pending: pendingOurs, queued: true, withdraw: true}, stepDropQueued},
+		{"queued: superseded → replaced", pr(situation{pending: pendingOurs, queued: true, change: true, supersedes: true}), stepReplaceQueued},
+		{"queued: same change → tried again", pr(situation{pending: pendingOurs, queued: true, change: true}), stepReplay},
+		{"queued: no change → tried again", pr(situation{pending: pendingOurs, queued: true}), stepReplay},
+		{"observe: queued, no change → tried again", situation{pending: pendingOurs, queued: true}, stepReplay},
+
+		// A Change was carried out earlier in this Run: no second decision is carried out.
+		{"carried: a new change waits for the next look", situation{change: true, carried: true}, stepIdle},
+		{"carried: a larger change does not update the PR now", held(situation{proposal: proposalOpen, change: true, supersedes: true, carried: true}), stepIdle},
+		{"carried: a rebuild waits for the next poll", held(situation{proposal: proposalOpen, mergeable: mergeDirty, carried: true}), stepPoll},
+		{"carried: a merge still goes ahead", held(situation{proposal: proposalOpen, mergeable: mergeClean, autoMerge: true, carried: true}), stepMerge},
+		{"carried: a merged proposal is still reported", held(situation{proposal: proposalMerged, carried: true}), stepMerged},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

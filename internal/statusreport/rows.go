@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -71,7 +73,7 @@ func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.T
 		}
 		row := Row{Detector: string(rec.Key), Target: string(rec.Key), Age: age(l.CreationTimestamp.Time, now)}
 		if p, ok := rec.Key.Parts(); ok {
-			row.Detector = p.Detector
+			row.Detector = lifecycle.DetectorLabel(p.Detector)
 			kind := p.KindGroup
 			if kind == "" && p.Detector == "quota" {
 				kind = "ResourceQuota"
@@ -106,7 +108,7 @@ func Rows(leases []coordinationv1.Lease, cleaners []v1alpha1.Cleaner, now time.T
 	}
 	for i := range cleaners {
 		cl := &cleaners[i]
-		row := Row{Detector: "ephemeral", Target: "Cleaner.kustos.io/" + cl.Namespace + "/" + cl.Name,
+		row := Row{Detector: ephemeral.Name, Target: "Cleaner.kustos.io/" + cl.Namespace + "/" + cl.Name,
 			Age: age(cl.CreationTimestamp.Time, now), Ready: "Unknown"}
 		if c := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 			row.Ready, row.Reason = string(c.Status), c.Reason

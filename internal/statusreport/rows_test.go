@@ -52,19 +52,24 @@ func TestRows(t *testing.T) {
 	}
 	got := buf.String()
 	for _, want := range []string{
-		"ephemeral  Cleaner.kustos.io/previews/bad ",
+		"cleaner   Cleaner.kustos.io/previews/bad ",
 		"False    InvalidSpec ",
 		"Cleaner.kustos.io/previews/edited",
 		"NotObserved (generation 3, status of 2)",
-		"ephemeral  Service.serving.knative.dev/previews/sfj",
+		// A Lease keyed ephemeral/… (as every release writes a Cleaner's target's) is the
+		// cleaner detector's row.
+		"cleaner   Service.serving.knative.dev/previews/sfj",
 		"by kustos-abc",
-		"quota      ResourceQuota/team-a/compute",
+		"quota     ResourceQuota/team-a/compute",
 		"#12  2026-05-01T10:00:00Z",
 		"2026-05-01T12:10:00Z",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "ephemeral ") {
+		t.Errorf("a row names the Cleaner detector ephemeral, not cleaner:\n%s", got)
 	}
 	if len(rows) != 5 {
 		t.Fatalf("%d rows, want 5 (the leader-election Lease is not state):\n%s", len(rows), got)

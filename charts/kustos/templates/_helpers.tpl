@@ -288,15 +288,15 @@ cleanup is done. The ClusterRole grants delete and pause rights on exactly these
 {{- $out = concat $out (include "kustos.allowEntries" (dict "detector" "inactivity" "verb" "pause" "kinds" .Values.inactivity.pause.kinds "value" "inactivity.pause.kinds" "known" .Values.inactivity.kinds "knownValue" "inactivity.kinds") | fromJsonArray) }}
 {{- end }}
 {{- if .Values.cleaner.enabled }}
-{{- $out = append $out "ephemeral:delete:kustos.io/cleaners" }}
+{{- $out = append $out "cleaner:delete:kustos.io/cleaners" }}
 {{- range .Values.cleaner.targetKinds }}
 {{- $group := .apiGroup }}
 {{- range .resources }}
-{{- $out = append $out (printf "ephemeral:delete:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
+{{- $out = append $out (printf "cleaner:delete:%s" (include "kustos.groupResource" (dict "apiGroup" $group "resource" .))) }}
 {{- end }}
 {{- end }}
 {{- if .Values.cleaner.helmReleases.uninstall }}
-{{- $out = append $out "ephemeral:delete:helm.sh/releases" }}
+{{- $out = append $out "cleaner:delete:helm.sh/releases" }}
 {{- end }}
 {{- end }}
 {{- end }}

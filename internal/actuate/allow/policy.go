@@ -88,13 +88,14 @@ func (p Policy) Check(c lifecycle.Change, verb Verb, gr schema.GroupResource, wh
 		return nil
 	}
 	res := groupResource(gr)
-	entry := fmt.Sprintf("--allow=%s:%s:%s", c.Detector, verb, res)
+	detector := lifecycle.DetectorLabel(c.Detector) // as people spell it in the flags
+	entry := fmt.Sprintf("--allow=%s:%s:%s", detector, verb, res)
 	if verb == VerbPause {
 		return fmt.Errorf("pause %s: the %s detector may not pause %s in the cluster (%s opts in; in the chart, the detector's pause values): %w",
-			what, c.Detector, res, entry, lifecycle.ErrPauseNotAllowed)
+			what, detector, res, entry, lifecycle.ErrPauseNotAllowed)
 	}
 	return fmt.Errorf("delete %s: the %s detector may not delete %s from the cluster (%s, or --allow-delete=%s:%s, opts in; in the chart, the detector's deletion values): %w",
-		what, c.Detector, res, entry, c.Detector, res, lifecycle.ErrDeleteNotAllowed)
+		what, detector, res, entry, detector, res, lifecycle.ErrDeleteNotAllowed)
 }
 
 func groupResource(gr schema.GroupResource) string {

@@ -457,7 +457,7 @@ func (w *Writer) locate(ctx context.Context, snap Snapshot, c lifecycle.Change, 
 // key and the message, which names the path and the reason); a failed Event write is logged,
 // not returned: the proposal goes on without the override either way.
 func (w *Writer) refusedGitPath(ctx context.Context, c lifecycle.Change, err error) {
-	metrics.InvalidInput.WithLabelValues(c.Detector, "git_path").Inc()
+	metrics.InvalidInput.WithLabelValues(lifecycle.DetectorLabel(c.Detector), "git_path").Inc()
 	msg := err.Error() + "; the manifest is looked up as if the annotation were absent"
 	w.Log.Info("resizer.io/git-path refused", "key", string(c.Key), "namespace", c.Target.Namespace, "reason", msg)
 	if w.Reporter == nil {

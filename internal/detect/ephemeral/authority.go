@@ -87,7 +87,7 @@ func (r *Reconciler) authorize(ctx context.Context, cl *v1alpha1.Cleaner, spec *
 // refuseAuthor reports that cl's cleanup is not done because of its author (reason is the
 // refusal metric's label): the ActionsDone condition, a MissingPermission Warning, a count.
 func (r *Reconciler) refuseAuthor(ctx context.Context, cl *v1alpha1.Cleaner, reason, msg string, now time.Time, out *outcome) error {
-	metrics.PermissionRefusals.WithLabelValues(DetectorName, reason).Inc()
+	metrics.PermissionRefusals.WithLabelValues(Name, reason).Inc()
 	out.report(v1alpha1.StepActionsDone, metav1.ConditionFalse, ReasonMissingPermission, msg)
 	out.failed = true
 	return r.warn(ctx, cl, ReasonMissingPermission, msg, now)

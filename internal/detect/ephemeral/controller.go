@@ -35,9 +35,15 @@ import (
 	"github.com/kustos-dev/kustos/internal/nsscope"
 )
 
-// DetectorName names the detector in Keys (ephemeral/<Kind.group>/<ns>/<name>), Lease names,
-// branches and metrics.
+// DetectorName names the detector in Keys (ephemeral/<Kind.group>/<ns>/<name>), and so in
+// Lease names, group Keys and branches. It is persisted: an upgraded installation finds its
+// Leases and follows its pull requests by it, so it stays "ephemeral" although people call the
+// detector cleaner (Name).
 const DetectorName = "ephemeral"
+
+// Name is the detector's name wherever people read or type it: metrics' detector label, log
+// lines, `kustos status`, --allow and --allow-delete (lifecycle.DetectorLabel of DetectorName).
+const Name = "cleaner"
 
 // Reasons of the Cleaner's step conditions and Events. Ready=False carries the failing step's.
 const (
@@ -341,7 +347,7 @@ func (o *outcome) report(step string, status metav1.ConditionStatus, reason, msg
 // Reconcile looks at one Cleaner.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()
-	defer func() { metrics.ReconcileDuration.WithLabelValues(DetectorName).Observe(time.Since(start).Seconds()) }()
+	defer func() { metrics.ReconcileDuration.WithLabelValues(Name).Observe(time.Since(start).Seconds()) }()
 	var cl v1alpha1.Cleaner
 	if err := r.Client.Get(ctx, req.NamespacedName, &cl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -487,7 +493,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 		msg := c.errs.ToAggregate().Error()
 		out.report(v1alpha1.StepTargetsResolved, metav1.ConditionFalse, reason, msg)
 		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionFalse, reason, msg)
-		metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_spec").Inc()
+		metrics.InvalidInput.WithLabelValues(Name, "cleaner_spec").Inc()
 		return out, r.warn(ctx, cl, reason, msg, now)
 	}
 	spec := c.spec
@@ -510,7 +516,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 	if reason != "" {
 		out.report(v1alpha1.StepTargetsResolved, metav1.ConditionFalse, reason, msg)
 		if reason != ReasonKindNotFound && reason != ReasonMissingPermission {
-			metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_target").Inc()
+			metrics.InvalidInput.WithLabelValues(Name, "cleaner_target").Inc()
 		}
 		return out, r.warn(ctx, cl, reason, msg, now)
 	}
@@ -543,7 +549,7 @@ func (r *Reconciler) look(ctx context.Context, log logr.Logger, cl *v1alpha1.Cle
 	if d.Failed() {
 		msg := failures(d)
 		out.report(v1alpha1.StepConditionsEvaluated, metav1.ConditionFalse, ReasonEvaluationFailed, msg)
-		metrics.InvalidInput.WithLabelValues(DetectorName, "cleaner_condition").Inc()
+		metrics.InvalidInput.WithLabelValues(Name, "cleaner_condition").Inc()
 		if err := r.warn(ctx, cl, ReasonEvaluationFailed, msg, now); err != nil {
 			return out, err
 		}
@@ -577,7 +583,7 @@ func allForbidden(errs field.ErrorList) bool {
 	return len(errs) > 0
 }
 
-func evaluationOf(d Decision, now time.Time) *v1alpha1.Evaluation {
+func evaluationOf(d Verdict, now time.Time) *v1alpha1.Evaluation {
 	ev := &v1alpha1.Evaluation{Time: metav1.NewTime(now), Due: d.Due}
 	for _, res := range d.Results {
 		cr := v1alpha1.ConditionResult{Index: int32(res.Index), Value: res.Value} // at most 16 conditions (the CRD's MaxItems)
@@ -589,7 +595,7 @@ func evaluationOf(d Decision, now time.Time) *v1alpha1.Evaluation {
 	return ev
 }
 
-func failures(d Decision) string {
+func failures(d Verdict) string {
 	var parts []string
 	for _, res := range d.Results {
 		if res.Err != nil {
@@ -599,7 +605,7 @@ func failures(d Decision) string {
 	return strings.Join(parts, "; ") + " (a condition that cannot be evaluated counts as false)"
 }
 
-func falseOnes(d Decision) string {
+func falseOnes(d Verdict) string {
 	var idx []string
 	for _, res := range d.Results {
 		if !res.Value {

@@ -24,8 +24,8 @@ type Result struct {
 	Err error
 }
 
-// Decision is what Decide concluded.
-type Decision struct {
+// Verdict is what Decide concluded.
+type Verdict struct {
 	ExpiresAt time.Time
 	// Expired: the TTL is reached and the conditions were evaluated.
 	Expired bool
@@ -43,7 +43,7 @@ type Decision struct {
 }
 
 // Failed reports whether a condition could not be evaluated at Now.
-func (d Decision) Failed() bool {
+func (d Verdict) Failed() bool {
 	for _, r := range d.Results {
 		if r.Err != nil {
 			return true
@@ -56,8 +56,8 @@ func (d Decision) Failed() bool {
 // evaluate every condition with time = Now; all true → due; otherwise, when the spec says the
 // conditions are monotonic in time, the earliest whole second within the horizon at which they
 // hold (Search), else Now + period. ctx bounds the evaluations (each has its own deadline too).
-func (s *Spec) Decide(ctx context.Context, snap Snapshot) Decision {
-	d := Decision{ExpiresAt: snap.Created.Add(s.TTL)}
+func (s *Spec) Decide(ctx context.Context, snap Snapshot) Verdict {
+	d := Verdict{ExpiresAt: snap.Created.Add(s.TTL)}
 	if snap.Now.Before(d.ExpiresAt) {
 		d.Next = d.ExpiresAt
 		return d

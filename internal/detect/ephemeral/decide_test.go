@@ -72,62 +72,62 @@ func TestDecide(t *testing.T) {
 		monotonic bool
 		now       time.Time
 		revisions []map[string]any
-		want      Decision
+		want      Verdict
 	}{
 		{
 			name: "before the TTL: look again exactly at the deadline, evaluate nothing",
 			now:  expires.Add(-time.Second),
-			want: Decision{ExpiresAt: expires, Next: expires},
+			want: Verdict{ExpiresAt: expires, Next: expires},
 		},
 		{
 			name:      "TTL reached, a revision still active: periodic retry",
 			now:       expires,
 			revisions: []map[string]any{revision("r1", "preview-a", "True", inactiveSince)},
-			want:      Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 1},
+			want:      Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 1},
 		},
 		{
 			name:      "inactive for less than 360h, not monotonic: period",
 			now:       expires,
 			revisions: []map[string]any{revision("r1", "preview-a", "False", inactiveSince)},
-			want:      Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 1},
+			want:      Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 1},
 		},
 		{
 			name:      "inactive for less than 360h, monotonic: the exact second it turns true",
 			monotonic: true,
 			now:       expires,
 			revisions: []map[string]any{revision("r1", "preview-a", "False", inactiveSince)},
-			want:      Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: turnsTrue, Searched: true, Evaluations: 1 + 1 + 21},
+			want:      Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: turnsTrue, Searched: true, Evaluations: 1 + 1 + 21},
 		},
 		{
 			name:      "a route other than a preview serves a revision: never within the horizon, monotonic falls back to period",
 			monotonic: true,
 			now:       expires,
 			revisions: []map[string]any{revision("r1", "preview-a,www", "False", inactiveSince)},
-			want:      Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 2},
+			want:      Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0}}, Next: expires.Add(5 * time.Hour), Evaluations: 2},
 		},
 		{
 			name:      "inactive for 360h: due",
 			now:       turnsTrue,
 			revisions: []map[string]any{revision("r1", "sfj-a,preview-b", "False", inactiveSince)},
-			want:      Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0, Value: true}}, Due: true, Evaluations: 1},
+			want:      Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0, Value: true}}, Due: true, Evaluations: 1},
 		},
 		{
 			name: "no revisions at all: due",
 			now:  expires,
-			want: Decision{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0, Value: true}}, Due: true, Evaluations: 1},
+			want: Verdict{ExpiresAt: expires, Expired: true, Results: []Result{{Index: 0, Value: true}}, Due: true, Evaluations: 1},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustCompile(t, exampleSpec(tc.monotonic))
 			got := s.Decide(context.Background(), Snapshot{Created: created, Now: tc.now, Objects: map[string][]map[string]any{"revisions": tc.revisions}})
-			if !equalDecision(got, tc.want) {
+			if !equalVerdict(got, tc.want) {
 				t.Fatalf("Decide:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
 	}
 }
 
-func equalDecision(a, b Decision) bool {
+func equalVerdict(a, b Verdict) bool {
 	if !a.ExpiresAt.Equal(b.ExpiresAt) || a.Expired != b.Expired || a.Due != b.Due || !a.Next.Equal(b.Next) ||
 		a.Searched != b.Searched || a.Evaluations != b.Evaluations || len(a.Results) != len(b.Results) {
 		return false

@@ -5,7 +5,7 @@
 // The package owns the decision and nothing else: Compile checks a spec and compiles its
 // conditions once per generation (the admission webhook and the controller report the same
 // field-path errors); Spec.Decide is a pure function from a Snapshot (creation time, the
-// targets' objects, now) to a Decision (the conditions' values, due or not, when to look again,
+// targets' objects, now) to a Verdict (the conditions' values, due or not, when to look again,
 // found by a binary search when the conditions are monotonic in time). CEL runs with
 // Kubernetes' cost limits and a deadline; a condition that cannot be evaluated is false, never
 // a deletion.

@@ -302,7 +302,7 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 func (r *Reconciler) refuseRelease(ctx context.Context, cl *v1alpha1.Cleaner, refusal error, now time.Time, out *outcome) error {
 	msg := clip(actuatorMessage(refusal), 1024)
 	out.refused = append(out.refused, msg)
-	metrics.InvalidInput.WithLabelValues(DetectorName, "helm_release").Inc()
+	metrics.InvalidInput.WithLabelValues(Name, "helm_release").Inc()
 	return r.warn(ctx, cl, ReasonReleaseOutsideNamespace, msg, now)
 }
 
