@@ -118,9 +118,9 @@ func TestRunFlagsAllow(t *testing.T) {
 	}{
 		{name: "default: nothing", args: nil, want: ""},
 		{name: "--allow-delete", args: []string{"--allow-delete=expiry:namespaces,ephemeral:kustos.io/cleaners,inactivity:apps/statefulsets"},
-			want: "ephemeral:delete:kustos.io/cleaners,expiry:delete:namespaces,inactivity:delete:apps/statefulsets"},
+			want: "cleaner:delete:kustos.io/cleaners,expiry:delete:namespaces,inactivity:delete:apps/statefulsets"},
 		{name: "--allow", args: []string{"--allow=expiry:delete:namespaces,inactivity:pause:apps/deployments,cleaner:delete:helm.sh/releases"},
-			want: "ephemeral:delete:helm.sh/releases,expiry:delete:namespaces,inactivity:pause:apps/deployments"},
+			want: "cleaner:delete:helm.sh/releases,expiry:delete:namespaces,inactivity:pause:apps/deployments"},
 		{name: "both, merged", args: []string{"--allow=expiry:pause:apps/deployments", "--allow-delete=expiry:apps/deployments"},
 			want: "expiry:delete:apps/deployments,expiry:pause:apps/deployments"},
 		{name: "KUSTOS_ALLOW", env: "expiry:delete:helm.sh/releases,expiry:pause:apps/statefulsets",

@@ -72,7 +72,7 @@ func (p Policy) String() string {
 	var out []string
 	for r, ok := range p {
 		if ok {
-			out = append(out, r.Detector+":"+string(r.Verb)+":"+groupResource(r.Resource))
+			out = append(out, lifecycle.DetectorLabel(r.Detector)+":"+string(r.Verb)+":"+groupResource(r.Resource))
 		}
 	}
 	slices.Sort(out)
