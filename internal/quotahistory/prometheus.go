@@ -1,0 +1,385 @@
+package quotahistory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// DefaultSelector selects kube-state-metrics' usage of every ResourceQuota's resources, labelled
+// namespace, resourcequota and resource.
+const DefaultSelector = `kube_resourcequota{type="used"}`
+
+// Options tunes a Prometheus source. The zero value is usable.
+type Options struct {
+	// Refresh is how long one answer serves every quota (default 1h): peaks are per day, and a
+	// Window call within it is answered from memory. The newest hour is then missing from the
+	// peaks, which the detector's max(peak, used) covers with the quota's current use.
+	Refresh time.Duration
+	// Retry is how soon a failed or partial answer is asked again (default 5m, at most
+	// Refresh): in between, every window is incomplete, and one query per Retry at most goes to
+	// a Prometheus that is down or struggling, not one per quota.
+	Retry time.Duration
+	// Timeout bounds the query (default 2m): it reads every sample of every quota's usage over
+	// the window.
+	Timeout time.Duration
+	// Selector is the usage series (default DefaultSelector), e.g. with a job matcher when two
+	// kube-state-metrics installations are scraped.
+	Selector string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Refresh <= 0 {
+		o.Refresh = time.Hour
+	}
+	if o.Retry <= 0 {
+		o.Retry = 5 * time.Minute
+	}
+	o.Retry = min(o.Retry, o.Refresh)
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if o.Selector == "" {
+		o.Selector = DefaultSelector
+	}
+	return o
+}
+
+// skew is how far before the refresh the read history ends: a Window call whose now is up to
+// this much before another call's (two reconcilers racing) is served by the same answer, and its
+// window's start is still covered.
+const skew = time.Minute
+
+// Prometheus is the usage history of every quota, read from kube-state-metrics'
+// kube_resourcequota in Prometheus: ONE range query per refresh and window length, for all
+// quotas at once.
+//
+// The query is the peak of each (namespace, quota, resource) per bucket of Step(window), a day,
+// over the window, and over one bucket more before it:
+//
+//	max by (namespace, resourcequota, resource) (max_over_time(<selector>[<step>]))
+//
+// evaluated from end−buckets·step to end at that step. Each point is the peak of the bucket
+// ending there (Prometheus's ranges are open on the left), so the points are the daily peaks;
+// `max by` folds the series of two kube-state-metrics replicas into one. The point before the
+// window says that the history reaches back past its start: a series that has it, and a point
+// in every bucket after it, covers the window. Reading every sample of the window once (not a
+// subquery at a resolution) means a peak between two evaluation steps is never missed.
+type Prometheus struct {
+	api activity.Querier
+	o   Options
+
+	mu      sync.Mutex
+	windows map[time.Duration]*entry
+
+	queries atomic.Int64
+}
+
+// entry is one window length's answer. Its mutex is held through a refresh, so that callers
+// arriving meanwhile wait for that answer instead of asking again.
+type entry struct {
+	mu       sync.Mutex
+	snap     *snapshot
+	lastUsed time.Time
+}
+
+// snapshot is one answer: per quota, per resource, the peak of each bucket.
+type snapshot struct {
+	end     time.Time // the last bucket's end
+	step    time.Duration
+	buckets int
+	until   time.Time // when it is asked again
+	// failure, when set, is why no quota's history is known (unreachable, partial answer).
+	failure string
+	quotas  map[quotaRef][]series
+}
+
+type quotaRef struct{ namespace, name string }
+
+// series is one resource's peaks: points[0] is the bucket before the window, points[k] the
+// bucket ending at end−(buckets−k)·step; NaN where the bucket had no sample. float64, not
+// Quantity: 40,000 series × 15 points stay a few MB.
+type series struct {
+	resource corev1.ResourceName
+	points   []float64
+}
+
+// NewPrometheus is a source that reaches Prometheus as the inactivity detector does (a the
+// --prometheus-* flags), asking for whole answers only.
+func NewPrometheus(a activity.Access, o Options) (*Prometheus, error) {
+	api, err := activity.NewAPI(a)
+	if err != nil {
+		return nil, err
+	}
+	return New(api, o), nil
+}
+
+// New is a source over api.
+func New(api activity.Querier, o Options) *Prometheus {
+	return &Prometheus{api: api, o: o.withDefaults(), windows: map[time.Duration]*entry{}}
+}
+
+// Queries is the number of queries sent so far.
+func (p *Prometheus) Queries() int64 { return p.queries.Load() }
+
+// Window is what the history knows of quota namespace/quota over [now−window, now]. It never
+// fails: what it cannot know comes back incomplete, with the reason.
+func (p *Prometheus) Window(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) Window {
+	return p.Daily(ctx, namespace, quota, window, now).Window
+}
+
+// Daily is the quota's history over the window: the Window and the peak of each day.
+type Daily struct {
+	Window Window
+	// Step is the width of Days' buckets: a day (see Step).
+	Step time.Duration
+	// Days are the window's buckets, oldest first; a resource missing from one had no sample
+	// in it. Empty when nothing is known (Window.Incomplete says why).
+	Days []Day
+}
+
+// Day is one bucket, [Start, Start+Step), and the peak of each resource in it.
+type Day struct {
+	Start time.Time
+	Peaks map[corev1.ResourceName]resource.Quantity
+}
+
+// Daily is Window with the peak of each day, for a chart of the window.
+func (p *Prometheus) Daily(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) Daily {
+	out := Daily{Window: Window{Start: now.Add(-window), End: now}}
+	if window <= 0 {
+		out.Window.Incomplete = fmt.Sprintf("the window (%s) is not positive", window)
+		return out
+	}
+	snap := p.snapshot(ctx, window, now)
+	if snap.failure != "" {
+		out.Window.Incomplete = snap.failure
+		return out
+	}
+	out.Step = snap.step
+	ss := snap.quotas[quotaRef{namespace, quota}]
+	if len(ss) == 0 {
+		out.Window.Incomplete = fmt.Sprintf("Prometheus holds no usage history of this quota: no %s series with namespace %q, resourcequota %q (is kube-state-metrics scraped?)",
+			p.o.Selector, namespace, quota)
+		return out
+	}
+	snap.read(ss, &out)
+	return out
+}
+
+// read fills out from ss, a quota's series.
+func (s *snapshot) read(ss []series, out *Daily) {
+	bucketStart := func(k int) time.Time { return s.end.Add(-time.Duration(s.buckets-k+1) * s.step).UTC() }
+	// The last bucket with a sample of any of the quota's resources: a resource whose samples
+	// end before it was taken out of the quota (kube-state-metrics reports what spec.hard
+	// holds), and is no longer this quota's history.
+	last := 0
+	for _, sr := range ss {
+		for k := s.buckets; k > last; k-- {
+			if !math.IsNaN(sr.points[k]) {
+				last = k
+				break
+			}
+		}
+	}
+	out.Window.Peaks = map[corev1.ResourceName]Peak{}
+	out.Days = make([]Day, s.buckets)
+	for k := range out.Days {
+		out.Days[k].Start = bucketStart(k + 1)
+	}
+	var problems []string
+	for _, sr := range ss {
+		if math.IsNaN(sr.points[last]) {
+			continue
+		}
+		peak, peakK := math.Inf(-1), 0
+		for k := 1; k <= s.buckets; k++ {
+			v := sr.points[k]
+			if math.IsNaN(v) {
+				continue
+			}
+			q, err := Quantity(sr.resource, v)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			d := &out.Days[k-1]
+			if d.Peaks == nil {
+				d.Peaks = map[corev1.ResourceName]resource.Quantity{}
+			}
+			d.Peaks[sr.resource] = q
+			// The latest of equal peaks: the usage was still that high then.
+			if v >= peak {
+				peak, peakK = v, k
+				out.Window.Peaks[sr.resource] = Peak{Value: q, At: bucketStart(k)}
+			}
+		}
+		if peakK == 0 {
+			continue // every point was refused above
+		}
+		if p := s.coverage(sr, bucketStart, out.Window.Start); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) > 0 {
+		out.Window.Incomplete = strings.Join(problems, "; ")
+		return
+	}
+	out.Window.Complete = true
+}
+
+// coverage says what is missing of sr's history over the window: its start, or a gap; "" when
+// it covers the window.
+func (s *snapshot) coverage(sr series, bucketStart func(int) time.Time, windowStart time.Time) string {
+	first := 0
+	for first <= s.buckets && math.IsNaN(sr.points[first]) {
+		first++
+	}
+	if first > 0 {
+		return fmt.Sprintf("the usage history of %s begins only between %s and %s; the window starts %s",
+			sr.resource, bucketStart(first).Format(time.RFC3339), bucketStart(first+1).Format(time.RFC3339),
+			windowStart.UTC().Format(time.RFC3339))
+	}
+	for k := 1; k <= s.buckets; k++ {
+		if !math.IsNaN(sr.points[k]) {
+			continue
+		}
+		j := k
+		for j < s.buckets && math.IsNaN(sr.points[j+1]) {
+			j++
+		}
+		return fmt.Sprintf("the usage history of %s has no samples between %s and %s",
+			sr.resource, bucketStart(k).Format(time.RFC3339), bucketStart(j+1).Format(time.RFC3339))
+	}
+	return ""
+}
+
+// snapshot is the answer for window at now: the cached one while it is fresh, else a new one.
+func (p *Prometheus) snapshot(ctx context.Context, window time.Duration, now time.Time) *snapshot {
+	p.mu.Lock()
+	e := p.windows[window]
+	if e == nil {
+		e = &entry{}
+		p.windows[window] = e
+	}
+	// A window length nobody asked about for two refreshes (a namespace's resizer.io/window
+	// changed) is dropped: each holds every quota's history.
+	for w, other := range p.windows {
+		if other != e && other.mu.TryLock() {
+			if now.Sub(other.lastUsed) > 2*p.o.Refresh {
+				delete(p.windows, w)
+			}
+			other.mu.Unlock()
+		}
+	}
+	p.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastUsed = now
+	if s := e.snap; s != nil && !now.Before(s.end) && now.Before(s.until) {
+		return s
+	}
+	s := p.refresh(ctx, window, now)
+	if s.failure == "" || ctx.Err() == nil {
+		// Not kept when the caller gave up (shutting down): that says nothing of Prometheus.
+		e.snap = s
+	}
+	return s
+}
+
+// refresh asks Prometheus once for every quota's history over window, ending skew before now.
+func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time.Time) *snapshot {
+	step, n := Step(window)
+	end := now.Add(-skew).Truncate(time.Second)
+	s := &snapshot{end: end, step: step, buckets: n, until: end.Add(p.o.Refresh)}
+	query := fmt.Sprintf("max by (namespace, resourcequota, resource) (max_over_time(%s[%s]))", p.o.Selector, model.Duration(step))
+	qctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	p.queries.Add(1)
+	val, warnings, err := p.api.QueryRange(qctx, query, v1.Range{Start: end.Add(-time.Duration(n) * step), End: end, Step: step})
+	switch {
+	case err != nil:
+		s.failure = failure(err, p.o.Timeout)
+	case len(warnings) > 0:
+		// Thanos's querier answers 200 with a warning when a store did not answer, and that
+		// store's series are simply missing: a quota would look unused. Its words go with the
+		// reason, clipped, for the reviewer to tell an outage from a misconfiguration.
+		s.failure = fmt.Sprintf("Prometheus answered the usage-history query only partially (%d warning(s)): %s",
+			len(warnings), lifecycle.Clip(activity.ClipWarnings(warnings)[0], 200))
+	default:
+		m, ok := val.(model.Matrix)
+		if !ok {
+			s.failure = fmt.Sprintf("Prometheus answered the usage-history query with a %s, not a range of series", typeOf(val))
+			break
+		}
+		s.quotas = index(m, end, step, n)
+	}
+	if s.failure != "" {
+		s.until = end.Add(p.o.Retry)
+	}
+	return s
+}
+
+func typeOf(v model.Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	return v.Type().String()
+}
+
+// failure words err for a reviewer: unreachable, too slow, or refused, without credentials.
+func failure(err error, timeout time.Duration) string {
+	var perr *v1.Error
+	switch {
+	case errors.As(err, &perr):
+		return "Prometheus refused the usage-history query: " + activity.Describe(err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("Prometheus did not answer the usage-history query within %s", timeout)
+	default:
+		return "Prometheus unreachable: " + strings.TrimPrefix(activity.Describe(err), "Prometheus could not be asked: ")
+	}
+}
+
+// index files m's series by quota. A point is placed by the nearest bucket end: Prometheus
+// keeps milliseconds.
+func index(m model.Matrix, end time.Time, step time.Duration, n int) map[quotaRef][]series {
+	out := make(map[quotaRef][]series, len(m)/4)
+	start := end.Add(-time.Duration(n) * step)
+	for _, ss := range m {
+		ref := quotaRef{string(ss.Metric["namespace"]), string(ss.Metric["resourcequota"])}
+		res := corev1.ResourceName(ss.Metric["resource"])
+		if ref.namespace == "" || ref.name == "" || res == "" {
+			continue
+		}
+		points := make([]float64, n+1)
+		for k := range points {
+			points[k] = math.NaN()
+		}
+		for _, p := range ss.Values {
+			k := int(math.Round(float64(p.Timestamp.Time().Sub(start)) / float64(step)))
+			if k >= 0 && k <= n {
+				points[k] = float64(p.Value)
+			}
+		}
+		out[ref] = append(out[ref], series{resource: res, points: points})
+	}
+	for _, ss := range out {
+		slices.SortFunc(ss, func(a, b series) int { return strings.Compare(string(a.resource), string(b.resource)) })
+	}
+	return out
+}
