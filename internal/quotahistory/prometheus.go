@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,8 +83,9 @@ const skew = time.Minute
 // in every bucket after it, covers the window. Reading every sample of the window once (not a
 // subquery at a resolution) means a peak between two evaluation steps is never missed.
 type Prometheus struct {
-	api activity.Querier
-	o   Options
+	http     *http.Client
+	endpoint string // <--prometheus-url>/api/v1/query_range
+	o        Options
 
 	mu      sync.Mutex
 	windows map[time.Duration]*entry
@@ -118,19 +122,19 @@ type series struct {
 	points   []float64
 }
 
-// NewPrometheus is a source that reaches Prometheus as the inactivity detector does (a the
-// --prometheus-* flags), asking for whole answers only.
+// NewPrometheus is a source that reaches Prometheus as the inactivity detector does (a: the
+// --prometheus-* flags, with the same HTTP client), asking for whole answers only.
 func NewPrometheus(a activity.Access, o Options) (*Prometheus, error) {
-	api, err := activity.NewAPI(a)
+	client, err := activity.HTTPClient(a)
 	if err != nil {
 		return nil, err
 	}
-	return New(api, o), nil
-}
-
-// New is a source over api.
-func New(api activity.Querier, o Options) *Prometheus {
-	return &Prometheus{api: api, o: o.withDefaults(), windows: map[time.Duration]*entry{}}
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	u = u.JoinPath("api", "v1", "query_range")
+	return &Prometheus{http: client, endpoint: u.String(), o: o.withDefaults(), windows: map[time.Duration]*entry{}}, nil
 }
 
 // Queries is the number of queries sent so far.
@@ -139,7 +143,7 @@ func (p *Prometheus) Queries() int64 { return p.queries.Load() }
 // Window is what the history knows of quota namespace/quota over [now−window, now]. It never
 // fails: what it cannot know comes back incomplete, with the reason.
 func (p *Prometheus) Window(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) Window {
-	return p.Daily(ctx, namespace, quota, window, now).Window
+	return p.history(ctx, namespace, quota, window, now, false).Window
 }
 
 // Daily is the quota's history over the window: the Window and the peak of each day.
@@ -160,6 +164,11 @@ type Day struct {
 
 // Daily is Window with the peak of each day, for a chart of the window.
 func (p *Prometheus) Daily(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) Daily {
+	return p.history(ctx, namespace, quota, window, now, true)
+}
+
+// history is Daily, with Days only when days is set: a Window lookup converts only the peaks.
+func (p *Prometheus) history(ctx context.Context, namespace, quota string, window time.Duration, now time.Time, days bool) Daily {
 	out := Daily{Window: Window{Start: now.Add(-window), End: now}}
 	if window <= 0 {
 		out.Window.Incomplete = fmt.Sprintf("the window (%s) is not positive", window)
@@ -177,12 +186,12 @@ func (p *Prometheus) Daily(ctx context.Context, namespace, quota string, window 
 			p.o.Selector, namespace, quota)
 		return out
 	}
-	snap.read(ss, &out)
+	snap.read(ss, &out, days)
 	return out
 }
 
 // read fills out from ss, a quota's series.
-func (s *snapshot) read(ss []series, out *Daily) {
+func (s *snapshot) read(ss []series, out *Daily, days bool) {
 	bucketStart := func(k int) time.Time { return s.end.Add(-time.Duration(s.buckets-k+1) * s.step).UTC() }
 	// The last bucket with a sample of any of the quota's resources: a resource whose samples
 	// end before it was taken out of the quota (kube-state-metrics reports what spec.hard
@@ -197,9 +206,11 @@ func (s *snapshot) read(ss []series, out *Daily) {
 		}
 	}
 	out.Window.Peaks = map[corev1.ResourceName]Peak{}
-	out.Days = make([]Day, s.buckets)
-	for k := range out.Days {
-		out.Days[k].Start = bucketStart(k + 1)
+	if days {
+		out.Days = make([]Day, s.buckets)
+		for k := range out.Days {
+			out.Days[k].Start = bucketStart(k + 1)
+		}
 	}
 	var problems []string
 	for _, sr := range ss {
@@ -212,34 +223,45 @@ func (s *snapshot) read(ss []series, out *Daily) {
 			if math.IsNaN(v) {
 				continue
 			}
-			q, err := Quantity(sr.resource, v)
-			if err != nil {
-				problems = append(problems, err.Error())
-				continue
+			if days {
+				q, err := Quantity(sr.resource, v)
+				if err != nil {
+					continue // said below, for the peak
+				}
+				d := &out.Days[k-1]
+				if d.Peaks == nil {
+					d.Peaks = map[corev1.ResourceName]resource.Quantity{}
+				}
+				d.Peaks[sr.resource] = q
 			}
-			d := &out.Days[k-1]
-			if d.Peaks == nil {
-				d.Peaks = map[corev1.ResourceName]resource.Quantity{}
-			}
-			d.Peaks[sr.resource] = q
-			// The latest of equal peaks: the usage was still that high then.
+			// The latest of equal peaks: the usage was still that high then. A peak that is
+			// no quantity (infinite) is refused below.
 			if v >= peak {
 				peak, peakK = v, k
-				out.Window.Peaks[sr.resource] = Peak{Value: q, At: bucketStart(k)}
 			}
 		}
 		if peakK == 0 {
-			continue // every point was refused above
+			continue
 		}
+		q, err := Quantity(sr.resource, peak)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out.Window.Peaks[sr.resource] = Peak{Value: q, At: bucketStart(peakK)}
 		if p := s.coverage(sr, bucketStart, out.Window.Start); p != "" {
 			problems = append(problems, p)
 		}
 	}
-	if len(problems) > 0 {
+	switch {
+	case len(problems) > 0:
 		out.Window.Incomplete = strings.Join(problems, "; ")
-		return
+	case len(out.Window.Peaks) == 0:
+		// Samples before the window only: the quota's usage stopped being reported.
+		out.Window.Incomplete = "Prometheus holds no usage samples of this quota within the window"
+	default:
+		out.Window.Complete = true
 	}
-	out.Window.Complete = true
 }
 
 // coverage says what is missing of sr's history over the window: its start, or a gap; "" when
@@ -273,7 +295,9 @@ func (p *Prometheus) snapshot(ctx context.Context, window time.Duration, now tim
 	p.mu.Lock()
 	e := p.windows[window]
 	if e == nil {
-		e = &entry{}
+		// lastUsed now: the sweep below, run by another window's caller before this one
+		// locks e, must not take it for an old one.
+		e = &entry{lastUsed: now}
 		p.windows[window] = e
 	}
 	// A window length nobody asked about for two refreshes (a namespace's resizer.io/window
@@ -311,7 +335,7 @@ func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time
 	qctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	p.queries.Add(1)
-	val, warnings, err := p.api.QueryRange(qctx, query, v1.Range{Start: end.Add(-time.Duration(n) * step), End: end, Step: step})
+	quotas, warnings, err := p.queryRange(qctx, query, end.Add(-time.Duration(n)*step), end, step)
 	switch {
 	case err != nil:
 		s.failure = failure(err, p.o.Timeout)
@@ -322,12 +346,7 @@ func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time
 		s.failure = fmt.Sprintf("Prometheus answered the usage-history query only partially (%d warning(s)): %s",
 			len(warnings), lifecycle.Clip(activity.ClipWarnings(warnings)[0], 200))
 	default:
-		m, ok := val.(model.Matrix)
-		if !ok {
-			s.failure = fmt.Sprintf("Prometheus answered the usage-history query with a %s, not a range of series", typeOf(val))
-			break
-		}
-		s.quotas = index(m, end, step, n)
+		s.quotas = quotas
 	}
 	if s.failure != "" {
 		s.until = end.Add(p.o.Retry)
@@ -335,12 +354,8 @@ func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time
 	return s
 }
 
-func typeOf(v model.Value) string {
-	if v == nil {
-		return "nothing"
-	}
-	return v.Type().String()
-}
+// errBadAnswer: Prometheus's answer broke off or was not what its API returns.
+var errBadAnswer = errors.New("the answer could not be read")
 
 // failure words err for a reviewer: unreachable, too slow, or refused, without credentials.
 func failure(err error, timeout time.Duration) string {
@@ -348,6 +363,8 @@ func failure(err error, timeout time.Duration) string {
 	switch {
 	case errors.As(err, &perr):
 		return "Prometheus refused the usage-history query: " + activity.Describe(err)
+	case errors.Is(err, errBadAnswer):
+		return "Prometheus's answer to the usage-history query could not be read: " + lifecycle.Clip(err.Error(), 300)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("Prometheus did not answer the usage-history query within %s", timeout)
 	default:
@@ -355,31 +372,75 @@ func failure(err error, timeout time.Duration) string {
 	}
 }
 
-// index files m's series by quota. A point is placed by the nearest bucket end: Prometheus
-// keeps milliseconds.
-func index(m model.Matrix, end time.Time, step time.Duration, n int) map[quotaRef][]series {
-	out := make(map[quotaRef][]series, len(m)/4)
-	start := end.Add(-time.Duration(n) * step)
-	for _, ss := range m {
-		ref := quotaRef{string(ss.Metric["namespace"]), string(ss.Metric["resourcequota"])}
-		res := corev1.ResourceName(ss.Metric["resource"])
-		if ref.namespace == "" || ref.name == "" || res == "" {
-			continue
+// queryRange sends query over [start, end] at step and files the answer's series by quota as
+// they are read. A point is placed by the nearest bucket end: Prometheus keeps milliseconds.
+func (p *Prometheus) queryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (map[quotaRef][]series, []string, error) {
+	form := url.Values{
+		"query": {query},
+		"start": {strconv.FormatInt(start.Unix(), 10)},
+		"end":   {strconv.FormatInt(end.Unix(), 10)},
+		"step":  {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+		// Whole answers only, as activity.NewAPI asks: Thanos's querier otherwise leaves out
+		// the series of a store that is down, with only a warning.
+		"partial_response": {"false"},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	// Prometheus answers its errors 400 or 422 with a body that says why; anything else that
+	// is not 2xx comes from something else (a proxy's 401, a 503) and is reported by its code,
+	// as client_golang does.
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity {
+		typ, kind := v1.ErrServer, "server"
+		if resp.StatusCode/100 == 4 {
+			typ, kind = v1.ErrClient, "client"
+		}
+		return nil, nil, &v1.Error{Type: typ, Msg: fmt.Sprintf("%s error: %d", kind, resp.StatusCode)}
+	}
+	n := int(end.Sub(start) / step)
+	out := map[quotaRef][]series{}
+	resources := map[string]corev1.ResourceName{} // a handful of names, shared by every quota
+	ans, err := decodeRange(resp.Body, func(rs *rangeSeries) {
+		m := &rs.Metric
+		if m.Namespace == "" || m.ResourceQuota == "" || m.Resource == "" {
+			return
+		}
+		res, ok := resources[m.Resource]
+		if !ok {
+			res = corev1.ResourceName(m.Resource)
+			resources[m.Resource] = res
 		}
 		points := make([]float64, n+1)
 		for k := range points {
 			points[k] = math.NaN()
 		}
-		for _, p := range ss.Values {
-			k := int(math.Round(float64(p.Timestamp.Time().Sub(start)) / float64(step)))
+		for _, pt := range rs.Values {
+			k := int(math.Round(float64(pt.T-start.UnixMilli()) / float64(step.Milliseconds())))
 			if k >= 0 && k <= n {
-				points[k] = float64(p.Value)
+				points[k] = pt.V
 			}
 		}
+		ref := quotaRef{m.Namespace, m.ResourceQuota}
 		out[ref] = append(out[ref], series{resource: res, points: points})
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("%w: %w", errBadAnswer, err)
+	}
+	if ans.err != nil {
+		return nil, ans.warnings, ans.err
 	}
 	for _, ss := range out {
 		slices.SortFunc(ss, func(a, b series) int { return strings.Compare(string(a.resource), string(b.resource)) })
 	}
-	return out
+	return out, ans.warnings, nil
 }

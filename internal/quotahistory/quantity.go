@@ -47,7 +47,7 @@ func Quantity(name corev1.ResourceName, v float64) (resource.Quantity, error) {
 		return resource.Quantity{}, fmt.Errorf("the usage of %s is %v, not a quantity", name, v)
 	}
 	format := resource.DecimalSI
-	if bytes(name) {
+	if inBytes(name) {
 		format = resource.BinarySI
 	}
 	if cpu(name) {
@@ -94,8 +94,8 @@ func cpu(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || strings.HasSuffix(string(name), ".cpu")
 }
 
-// bytes: memory, storage and huge pages, as the API server reports them.
-func bytes(name corev1.ResourceName) bool {
+// inBytes: memory, storage and huge pages, as the API server reports them.
+func inBytes(name corev1.ResourceName) bool {
 	s := string(name)
 	return s == "memory" || strings.HasSuffix(s, ".memory") || strings.HasSuffix(s, "storage") ||
 		strings.HasPrefix(s, "hugepages-") || strings.Contains(s, ".hugepages-")
