@@ -330,7 +330,7 @@ func (p *Prometheus) snapshot(ctx context.Context, window time.Duration, now tim
 func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time.Time) *snapshot {
 	step, n := Step(window)
 	end := now.Add(-skew).Truncate(time.Second)
-	s := &snapshot{end: end, step: step, buckets: n, until: end.Add(p.o.Refresh)}
+	s := &snapshot{end: end, step: step, buckets: n, until: now.Add(p.o.Refresh)}
 	query := fmt.Sprintf("max by (namespace, resourcequota, resource) (max_over_time(%s[%s]))", p.o.Selector, model.Duration(step))
 	qctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
@@ -349,7 +349,7 @@ func (p *Prometheus) refresh(ctx context.Context, window time.Duration, now time
 		s.quotas = quotas
 	}
 	if s.failure != "" {
-		s.until = end.Add(p.o.Retry)
+		s.until = now.Add(p.o.Retry)
 	}
 	return s
 }

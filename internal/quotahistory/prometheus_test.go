@@ -236,6 +236,15 @@ func TestPrometheus(t *testing.T) {
 		}
 	})
 
+	t.Run("query refused", func(t *testing.T) {
+		p := newSource(t, proxy, quotahistory.Options{Selector: `kube_resourcequota{type="used"`})
+		w := p.Window(ctx, "team-a", "compute", window, now)
+		t.Logf("Incomplete: %s", w.Incomplete)
+		if w.Complete || !strings.Contains(w.Incomplete, "refused") || !strings.Contains(w.Incomplete, "bad_data") {
+			t.Errorf("Complete=%v Incomplete=%q, want Prometheus's refusal", w.Complete, w.Incomplete)
+		}
+	})
+
 	t.Run("partial answer", func(t *testing.T) {
 		warning := "store 10.0.0.7:10901 did not answer: " + strings.Repeat("x", 500)
 		c.warn.Store(&warning)
@@ -247,6 +256,20 @@ func TestPrometheus(t *testing.T) {
 		}
 		if len(w.Incomplete) > 400 {
 			t.Errorf("Incomplete is %d bytes long, want the warning clipped", len(w.Incomplete))
+		}
+		// The partial answer serves every quota until Retry (5m): one query, not one per quota,
+		// to a Prometheus that is struggling; then it is asked again.
+		before := c.queries.Load()
+		p.Window(ctx, "team-b", "compute", window, now.Add(4*time.Minute))
+		if n := c.queries.Load() - before; n != 0 {
+			t.Errorf("%d queries within Retry of a partial answer, want 0", n)
+		}
+		c.warn.Store(nil)
+		if w := p.Window(ctx, "team-a", "compute", window, now.Add(5*time.Minute)); !w.Complete {
+			t.Errorf("after Retry, with a whole answer: %s", w.Incomplete)
+		}
+		if n := c.queries.Load() - before; n != 1 {
+			t.Errorf("%d queries after Retry, want 1", n)
 		}
 	})
 }
