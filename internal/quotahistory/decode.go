@@ -131,7 +131,7 @@ func decodeData(dec *json.Decoder, visit func(*rangeSeries)) (resultType string,
 		case "resultType":
 			err = dec.Decode(&resultType)
 		case "result":
-			if err = delim(dec, '['); err != nil {
+			if err := delim(dec, '['); err != nil {
 				return "", err
 			}
 			for dec.More() {

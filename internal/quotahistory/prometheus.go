@@ -80,8 +80,10 @@ const skew = time.Minute
 // ending there (Prometheus's ranges are open on the left), so the points are the daily peaks;
 // `max by` folds the series of two kube-state-metrics replicas into one. The point before the
 // window says that the history reaches back past its start: a series that has it, and a point
-// in every bucket after it, covers the window. Reading every sample of the window once (not a
-// subquery at a resolution) means a peak between two evaluation steps is never missed.
+// in every bucket after it, covers the window; the first bucket with a point says, to a day,
+// where a history that does not reach back begins. A Peak's At is the start of the day that held
+// it (the latest such day when the peak repeats). Reading every sample of the window once (not
+// a subquery at a resolution) means a peak between two evaluation steps is never missed.
 type Prometheus struct {
 	http     *http.Client
 	endpoint string // <--prometheus-url>/api/v1/query_range
@@ -156,7 +158,8 @@ type Daily struct {
 	Days []Day
 }
 
-// Day is one bucket, [Start, Start+Step), and the peak of each resource in it.
+// Day is one bucket, (Start, Start+Step] as Prometheus's ranges go, and the peak of each
+// resource in it.
 type Day struct {
 	Start time.Time
 	Peaks map[corev1.ResourceName]resource.Quantity
