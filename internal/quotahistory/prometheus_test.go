@@ -29,13 +29,14 @@ import (
 const day = 24 * time.Hour
 
 // ksm adds kube-state-metrics' kube_resourcequota series of one quota's resource: hourly
-// samples of value base from `from` to `to` (both before now), with peak at peakAt when it is
+// samples of value base from `from` to `to` (both before now), `to` included, with peak at peakAt when it is
 // not zero. instance tells two kube-state-metrics replicas apart.
 func ksm(h *promtest.History, ns, quota, res, typ, instance string, from, to time.Time, base, peak float64, peakAt time.Time) {
 	var samples []promtest.Sample
-	for at := from; !at.After(to); at = at.Add(time.Hour) {
+	for at := from; at.Before(to); at = at.Add(time.Hour) {
 		samples = append(samples, promtest.Sample{At: at, Value: base})
 	}
+	samples = append(samples, promtest.Sample{At: to, Value: base})
 	if !peakAt.IsZero() {
 		samples = append(samples, promtest.Sample{At: peakAt, Value: peak})
 	}
@@ -90,6 +91,9 @@ func (c *counter) start(t *testing.T, target string) string {
 	return srv.URL
 }
 
+// inDay: at is in the day (start, start+1d], as Prometheus's ranges are open on the left.
+func inDay(start, at time.Time) bool { return start.Before(at) && !start.Add(day).Before(at) }
+
 func newSource(t *testing.T, u string, o quotahistory.Options) *quotahistory.Prometheus {
 	t.Helper()
 	p, err := quotahistory.NewPrometheus(activity.Access{URL: u}, o)
@@ -103,7 +107,7 @@ func newSource(t *testing.T, u string, o quotahistory.Options) *quotahistory.Pro
 // quotas whose history covers the window, starts inside it, has a gap, has no series at all.
 func TestPrometheus(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	from, to := now.Add(-16*day), now.Add(-time.Hour)
+	from, to := now.Add(-16*day), now.Add(-2*time.Minute)
 	var h promtest.History
 	// team-a: 16 days of history; cpu peaks at 2.5 cores 4.5 days ago, memory at 3Gi 2.5 days
 	// ago. A second kube-state-metrics replica reports the same quota lower, and the hard
@@ -158,22 +162,26 @@ func TestPrometheus(t *testing.T) {
 			if pk.Value.Cmp(resource.MustParse(want.value)) != 0 || pk.Value.String() != want.value {
 				t.Errorf("%s: peak %s, want %s", res, pk.Value.String(), want.value)
 			}
-			// The day that held the peak: it began at most a day before it.
-			if !want.at.IsZero() && (pk.At.After(want.at) || !pk.At.After(want.at.Add(-day))) {
+			// The day that held the peak: (At, At+1d].
+			if !want.at.IsZero() && !inDay(pk.At, want.at) {
 				t.Errorf("%s: peak at %s, want the day holding %s", res, pk.At, want.at)
 			}
 		}
 		if _, ok := w.Peaks["count/configmaps"]; ok || len(w.Peaks) != 3 {
 			t.Errorf("peaks %v: want requests.cpu, requests.memory and pods (count/configmaps left the quota)", w.Peaks)
 		}
+		// 15 UTC days: the one holding the window's start to today's.
 		d := p.Daily(ctx, "team-a", "compute", window, now)
-		if len(d.Days) != 14 {
-			t.Fatalf("%d days, want 14", len(d.Days))
+		if len(d.Days) != 15 || !d.Days[0].Start.Equal(start.Add(-time.Minute).Truncate(day)) {
+			t.Fatalf("%d days from %s, want 15 from the UTC day holding %s", len(d.Days), d.Days[0].Start, start)
 		}
 		for i, dd := range d.Days {
-			cpu := dd.Peaks["requests.cpu"]
+			cpu, ok := dd.Peaks["requests.cpu"]
+			if !ok && i == len(d.Days)-1 && now.Sub(dd.Start) < 3*time.Minute {
+				continue // today began a moment ago: no sample yet
+			}
 			want := "250m"
-			if !dd.Start.After(cpuPeakAt) && dd.Start.Add(day).After(cpuPeakAt) {
+			if inDay(dd.Start, cpuPeakAt) {
 				want = "2500m"
 			}
 			if cpu.String() != want {
@@ -186,7 +194,7 @@ func TestPrometheus(t *testing.T) {
 		name, ns, quota string
 		want            []string
 	}{
-		{"history starts inside the window", "team-b", "compute", []string{"requests.cpu", "begins", now.Add(-7 * day).UTC().Format("2006-01-02"), "window starts " + start.UTC().Format(time.RFC3339)}},
+		{"history starts inside the window", "team-b", "compute", []string{"requests.cpu", "begins only between " + now.Add(-7*day).Truncate(day).UTC().Format(time.RFC3339), "window starts " + start.UTC().Format(time.RFC3339)}},
 		{"gap", "team-c", "compute", []string{"requests.cpu", "no samples between"}},
 		{"no series", "team-x", "compute", []string{"no usage history", `namespace "team-x"`, `resourcequota "compute"`}},
 	} {
@@ -205,7 +213,7 @@ func TestPrometheus(t *testing.T) {
 		})
 	}
 
-	t.Run("one query per refresh, whatever the number of quotas", func(t *testing.T) {
+	t.Run("two queries at the first refresh, one after, whatever the number of quotas", func(t *testing.T) {
 		p := newSource(t, proxy, quotahistory.Options{Refresh: time.Hour})
 		before := c.queries.Load()
 		var wg sync.WaitGroup
@@ -220,19 +228,29 @@ func TestPrometheus(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if n := c.queries.Load() - before; n != 1 {
-			t.Errorf("%d queries for %d quotas, want 1", n, bulk)
+		// The closed days, then today.
+		if n := c.queries.Load() - before; n != 2 {
+			t.Errorf("%d queries for %d quotas, want 2", n, bulk)
 		}
 		// Another window length is another question; the first one's answer is still kept.
 		p.Window(ctx, "team-a", "compute", 7*day, now)
 		p.Window(ctx, "team-a", "compute", window, now.Add(59*time.Minute))
-		if n := c.queries.Load() - before; n != 2 {
-			t.Errorf("%d queries after a second window length, want 2", n)
+		if n := c.queries.Load() - before; n != 4 {
+			t.Errorf("%d queries after a second window length, want 4", n)
 		}
-		// Past the refresh interval, the question is asked again.
-		p.Window(ctx, "team-a", "compute", window, now.Add(61*time.Minute))
-		if n := c.queries.Load() - before; n != 3 {
-			t.Errorf("%d queries after the refresh interval, want 3", n)
+		// Past the refresh interval, only today is read again (and yesterday, if it closed
+		// since): the closed days are kept.
+		later := now.Add(61 * time.Minute)
+		want := int64(5)
+		if later.Add(-time.Minute).Truncate(day) != now.Add(-time.Minute).Truncate(day) {
+			want++
+		}
+		w := p.Window(ctx, "team-a", "compute", window, later)
+		if n := c.queries.Load() - before; n != want {
+			t.Errorf("%d queries after the refresh interval, want %d", n, want)
+		}
+		if cpu := w.Peaks["requests.cpu"]; !w.Complete || cpu.Value.String() != "2500m" || !inDay(cpu.At, cpuPeakAt) {
+			t.Errorf("after the second refresh: %+v, want complete with the cpu peak of the first", w)
 		}
 	})
 
@@ -268,8 +286,8 @@ func TestPrometheus(t *testing.T) {
 		if w := p.Window(ctx, "team-a", "compute", window, now.Add(5*time.Minute)); !w.Complete {
 			t.Errorf("after Retry, with a whole answer: %s", w.Incomplete)
 		}
-		if n := c.queries.Load() - before; n != 1 {
-			t.Errorf("%d queries after Retry, want 1", n)
+		if n := c.queries.Load() - before; n != 2 {
+			t.Errorf("%d queries after Retry, want 2 (the closed days again, and today)", n)
 		}
 	})
 }
