@@ -365,12 +365,13 @@ func (p *Prometheus) fresh(ctx context.Context, e *entry, window time.Duration, 
 // errBadAnswer: Prometheus's answer broke off or was not what its API returns.
 var errBadAnswer = errors.New("the answer could not be read")
 
-// failure words err for a reviewer: unreachable, too slow, or refused, without credentials.
+// failure words err for a reviewer: unreachable, too slow, or an error answer, without
+// credentials.
 func failure(err error, timeout time.Duration) string {
 	var perr *v1.Error
 	switch {
 	case errors.As(err, &perr):
-		return "Prometheus refused the usage-history query: " + activity.Describe(err)
+		return "the usage-history query failed: " + activity.Describe(err)
 	case errors.Is(err, errBadAnswer):
 		return "Prometheus's answer to the usage-history query could not be read: " + lifecycle.Clip(err.Error(), 300)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -52,6 +52,8 @@ func ksm(h *promtest.History, ns, quota, res, typ, instance string, from, to tim
 type counter struct {
 	queries atomic.Int64
 	warn    atomic.Pointer[string]
+	// failAt, when set, is the number of the query answered 503 instead of forwarded.
+	failAt atomic.Int64
 }
 
 func (c *counter) start(t *testing.T, target string) string {
@@ -83,7 +85,10 @@ func (c *counter) start(t *testing.T, target string) string {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v1/query") {
-			c.queries.Add(1)
+			if n := c.queries.Add(1); n == c.failAt.Load() {
+				http.Error(w, "overloaded", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		p.ServeHTTP(w, r)
 	}))
@@ -213,7 +218,7 @@ func TestPrometheus(t *testing.T) {
 		})
 	}
 
-	t.Run("two queries at the first refresh, one after, whatever the number of quotas", func(t *testing.T) {
+	t.Run("queries per refresh, whatever the number of quotas", func(t *testing.T) {
 		p := newSource(t, proxy, quotahistory.Options{Refresh: time.Hour})
 		before := c.queries.Load()
 		var wg sync.WaitGroup
@@ -228,20 +233,22 @@ func TestPrometheus(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		// The closed days, then today.
-		if n := c.queries.Load() - before; n != 2 {
-			t.Errorf("%d queries for %d quotas, want 2", n, bulk)
+		// The 15 closed days (the day before the window's and 14 more) four at a time, then
+		// today.
+		if n := c.queries.Load() - before; n != 5 {
+			t.Errorf("%d queries for %d quotas, want 5", n, bulk)
 		}
-		// Another window length is another question; the first one's answer is still kept.
+		// Another window length is another question (8 closed days: 2 + 1); the first one's
+		// answer is still kept.
 		p.Window(ctx, "team-a", "compute", 7*day, now)
 		p.Window(ctx, "team-a", "compute", window, now.Add(59*time.Minute))
-		if n := c.queries.Load() - before; n != 4 {
-			t.Errorf("%d queries after a second window length, want 4", n)
+		if n := c.queries.Load() - before; n != 8 {
+			t.Errorf("%d queries after a second window length, want 8", n)
 		}
 		// Past the refresh interval, only today is read again (and yesterday, if it closed
 		// since): the closed days are kept.
 		later := now.Add(61 * time.Minute)
-		want := int64(5)
+		want := int64(9)
 		if later.Add(-time.Minute).Truncate(day) != now.Add(-time.Minute).Truncate(day) {
 			want++
 		}
@@ -254,11 +261,30 @@ func TestPrometheus(t *testing.T) {
 		}
 	})
 
+	t.Run("a refresh that fails half-way keeps what it read", func(t *testing.T) {
+		p := newSource(t, proxy, quotahistory.Options{})
+		c.failAt.Store(c.queries.Load() + 3) // the third chunk of closed days
+		defer c.failAt.Store(0)
+		w := p.Window(ctx, "team-a", "compute", window, now)
+		if w.Complete || !strings.Contains(w.Incomplete, "503") {
+			t.Errorf("Complete=%v Incomplete=%q, want Prometheus's 503", w.Complete, w.Incomplete)
+		}
+		before := c.queries.Load()
+		w = p.Window(ctx, "team-a", "compute", window, now.Add(5*time.Minute))
+		if cpu := w.Peaks["requests.cpu"]; !w.Complete || cpu.Value.String() != "2500m" {
+			t.Errorf("after Retry: %+v, want complete with the cpu peak", w)
+		}
+		// The third and fourth chunks, and today.
+		if n := c.queries.Load() - before; n != 3 {
+			t.Errorf("%d queries after Retry, want 3", n)
+		}
+	})
+
 	t.Run("query refused", func(t *testing.T) {
 		p := newSource(t, proxy, quotahistory.Options{Selector: `kube_resourcequota{type="used"`})
 		w := p.Window(ctx, "team-a", "compute", window, now)
 		t.Logf("Incomplete: %s", w.Incomplete)
-		if w.Complete || !strings.Contains(w.Incomplete, "refused") || !strings.Contains(w.Incomplete, "bad_data") {
+		if w.Complete || !strings.Contains(w.Incomplete, "query failed") || !strings.Contains(w.Incomplete, "bad_data") {
 			t.Errorf("Complete=%v Incomplete=%q, want Prometheus's refusal", w.Complete, w.Incomplete)
 		}
 	})
@@ -286,8 +312,8 @@ func TestPrometheus(t *testing.T) {
 		if w := p.Window(ctx, "team-a", "compute", window, now.Add(5*time.Minute)); !w.Complete {
 			t.Errorf("after Retry, with a whole answer: %s", w.Incomplete)
 		}
-		if n := c.queries.Load() - before; n != 2 {
-			t.Errorf("%d queries after Retry, want 2 (the closed days again, and today)", n)
+		if n := c.queries.Load() - before; n != 5 {
+			t.Errorf("%d queries after Retry, want 5 (the closed days again, and today)", n)
 		}
 	})
 }
