@@ -9,13 +9,13 @@
 // It owns:
 //
 //   - Window and Peak, that contract;
-//   - Prometheus, the source that reads kube-state-metrics' kube_resourcequota{type="used"}:
-//     ONE range query per refresh (default hourly) and window length for every quota at once,
-//     the peak of each resource per day over the window and the day before it, read as the
-//     answer streams in; a window is complete only when the history reaches back past its
-//     start with no day missing, and an unreachable Prometheus, a refused query or an answer
-//     with a warning (partial) leaves every window incomplete, said in words. Daily keeps the
-//     per-day peaks, for a chart of the window;
+//   - Prometheus, the source that reads kube-state-metrics' kube_resourcequota{type="used"} for
+//     every quota at once, whatever their number: the peak of each resource per UTC day, each
+//     closed day read once (four days a query) and today again at each refresh (default
+//     hourly), the answer read as it streams in. A window is complete only when the history
+//     reaches back past its start with no day missing; an unreachable Prometheus, a failed
+//     query or an answer with a warning (partial) leaves every window incomplete, said in
+//     words. Daily keeps the per-day peaks, for a chart of the window;
 //   - Step, the day buckets sized under Prometheus's 11,000 points per series, and Quantity,
 //     kube-state-metrics' floats (cpu in cores, memory in bytes) as exact Quantities, rounded
 //     up, never down.

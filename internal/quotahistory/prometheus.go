@@ -66,8 +66,10 @@ func (o Options) withDefaults() Options {
 const skew = time.Minute
 
 // Prometheus is the usage history of every quota, read from kube-state-metrics'
-// kube_resourcequota in Prometheus, for all quotas at once: at most two queries per refresh and
-// window length, whatever the number of quotas.
+// kube_resourcequota in Prometheus, for all quotas at once: per window length, the first refresh
+// makes a few queries (5 for a 14-day window: 15 closed days four at a time, and today; at most
+// 9) and each later one a single query (two when a day closed since), whatever the number of
+// quotas.
 //
 // The history is kept as the peak of each (namespace, quota, resource) per bucket of
 // Step(window), a day, aligned to the Unix epoch (UTC days): bucket b is ((b−1)·step, b·step],
@@ -77,10 +79,10 @@ const skew = time.Minute
 //
 //	max by (namespace, resourcequota, resource) (max_over_time(<selector>[<step>]))
 //
-// at the buckets' ends; `max by` folds the series of two kube-state-metrics replicas into one.
-// Each refresh then reads the open bucket, from its start to now, with the same query over that
-// span, evaluated once. A refresh so reads about an hour's to a day's samples, not the whole
-// window's again (at a 30 s scrape, 40,000 series hold 1.7 billion samples over 15 days).
+// at the buckets' ends, four buckets a query (chunk); `max by` folds the series of two
+// kube-state-metrics replicas into one. Each refresh then reads the open bucket, from its start
+// to now, with the same query over that span, evaluated once. A refresh so reads up to a day's
+// samples, not the whole window's again (at a 30 s scrape, 40,000 series hold 1.7 billion samples over 15 days).
 // Reading every sample (not a subquery at a resolution) means a peak between two evaluation
 // steps is never missed.
 //

@@ -14,12 +14,13 @@ import (
 // whose (end − start) / step exceeds it.
 const maxPoints = 11000
 
-// Step is the width of the buckets a window's history is read in, and their number: days, as
-// many as cover the window (a 14-day window is 14 buckets of one day). A window under a day is
-// one bucket; one that is no whole number of days is cut into equal buckets of whole seconds
-// that together cover it, at most a few seconds more. One more point before the first bucket
-// says whether the history reaches back past the window's start, so the buckets are at most
-// 10,999. Zero for a window that is not positive.
+// Step is the width of the buckets a window's history is read in, and how many cover it: days
+// (a 14-day window is 14 buckets of one day). A window under a day is one bucket; one that is no
+// whole number of days is cut into equal buckets of whole seconds that together cover it, at
+// most a few seconds more. The buckets are aligned to the Unix epoch, so a window touches one
+// more, and one before it says whether the history reaches back past its start: the buckets are
+// at most 10,999, and a range query over all of them stays within Prometheus's 11,000 points
+// per series. Zero for a window that is not positive.
 func Step(window time.Duration) (step time.Duration, buckets int) {
 	if window <= 0 {
 		return 0, 0
