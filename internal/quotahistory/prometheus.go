@@ -122,16 +122,16 @@ type snapshot struct {
 	step    time.Duration
 	buckets int       // after lo; the last is the open one
 	readTo  time.Time // the history is read up to here (skew before the refresh)
-	// openShort: the open bucket is under openMin long, and a missing point in it no gap.
+	// openShort: the open bucket is under openGrace long, and a missing point in it no gap.
 	openShort bool
 	until     time.Time // when it is asked again
 	// failure, when set, is why no quota's history is known (unreachable, partial answer).
 	failure string
 }
 
-// openMin is how long the open bucket must be before a missing point in it counts as a gap: a
+// openGrace is how long the open bucket must be before a missing point in it counts as a gap: a
 // bucket that began a minute ago may hold no scrape yet.
-const openMin = time.Hour
+const openGrace = time.Hour
 
 type quotaRef struct{ namespace, name string }
 

@@ -61,9 +61,8 @@ func (st *store) ring(ref seriesRef) *ring {
 		}
 		st.series[ref] = r
 		q := quotaRef{ref.namespace, ref.quota}
-		rs := append(st.quotas[q], r)
-		slices.SortFunc(rs, func(a, b *ring) int { return strings.Compare(string(a.resource), string(b.resource)) })
-		st.quotas[q] = rs
+		st.quotas[q] = append(st.quotas[q], r)
+		slices.SortFunc(st.quotas[q], func(a, b *ring) int { return strings.Compare(string(a.resource), string(b.resource)) })
 	}
 	return r
 }
@@ -108,7 +107,7 @@ func (p *Prometheus) refresh(ctx context.Context, st *store, window time.Duratio
 	lo := ceilDiv(read.Add(-window).Unix(), st.step) - 1 // the bucket before the one holding the start
 	openStart := time.Unix((open-1)*st.step, 0)
 	s := &snapshot{lo: lo, step: step, buckets: int(open - lo), readTo: read, until: now.Add(p.o.Refresh),
-		openShort: read.Sub(openStart) < openMin}
+		openShort: read.Sub(openStart) < openGrace}
 	fail := func(msg string) *snapshot {
 		s.failure, s.until = msg, now.Add(p.o.Retry)
 		return s
