@@ -17,6 +17,7 @@ FUZZ_TARGETS := \
   ./internal/detect/expiry:FuzzParsePolicy \
   ./internal/extension:FuzzVerify,FuzzClient,FuzzVerifyOwner \
   ./internal/activity:FuzzLoadConfig \
+  ./internal/quotahistory:FuzzQuantity,FuzzDecodeRange \
   ./internal/detect/inactivity:FuzzParsePolicy \
   ./internal/objcache:FuzzPacked \
   ./internal/actuate/helmrelease/scope:FuzzCheck \

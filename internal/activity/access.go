@@ -3,6 +3,7 @@ package activity
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -64,6 +65,21 @@ func (a Access) Validate() error {
 // NewAPI is the Prometheus query API for a. Redirects are not followed: the Authorization
 // header would go with them, wherever they point.
 func NewAPI(a Access) (v1.API, error) {
+	client, err := HTTPClient(a)
+	if err != nil {
+		return nil, err
+	}
+	c, err := promapi.NewClient(promapi.Config{Address: a.URL, Client: client})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	return v1.NewAPI(wholeAnswers{c}), nil
+}
+
+// HTTPClient is the HTTP client NewAPI asks a's Prometheus with (token, CA, no redirects), for a
+// reader that streams an answer too large to hold whole (internal/quotahistory); such a reader
+// asks for partial_response=false itself.
+func HTTPClient(a Access) (*http.Client, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,11 +103,7 @@ func NewAPI(a Access) (v1.API, error) {
 		}
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: a.URL, Client: client})
-	if err != nil {
-		return nil, fmt.Errorf("--prometheus-url: %w", err)
-	}
-	return v1.NewAPI(wholeAnswers{c}), nil
+	return client, nil
 }
 
 // wholeAnswers asks for whole answers only: partial_response=false on every request. Thanos's
