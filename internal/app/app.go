@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,19 +14,12 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -393,7 +385,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	watches := append(append(append(expiryWatches(o), inactivityWatches(o)...), cleanerWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, watches...),
+		Cache:                         objcache.CacheOptions(o.StateNamespace, map[string]string{state.LabelManagedBy: state.ManagedByValue}, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		MapperProvider:                reuseMapper(mapper),
@@ -614,113 +606,6 @@ func orDisabled(addr string) string {
 		return "0"
 	}
 	return addr
-}
-
-// cacheOptions keeps the informer caches as small as the work allows: this is what makes
-// Kustos cheap in a busy cluster. watches are the detectors' registrations; the caches hold
-// their union.
-func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
-	var prefixes, labelKeys []string
-	var eventFields, secretLabels map[string]string
-	// Kinds cached in a way of their own: unstructured objects trimmed to fields, metadata kept
-	// with every label and annotation. One entry (one informer cache) per kind.
-	type kindCache struct {
-		fields        [][]string
-		trimsObjects  bool
-		wholeMetadata bool
-	}
-	kinds := map[schema.GroupVersionKind]*kindCache{}
-	kindOf := func(k lifecycle.ObjectKind) *kindCache {
-		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-		if kinds[gvk] == nil {
-			kinds[gvk] = &kindCache{}
-		}
-		return kinds[gvk]
-	}
-	readsEvents := false
-	for _, w := range watches {
-		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
-		labelKeys = append(labelKeys, w.MetadataLabels...)
-		for k, paths := range w.ObjectFields {
-			kc := kindOf(k)
-			kc.fields, kc.trimsObjects = append(kc.fields, paths...), true
-		}
-		for _, k := range w.WholeMetadata {
-			kindOf(k).wholeMetadata = true
-		}
-		if w.SecretLabels != nil {
-			secretLabels = w.SecretLabels // one detector reads Secrets
-		}
-		if w.EventFields == nil {
-			continue
-		}
-		if !readsEvents {
-			readsEvents, eventFields = true, maps.Clone(w.EventFields)
-			continue
-		}
-		// One informer per type: keep what both selectors require, which lets both through.
-		for k, v := range eventFields {
-			if w.EventFields[k] != v {
-				delete(eventFields, k)
-			}
-		}
-	}
-	byObject := map[client.Object]cache.ByObject{
-		// Only our own state Leases, only in our namespace.
-		&coordinationv1.Lease{}: {
-			Namespaces: map[string]cache.Config{stateNamespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{state.LabelManagedBy: state.ManagedByValue}),
-		},
-	}
-	if readsEvents {
-		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: objcache.TrimEvent}
-	}
-	if secretLabels != nil {
-		// Only helm's release records, and only their metadata (the watch is metadata-only):
-		// the cache never holds a Secret's data.
-		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
-	}
-	defaultTransform := func(in any) (any, error) { return objcache.TrimObject(in, prefixes, labelKeys) }
-	for gvk, kc := range kinds {
-		if filteredKinds[gvk] {
-			continue // its cache holds only what the selectors above let through, as it is
-		}
-		// One informer cache per such kind: its unstructured objects keep only what the
-		// detectors reading them read, its metadata every label and annotation where a detector
-		// reads them all; anything else is trimmed as any other kind's.
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		byObject[u] = cache.ByObject{Transform: func(in any) (any, error) {
-			switch o := in.(type) {
-			case *unstructured.Unstructured:
-				if kc.trimsObjects {
-					// The kind is set on the copy: readers that skip the deep copy (and with it
-					// controller-runtime's setting of the kind) find it there.
-					t := objcache.TrimUnstructured(o, kc.fields)
-					t.SetGroupVersionKind(gvk)
-					return t, nil
-				}
-			case *metav1.PartialObjectMetadata:
-				if kc.wholeMetadata {
-					objcache.StripMeta(o)
-					return o, nil
-				}
-			}
-			return defaultTransform(in)
-		}}
-	}
-	return cache.Options{
-		DefaultTransform: defaultTransform,
-		ByObject:         byObject,
-	}
-}
-
-// filteredKinds are the kinds whose cache cacheOptions filters by label, field or namespace:
-// no detector may read anything else of them from the manager's cache.
-var filteredKinds = map[schema.GroupVersionKind]bool{
-	coordinationv1.SchemeGroupVersion.WithKind("Lease"): true,
-	corev1.SchemeGroupVersion.WithKind("Event"):         true,
-	corev1.SchemeGroupVersion.WithKind("Secret"):        true,
 }
 
 // replicaLeaseDuration is how long a replica's liveness Lease lasts without renewal: how long a

@@ -244,7 +244,7 @@ func heldWhole(o Options) map[schema.GroupVersionKind]bool {
 		return held
 	}
 	for _, k := range o.Inactivity.Kinds {
-		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !filteredKinds[k] {
+		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !objcache.FilteredKinds[k] {
 			held[k] = true
 		}
 	}
@@ -261,7 +261,7 @@ func cleanerWatches(o Options) []lifecycle.Watches {
 	w := lifecycle.Watches{}
 	held := heldWhole(o)
 	for _, k := range o.Expiry.Kinds {
-		if filteredKinds[k] || held[k] {
+		if objcache.FilteredKinds[k] || held[k] {
 			continue // the manager's cache holds only some of them, or the target cache all
 		}
 		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
