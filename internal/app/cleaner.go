@@ -5,20 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
@@ -294,99 +288,15 @@ func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client
 	if len(detectors) == 0 {
 		return nil
 	}
-	grace := o.Cleaners.LeaseGrace
-	if grace <= 0 {
-		grace = sweepGrace
-	}
-	return mgr.Add(&goneSweeper{store: store, live: live, mapper: mgr.GetRESTMapper(), interval: o.LeaseSweepInterval,
-		grace: grace, detectors: detectors, now: o.Now, log: o.Log.WithName("sweep")})
-}
-
-// sweepGrace keeps a Key's Lease this long after its last decision whatever its target says:
-// a deletion just carried out must not race the sweep of its own Lease.
-const sweepGrace = 10 * time.Minute
-
-// goneSweeper deletes the Leases of per-object detectors' Keys (Cleaner targets, expiring
-// objects) whose object is gone: every deleted preview would otherwise leave a Lease behind
-// until its namespace goes.
-type goneSweeper struct {
-	store     *state.Store
-	live      client.Reader
-	mapper    meta.RESTMapper
-	interval  time.Duration
-	grace     time.Duration
-	detectors map[string]bool
-	now       func() time.Time
-	log       logr.Logger
-}
-
-var _ manager.LeaderElectionRunnable = (*goneSweeper)(nil)
-
-func (s *goneSweeper) NeedLeaderElection() bool { return true }
-
-func (s *goneSweeper) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		n, err := s.store.SweepGone(ctx, s.gone)
-		if err != nil {
-			s.log.Error(err, "sweep of the Leases of deleted objects failed; will try again")
-		}
-		if n > 0 {
-			metrics.LeasesSwept.Add(float64(n))
-			s.log.Info("deleted the state leases of deleted objects", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// gone asks the API server (not the cache) whether the object of a per-object Key exists.
-func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) {
-	p, ok := rec.Key.Parts()
-	if !ok || !s.detectors[p.Detector] || p.KindGroup == "" || s.now().Sub(rec.LastModified) < s.grace {
-		return false, nil
-	}
-	kind, group, _ := strings.Cut(p.KindGroup, ".")
-	switch {
-	case p.Detector == ephemeral.DetectorName && kind == ephemeral.CloudEventKind && group == ephemeral.CloudEventGroup:
-		// A Cleaner's CloudEvent is no object: its Key lives as long as its Cleaner.
-		kind, group = "Cleaner", v1alpha1.GroupVersion.Group
-	case kind == detectvsphere.Kind && group == detectvsphere.Group:
-		// A VM lives in vSphere, and its Lease is the lifetime Kustos keeps for it (its notes
-		// may be gone after a rollback): no API server can say it is gone, so the VM crawler
-		// sweeps these (internal/detect/vsphere, once vSphere no longer finds the VM).
-		return false, nil
-	case kind == lifecycle.ReleaseKind && group == lifecycle.ReleaseGroup:
-		// No API server serves helm releases: a release lives in its Secrets (helm's storage).
-		var secrets metav1.PartialObjectMetadataList
-		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-		if err := s.live.List(ctx, &secrets, client.InNamespace(p.Namespace),
-			client.MatchingLabels{expiry.HelmOwnerLabel: expiry.HelmOwnerValue, expiry.HelmNameLabel: p.Name}); err != nil {
-			if apierrors.IsForbidden(err) {
-				return false, nil // a Kustos that may not read helm's Secrets keeps the Lease
-			}
-			return false, err
-		}
-		return len(secrets.Items) == 0, nil
-	}
-	m, err := s.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
-	if meta.IsNoMatchError(err) {
-		return true, nil // the kind itself is gone (its CRD deleted)
-	}
-	if err != nil {
-		return false, err
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(m.GroupVersionKind)
-	err = s.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
+	return mgr.Add(&state.GoneSweeper{Store: store, Live: live, Mapper: mgr.GetRESTMapper(), Detectors: detectors, Rules: []state.GoneRule{
+		{Detector: ephemeral.DetectorName, Kind: schema.GroupKind{Group: ephemeral.CloudEventGroup, Kind: ephemeral.CloudEventKind},
+			As: schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}},
+		// The VM crawler sweeps these, once vSphere no longer finds the VM (internal/detect/vsphere).
+		{Kind: schema.GroupKind{Group: detectvsphere.Group, Kind: detectvsphere.Kind}, Never: true},
+		{Kind: schema.GroupKind{Group: lifecycle.ReleaseGroup, Kind: lifecycle.ReleaseKind}, SecretLabels: func(name string) map[string]string {
+			return map[string]string{expiry.HelmOwnerLabel: expiry.HelmOwnerValue, expiry.HelmNameLabel: name}
+		}},
+	}, Interval: o.LeaseSweepInterval, Grace: o.Cleaners.LeaseGrace, Swept: metrics.LeasesSwept, Now: o.Now, Log: o.Log.WithName("sweep")})
 }
 
 var (

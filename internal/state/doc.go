@@ -12,5 +12,7 @@
 // state. Each replica keeps a liveness Lease, so that a pending decision is taken over only from a
 // replica that is gone. A background sweep (NamespaceSweeper, on the leader) deletes Leases whose
 // target namespace no longer exists, closing their open PR first, so that Leases of deleted
-// namespaces do not pile up in the controller's namespace.
+// namespaces do not pile up in the controller's namespace; another (GoneSweeper) deletes the
+// Leases of per-object detectors' Keys whose object is gone, told by GoneRules for the kinds
+// that are not simply asked of the API server (a Cleaner's CloudEvent, a helm release, a VM).
 package state
