@@ -25,6 +25,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/objcache"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -169,8 +170,8 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 			if err != nil {
 				return err
 			}
-			if err := mgr.Add(&orphanDigest{reader: mgr.GetAPIReader(), kinds: o.Expiry.Kinds, namespaces: namespaces, settings: settings, notifier: nt.mail, stateNamespace: o.StateNamespace,
-				to: o.Expiry.AdminEmail, interval: o.Expiry.DigestInterval, now: o.Now, log: o.Log.WithName("orphan-digest")}); err != nil {
+			if err := mgr.Add(&orphans.Digest{Reader: mgr.GetAPIReader(), Kinds: o.Expiry.Kinds, Namespaces: namespaces, Settings: settings, Notifier: nt.mail, StateNamespace: o.StateNamespace,
+				To: o.Expiry.AdminEmail, Interval: o.Expiry.DigestInterval, Now: o.Now, Log: o.Log.WithName("orphan-digest")}); err != nil {
 				return err
 			}
 		}

@@ -9,16 +9,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 	"github.com/kustos-dev/kustos/internal/vsphere"
 )
 
@@ -96,7 +95,7 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{
 		Crawler: vc, State: expiryStates{store}, Pipeline: &pl, Reporter: rep,
-		Orphans:  vmOrphans{r: mgr.GetAPIReader(), w: mgr.GetClient(), namespace: o.StateNamespace},
+		Orphans:  orphans.VMReport{R: mgr.GetAPIReader(), W: mgr.GetClient(), Namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
 		Leases: vmLeases{store}, Finder: vc,
 	})
@@ -131,19 +130,4 @@ func (s expiryStates) ExpiryState(ctx context.Context, key lifecycle.Key) (expir
 	}
 	st, _ := expiry.ParseState(rec.Bag)
 	return st, rec.Exists(), nil
-}
-
-// vmOrphans keeps the crawl's orphans in a Lease of the state namespace for
-// `kustos status --orphans` and the digest. It reads the Lease from the API server (r): the
-// manager's cache does not hold it.
-type vmOrphans struct {
-	r         client.Reader
-	w         client.Writer
-	namespace string
-}
-
-var _ detectvsphere.OrphanReport = vmOrphans{}
-
-func (v vmOrphans) SetOrphans(ctx context.Context, orphans []detectvsphere.Orphan) error {
-	return statusreport.SaveVMOrphans(ctx, v.r, v.w, v.namespace, orphans)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -87,7 +88,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
 }
 
-func status(cfg *rest.Config, ns, out string, orphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
+func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
 	kinds, settings := e.Kinds, e.Settings
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -99,11 +100,11 @@ func status(cfg *rest.Config, ns, out string, orphans bool, e cli.Expiry, sel la
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if orphans {
-		rows, err := Orphans(ctx, c, kinds, settings, time.Now(), sel)
+	if listOrphans {
+		rows, err := orphans.List(ctx, c, kinds, settings, time.Now(), sel)
 		if err == nil {
-			var vms []OrphanRow
-			vms, err = VMOrphans(ctx, c, ns, time.Now())
+			var vms []orphans.Row
+			vms, err = orphans.VMs(ctx, c, ns, time.Now())
 			rows = append(rows, vms...)
 		}
 		if err == nil {
