@@ -498,6 +498,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 		return nil, fmt.Errorf("setting up quota detector: %w", err)
 	}
+	// The owners' channels, built once before any detector that sends notices is set up.
+	var nt notifiers
+	if o.Expiry.Enabled || o.Inactivity.Enabled {
+		if nt, err = buildNotifiers(ctx, mgr, o, live); err != nil {
+			return nil, err
+		}
+	}
 	var targets *targetCache
 	if o.Cleaners.Enabled {
 		if targets, err = newTargetCache(mgr, o); err != nil {
@@ -507,15 +514,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, err
 		}
 	}
-	var nt notifiers
-	if o.Expiry.Enabled || o.Inactivity.Enabled {
-		if nt, err = buildNotifiers(mgr, o); err != nil {
-			return nil, err
-		}
-	}
 	if o.Expiry.Enabled {
-		// setupExpiry adds the owner's page link to nt's notices when it serves the page.
-		if err := setupExpiry(ctx, mgr, o, pl, live, &nt, targets); err != nil {
+		if err := setupExpiry(mgr, o, pl, live, nt, targets); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return nil, err
 		}
 	}

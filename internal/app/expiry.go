@@ -3,12 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -132,7 +130,7 @@ func expiryWatches(o Options) []lifecycle.Watches {
 // Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
 // actuators of the quota detector's. In PR mode a target no manifest defines is removed
 // directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt *notifiers, targets *targetCache) error {
+func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers, targets *targetCache) error {
 	pl := *base
 	pl.Detector = expiry.DetectorName
 	pl.Vocab = expiry.Vocabulary()
@@ -176,18 +174,9 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 			}
 		}
 	}
-	srv, err := setupExtension(ctx, mgr, o, live)
-	if err != nil {
-		return err
-	}
 	var links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)
-	if srv != nil {
-		links = extensionLinks(srv)
-		if nt.notifier != nil {
-			// Every notice about an owner's environment (expiry's, and inactivity's, set up
-			// after this) carries a new link to the owner's page.
-			nt.notifier = extension.OwnerPages{Server: srv, Next: nt.notifier}
-		}
+	if nt.extension != nil {
+		links = nt.extension.NoticeLinks
 	}
 	pl.Notifier = nt.notifier
 	if o.VSphere.Enabled {
@@ -221,7 +210,7 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 			Grouping:     o.PR.grouping(expiry.DetectorName),
 			GroupWindow:  o.PR.GroupWindow,
 			Links:        links,
-			LeaseTrigger: extensionRecorded,
+			LeaseTrigger: extension.Recorded,
 			HasState:     cachedState.Has,
 			Now:          o.Now,
 			Log:          o.Log.WithName("expiry"),
@@ -231,8 +220,8 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 		}
 	}
 	if uninstaller != nil {
-		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmReleases{uninstaller}, Pipeline: &pl, Reporter: rep, Scope: o.scope,
-			Settings: settings, Links: links, LeaseTrigger: extensionRecorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: &pl, Reporter: rep, Scope: o.scope,
+			Settings: settings, Links: links, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}
@@ -240,18 +229,22 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 	return nil
 }
 
-// notifiers are the owners' channels, shared by the expiry and inactivity detectors: the
-// webhook and mail (batched) flags, built once so that one owner's notices of both detectors
-// share a batch.
+// notifiers are the owners' channels, shared read-only by the expiry and inactivity detectors:
+// the webhook and mail (batched) flags, and the owner's page links of the extension server,
+// built once before either detector is set up, so that one owner's notices of both detectors
+// share a batch and carry the same links whichever is set up first.
 type notifiers struct {
 	// notifier sends to all of them (nil: none configured).
 	notifier pipeline.Notifier
 	// mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
 	// then need an address.
 	mail *notify.Mail
+	// extension serves the extension links and the owners' pages (nil: no --extension-addr, or
+	// no expiry detector).
+	extension *extension.Server
 }
 
-func buildNotifiers(mgr ctrl.Manager, o Options) (notifiers, error) {
+func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (notifiers, error) {
 	var out notifiers
 	var all notify.Multi
 	if o.Expiry.Webhook.URL != "" {
@@ -278,7 +271,7 @@ func buildNotifiers(mgr ctrl.Manager, o Options) (notifiers, error) {
 		var n pipeline.Notifier = m
 		if o.Expiry.BatchWindow > 0 {
 			b := notify.NewBatcher(m, notify.BatchOptions{Window: o.Expiry.BatchWindow, Max: o.Expiry.BatchMax})
-			if err := mgr.Add(batcherCloser{b}); err != nil {
+			if err := mgr.Add(b); err != nil { // it sends the batches still gathering at the stop
 				return out, err
 			}
 			n = b
@@ -293,47 +286,19 @@ func buildNotifiers(mgr ctrl.Manager, o Options) (notifiers, error) {
 	default:
 		out.notifier = all
 	}
-	return out, nil
-}
-
-// batcherCloser sends the mails still gathering when the manager stops (within its graceful
-// shutdown), instead of dropping them; their senders are told, so nothing is recorded as sent
-// that was not.
-type batcherCloser struct{ b *notify.Batcher }
-
-func (c batcherCloser) NeedLeaderElection() bool { return false }
-
-func (c batcherCloser) Start(ctx context.Context) error {
-	<-ctx.Done()
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return c.b.Close(closeCtx)
-}
-
-// extensionRecorded: an expiry Key's Lease now records a different extension (the extension
-// server wrote it, on this replica or another): the detector looks again at once to write the
-// new deadline back, instead of at its next scheduled look.
-func extensionRecorded(before, after client.Object) (lifecycle.Key, bool) {
-	annotation := state.BagPrefix + expiry.BagExtendedUntil
-	key := after.GetAnnotations()[state.AnnotationKey]
-	if !strings.HasPrefix(key, expiry.DetectorName+"/") || before.GetAnnotations()[annotation] == after.GetAnnotations()[annotation] {
-		return "", false
+	if !o.Expiry.Enabled {
+		return out, nil
 	}
-	return lifecycle.Key(key), true
-}
-
-// helmReleases reads releases for the expiry detector through helm's library.
-type helmReleases struct{ u *helmrelease.Uninstaller }
-
-var _ expiry.Releases = helmReleases{}
-
-func (h helmReleases) Release(ctx context.Context, namespace, name string) (expiry.Release, bool, error) {
-	i, found, err := h.u.Release(ctx, namespace, name)
-	return expiry.Release{Values: i.Values, FirstDeployed: i.FirstDeployed, Labels: i.Labels}, found, err
-}
-
-func (h helmReleases) Check(ctx context.Context, namespace, name string) error {
-	return h.u.Check(ctx, namespace, name)
+	var err error
+	if out.extension, err = setupExtension(ctx, mgr, o, live); err != nil {
+		return out, err
+	}
+	if out.extension != nil && out.notifier != nil {
+		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
+		// link to the owner's page.
+		out.notifier = extension.OwnerPages{Server: out.extension, Next: out.notifier}
+	}
+	return out, nil
 }
 
 // setupExtension starts the extension server on every replica (a link may reach any of them):
@@ -372,46 +337,8 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		Now:            o.Now,
 		Log:            o.Log.WithName("extension"),
 	}
-	if err := mgr.Add(&httpRunnable{addr: e.Addr, handler: srv, log: o.Log.WithName("extension")}); err != nil {
+	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
 		return nil, err
 	}
 	return srv, nil
-}
-
-// extensionLinks mints a warning's extension links on srv.
-func extensionLinks(srv *extension.Server) func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error) {
-	return func(k lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error) {
-		ls, err := srv.Links(k, deadline, expires)
-		out := make([]lifecycle.NoticeLink, 0, len(ls))
-		for _, l := range ls {
-			out = append(out, lifecycle.NoticeLink{Label: "Extend by " + l.Period, URL: l.URL})
-		}
-		return out, err
-	}
-}
-
-// httpRunnable serves handler on addr on every replica until the manager stops.
-type httpRunnable struct {
-	addr    string
-	handler http.Handler
-	log     logr.Logger
-}
-
-func (h *httpRunnable) NeedLeaderElection() bool { return false }
-
-func (h *httpRunnable) Start(ctx context.Context) error {
-	srv := &http.Server{Addr: h.addr, Handler: h.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	h.log.Info("serving extension links", "addr", h.addr)
-	select {
-	case <-ctx.Done():
-		// ctx is done; the shutdown gets its own few seconds for requests in flight.
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
-	case err := <-errc:
-		return fmt.Errorf("extension server on %s: %w", h.addr, err)
-	}
 }
