@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,40 +93,9 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	}
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{
-		Crawler: vc, State: expiryStates{store}, Pipeline: &pl, Reporter: rep,
+		Crawler: vc, State: actvsphere.States{Store: store}, Pipeline: &pl, Reporter: rep,
 		Orphans:  orphans.VMReport{R: mgr.GetAPIReader(), W: mgr.GetClient(), Namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
-		Leases: vmLeases{store}, Finder: vc,
+		Leases: actvsphere.Leases{Store: store}, Finder: vc,
 	})
-}
-
-// vmLeases sweeps the state Leases of VM Keys (the gone-sweeper of cleaner.go leaves them to
-// the VM crawler, which alone can tell that a VM is gone).
-type vmLeases struct{ store *state.Store }
-
-var _ detectvsphere.VMLeases = vmLeases{}
-
-func (v vmLeases) SweepVMs(ctx context.Context, gone func(ctx context.Context, uuid string) (bool, error)) (int, error) {
-	kindGroup := strings.ToLower(detectvsphere.Kind + "." + detectvsphere.Group)
-	return v.store.SweepGone(ctx, func(ctx context.Context, rec state.Record) (bool, error) {
-		p, ok := rec.Key.Parts()
-		if !ok || p.Detector != expiry.DetectorName || strings.ToLower(p.KindGroup) != kindGroup || p.Namespace != "" || p.Name == "" {
-			return false, nil
-		}
-		return gone(ctx, p.Name)
-	})
-}
-
-// expiryStates reads the expiry state of a Key from its Lease.
-type expiryStates struct{ store *state.Store }
-
-var _ detectvsphere.StateReader = expiryStates{}
-
-func (s expiryStates) ExpiryState(ctx context.Context, key lifecycle.Key) (expiry.State, bool, error) {
-	rec, err := s.store.Get(ctx, key)
-	if err != nil {
-		return expiry.State{}, false, err
-	}
-	st, _ := expiry.ParseState(rec.Bag)
-	return st, rec.Exists(), nil
 }
