@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/utils/lru"
@@ -240,27 +238,6 @@ func (p PROptions) validate() error {
 	return nil
 }
 
-// cloneURL is the HTTPS clone URL of the repository: github.com for api.github.com, the same
-// host for GitHub Enterprise (API at /api/v3/).
-func (p PROptions) cloneURL() (string, error) {
-	if p.CloneURL != "" {
-		return p.CloneURL, nil
-	}
-	raw := p.GitHub.APIURL
-	if raw == "" {
-		raw = github.DefaultAPIURL
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("--github-api-url: %w", err)
-	}
-	if u.Host == "api.github.com" {
-		return "https://github.com/" + p.GitHub.Repository + ".git", nil
-	}
-	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
-	return u.Scheme + "://" + u.Host + prefix + "/" + p.GitHub.Repository + ".git", nil
-}
-
 // grouping is what detector's Changes share in one pull request (--group-by).
 func (p PROptions) grouping(detector string) lifecycle.GroupBy {
 	if b, ok := p.Grouping[detector]; ok {
@@ -269,72 +246,13 @@ func (p PROptions) grouping(detector string) lifecycle.GroupBy {
 	return lifecycle.DefaultGrouping[detector]
 }
 
-// prMode is PR mode's part of the pipeline: the writer as actuator and proposal follower, and
-// the GitHub client for the sweep.
-type prMode struct {
-	actuator *group.Actuator
-	gh       *github.Client
-	// writer reports a refused resizer.io/git-path through the pipeline's Reporter, set once
-	// it exists.
-	writer *pr.Writer
-}
-
-// newPRMode builds the PR writer over the GitHub client and a Git reader of the base branch.
-func newPRMode(o Options) (*prMode, error) {
+// newPRMode builds PR mode's actuator, writer and GitHub client from the --github-*, --git-*
+// and --pr-* flags.
+func newPRMode(o Options) (*group.Mode, error) {
 	p := o.PR
-	gc, err := github.NewClient(p.GitHub, p.ClientOptions...)
-	if err != nil {
-		return nil, err
-	}
-	cloneURL, err := p.cloneURL()
-	if err != nil {
-		return nil, err
-	}
-	var w *pr.Writer
-	// Git uses the client's own token (one ghinstallation transport for REST and Git, inside the
-	// client's retries, rate limits and metrics).
-	bundle, err := p.GitHub.CABundle()
-	if err != nil {
-		return nil, err
-	}
-	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
-	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	w.Log, w.Now = o.Log.WithName("pr"), o.Now
-	var budget *group.Budget
-	if p.MaxOpenPRs > 0 || p.MaxNewPRsPerHour > 0 {
-		budget = &group.Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour,
-			Refresh: p.BudgetRefresh, Recheck: p.BudgetRefresh / 2, Now: o.Now}
-	}
-	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: p.AfterPropose, Now: o.Now,
-		Log: o.Log.WithName("proposals")}, gh: gc, writer: w}, nil
-}
-
-// baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
-// the repository's default branch read once) on first use.
-type baseRepo struct {
-	url    string
-	branch func(context.Context) (string, error)
-	token  func(context.Context) (string, error)
-	// caBundle is --github-ca-file's certificates, trusted by the clones besides the system's.
-	caBundle []byte
-
-	mu   sync.Mutex
-	repo *pr.GitRepo
-}
-
-func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error) {
-	b.mu.Lock()
-	if b.repo == nil {
-		branch, err := b.branch(ctx)
-		if err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
-		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token, CABundle: b.caBundle}
-	}
-	r := b.repo
-	b.mu.Unlock()
-	return r.Snapshot(ctx, sha)
+	return group.NewMode(group.ModeConfig{GitHub: p.GitHub, ClientOptions: p.ClientOptions, CloneURL: p.CloneURL,
+		PR:      pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels},
+		MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour, BudgetRefresh: p.BudgetRefresh, AfterPropose: p.AfterPropose, Now: o.Now, Log: o.Log})
 }
 
 // NewManager builds a manager running Kustos against cfg.
@@ -466,15 +384,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		if err != nil {
 			return nil, err
 		}
-		m.writer.Reporter = recorder
-		if err := m.checkCredentials(ctx, o.Log); err != nil {
+		m.Writer.Reporter = recorder
+		if err := m.CheckCredentials(ctx, o.Log); err != nil {
 			return nil, err
 		}
 		// The groups' Leases are read from the API server: every member of a group writes its
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
-		m.actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
-		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
-		release = m.release
+		m.Actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
+		pl.Actuator, pl.Proposals, pl.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
+		release = m.Release
 	case ModeDirect:
 		pl.Actuator = directActuator(live, o.Allow)
 	}
@@ -619,40 +537,4 @@ func replicaIdentity(instance string) string {
 		instance = "kustos"
 	}
 	return instance + "-" + rand.Text()[:6]
-}
-
-// release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
-// why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
-func (m *prMode) release(ctx context.Context, rec state.Record) error {
-	n, ok := state.HolderNumber(rec.Holder)
-	if !ok {
-		return nil // not a PR holder: nothing to close
-	}
-	_, ns, _ := state.SplitKey(rec.Key)
-	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
-	if rec.Key.IsGroup() {
-		comment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
-	}
-	return m.gh.ClosePR(ctx, n, comment)
-}
-
-// credentialCheckTimeout bounds the start-up check of the GitHub credentials.
-const credentialCheckTimeout = 30 * time.Second
-
-// checkCredentials asks GitHub once at start-up whether the credentials reach the repository. A
-// configuration fault (wrong App ID, key, installation, repository, or a token that may not
-// push) stops Kustos with a message naming the flag; an outage or a rate limit is only logged,
-// so that a GitHub incident does not keep Kustos from starting.
-func (m *prMode) checkCredentials(ctx context.Context, log logr.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, credentialCheckTimeout)
-	defer cancel()
-	err := m.gh.CheckCredentials(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, github.ErrCredentials):
-		return fmt.Errorf("--mode=pr: %w", err)
-	}
-	log.Error(err, "could not check the GitHub credentials at start-up; going on, PR mode retries on its own")
-	return nil
 }

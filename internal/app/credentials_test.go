@@ -49,7 +49,7 @@ func TestStartupCredentialCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = m.checkCredentials(t.Context(), logr.Discard())
+			err = m.CheckCredentials(t.Context(), logr.Discard())
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("check failed: %v", err)

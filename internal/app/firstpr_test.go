@@ -38,7 +38,7 @@ func TestFirstPRReadsTheRepositoryOnce(t *testing.T) {
 		Edit: lifecycle.Edit{Op: lifecycle.EditSetFields, Fields: []lifecycle.FieldChange{
 			{Path: []string{"spec", "hard", "requests.cpu"}, From: "10", To: "12"}}},
 	}
-	if _, err := m.actuator.Apply(context.Background(), c, time.Now(), lifecycle.ProposeOptions{}); err != nil {
+	if _, err := m.Actuator.Apply(context.Background(), c, time.Now(), lifecycle.ProposeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rest, repoReads := 0, 0
