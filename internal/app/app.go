@@ -93,6 +93,13 @@ type PROptions struct {
 	AfterPropose func(key lifecycle.Key, res pr.Result) error
 }
 
+// WebhookOptions configure the admission webhook that validates Cleaners (port 0: none).
+type WebhookOptions = admission.ServerOptions
+
+// DefaultWebhookCertDir is --webhook-cert-dir's default, where the chart mounts tls.crt and
+// tls.key.
+var DefaultWebhookCertDir = admission.DefaultCertDir
+
 // Options are everything `kustos run` can be told.
 type Options struct {
 	Mode            Mode
@@ -287,7 +294,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	// The webhook's serving certificate from its Secret (made once if absent) is needed to
 	// build the manager's webhook server.
-	serving, err := o.Webhook.servingCert(ctx, cfg, scheme, o.Now())
+	serving, err := o.Webhook.ServingCert(ctx, cfg, scheme, o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +321,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
-		WebhookServer:                 webhookServer(o.Webhook, serving),
+		WebhookServer:                 admission.NewServer(o.Webhook, serving),
 		Logger:                        o.Log,
 	})
 	if err != nil {
@@ -345,7 +352,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, serving, signer, stamperScope(o.scope, mgr.GetAPIReader())); err != nil {
+	if err := admission.Setup(mgr, o.Webhook, serving, signer, stamperScope(o.scope, mgr.GetAPIReader())); err != nil {
 		return nil, err
 	}
 
