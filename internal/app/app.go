@@ -208,7 +208,7 @@ func (o Options) Validate() error {
 	if err := o.VSphere.validate(o); err != nil {
 		return err
 	}
-	if err := o.Gates.validate(); err != nil {
+	if err := o.Gates.Validate(); err != nil {
 		return err
 	}
 	return o.Inactivity.validate()
