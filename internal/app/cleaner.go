@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +57,7 @@ type CleanerOptions struct {
 // authorSigner reads --cleaner-author-key-file or --cleaner-author-key-secret (through c); nil
 // when neither is set.
 func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*authorship.Signer, error) {
-	key, flag, err := readKey(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
+	key, flag, err := keyring.ReadFlags(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
 	if key == nil || err != nil {
 		return nil, err
 	}
@@ -69,35 +68,8 @@ func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*au
 	return s, nil
 }
 
-// readKey reads the key of --<flag>-file or, created if absent, of --<flag>-secret
-// (namespace/name, the key "key"); nil when neither is set. It returns the flag it read, as
-// "--flag=value", for errors.
-func readKey(ctx context.Context, c client.Client, flag, file, secret string) ([]byte, string, error) {
-	switch {
-	case file != "" && secret != "":
-		return nil, "", fmt.Errorf("--%s-file and --%s-secret: give one", flag, flag)
-	case file != "":
-		key, err := os.ReadFile(file)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-file: %w", flag, err)
-		}
-		return key, fmt.Sprintf("--%s-file=%s", flag, file), nil
-	case secret != "":
-		name, err := keyring.ParseName(secret)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
-		}
-		key, err := keyring.Key(ctx, c, name, SecretKeyField)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
-		}
-		return key, fmt.Sprintf("--%s-secret=%s", flag, secret), nil
-	}
-	return nil, "", nil
-}
-
 // SecretKeyField is the field of a --…-key-secret Secret that holds the key.
-const SecretKeyField = "key"
+const SecretKeyField = keyring.SecretKeyField
 
 // cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
 func cleanerVocabulary() lifecycle.Vocabulary {

@@ -19,6 +19,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
+	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -308,7 +309,7 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	if e.Addr == "" {
 		return nil, nil
 	}
-	key, flag, err := readKey(ctx, live, "extension-key", e.KeyFile, e.KeySecret)
+	key, flag, err := keyring.ReadFlags(ctx, live, "extension-key", e.KeyFile, e.KeySecret)
 	if err != nil {
 		return nil, err
 	}
