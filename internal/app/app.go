@@ -29,10 +29,12 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/admission"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
@@ -191,16 +193,18 @@ func (o Options) Validate() error {
 	switch {
 	case o.StateNamespace == "":
 		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
-	case o.DefaultCooldown < 0:
-		return fmt.Errorf("--cooldown=%s: must not be negative", lifecycle.FormatDuration(o.DefaultCooldown))
+	}
+	if err := validateQuota(o); err != nil {
+		return err
+	}
+	switch {
 	case o.LeaseSweepInterval <= 0:
 		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", lifecycle.FormatDuration(o.LeaseSweepInterval))
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
-	case o.Cleaners.ReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.ReadyRecheck))
-	case o.Cleaners.NotReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.NotReadyRecheck))
+	}
+	if err := o.Cleaners.validate(); err != nil {
+		return err
 	}
 	if err := o.Expiry.validate(); err != nil {
 		return err
@@ -327,10 +331,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	// The author stamper's view of the selector is read from the API server (nsscope.Scope.Live);
+	// nil: every namespace.
+	var stamperScope admission.Scope
 	if !selector.All() {
-		if o.scope, err = nsscope.New(o.NamespaceSelector, mgr.GetClient()); err != nil {
+		scope, err := nsscope.New(o.NamespaceSelector, mgr.GetClient())
+		if err != nil {
 			return nil, err
 		}
+		o.scope, stamperScope = scope, scope.Live(mgr.GetAPIReader())
 		o.Log.Info("serving only the namespaces the selector selects", "namespaceSelector", o.NamespaceSelector,
 			"stateNamespace", o.StateNamespace, "leaderElectionID", o.LeaderElectionID)
 	}
@@ -352,35 +361,32 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	if err := admission.Setup(mgr, o.Webhook, serving, signer, stamperScope(o.scope, mgr.GetAPIReader())); err != nil {
+	if err := admission.Setup(mgr, o.Webhook, serving, signer, stamperScope); err != nil {
 		return nil, err
 	}
 
 	identity := replicaIdentity(o.Instance)
-	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
-	recorder := &observe.Recorder{
-		Client:    mgr.GetClient(),
-		Component: "kustos",
-		Instance:  o.Instance,
-		Log:       o.Log.WithName("observe"),
-	}
+	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
+		// A quota's Lease named by namespace-resizer's convention is adopted when one quota fits it.
+		LegacyOwners: func(ctx context.Context, name string) (int, error) {
+			return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
+		}}
 	replica := &state.Replica{Client: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
 		Duration: replicaLeaseDuration, Now: o.Now, Log: o.Log.WithName("replica")}
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
-
-	pl := &pipeline.Pipeline{
-		Detector: quota.DetectorName,
-		Vocab:    quota.Vocabulary(),
+	sh := &shared{mgr: mgr, o: o, live: live, signer: signer,
+		recorder: &observe.Recorder{Client: mgr.GetClient(), Component: "kustos", Instance: o.Instance, Log: o.Log.WithName("observe")}}
+	// Every detector's pipeline is a copy of this one, with its own Detector, Vocab and Log.
+	sh.base = pipeline.Pipeline{
 		Store:    store,
-		Actuator: recorder,
-		Reporter: recorder,
+		Actuator: sh.recorder,
+		Reporter: sh.recorder,
 		Identity: identity,
 		Alive: func(ctx context.Context, id string) (bool, error) {
 			return state.Alive(ctx, mgr.GetClient(), o.StateNamespace, id, o.Now())
 		},
-		Log: o.Log.WithName("pipeline").WithValues("detector", quota.DetectorName),
 		// Shared by the detectors' copies of the pipeline: notice IDs name their detector.
 		SentNotices: lru.New(sentNoticesRemembered),
 	}
@@ -391,61 +397,46 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		if err != nil {
 			return nil, err
 		}
-		m.Writer.Reporter = recorder
+		m.Writer.Reporter = sh.recorder
 		if err := m.CheckCredentials(ctx, o.Log); err != nil {
 			return nil, err
 		}
 		// The groups' Leases are read from the API server: every member of a group writes its
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
 		m.Actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
-		pl.Actuator, pl.Proposals, pl.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
+		sh.base.Actuator, sh.base.Proposals, sh.base.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
 		release = m.Release
 	case ModeDirect:
-		pl.Actuator = directActuator(live, o.Allow)
+		sh.base.Actuator = directActuator(live, o.Allow)
 	}
-	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
-		return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
-	}
-	rec := &quota.Reconciler{
-		Pipeline:        pl,
-		Reporter:        recorder,
-		Scope:           o.scope,
-		Cache:           mgr.GetClient(),
-		Live:            mgr.GetAPIReader(),
-		Defaults:        o.Defaults,
-		DefaultCooldown: o.DefaultCooldown,
-		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
-		Grouping:        o.PR.grouping(quota.DetectorName),
-		GroupWindow:     o.PR.GroupWindow,
-		Now:             o.Now,
-		Log:             o.Log.WithName("quota"),
-	}
-	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
-		return nil, fmt.Errorf("setting up quota detector: %w", err)
-	}
-	// The owners' channels, built once before any detector that sends notices is set up.
-	var nt notifiers
+	// What the detectors share is built before any of them is set up, and read only by them,
+	// so that the order of their setups does not matter: the owners' notifier chain, and the
+	// target cache the Cleaners share with the inactivity and expiry detectors.
 	if o.Expiry.Enabled || o.Inactivity.Enabled {
-		if nt, err = buildNotifiers(ctx, mgr, o, live); err != nil {
+		if sh.notifiers, err = buildNotifiers(ctx, mgr, o, live); err != nil {
 			return nil, err
 		}
 	}
-	var targets *targetCache
 	if o.Cleaners.Enabled {
-		if targets, err = newTargetCache(mgr, o); err != nil {
+		if sh.targets, err = newTargetCache(mgr, o); err != nil {
 			return nil, err
 		}
-		if err := setupCleaners(ctx, mgr, o, pl, live, signer, targets); err != nil {
+	}
+	if err := setupQuota(sh); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		return nil, err
+	}
+	if o.Cleaners.Enabled {
+		if err := setupCleaners(ctx, sh); err != nil {
 			return nil, err
 		}
 	}
 	if o.Expiry.Enabled {
-		if err := setupExpiry(mgr, o, pl, live, nt, targets); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		if err := setupExpiry(sh); err != nil { //nolint:contextcheck // as setupQuota
 			return nil, err
 		}
 	}
 	if o.Inactivity.Enabled {
-		if err := setupInactivity(mgr, o, pl, live, nt, targets); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		if err := setupInactivity(sh); err != nil { //nolint:contextcheck // as setupQuota
 			return nil, err
 		}
 	}
@@ -457,6 +448,37 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// shared is what NewManager gives every detector's setup, built before any of them and only
+// read by them.
+type shared struct {
+	mgr ctrl.Manager
+	o   Options
+	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
+	live client.Client
+	// base is the pipeline every detector's copies: the state store, the --mode actuator and
+	// proposal follower, the reporter, the liveness of replicas, the notices sent.
+	base      pipeline.Pipeline
+	recorder  *observe.Recorder
+	notifiers notifiers
+	// targets is the Cleaners' target cache (nil without Cleaners).
+	targets *targetCache
+	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
+	signer *authorship.Signer
+}
+
+// pipelineFor is detector's copy of the base pipeline: its Keys, Events and log. In PR mode, a
+// target that no manifest in the repository defines is changed directly when orDirect is set
+// (never what a GitOps tool's labels or annotations say it manages).
+func (sh *shared) pipelineFor(detector string, vocab lifecycle.Vocabulary, orDirect bool) *pipeline.Pipeline {
+	pl := sh.base
+	pl.Detector, pl.Vocab = detector, vocab
+	pl.Log = sh.o.Log.WithName("pipeline").WithValues("detector", detector)
+	if orDirect && sh.o.Mode == ModePR {
+		pl.Actuator = fallback.Actuator{Primary: sh.base.Actuator, Fallback: directActuator(sh.live, sh.o.Allow)}
+	}
+	return &pl
 }
 
 // checkServed says which flag names a kind the API server does not serve, before the manager is
@@ -505,15 +527,6 @@ func reuseMapper(mapper meta.RESTMapper) func(*rest.Config, *http.Client) (meta.
 		return apiutil.NewDynamicRESTMapper
 	}
 	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil }
-}
-
-// stamperScope is the author stamper's view of --namespace-selector: from the API server (see
-// nsscope.Scope.Live), or nil (every namespace).
-func stamperScope(s nsscope.Selecter, live client.Reader) admission.Scope {
-	if sc, ok := s.(*nsscope.Scope); ok && sc != nil {
-		return sc.Live(live)
-	}
-	return nil
 }
 
 // sentNoticesRemembered bounds the IDs of sent notices a process remembers (about 100 bytes each).

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
+	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -71,34 +71,26 @@ func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*au
 // SecretKeyField is the field of a --…-key-secret Secret that holds the key.
 const SecretKeyField = keyring.SecretKeyField
 
-// cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
-func cleanerVocabulary() lifecycle.Vocabulary {
-	return lifecycle.Vocabulary{
-		Proposed: "CleanupProposed", Merged: "CleanupMerged", Declined: "CleanupDeclined", Applied: "CleanedUp",
-		MergedNote:   "the object goes when the GitOps tool syncs the merge",
-		DeclinedNote: "the object stays as Git has it",
+func (co CleanerOptions) validate() error {
+	switch {
+	case co.ReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.ReadyRecheck))
+	case co.NotReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.NotReadyRecheck))
 	}
+	return nil
 }
 
-// setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…), sharing the
-// store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
-// that no manifest in the repository defines is deleted directly (with the evaluated version as
-// precondition, and never when a GitOps tool's labels or annotations say it manages it).
-func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer, targets *targetCache) error {
+// setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…). In PR mode, a
+// target that no manifest in the repository defines is deleted directly (with the evaluated
+// version as precondition, and never when a GitOps tool's labels or annotations say it manages
+// it).
+func setupCleaners(ctx context.Context, sh *shared) error {
+	o, mgr, live, signer, targets := sh.o, sh.mgr, sh.live, sh.signer, sh.targets
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
-	pl := *base
-	pl.Detector = ephemeral.DetectorName
-	pl.Vocab = cleanerVocabulary()
-	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.DetectorName)
-	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
-	}
-	rep, ok := base.Reporter.(ephemeral.Reporter)
-	if !ok {
-		return errors.New("the pipeline's reporter cannot write Events about Cleaners")
-	}
+	pl := sh.pipelineFor(ephemeral.DetectorName, ephemeral.Vocabulary(), true)
 	// The manager's client speaks protobuf, which custom resources do not: Cleaners are read
 	// from the same cache and written as JSON.
 	jsonCfg := rest.CopyConfig(mgr.GetConfig())
@@ -121,8 +113,8 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Live:        mgr.GetAPIReader(),
 		Proposing:   o.Mode == ModePR,
 		Access:      &authorship.SelfReviewer{Client: live, TTL: time.Minute, Now: o.Now},
-		Pipeline:    &pl,
-		Reporter:    rep,
+		Pipeline:    pl,
+		Reporter:    sh.recorder,
 		Scope:       o.scope,
 		Observe:     o.Mode == ModeObserve,
 		AutoMerge:   o.Mode == ModePR && o.PR.AutoMerge,
@@ -281,4 +273,5 @@ var (
 	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
 	_ ephemeral.Authors        = authorship.Cleaners{}
 	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
+	_ ephemeral.Reporter       = (*observe.Recorder)(nil)
 )

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
-	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
@@ -128,17 +127,12 @@ func expiryWatches(o Options) []lifecycle.Watches {
 }
 
 // setupExpiry adds the expiry detector: one controller per lifecycle kind and one for
-// Namespaces, on their own pipeline (Keys expiry/…) sharing the store, the reporter and the
-// actuators of the quota detector's. In PR mode a target no manifest defines is removed
-// directly (never what a GitOps tool's labels say it manages).
-func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers, targets *targetCache) error {
-	pl := *base
-	pl.Detector = expiry.DetectorName
-	pl.Vocab = expiry.Vocabulary()
-	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName)
-	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
-	}
+// Namespaces, on their own pipeline (Keys expiry/…), the helm releases' (--expiry-helm-releases),
+// the VM crawler (--enable-vsphere) and the orphan digest (--admin-email). In PR mode a target
+// no manifest defines is removed directly (never what a GitOps tool's labels say it manages).
+func setupExpiry(sh *shared) error {
+	o, mgr, live, nt, targets := sh.o, sh.mgr, sh.live, sh.notifiers, sh.targets
+	pl := sh.pipelineFor(expiry.DetectorName, expiry.Vocabulary(), true)
 	var uninstaller *helmrelease.Uninstaller
 	if o.Expiry.HelmReleases {
 		jsonCfg := rest.CopyConfig(mgr.GetConfig())
@@ -155,10 +149,6 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		if pl.Actuator, err = gated(o, mgr, live, pl.Reporter, pl.Actuator); err != nil {
 			return err
 		}
-	}
-	rep, ok := base.Reporter.(expiry.Reporter)
-	if !ok {
-		return fmt.Errorf("the pipeline's reporter cannot write Events about expiring objects")
 	}
 	settings := o.Expiry.Settings
 	settings.Acts = o.Mode != ModeObserve
@@ -181,7 +171,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 	}
 	pl.Notifier = nt.notifier
 	if o.VSphere.Enabled {
-		if err := setupVSphere(mgr, o, &pl, rep, settings, links); err != nil {
+		if err := setupVSphere(sh, pl, settings, links); err != nil {
 			return err
 		}
 	}
@@ -201,8 +191,8 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		r := &expiry.Reconciler{
 			Cache:        cached,
 			Targets:      objects,
-			Pipeline:     &pl,
-			Reporter:     rep,
+			Pipeline:     pl,
+			Reporter:     sh.recorder,
 			Scope:        o.scope,
 			Kind:         k,
 			Scalable:     expiry.Scalable(k),
@@ -221,7 +211,7 @@ func setupExpiry(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live clie
 		}
 	}
 	if uninstaller != nil {
-		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: &pl, Reporter: rep, Scope: o.scope,
+		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: pl, Reporter: sh.recorder, Scope: o.scope,
 			Settings: settings, Links: links, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
@@ -67,8 +66,9 @@ func (v VSphereOptions) validate(o Options) error {
 // setupVSphere adds the VM crawler to the expiry detector: its own copy of the expiry pipeline
 // (Keys expiry/VirtualMachine.vsphere.kustos.io/…), never proposing (VMs are not in Git): the
 // observe actuator in observer mode, the vSphere actuator otherwise.
-func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline, rep expiry.Reporter, settings expiry.Settings,
+func setupVSphere(sh *shared, expiryPipeline *pipeline.Pipeline, settings expiry.Settings,
 	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)) error {
+	o, mgr := sh.o, sh.mgr
 	creds, err := vsphere.ReadCredentials(o.VSphere.Config.CredentialsFile)
 	if err != nil {
 		return err
@@ -82,18 +82,13 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	pl.Proposals, pl.PollInterval = nil, 0
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName, "environments", "vsphere")
 	if o.Mode == ModeObserve {
-		// The observe recorder is both: what reports is what observes.
-		observer, ok := expiryPipeline.Reporter.(pipeline.Actuator)
-		if !ok {
-			return fmt.Errorf("vsphere: the expiry pipeline's reporter %T cannot carry out Changes in observer mode", expiryPipeline.Reporter)
-		}
-		pl.Actuator = observer
+		pl.Actuator = sh.recorder // what reports is what observes
 	} else {
 		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, allow.VerbDelete, vmDeletes), Log: log}
 	}
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{
-		Crawler: vc, State: actvsphere.States{Store: store}, Pipeline: &pl, Reporter: rep,
+		Crawler: vc, State: actvsphere.States{Store: store}, Pipeline: &pl, Reporter: sh.recorder,
 		Orphans:  orphans.VMReport{R: mgr.GetAPIReader(), W: mgr.GetClient(), Namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
 		Leases: actvsphere.Leases{Store: store}, Finder: vc,
