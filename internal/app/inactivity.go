@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -189,20 +188,4 @@ func setupInactivity(sh *shared) error {
 		}
 	}
 	return mgr.Add(loop)
-}
-
-// LoadInactivitySources reads --inactivity-config ("" : the defaults).
-func LoadInactivitySources(file string) ([]activity.Compiled, error) {
-	if file == "" {
-		return activity.Compile(activity.DefaultSources())
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("--inactivity-config: %w", err)
-	}
-	srcs, err := activity.LoadConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("--inactivity-config=%s: %w", file, err)
-	}
-	return srcs, nil
 }
