@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -237,50 +236,21 @@ type notifiers struct {
 
 func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (notifiers, error) {
 	var out notifiers
-	var all notify.Multi
-	if o.Expiry.Webhook.URL != "" {
-		token := ""
-		if f := o.Expiry.Webhook.TokenFile; f != "" {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return out, fmt.Errorf("--notify-webhook-token-file: %w", err)
-			}
-			token = strings.TrimSpace(string(b))
-		}
-		w, err := notify.NewWebhook(o.Expiry.Webhook.URL, token)
-		if err != nil {
-			return out, fmt.Errorf("--notify-webhook-url: %w", err)
-		}
-		all = append(all, w)
+	e := o.Expiry
+	chain, err := notify.NewChain(notify.ChainConfig{WebhookURL: e.Webhook.URL, WebhookTokenFile: e.Webhook.TokenFile,
+		Mail: e.Mail, BatchWindow: e.BatchWindow, BatchMax: e.BatchMax})
+	if err != nil {
+		return out, err
 	}
-	if o.Expiry.Mail.Host != "" {
-		m, err := notify.NewMail(o.Expiry.Mail)
-		if err != nil {
-			return out, fmt.Errorf("--notify-mail-*: %w", err)
+	if chain.Batcher != nil {
+		if err := mgr.Add(chain.Batcher); err != nil { // it sends the batches still gathering at the stop
+			return out, err
 		}
-		out.mail = m
-		var n pipeline.Notifier = m
-		if o.Expiry.BatchWindow > 0 {
-			b := notify.NewBatcher(m, notify.BatchOptions{Window: o.Expiry.BatchWindow, Max: o.Expiry.BatchMax})
-			if err := mgr.Add(b); err != nil { // it sends the batches still gathering at the stop
-				return out, err
-			}
-			n = b
-		}
-		// Last: a batched mail blocks for its window; the webhook need not wait for it.
-		all = append(all, n)
 	}
-	switch len(all) {
-	case 0:
-	case 1:
-		out.notifier = all[0]
-	default:
-		out.notifier = all
-	}
+	out.notifier, out.mail = chain.Notifier, chain.Mail
 	if !o.Expiry.Enabled {
 		return out, nil
 	}
-	var err error
 	if out.extension, err = setupExtension(ctx, mgr, o, live); err != nil {
 		return out, err
 	}
