@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -54,24 +53,7 @@ type ExpiryOptions struct {
 }
 
 // ExtensionOptions are the --extension-* flags.
-type ExtensionOptions struct {
-	// Addr is --extension-addr (":8443"); URL is --extension-url, the public root of the links.
-	Addr, URL string
-	// Periods are --extension-periods; Max is --extension-max.
-	Periods []string
-	Max     time.Duration
-	// KeyFile is --extension-key-file: the HMAC key, from a Secret.
-	KeyFile string
-	// KeySecret is --extension-key-secret (namespace/name), instead of the file: the key is read
-	// from that Secret, which Kustos creates once with a random key when it does not exist.
-	KeySecret string
-	// TrustedProxies is --trusted-proxies: CIDRs of the proxies whose X-Forwarded-For names
-	// the client the server rate-limits (empty: none).
-	TrustedProxies []string
-	// OwnerPageTTL is --owner-page-link-ttl: the longest an owner's page link works after the
-	// notice that carries it.
-	OwnerPageTTL time.Duration
-}
+type ExtensionOptions = extension.Options
 
 // WebhookNotifyOptions are --notify-webhook-url and --notify-webhook-token-file.
 type WebhookNotifyOptions struct {
@@ -94,22 +76,8 @@ func (e ExpiryOptions) validate() error {
 		return fmt.Errorf("--admin-email=%s needs --notify-mail-host: the orphan digest goes by mail", e.AdminEmail)
 	case e.AdminEmail != "" && e.DigestInterval <= 0:
 		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", lifecycle.FormatDuration(e.DigestInterval))
-	case e.Extension.Addr != "" && e.Extension.URL == "":
-		return fmt.Errorf("--extension-addr=%s needs --extension-url, the public address the links start with", e.Extension.Addr)
-	case e.Extension.OwnerPageTTL < 0:
-		return fmt.Errorf("--owner-page-link-ttl=%s: must not be negative (0: the default, 14d)", lifecycle.FormatDuration(e.Extension.OwnerPageTTL))
-	case e.Extension.Addr != "" && e.Extension.KeyFile == "" && e.Extension.KeySecret == "":
-		return fmt.Errorf("--extension-addr=%s needs --extension-key-file or --extension-key-secret, the key that signs the links", e.Extension.Addr)
 	}
-	if e.Extension.Addr != "" {
-		if _, err := extension.ParsePeriods(e.Extension.Periods, e.Extension.Max); err != nil {
-			return fmt.Errorf("--extension-periods: %w", err)
-		}
-	}
-	if _, err := extension.ParseTrustedProxies(e.Extension.TrustedProxies); err != nil {
-		return fmt.Errorf("--trusted-proxies: %w", err)
-	}
-	return nil
+	return e.Extension.Validate()
 }
 
 // expiryWatches is what the expiry detector adds to the caches, when it runs.
@@ -273,30 +241,12 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	if err != nil {
 		return nil, err
 	}
-	signer, err := extension.NewSigner(key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	periods, err := extension.ParsePeriods(e.Periods, e.Max)
-	if err != nil {
-		return nil, fmt.Errorf("--extension-periods: %w", err)
-	}
-	proxies, err := extension.ParseTrustedProxies(e.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("--trusted-proxies: %w", err)
-	}
 	// The API server, not the cache: a link used on another replica a moment ago must be seen,
 	// and an owner's page lists their Leases by label selector without a cache of every Lease.
 	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)}
-	srv := &extension.Server{
-		Signer: signer, Periods: periods, Max: e.Max, BaseURL: strings.TrimRight(e.URL, "/"),
-		Store:          store,
-		Owners:         store,
-		WriteBack:      o.Mode != ModeObserve,
-		TrustedProxies: proxies,
-		OwnerPageTTL:   e.OwnerPageTTL,
-		Now:            o.Now,
-		Log:            o.Log.WithName("extension"),
+	srv, err := e.NewServer(key, flag, store, o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
+	if err != nil {
+		return nil, err
 	}
 	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
 		return nil, err

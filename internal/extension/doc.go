@@ -20,6 +20,7 @@
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git), told at
-// once by Recorded (its LeaseTrigger). Listener serves the Server on every replica; NoticeLinks
+// once by Recorded (its LeaseTrigger). Options are the --extension-* flags (Validate, and
+// NewServer builds the Server they describe); Listener serves it on every replica; NoticeLinks
 // are the links a warning carries.
 package extension
