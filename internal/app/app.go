@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -365,14 +364,14 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, err
 	}
 
-	identity := replicaIdentity(o.Instance)
+	identity := state.NewIdentity(o.Instance)
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
 		// A quota's Lease named by namespace-resizer's convention is adopted when one quota fits it.
 		LegacyOwners: func(ctx context.Context, name string) (int, error) {
 			return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
 		}}
 	replica := &state.Replica{Client: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
-		Duration: replicaLeaseDuration, Now: o.Now, Log: o.Log.WithName("replica")}
+		Duration: state.ReplicaDuration, Now: o.Now, Log: o.Log.WithName("replica")}
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
@@ -544,17 +543,4 @@ func orDisabled(addr string) string {
 		return "0"
 	}
 	return addr
-}
-
-// replicaLeaseDuration is how long a replica's liveness Lease lasts without renewal: how long a
-// pending decision of a replica that crashed waits before another replica replays it.
-const replicaLeaseDuration = 15 * time.Second
-
-// replicaIdentity names this process: the pod name and a random suffix, so that a restarted
-// container is a new replica and two replicas never share a name.
-func replicaIdentity(instance string) string {
-	if instance == "" {
-		instance = "kustos"
-	}
-	return instance + "-" + rand.Text()[:6]
 }

@@ -243,7 +243,7 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	}
 	// The API server, not the cache: a link used on another replica a moment ago must be seen,
 	// and an owner's page lists their Leases by label selector without a cache of every Lease.
-	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: replicaIdentity(o.Instance)}
+	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: state.NewIdentity(o.Instance)}
 	srv, err := e.NewServer(key, flag, store, o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
 	if err != nil {
 		return nil, err
