@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"k8s.io/utils/lru"
@@ -31,7 +30,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
-	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
@@ -39,8 +37,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
-	"github.com/kustos-dev/kustos/internal/gitops/github"
-	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -63,36 +59,7 @@ const (
 )
 
 // PROptions configure PR mode; every field is a flag of `kustos run`.
-type PROptions struct {
-	// GitHub holds --github-api-url, --github-app-id, --github-installation-id,
-	// --github-private-key-file, --github-token-file and --git-repo (Repository).
-	GitHub github.Config
-	// BaseBranch is --git-base-branch (empty: the repository's default branch).
-	BaseBranch string
-	// Cluster is --cluster-name; Paths are the --git-path prefixes; Labels are --pr-labels.
-	Cluster string
-	Paths   []string
-	Labels  []string
-	// AutoMerge is --enable-auto-merge; PollInterval is --pr-poll-interval.
-	AutoMerge    bool
-	PollInterval time.Duration
-	// Grouping is --group-by (per detector; nil: lifecycle.DefaultGrouping) and GroupWindow
-	// --group-window.
-	Grouping    map[string]lifecycle.GroupBy
-	GroupWindow time.Duration
-	// MaxOpenPRs is --max-open-prs and MaxNewPRsPerHour --max-new-prs-per-hour; 0: no limit.
-	MaxOpenPRs, MaxNewPRsPerHour int
-	// BudgetRefresh is how long GitHub's count of Kustos's pull requests is trusted (0: 30 s);
-	// a waiting proposal asks again every half of it. Tests shorten it.
-	BudgetRefresh time.Duration
-	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
-	CloneURL string
-	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
-	ClientOptions []github.Option
-	// AfterPropose is a test hook: it runs after a successful Propose and before the Lease
-	// names the PR; an error stops the reconcile there (tests simulate a crash with it).
-	AfterPropose func(key lifecycle.Key, res pr.Result) error
-}
+type PROptions = group.Options
 
 // WebhookOptions configure the admission webhook that validates Cleaners (port 0: none).
 type WebhookOptions = admission.ServerOptions
@@ -182,7 +149,7 @@ func (o Options) Validate() error {
 	case o.Mode != ModeObserve && o.Mode != ModePR && o.Mode != ModeDirect:
 		return fmt.Errorf("--mode=%q: want %q, %q or %q", o.Mode, ModeObserve, ModePR, ModeDirect)
 	case o.Mode == ModePR:
-		if err := o.PR.validate(); err != nil {
+		if err := o.PR.Validate(); err != nil {
 			return fmt.Errorf("--mode=%q: %w", o.Mode, err)
 		}
 	}
@@ -215,54 +182,6 @@ func (o Options) Validate() error {
 		return err
 	}
 	return o.Inactivity.validate()
-}
-
-func (p PROptions) validate() error {
-	if p.GitHub.Repository == "" {
-		return errors.New("--git-repo: required with --mode=pr (owner/name of the GitOps repository)")
-	}
-	owner, name, ok := strings.Cut(p.GitHub.Repository, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("--git-repo: %q is not owner/name", p.GitHub.Repository)
-	}
-	if err := p.GitHub.Validate(); err != nil {
-		return err
-	}
-	if p.PollInterval <= 0 {
-		return fmt.Errorf("--pr-poll-interval=%s: must be positive", lifecycle.FormatDuration(p.PollInterval))
-	}
-	switch {
-	case p.GroupWindow < 0:
-		return fmt.Errorf("--group-window=%s: must not be negative", lifecycle.FormatDuration(p.GroupWindow))
-	case p.MaxOpenPRs < 0:
-		return fmt.Errorf("--max-open-prs=%d: must not be negative (0: no limit)", p.MaxOpenPRs)
-	case p.MaxNewPRsPerHour < 0:
-		return fmt.Errorf("--max-new-prs-per-hour=%d: must not be negative (0: no limit)", p.MaxNewPRsPerHour)
-	}
-	for _, path := range p.Paths {
-		// The same cleaning as a namespace's resizer.io/git-path, which must lie under these.
-		if _, err := index.CleanPath(path); err != nil {
-			return fmt.Errorf("--git-path=%q: want a path relative to the repository root: %w", path, err)
-		}
-	}
-	return nil
-}
-
-// grouping is what detector's Changes share in one pull request (--group-by).
-func (p PROptions) grouping(detector string) lifecycle.GroupBy {
-	if b, ok := p.Grouping[detector]; ok {
-		return b
-	}
-	return lifecycle.DefaultGrouping[detector]
-}
-
-// newPRMode builds PR mode's actuator, writer and GitHub client from the --github-*, --git-*
-// and --pr-* flags.
-func newPRMode(o Options) (*group.Mode, error) {
-	p := o.PR
-	return group.NewMode(group.ModeConfig{GitHub: p.GitHub, ClientOptions: p.ClientOptions, CloneURL: p.CloneURL,
-		PR:      pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels},
-		MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour, BudgetRefresh: p.BudgetRefresh, AfterPropose: p.AfterPropose, Now: o.Now, Log: o.Log})
 }
 
 // NewManager builds a manager running Kustos against cfg.
@@ -392,7 +311,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	var release func(context.Context, state.Record) error
 	switch o.Mode {
 	case ModePR:
-		m, err := newPRMode(o)
+		m, err := group.NewMode(o.PR, o.Now, o.Log)
 		if err != nil {
 			return nil, err
 		}

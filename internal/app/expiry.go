@@ -165,7 +165,7 @@ func setupExpiry(sh *shared) error {
 			Scalable:     expiry.Scalable(k),
 			Settings:     settings,
 			AutoMerge:    o.Mode == ModePR && o.PR.AutoMerge,
-			Grouping:     o.PR.grouping(expiry.DetectorName),
+			Grouping:     o.PR.GroupingFor(expiry.DetectorName),
 			GroupWindow:  o.PR.GroupWindow,
 			Links:        links,
 			LeaseTrigger: extension.Recorded,

@@ -177,7 +177,7 @@ func setupInactivity(sh *shared) error {
 			Objects: objects, Meta: mgr.GetClient(), Pipeline: pl, Reporter: sh.recorder, Scope: o.scope, Kind: k, Settings: settings,
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
-			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
+			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
 		if held[k] {

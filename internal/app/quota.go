@@ -30,7 +30,7 @@ func setupQuota(sh *shared) error {
 		Defaults:        o.Defaults,
 		DefaultCooldown: o.DefaultCooldown,
 		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
-		Grouping:        o.PR.grouping(quota.DetectorName),
+		Grouping:        o.PR.GroupingFor(quota.DetectorName),
 		GroupWindow:     o.PR.GroupWindow,
 		Now:             o.Now,
 		Log:             o.Log.WithName("quota"),

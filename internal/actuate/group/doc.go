@@ -18,7 +18,8 @@
 //     groups alike, with a short cache so that a group's members polling one pull request cost
 //     one request.
 //
-// Mode builds PR mode from its flags (the GitHub client, the pr.Writer over a Git reader of
-// the base branch, the budget, this Actuator); its Release closes the pull request of a
-// namespace gone for the sweep, and CheckCredentials asks GitHub once at start-up.
+// Options are PR mode's flags (Validate checks them; GroupingFor is a detector's --group-by).
+// NewMode builds PR mode from them (the GitHub client, the pr.Writer over a Git reader of the
+// base branch, the budget, this Actuator); its Release closes the pull request of a namespace
+// gone for the sweep, and CheckCredentials asks GitHub once at start-up.
 package group

@@ -13,25 +13,81 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
+	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
-// ModeConfig is what PR mode is built from (the --github-*, --git-* and --pr-* flags).
-type ModeConfig struct {
-	GitHub        github.Config
-	ClientOptions []github.Option
-	// CloneURL overrides the Git clone URL derived from the API URL (CloneURL).
+// Options configure PR mode; every field is a flag of `kustos run`.
+type Options struct {
+	// GitHub holds --github-api-url, --github-app-id, --github-installation-id,
+	// --github-private-key-file, --github-token-file and --git-repo (Repository).
+	GitHub github.Config
+	// BaseBranch is --git-base-branch (empty: the repository's default branch).
+	BaseBranch string
+	// Cluster is --cluster-name; Paths are the --git-path prefixes; Labels are --pr-labels.
+	Cluster string
+	Paths   []string
+	Labels  []string
+	// AutoMerge is --enable-auto-merge; PollInterval is --pr-poll-interval.
+	AutoMerge    bool
+	PollInterval time.Duration
+	// Grouping is --group-by (per detector; nil: lifecycle.DefaultGrouping) and GroupWindow
+	// --group-window.
+	Grouping    map[string]lifecycle.GroupBy
+	GroupWindow time.Duration
+	// MaxOpenPRs is --max-open-prs and MaxNewPRsPerHour --max-new-prs-per-hour; 0: no limit.
+	MaxOpenPRs, MaxNewPRsPerHour int
+	// BudgetRefresh is how long GitHub's count of Kustos's pull requests is trusted (0: 30 s);
+	// a waiting proposal asks again every half of it. Tests shorten it.
+	BudgetRefresh time.Duration
+	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
 	CloneURL string
-	PR       pr.Config
-	// MaxOpen and MaxPerHour are the budget (0: no limit); BudgetRefresh how long GitHub's count
-	// is trusted.
-	MaxOpen, MaxPerHour int
-	BudgetRefresh       time.Duration
-	// AfterPropose is the Actuator's test hook.
+	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
+	ClientOptions []github.Option
+	// AfterPropose is a test hook: it runs after a successful Propose and before the Lease
+	// names the PR; an error stops the reconcile there (tests simulate a crash with it).
 	AfterPropose func(key lifecycle.Key, res pr.Result) error
-	Now          func() time.Time
-	Log          logr.Logger
+}
+
+// Validate reports the first PR-mode flag that cannot work.
+func (p Options) Validate() error {
+	if p.GitHub.Repository == "" {
+		return errors.New("--git-repo: required with --mode=pr (owner/name of the GitOps repository)")
+	}
+	owner, name, ok := strings.Cut(p.GitHub.Repository, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("--git-repo: %q is not owner/name", p.GitHub.Repository)
+	}
+	if err := p.GitHub.Validate(); err != nil {
+		return err
+	}
+	if p.PollInterval <= 0 {
+		return fmt.Errorf("--pr-poll-interval=%s: must be positive", lifecycle.FormatDuration(p.PollInterval))
+	}
+	switch {
+	case p.GroupWindow < 0:
+		return fmt.Errorf("--group-window=%s: must not be negative", lifecycle.FormatDuration(p.GroupWindow))
+	case p.MaxOpenPRs < 0:
+		return fmt.Errorf("--max-open-prs=%d: must not be negative (0: no limit)", p.MaxOpenPRs)
+	case p.MaxNewPRsPerHour < 0:
+		return fmt.Errorf("--max-new-prs-per-hour=%d: must not be negative (0: no limit)", p.MaxNewPRsPerHour)
+	}
+	for _, path := range p.Paths {
+		// The same cleaning as a namespace's resizer.io/git-path, which must lie under these.
+		if _, err := index.CleanPath(path); err != nil {
+			return fmt.Errorf("--git-path=%q: want a path relative to the repository root: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// GroupingFor is what detector's Changes share in one pull request (--group-by).
+func (p Options) GroupingFor(detector string) lifecycle.GroupBy {
+	if b, ok := p.Grouping[detector]; ok {
+		return b
+	}
+	return lifecycle.DefaultGrouping[detector]
 }
 
 // Mode is PR mode's part of Kustos: the Actuator (which is the pipeline's actuator and
@@ -44,7 +100,7 @@ type Mode struct {
 }
 
 // NewMode builds the PR writer over the GitHub client and a Git reader of the base branch.
-func NewMode(c ModeConfig) (*Mode, error) {
+func NewMode(c Options, now func() time.Time, log logr.Logger) (*Mode, error) {
 	gc, err := github.NewClient(c.GitHub, c.ClientOptions...)
 	if err != nil {
 		return nil, err
@@ -63,15 +119,15 @@ func NewMode(c ModeConfig) (*Mode, error) {
 		return nil, err
 	}
 	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
-	w = pr.NewWriter(gc, repo, c.PR)
-	w.Log, w.Now = c.Log.WithName("pr"), c.Now
+	w = pr.NewWriter(gc, repo, pr.Config{Cluster: c.Cluster, BaseBranch: c.BaseBranch, Paths: c.Paths, Labels: c.Labels})
+	w.Log, w.Now = log.WithName("pr"), now
 	var budget *Budget
-	if c.MaxOpen > 0 || c.MaxPerHour > 0 {
-		budget = &Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: c.MaxOpen, MaxPerHour: c.MaxPerHour,
-			Refresh: c.BudgetRefresh, Recheck: c.BudgetRefresh / 2, Now: c.Now}
+	if c.MaxOpenPRs > 0 || c.MaxNewPRsPerHour > 0 {
+		budget = &Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: c.MaxOpenPRs, MaxPerHour: c.MaxNewPRsPerHour,
+			Refresh: c.BudgetRefresh, Recheck: c.BudgetRefresh / 2, Now: now}
 	}
-	return &Mode{Actuator: &Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: c.AfterPropose, Now: c.Now,
-		Log: c.Log.WithName("proposals")}, GitHub: gc, Writer: w}, nil
+	return &Mode{Actuator: &Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: c.AfterPropose, Now: now,
+		Log: log.WithName("proposals")}, GitHub: gc, Writer: w}, nil
 }
 
 // CloneURL is the HTTPS clone URL of repository (owner/name) for the API at apiURL ("":
