@@ -156,8 +156,7 @@ func (o Options) Validate() error {
 	if _, err := nsscope.Parse(o.NamespaceSelector); err != nil {
 		return err
 	}
-	switch {
-	case o.StateNamespace == "":
+	if o.StateNamespace == "" {
 		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
 	}
 	if err := validateQuota(o); err != nil {

@@ -173,14 +173,14 @@ func setupExpiry(sh *shared) error {
 			Now:          o.Now,
 			Log:          o.Log.WithName("expiry"),
 		}
-		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for %s: %w", k, err)
 		}
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: pl, Reporter: sh.recorder, Scope: o.scope,
 			Settings: settings, Links: links, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
-		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}
 	}

@@ -45,11 +45,11 @@ installation serves.`
 // another spelling.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		cluster  cli.Cluster
-		out      = "table"
-		orphans  bool
-		e        cli.Expiry
-		selector string
+		cluster     cli.Cluster
+		out         = "table"
+		listOrphans bool
+		e           cli.Expiry
+		selector    string
 	)
 	cmd := &cobra.Command{
 		Use:   "status [-n NS] [--context NAME] [--kubeconfig FILE] [-o table|json] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
@@ -66,17 +66,17 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintln(stderr, "kustos status:", err)
 				return cli.ExitCode(cli.ExitError)
 			}
-			if ns == "" && !orphans {
+			if ns == "" && !listOrphans {
 				return cli.Usagef("need -n/--namespace, the namespace Kustos runs in: the kubeconfig context names none and $POD_NAMESPACE is not set")
 			}
-			return cli.ExitCode(status(cfg, ns, out, orphans, e, sel, stdout, stderr))
+			return cli.ExitCode(status(cfg, ns, out, listOrphans, e, sel, stdout, stderr))
 		},
 	}
 	fs := cmd.Flags()
 	cluster.AddFlags(fs, "the namespace Kustos runs in, where its state Leases are (default: the kubeconfig context's namespace, else $POD_NAMESPACE); --state-namespace is another spelling", "state-namespace")
 	cli.InGroup(fs, cli.GroupGeneral, func() {
 		fs.VarP(cli.Enum{V: &out, Allowed: []string{"table", "json"}}, "output", "o", "output: a table, or JSON lines")
-		fs.BoolVar(&orphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
+		fs.BoolVar(&listOrphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
 		fs.StringVar(&selector, "namespace-selector", "", "with --orphans: only the namespaces this label selector selects (the controller's --namespace-selector)")
 	})
 	e.AddScopeFlags(fs)
