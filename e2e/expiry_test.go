@@ -37,8 +37,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // Short lifetimes: warned 2 s before the deadline, never acted on less than 3 s after the warning.
@@ -129,12 +129,12 @@ func TestExpiryObserverMode(t *testing.T) {
 	// kustos status --orphans: the orphan (no owner) and the typo (unusable ttl) are listed,
 	// the preview, the kept one and everything in the opted-out namespace are not; the gauge
 	// counts orphans.
-	rows, err := statusreport.Orphans(context.Background(), k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+	rows, err := orphans.List(context.Background(), k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
 		expiry.DefaultSettings(), time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]statusreport.OrphanRow{}
+	got := map[string]orphans.Row{}
 	for _, r := range rows {
 		if strings.Contains(r.Target, "/"+ns+"/") || strings.Contains(r.Target, "/"+optedOut+"/") {
 			got[r.Target] = r

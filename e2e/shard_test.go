@@ -17,8 +17,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/state"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // shardLabel is the Namespace label the test's two installations select on.
@@ -65,7 +65,7 @@ func TestNamespaceSelectorShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := statusreport.Orphans(ctx, k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		rows, err := orphans.List(ctx, k8s, []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
 			expiry.DefaultSettings(), time.Now(), sel)
 		if err != nil {
 			t.Fatal(err)

@@ -21,8 +21,8 @@ import (
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/state"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 	"github.com/kustos-dev/kustos/internal/vsphere"
 	"github.com/kustos-dev/kustos/internal/vsphere/vspheretest"
 )
@@ -169,7 +169,7 @@ func TestVSphereDirect(t *testing.T) {
 	})
 
 	// The orphan is reported, the ignored VM and the rolled-back one are not; no Lease for the orphan.
-	rows, err := statusreport.VMOrphans(context.Background(), k8s, stateNS, time.Now())
+	rows, err := orphans.VMs(context.Background(), k8s, stateNS, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +274,8 @@ func TestVSphereOrphansFollow(t *testing.T) {
 	k := startKustos(t, vsphereOptions(sim, app.ModeObserve, false))
 	dumpOnFailure(t, k)
 	stateNS := k.opts.StateNamespace
-	orphans := func() []string {
-		rows, err := statusreport.VMOrphans(context.Background(), k8s, stateNS, time.Now())
+	listed := func() []string {
+		rows, err := orphans.VMs(context.Background(), k8s, stateNS, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestVSphereOrphansFollow(t *testing.T) {
 	}
 	want := func(names ...string) func() bool {
 		return func() bool {
-			got := orphans()
+			got := listed()
 			if len(got) != len(names) {
 				return false
 			}

@@ -12,4 +12,8 @@
 // kustos.io/author who created a Cleaner or last changed its spec, as the API server
 // authenticated them, signed (internal/authorship) so that nobody can name another author. The
 // Cleaner detector deletes only what that author may delete.
+//
+// The webhook server (server.go) is the manager's: NewServer serves HTTP/1.1 only, from
+// --webhook-cert-dir or a certificate kept in a Secret (ServerOptions.ServingCert, package
+// keyring), and Setup registers both webhooks on it and makes /readyz wait until it serves.
 package admission

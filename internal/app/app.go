@@ -2,32 +2,20 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
-	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/utils/lru"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -39,17 +27,16 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/direct"
+	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/observe"
-	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/admission"
+	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
-	"github.com/kustos-dev/kustos/internal/gitops/github"
-	"github.com/kustos-dev/kustos/internal/gitops/index"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -72,36 +59,14 @@ const (
 )
 
 // PROptions configure PR mode; every field is a flag of `kustos run`.
-type PROptions struct {
-	// GitHub holds --github-api-url, --github-app-id, --github-installation-id,
-	// --github-private-key-file, --github-token-file and --git-repo (Repository).
-	GitHub github.Config
-	// BaseBranch is --git-base-branch (empty: the repository's default branch).
-	BaseBranch string
-	// Cluster is --cluster-name; Paths are the --git-path prefixes; Labels are --pr-labels.
-	Cluster string
-	Paths   []string
-	Labels  []string
-	// AutoMerge is --enable-auto-merge; PollInterval is --pr-poll-interval.
-	AutoMerge    bool
-	PollInterval time.Duration
-	// Grouping is --group-by (per detector; nil: lifecycle.DefaultGrouping) and GroupWindow
-	// --group-window.
-	Grouping    map[string]lifecycle.GroupBy
-	GroupWindow time.Duration
-	// MaxOpenPRs is --max-open-prs and MaxNewPRsPerHour --max-new-prs-per-hour; 0: no limit.
-	MaxOpenPRs, MaxNewPRsPerHour int
-	// BudgetRefresh is how long GitHub's count of Kustos's pull requests is trusted (0: 30 s);
-	// a waiting proposal asks again every half of it. Tests shorten it.
-	BudgetRefresh time.Duration
-	// CloneURL overrides the Git clone URL derived from the API URL (tests, unusual hosts).
-	CloneURL string
-	// ClientOptions tune the GitHub client (tests shorten its pauses and backoffs).
-	ClientOptions []github.Option
-	// AfterPropose is a test hook: it runs after a successful Propose and before the Lease
-	// names the PR; an error stops the reconcile there (tests simulate a crash with it).
-	AfterPropose func(key lifecycle.Key, res pr.Result) error
-}
+type PROptions = group.Options
+
+// WebhookOptions configure the admission webhook that validates Cleaners (port 0: none).
+type WebhookOptions = admission.ServerOptions
+
+// DefaultWebhookCertDir is --webhook-cert-dir's default, where the chart mounts tls.crt and
+// tls.key.
+var DefaultWebhookCertDir = admission.DefaultCertDir
 
 // Options are everything `kustos run` can be told.
 type Options struct {
@@ -184,26 +149,27 @@ func (o Options) Validate() error {
 	case o.Mode != ModeObserve && o.Mode != ModePR && o.Mode != ModeDirect:
 		return fmt.Errorf("--mode=%q: want %q, %q or %q", o.Mode, ModeObserve, ModePR, ModeDirect)
 	case o.Mode == ModePR:
-		if err := o.PR.validate(); err != nil {
+		if err := o.PR.Validate(); err != nil {
 			return fmt.Errorf("--mode=%q: %w", o.Mode, err)
 		}
 	}
 	if _, err := nsscope.Parse(o.NamespaceSelector); err != nil {
 		return err
 	}
-	switch {
-	case o.StateNamespace == "":
+	if o.StateNamespace == "" {
 		return errors.New("--state-namespace is empty and POD_NAMESPACE is not set")
-	case o.DefaultCooldown < 0:
-		return fmt.Errorf("--cooldown=%s: must not be negative", lifecycle.FormatDuration(o.DefaultCooldown))
+	}
+	if err := validateQuota(o); err != nil {
+		return err
+	}
+	switch {
 	case o.LeaseSweepInterval <= 0:
 		return fmt.Errorf("--lease-sweep-interval=%s: must be positive", lifecycle.FormatDuration(o.LeaseSweepInterval))
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
-	case o.Cleaners.ReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.ReadyRecheck))
-	case o.Cleaners.NotReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(o.Cleaners.NotReadyRecheck))
+	}
+	if err := o.Cleaners.validate(); err != nil {
+		return err
 	}
 	if err := o.Expiry.validate(); err != nil {
 		return err
@@ -211,138 +177,10 @@ func (o Options) Validate() error {
 	if err := o.VSphere.validate(o); err != nil {
 		return err
 	}
-	if err := o.Gates.validate(); err != nil {
+	if err := o.Gates.Validate(); err != nil {
 		return err
 	}
 	return o.Inactivity.validate()
-}
-
-func (p PROptions) validate() error {
-	if p.GitHub.Repository == "" {
-		return errors.New("--git-repo: required with --mode=pr (owner/name of the GitOps repository)")
-	}
-	owner, name, ok := strings.Cut(p.GitHub.Repository, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return fmt.Errorf("--git-repo: %q is not owner/name", p.GitHub.Repository)
-	}
-	if err := p.GitHub.Validate(); err != nil {
-		return err
-	}
-	if p.PollInterval <= 0 {
-		return fmt.Errorf("--pr-poll-interval=%s: must be positive", lifecycle.FormatDuration(p.PollInterval))
-	}
-	switch {
-	case p.GroupWindow < 0:
-		return fmt.Errorf("--group-window=%s: must not be negative", lifecycle.FormatDuration(p.GroupWindow))
-	case p.MaxOpenPRs < 0:
-		return fmt.Errorf("--max-open-prs=%d: must not be negative (0: no limit)", p.MaxOpenPRs)
-	case p.MaxNewPRsPerHour < 0:
-		return fmt.Errorf("--max-new-prs-per-hour=%d: must not be negative (0: no limit)", p.MaxNewPRsPerHour)
-	}
-	for _, path := range p.Paths {
-		// The same cleaning as a namespace's resizer.io/git-path, which must lie under these.
-		if _, err := index.CleanPath(path); err != nil {
-			return fmt.Errorf("--git-path=%q: want a path relative to the repository root: %w", path, err)
-		}
-	}
-	return nil
-}
-
-// cloneURL is the HTTPS clone URL of the repository: github.com for api.github.com, the same
-// host for GitHub Enterprise (API at /api/v3/).
-func (p PROptions) cloneURL() (string, error) {
-	if p.CloneURL != "" {
-		return p.CloneURL, nil
-	}
-	raw := p.GitHub.APIURL
-	if raw == "" {
-		raw = github.DefaultAPIURL
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("--github-api-url: %w", err)
-	}
-	if u.Host == "api.github.com" {
-		return "https://github.com/" + p.GitHub.Repository + ".git", nil
-	}
-	prefix := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
-	return u.Scheme + "://" + u.Host + prefix + "/" + p.GitHub.Repository + ".git", nil
-}
-
-// grouping is what detector's Changes share in one pull request (--group-by).
-func (p PROptions) grouping(detector string) lifecycle.GroupBy {
-	if b, ok := p.Grouping[detector]; ok {
-		return b
-	}
-	return lifecycle.DefaultGrouping[detector]
-}
-
-// prMode is PR mode's part of the pipeline: the writer as actuator and proposal follower, and
-// the GitHub client for the sweep.
-type prMode struct {
-	actuator *group.Actuator
-	gh       *github.Client
-	// writer reports a refused resizer.io/git-path through the pipeline's Reporter, set once
-	// it exists.
-	writer *pr.Writer
-}
-
-// newPRMode builds the PR writer over the GitHub client and a Git reader of the base branch.
-func newPRMode(o Options) (*prMode, error) {
-	p := o.PR
-	gc, err := github.NewClient(p.GitHub, p.ClientOptions...)
-	if err != nil {
-		return nil, err
-	}
-	cloneURL, err := p.cloneURL()
-	if err != nil {
-		return nil, err
-	}
-	var w *pr.Writer
-	// Git uses the client's own token (one ghinstallation transport for REST and Git, inside the
-	// client's retries, rate limits and metrics).
-	bundle, err := p.GitHub.CABundle()
-	if err != nil {
-		return nil, err
-	}
-	repo := &baseRepo{url: cloneURL, branch: func(ctx context.Context) (string, error) { return w.BaseBranch(ctx) }, token: gc.GitToken, caBundle: bundle}
-	w = pr.NewWriter(gc, repo, pr.Config{Cluster: p.Cluster, BaseBranch: p.BaseBranch, Paths: p.Paths, Labels: p.Labels})
-	w.Log, w.Now = o.Log.WithName("pr"), o.Now
-	var budget *group.Budget
-	if p.MaxOpenPRs > 0 || p.MaxNewPRsPerHour > 0 {
-		budget = &group.Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: p.MaxOpenPRs, MaxPerHour: p.MaxNewPRsPerHour,
-			Refresh: p.BudgetRefresh, Recheck: p.BudgetRefresh / 2, Now: o.Now}
-	}
-	return &prMode{actuator: &group.Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: p.AfterPropose, Now: o.Now,
-		Log: o.Log.WithName("proposals")}, gh: gc, writer: w}, nil
-}
-
-// baseRepo is a pr.GitRepo of the base branch, which it learns from the Writer (configured, or
-// the repository's default branch read once) on first use.
-type baseRepo struct {
-	url    string
-	branch func(context.Context) (string, error)
-	token  func(context.Context) (string, error)
-	// caBundle is --github-ca-file's certificates, trusted by the clones besides the system's.
-	caBundle []byte
-
-	mu   sync.Mutex
-	repo *pr.GitRepo
-}
-
-func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error) {
-	b.mu.Lock()
-	if b.repo == nil {
-		branch, err := b.branch(ctx)
-		if err != nil {
-			b.mu.Unlock()
-			return nil, err
-		}
-		b.repo = &pr.GitRepo{URL: b.url, Branch: branch, Token: b.token, CABundle: b.caBundle}
-	}
-	r := b.repo
-	b.mu.Unlock()
-	return r.Snapshot(ctx, sha)
 }
 
 // NewManager builds a manager running Kustos against cfg.
@@ -377,7 +215,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	// The webhook's serving certificate from its Secret (made once if absent) is needed to
 	// build the manager's webhook server.
-	serving, err := o.Webhook.servingCert(ctx, cfg, scheme, o.Now())
+	serving, err := o.Webhook.ServingCert(ctx, cfg, scheme, o.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +231,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	watches := append(append(append(expiryWatches(o), inactivityWatches(o)...), cleanerWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(o.StateNamespace, watches...),
+		Cache:                         objcache.CacheOptions(o.StateNamespace, map[string]string{state.LabelManagedBy: state.ManagedByValue}, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
 		MapperProvider:                reuseMapper(mapper),
@@ -404,16 +242,21 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: &o.InProcessReplica},
-		WebhookServer:                 webhookServer(o.Webhook, serving),
+		WebhookServer:                 admission.NewServer(o.Webhook, serving),
 		Logger:                        o.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	// The author stamper's view of the selector is read from the API server (nsscope.Scope.Live);
+	// nil: every namespace.
+	var stamperScope admission.Scope
 	if !selector.All() {
-		if o.scope, err = nsscope.New(o.NamespaceSelector, mgr.GetClient()); err != nil {
+		scope, err := nsscope.New(o.NamespaceSelector, mgr.GetClient())
+		if err != nil {
 			return nil, err
 		}
+		o.scope, stamperScope = scope, scope.Live(mgr.GetAPIReader())
 		o.Log.Info("serving only the namespaces the selector selects", "namespaceSelector", o.NamespaceSelector,
 			"stateNamespace", o.StateNamespace, "leaderElectionID", o.LeaderElectionID)
 	}
@@ -435,100 +278,82 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
-	if err := setupWebhook(mgr, o.Webhook, serving, signer, stamperScope(o.scope, mgr.GetAPIReader())); err != nil {
+	if err := admission.Setup(mgr, o.Webhook, serving, signer, stamperScope); err != nil {
 		return nil, err
 	}
 
-	identity := replicaIdentity(o.Instance)
-	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
-	recorder := &observe.Recorder{
-		Client:    mgr.GetClient(),
-		Component: "kustos",
-		Instance:  o.Instance,
-		Log:       o.Log.WithName("observe"),
-	}
+	identity := state.NewIdentity(o.Instance)
+	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
+		// A quota's Lease named by namespace-resizer's convention is adopted when one quota fits it.
+		LegacyOwners: func(ctx context.Context, name string) (int, error) {
+			return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
+		}}
 	replica := &state.Replica{Client: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
-		Duration: replicaLeaseDuration, Now: o.Now, Log: o.Log.WithName("replica")}
+		Duration: state.ReplicaDuration, Now: o.Now, Log: o.Log.WithName("replica")}
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
-
-	pl := &pipeline.Pipeline{
-		Detector: quota.DetectorName,
-		Vocab:    quota.Vocabulary(),
+	sh := &shared{mgr: mgr, o: o, live: live, signer: signer,
+		recorder: &observe.Recorder{Client: mgr.GetClient(), Component: "kustos", Instance: o.Instance, Log: o.Log.WithName("observe")}}
+	// Every detector's pipeline is a copy of this one, with its own Detector, Vocab and Log.
+	sh.base = pipeline.Pipeline{
 		Store:    store,
-		Actuator: recorder,
-		Reporter: recorder,
+		Actuator: sh.recorder,
+		Reporter: sh.recorder,
 		Identity: identity,
 		Alive: func(ctx context.Context, id string) (bool, error) {
 			return state.Alive(ctx, mgr.GetClient(), o.StateNamespace, id, o.Now())
 		},
-		Log: o.Log.WithName("pipeline").WithValues("detector", quota.DetectorName),
 		// Shared by the detectors' copies of the pipeline: notice IDs name their detector.
 		SentNotices: lru.New(sentNoticesRemembered),
 	}
 	var release func(context.Context, state.Record) error
 	switch o.Mode {
 	case ModePR:
-		m, err := newPRMode(o)
+		m, err := group.NewMode(o.PR, o.Now, o.Log)
 		if err != nil {
 			return nil, err
 		}
-		m.writer.Reporter = recorder
-		if err := m.checkCredentials(ctx, o.Log); err != nil {
+		m.Writer.Reporter = sh.recorder
+		if err := m.CheckCredentials(ctx, o.Log); err != nil {
 			return nil, err
 		}
 		// The groups' Leases are read from the API server: every member of a group writes its
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
-		m.actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
-		pl.Actuator, pl.Proposals, pl.PollInterval = m.actuator, m.actuator, o.PR.PollInterval
-		release = m.release
+		m.Actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
+		sh.base.Actuator, sh.base.Proposals, sh.base.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
+		release = m.Release
 	case ModeDirect:
-		pl.Actuator = directActuator(live, o.Allow)
+		sh.base.Actuator = directActuator(live, o.Allow)
 	}
-	store.LegacyOwners = func(ctx context.Context, name string) (int, error) {
-		return state.LegacyQuotaOwners(ctx, mgr.GetClient(), name)
-	}
-	rec := &quota.Reconciler{
-		Pipeline:        pl,
-		Reporter:        recorder,
-		Scope:           o.scope,
-		Cache:           mgr.GetClient(),
-		Live:            mgr.GetAPIReader(),
-		Defaults:        o.Defaults,
-		DefaultCooldown: o.DefaultCooldown,
-		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
-		Grouping:        o.PR.grouping(quota.DetectorName),
-		GroupWindow:     o.PR.GroupWindow,
-		Now:             o.Now,
-		Log:             o.Log.WithName("quota"),
-	}
-	if err := rec.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
-		return nil, fmt.Errorf("setting up quota detector: %w", err)
-	}
-	var targets *targetCache
-	if o.Cleaners.Enabled {
-		if targets, err = newTargetCache(mgr, o); err != nil {
-			return nil, err
-		}
-		if err := setupCleaners(ctx, mgr, o, pl, live, signer, targets); err != nil {
-			return nil, err
-		}
-	}
-	var nt notifiers
+	// What the detectors share is built before any of them is set up, and read only by them,
+	// so that the order of their setups does not matter: the owners' notifier chain, and the
+	// target cache the Cleaners share with the inactivity and expiry detectors.
 	if o.Expiry.Enabled || o.Inactivity.Enabled {
-		if nt, err = buildNotifiers(mgr, o); err != nil {
+		if sh.notifiers, err = buildNotifiers(ctx, mgr, o, live); err != nil {
+			return nil, err
+		}
+	}
+	if o.Cleaners.Enabled {
+		if sh.targets, err = newTargetCache(mgr, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupQuota(sh); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		return nil, err
+	}
+	if o.Cleaners.Enabled {
+		if err := setupCleaners(ctx, sh); err != nil {
 			return nil, err
 		}
 	}
 	if o.Expiry.Enabled {
-		// setupExpiry adds the owner's page link to nt's notices when it serves the page.
-		if err := setupExpiry(ctx, mgr, o, pl, live, &nt, targets); err != nil {
+		if err := setupExpiry(sh); err != nil { //nolint:contextcheck // as setupQuota
 			return nil, err
 		}
 	}
 	if o.Inactivity.Enabled {
-		if err := setupInactivity(mgr, o, pl, live, nt, targets); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
+		if err := setupInactivity(sh); err != nil { //nolint:contextcheck // as setupQuota
 			return nil, err
 		}
 	}
@@ -540,6 +365,37 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// shared is what NewManager gives every detector's setup, built before any of them and only
+// read by them.
+type shared struct {
+	mgr ctrl.Manager
+	o   Options
+	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
+	live client.Client
+	// base is the pipeline every detector's copies: the state store, the --mode actuator and
+	// proposal follower, the reporter, the liveness of replicas, the notices sent.
+	base      pipeline.Pipeline
+	recorder  *observe.Recorder
+	notifiers notifiers
+	// targets is the Cleaners' target cache (nil without Cleaners).
+	targets *targetCache
+	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
+	signer *authorship.Signer
+}
+
+// pipelineFor is detector's copy of the base pipeline: its Keys, Events and log. In PR mode, a
+// target that no manifest in the repository defines is changed directly when orDirect is set
+// (never what a GitOps tool's labels or annotations say it manages).
+func (sh *shared) pipelineFor(detector string, vocab lifecycle.Vocabulary, orDirect bool) *pipeline.Pipeline {
+	pl := sh.base
+	pl.Detector, pl.Vocab = detector, vocab
+	pl.Log = sh.o.Log.WithName("pipeline").WithValues("detector", detector)
+	if orDirect && sh.o.Mode == ModePR {
+		pl.Actuator = fallback.Actuator{Primary: sh.base.Actuator, Fallback: directActuator(sh.live, sh.o.Allow)}
+	}
+	return &pl
 }
 
 // checkServed says which flag names a kind the API server does not serve, before the manager is
@@ -590,15 +446,6 @@ func reuseMapper(mapper meta.RESTMapper) func(*rest.Config, *http.Client) (meta.
 	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil }
 }
 
-// stamperScope is the author stamper's view of --namespace-selector: from the API server (see
-// nsscope.Scope.Live), or nil (every namespace).
-func stamperScope(s nsscope.Selecter, live client.Reader) admission.Scope {
-	if sc, ok := s.(*nsscope.Scope); ok && sc != nil {
-		return sc.Live(live)
-	}
-	return nil
-}
-
 // sentNoticesRemembered bounds the IDs of sent notices a process remembers (about 100 bytes each).
 const sentNoticesRemembered = 10000
 
@@ -614,160 +461,4 @@ func orDisabled(addr string) string {
 		return "0"
 	}
 	return addr
-}
-
-// cacheOptions keeps the informer caches as small as the work allows: this is what makes
-// Kustos cheap in a busy cluster. watches are the detectors' registrations; the caches hold
-// their union.
-func cacheOptions(stateNamespace string, watches ...lifecycle.Watches) cache.Options {
-	var prefixes, labelKeys []string
-	var eventFields, secretLabels map[string]string
-	// Kinds cached in a way of their own: unstructured objects trimmed to fields, metadata kept
-	// with every label and annotation. One entry (one informer cache) per kind.
-	type kindCache struct {
-		fields        [][]string
-		trimsObjects  bool
-		wholeMetadata bool
-	}
-	kinds := map[schema.GroupVersionKind]*kindCache{}
-	kindOf := func(k lifecycle.ObjectKind) *kindCache {
-		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-		if kinds[gvk] == nil {
-			kinds[gvk] = &kindCache{}
-		}
-		return kinds[gvk]
-	}
-	readsEvents := false
-	for _, w := range watches {
-		prefixes = append(prefixes, w.MetadataAnnotationPrefixes...)
-		labelKeys = append(labelKeys, w.MetadataLabels...)
-		for k, paths := range w.ObjectFields {
-			kc := kindOf(k)
-			kc.fields, kc.trimsObjects = append(kc.fields, paths...), true
-		}
-		for _, k := range w.WholeMetadata {
-			kindOf(k).wholeMetadata = true
-		}
-		if w.SecretLabels != nil {
-			secretLabels = w.SecretLabels // one detector reads Secrets
-		}
-		if w.EventFields == nil {
-			continue
-		}
-		if !readsEvents {
-			readsEvents, eventFields = true, maps.Clone(w.EventFields)
-			continue
-		}
-		// One informer per type: keep what both selectors require, which lets both through.
-		for k, v := range eventFields {
-			if w.EventFields[k] != v {
-				delete(eventFields, k)
-			}
-		}
-	}
-	byObject := map[client.Object]cache.ByObject{
-		// Only our own state Leases, only in our namespace.
-		&coordinationv1.Lease{}: {
-			Namespaces: map[string]cache.Config{stateNamespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{state.LabelManagedBy: state.ManagedByValue}),
-		},
-	}
-	if readsEvents {
-		byObject[&corev1.Event{}] = cache.ByObject{Field: fields.SelectorFromSet(eventFields), Transform: objcache.TrimEvent}
-	}
-	if secretLabels != nil {
-		// Only helm's release records, and only their metadata (the watch is metadata-only):
-		// the cache never holds a Secret's data.
-		byObject[&corev1.Secret{}] = cache.ByObject{Label: labels.SelectorFromSet(secretLabels)}
-	}
-	defaultTransform := func(in any) (any, error) { return objcache.TrimObject(in, prefixes, labelKeys) }
-	for gvk, kc := range kinds {
-		if filteredKinds[gvk] {
-			continue // its cache holds only what the selectors above let through, as it is
-		}
-		// One informer cache per such kind: its unstructured objects keep only what the
-		// detectors reading them read, its metadata every label and annotation where a detector
-		// reads them all; anything else is trimmed as any other kind's.
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		byObject[u] = cache.ByObject{Transform: func(in any) (any, error) {
-			switch o := in.(type) {
-			case *unstructured.Unstructured:
-				if kc.trimsObjects {
-					// The kind is set on the copy: readers that skip the deep copy (and with it
-					// controller-runtime's setting of the kind) find it there.
-					t := objcache.TrimUnstructured(o, kc.fields)
-					t.SetGroupVersionKind(gvk)
-					return t, nil
-				}
-			case *metav1.PartialObjectMetadata:
-				if kc.wholeMetadata {
-					objcache.StripMeta(o)
-					return o, nil
-				}
-			}
-			return defaultTransform(in)
-		}}
-	}
-	return cache.Options{
-		DefaultTransform: defaultTransform,
-		ByObject:         byObject,
-	}
-}
-
-// filteredKinds are the kinds whose cache cacheOptions filters by label, field or namespace:
-// no detector may read anything else of them from the manager's cache.
-var filteredKinds = map[schema.GroupVersionKind]bool{
-	coordinationv1.SchemeGroupVersion.WithKind("Lease"): true,
-	corev1.SchemeGroupVersion.WithKind("Event"):         true,
-	corev1.SchemeGroupVersion.WithKind("Secret"):        true,
-}
-
-// replicaLeaseDuration is how long a replica's liveness Lease lasts without renewal: how long a
-// pending decision of a replica that crashed waits before another replica replays it.
-const replicaLeaseDuration = 15 * time.Second
-
-// replicaIdentity names this process: the pod name and a random suffix, so that a restarted
-// container is a new replica and two replicas never share a name.
-func replicaIdentity(instance string) string {
-	if instance == "" {
-		instance = "kustos"
-	}
-	return instance + "-" + rand.Text()[:6]
-}
-
-// release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
-// why, before the sweep deletes the Lease: the one case where Kustos closes its own PR.
-func (m *prMode) release(ctx context.Context, rec state.Record) error {
-	n, ok := state.HolderNumber(rec.Holder)
-	if !ok {
-		return nil // not a PR holder: nothing to close
-	}
-	_, ns, _ := state.SplitKey(rec.Key)
-	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
-	if rec.Key.IsGroup() {
-		comment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
-	}
-	return m.gh.ClosePR(ctx, n, comment)
-}
-
-// credentialCheckTimeout bounds the start-up check of the GitHub credentials.
-const credentialCheckTimeout = 30 * time.Second
-
-// checkCredentials asks GitHub once at start-up whether the credentials reach the repository. A
-// configuration fault (wrong App ID, key, installation, repository, or a token that may not
-// push) stops Kustos with a message naming the flag; an outage or a rate limit is only logged,
-// so that a GitHub incident does not keep Kustos from starting.
-func (m *prMode) checkCredentials(ctx context.Context, log logr.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, credentialCheckTimeout)
-	defer cancel()
-	err := m.gh.CheckCredentials(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, github.ErrCredentials):
-		return fmt.Errorf("--mode=pr: %w", err)
-	}
-	log.Error(err, "could not check the GitHub credentials at start-up; going on, PR mode retries on its own")
-	return nil
 }

@@ -2,29 +2,22 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
 	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
+	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -64,7 +57,7 @@ type CleanerOptions struct {
 // authorSigner reads --cleaner-author-key-file or --cleaner-author-key-secret (through c); nil
 // when neither is set.
 func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*authorship.Signer, error) {
-	key, flag, err := readKey(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
+	key, flag, err := keyring.ReadFlags(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
 	if key == nil || err != nil {
 		return nil, err
 	}
@@ -75,65 +68,30 @@ func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*au
 	return s, nil
 }
 
-// readKey reads the key of --<flag>-file or, created if absent, of --<flag>-secret
-// (namespace/name, the key "key"); nil when neither is set. It returns the flag it read, as
-// "--flag=value", for errors.
-func readKey(ctx context.Context, c client.Client, flag, file, secret string) ([]byte, string, error) {
-	switch {
-	case file != "" && secret != "":
-		return nil, "", fmt.Errorf("--%s-file and --%s-secret: give one", flag, flag)
-	case file != "":
-		key, err := os.ReadFile(file)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-file: %w", flag, err)
-		}
-		return key, fmt.Sprintf("--%s-file=%s", flag, file), nil
-	case secret != "":
-		name, err := keyring.ParseName(secret)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
-		}
-		key, err := keyring.Key(ctx, c, name, SecretKeyField)
-		if err != nil {
-			return nil, "", fmt.Errorf("--%s-secret: %w", flag, err)
-		}
-		return key, fmt.Sprintf("--%s-secret=%s", flag, secret), nil
-	}
-	return nil, "", nil
-}
-
 // SecretKeyField is the field of a --…-key-secret Secret that holds the key.
-const SecretKeyField = "key"
+const SecretKeyField = keyring.SecretKeyField
 
-// cleanerVocabulary names the Events the pipeline writes about the Cleaner detector's Changes.
-func cleanerVocabulary() lifecycle.Vocabulary {
-	return lifecycle.Vocabulary{
-		Proposed: "CleanupProposed", Merged: "CleanupMerged", Declined: "CleanupDeclined", Applied: "CleanedUp",
-		MergedNote:   "the object goes when the GitOps tool syncs the merge",
-		DeclinedNote: "the object stays as Git has it",
+func (co CleanerOptions) validate() error {
+	switch {
+	case co.ReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.ReadyRecheck))
+	case co.NotReadyRecheck < 0:
+		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.NotReadyRecheck))
 	}
+	return nil
 }
 
-// setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…), sharing the
-// store, the reporter and the actuators of the quota detector's pipeline. In PR mode, a target
-// that no manifest in the repository defines is deleted directly (with the evaluated version as
-// precondition, and never when a GitOps tool's labels or annotations say it manages it).
-func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, signer *authorship.Signer, targets *targetCache) error {
+// setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…). In PR mode, a
+// target that no manifest in the repository defines is deleted directly (with the evaluated
+// version as precondition, and never when a GitOps tool's labels or annotations say it manages
+// it).
+func setupCleaners(ctx context.Context, sh *shared) error {
+	o, mgr, live, signer, targets := sh.o, sh.mgr, sh.live, sh.signer, sh.targets
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}, v1alpha1.GroupVersion.Version); err != nil {
 		return fmt.Errorf("--enable-cleaners: the Cleaner CRD (kustos.io/v1alpha1) is not served: install it (the chart does, crds.install) or pass --enable-cleaners=false: %w", err)
 	}
-	pl := *base
 	// People's name for the detector (metrics, logs); its Keys keep ephemeral.DetectorName.
-	pl.Detector = ephemeral.Name
-	pl.Vocab = cleanerVocabulary()
-	pl.Log = o.Log.WithName("pipeline").WithValues("detector", ephemeral.Name)
-	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
-	}
-	rep, ok := base.Reporter.(ephemeral.Reporter)
-	if !ok {
-		return errors.New("the pipeline's reporter cannot write Events about Cleaners")
-	}
+	pl := sh.pipelineFor(ephemeral.Name, ephemeral.Vocabulary(), true)
 	// The manager's client speaks protobuf, which custom resources do not: Cleaners are read
 	// from the same cache and written as JSON.
 	jsonCfg := rest.CopyConfig(mgr.GetConfig())
@@ -156,8 +114,8 @@ func setupCleaners(ctx context.Context, mgr ctrl.Manager, o Options, base *pipel
 		Live:        mgr.GetAPIReader(),
 		Proposing:   o.Mode == ModePR,
 		Access:      &authorship.SelfReviewer{Client: live, TTL: time.Minute, Now: o.Now},
-		Pipeline:    &pl,
-		Reporter:    rep,
+		Pipeline:    pl,
+		Reporter:    sh.recorder,
 		Scope:       o.scope,
 		Observe:     o.Mode == ModeObserve,
 		AutoMerge:   o.Mode == ModePR && o.PR.AutoMerge,
@@ -245,7 +203,7 @@ func heldWhole(o Options) map[schema.GroupVersionKind]bool {
 		return held
 	}
 	for _, k := range o.Inactivity.Kinds {
-		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !filteredKinds[k] {
+		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !objcache.FilteredKinds[k] {
 			held[k] = true
 		}
 	}
@@ -262,7 +220,7 @@ func cleanerWatches(o Options) []lifecycle.Watches {
 	w := lifecycle.Watches{}
 	held := heldWhole(o)
 	for _, k := range o.Expiry.Kinds {
-		if filteredKinds[k] || held[k] {
+		if objcache.FilteredKinds[k] || held[k] {
 			continue // the manager's cache holds only some of them, or the target cache all
 		}
 		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
@@ -295,99 +253,15 @@ func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client
 	if len(detectors) == 0 {
 		return nil
 	}
-	grace := o.Cleaners.LeaseGrace
-	if grace <= 0 {
-		grace = sweepGrace
-	}
-	return mgr.Add(&goneSweeper{store: store, live: live, mapper: mgr.GetRESTMapper(), interval: o.LeaseSweepInterval,
-		grace: grace, detectors: detectors, now: o.Now, log: o.Log.WithName("sweep")})
-}
-
-// sweepGrace keeps a Key's Lease this long after its last decision whatever its target says:
-// a deletion just carried out must not race the sweep of its own Lease.
-const sweepGrace = 10 * time.Minute
-
-// goneSweeper deletes the Leases of per-object detectors' Keys (Cleaner targets, expiring
-// objects) whose object is gone: every deleted preview would otherwise leave a Lease behind
-// until its namespace goes.
-type goneSweeper struct {
-	store     *state.Store
-	live      client.Reader
-	mapper    meta.RESTMapper
-	interval  time.Duration
-	grace     time.Duration
-	detectors map[string]bool
-	now       func() time.Time
-	log       logr.Logger
-}
-
-var _ manager.LeaderElectionRunnable = (*goneSweeper)(nil)
-
-func (s *goneSweeper) NeedLeaderElection() bool { return true }
-
-func (s *goneSweeper) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		n, err := s.store.SweepGone(ctx, s.gone)
-		if err != nil {
-			s.log.Error(err, "sweep of the Leases of deleted objects failed; will try again")
-		}
-		if n > 0 {
-			metrics.LeasesSwept.Add(float64(n))
-			s.log.Info("deleted the state leases of deleted objects", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// gone asks the API server (not the cache) whether the object of a per-object Key exists.
-func (s *goneSweeper) gone(ctx context.Context, rec state.Record) (bool, error) {
-	p, ok := rec.Key.Parts()
-	if !ok || !s.detectors[p.Detector] || p.KindGroup == "" || s.now().Sub(rec.LastModified) < s.grace {
-		return false, nil
-	}
-	kind, group, _ := strings.Cut(p.KindGroup, ".")
-	switch {
-	case p.Detector == ephemeral.DetectorName && kind == ephemeral.CloudEventKind && group == ephemeral.CloudEventGroup:
-		// A Cleaner's CloudEvent is no object: its Key lives as long as its Cleaner.
-		kind, group = "Cleaner", v1alpha1.GroupVersion.Group
-	case kind == detectvsphere.Kind && group == detectvsphere.Group:
-		// A VM lives in vSphere, and its Lease is the lifetime Kustos keeps for it (its notes
-		// may be gone after a rollback): no API server can say it is gone, so the VM crawler
-		// sweeps these (internal/detect/vsphere, once vSphere no longer finds the VM).
-		return false, nil
-	case kind == lifecycle.ReleaseKind && group == lifecycle.ReleaseGroup:
-		// No API server serves helm releases: a release lives in its Secrets (helm's storage).
-		var secrets metav1.PartialObjectMetadataList
-		secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-		if err := s.live.List(ctx, &secrets, client.InNamespace(p.Namespace),
-			client.MatchingLabels{expiry.HelmOwnerLabel: expiry.HelmOwnerValue, expiry.HelmNameLabel: p.Name}); err != nil {
-			if apierrors.IsForbidden(err) {
-				return false, nil // a Kustos that may not read helm's Secrets keeps the Lease
-			}
-			return false, err
-		}
-		return len(secrets.Items) == 0, nil
-	}
-	m, err := s.mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
-	if meta.IsNoMatchError(err) {
-		return true, nil // the kind itself is gone (its CRD deleted)
-	}
-	if err != nil {
-		return false, err
-	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(m.GroupVersionKind)
-	err = s.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, obj)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
+	return mgr.Add(&state.GoneSweeper{Store: store, Live: live, Mapper: mgr.GetRESTMapper(), Detectors: detectors, Rules: []state.GoneRule{
+		{Detector: ephemeral.DetectorName, Kind: schema.GroupKind{Group: ephemeral.CloudEventGroup, Kind: ephemeral.CloudEventKind},
+			As: schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: "Cleaner"}},
+		// The VM crawler sweeps these, once vSphere no longer finds the VM (internal/detect/vsphere).
+		{Kind: schema.GroupKind{Group: detectvsphere.Group, Kind: detectvsphere.Kind}, Never: true},
+		{Kind: schema.GroupKind{Group: lifecycle.ReleaseGroup, Kind: lifecycle.ReleaseKind}, SecretLabels: func(name string) map[string]string {
+			return map[string]string{expiry.HelmOwnerLabel: expiry.HelmOwnerValue, expiry.HelmNameLabel: name}
+		}},
+	}, Interval: o.LeaseSweepInterval, Grace: o.Cleaners.LeaseGrace, Swept: metrics.LeasesSwept, Now: o.Now, Log: o.Log.WithName("sweep")})
 }
 
 var (
@@ -400,4 +274,5 @@ var (
 	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
 	_ ephemeral.Authors        = authorship.Cleaners{}
 	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
+	_ ephemeral.Reporter       = (*observe.Recorder)(nil)
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
@@ -45,11 +46,11 @@ func TestStartupCredentialCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := validPR()
 			o.PR.GitHub = github.Config{APIURL: s.URL(), AppID: tc.app, InstallationID: tc.inst, PrivateKeyFile: keyFile, Repository: tc.repo}
-			m, err := newPRMode(o)
+			m, err := group.NewMode(o.PR, o.Now, logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = m.checkCredentials(t.Context(), logr.Discard())
+			err = m.CheckCredentials(t.Context(), logr.Discard())
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("check failed: %v", err)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
+	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -27,7 +30,7 @@ func TestFirstPRReadsTheRepositoryOnce(t *testing.T) {
 	o := validPR()
 	o.PR.GitHub = github.Config{APIURL: s.URL(), TokenFile: tok, Repository: "acme/gitops"}
 	o.PR.ClientOptions = []github.Option{github.WithMutationInterval(0)}
-	m, err := newPRMode(o)
+	m, err := group.NewMode(o.PR, o.Now, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +41,7 @@ func TestFirstPRReadsTheRepositoryOnce(t *testing.T) {
 		Edit: lifecycle.Edit{Op: lifecycle.EditSetFields, Fields: []lifecycle.FieldChange{
 			{Path: []string{"spec", "hard", "requests.cpu"}, From: "10", To: "12"}}},
 	}
-	if _, err := m.actuator.Apply(context.Background(), c, time.Now(), lifecycle.ProposeOptions{}); err != nil {
+	if _, err := m.Actuator.Apply(context.Background(), c, time.Now(), lifecycle.ProposeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rest, repoReads := 0, 0

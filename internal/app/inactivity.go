@@ -2,19 +2,15 @@ package app
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/activity"
-	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
-	"github.com/kustos-dev/kustos/internal/pipeline"
 )
 
 // InactivityOptions configure the inactivity detector (activity from Prometheus, alerts, then a
@@ -110,17 +106,11 @@ func inactivityWatches(o Options) []lifecycle.Watches {
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
 // per check, on the leader) and one controller per target kind, on their own pipeline (Keys
-// inactivity/…) sharing the store, reporter and actuators. In PR mode a target no manifest
-// defines is paused or deleted directly.
-func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live client.Client, nt notifiers, targets *targetCache) error {
+// inactivity/…). In PR mode a target no manifest defines is paused or deleted directly.
+func setupInactivity(sh *shared) error {
+	o, mgr, live, nt, targets := sh.o, sh.mgr, sh.live, sh.notifiers, sh.targets
 	in := o.Inactivity
-	pl := *base
-	pl.Detector = inactivity.DetectorName
-	pl.Vocab = inactivity.Vocabulary()
-	pl.Log = o.Log.WithName("pipeline").WithValues("detector", inactivity.DetectorName)
-	if o.Mode == ModePR {
-		pl.Actuator = fallback.Actuator{Primary: base.Actuator, Fallback: directActuator(live, o.Allow)}
-	}
+	pl := sh.pipelineFor(inactivity.DetectorName, inactivity.Vocabulary(), true)
 	if o.Mode != ModeObserve {
 		// An exam's submission before its termination (--enable-submission).
 		var err error
@@ -129,10 +119,6 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		}
 	}
 	pl.Notifier = nt.notifier
-	rep, ok := base.Reporter.(inactivity.Reporter)
-	if !ok {
-		return fmt.Errorf("the pipeline's reporter cannot write Events about inactive targets")
-	}
 	settings := in.Settings
 	settings.CarriesOut = o.Mode != ModeObserve
 	settings.Mail = nt.mail != nil
@@ -188,10 +174,10 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		ch := make(chan inactivity.Checked, 1)
 		loop.Notify = append(loop.Notify, ch)
 		r := &inactivity.Reconciler{
-			Objects: objects, Meta: mgr.GetClient(), Pipeline: &pl, Reporter: rep, Scope: o.scope, Kind: k, Settings: settings,
+			Objects: objects, Meta: mgr.GetClient(), Pipeline: pl, Reporter: sh.recorder, Scope: o.scope, Kind: k, Settings: settings,
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
-			Grouping: o.PR.grouping(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
+			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
 		if held[k] {
@@ -202,20 +188,4 @@ func setupInactivity(mgr ctrl.Manager, o Options, base *pipeline.Pipeline, live 
 		}
 	}
 	return mgr.Add(loop)
-}
-
-// LoadInactivitySources reads --inactivity-config ("" : the defaults).
-func LoadInactivitySources(file string) ([]activity.Compiled, error) {
-	if file == "" {
-		return activity.Compile(activity.DefaultSources())
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("--inactivity-config: %w", err)
-	}
-	srcs, err := activity.LoadConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("--inactivity-config=%s: %w", file, err)
-	}
-	return srcs, nil
 }

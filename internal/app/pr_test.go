@@ -40,17 +40,3 @@ func TestValidatePRMode(t *testing.T) {
 		{"unknown mode", func(o *Options) { o.Mode = "patch" }, `--mode="patch"`},
 	})
 }
-
-func TestCloneURL(t *testing.T) {
-	for api, want := range map[string]string{
-		"":                                "https://github.com/acme/gitops.git",
-		"https://api.github.com/":         "https://github.com/acme/gitops.git",
-		"https://ghe.example.com/api/v3/": "https://ghe.example.com/acme/gitops.git",
-		"http://127.0.0.1:4000/api/v3":    "http://127.0.0.1:4000/acme/gitops.git",
-	} {
-		p := PROptions{GitHub: github.Config{APIURL: api, Repository: "acme/gitops"}}
-		if got, err := p.cloneURL(); err != nil || got != want {
-			t.Errorf("cloneURL(%q) = %q, %v; want %q", api, got, err, want)
-		}
-	}
-}

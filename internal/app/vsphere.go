@@ -1,24 +1,21 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 	"github.com/kustos-dev/kustos/internal/vsphere"
 )
 
@@ -69,8 +66,9 @@ func (v VSphereOptions) validate(o Options) error {
 // setupVSphere adds the VM crawler to the expiry detector: its own copy of the expiry pipeline
 // (Keys expiry/VirtualMachine.vsphere.kustos.io/…), never proposing (VMs are not in Git): the
 // observe actuator in observer mode, the vSphere actuator otherwise.
-func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline, rep expiry.Reporter, settings expiry.Settings,
+func setupVSphere(sh *shared, expiryPipeline *pipeline.Pipeline, settings expiry.Settings,
 	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)) error {
+	o, mgr := sh.o, sh.mgr
 	creds, err := vsphere.ReadCredentials(o.VSphere.Config.CredentialsFile)
 	if err != nil {
 		return err
@@ -84,66 +82,15 @@ func setupVSphere(mgr ctrl.Manager, o Options, expiryPipeline *pipeline.Pipeline
 	pl.Proposals, pl.PollInterval = nil, 0
 	pl.Log = o.Log.WithName("pipeline").WithValues("detector", expiry.DetectorName, "environments", "vsphere")
 	if o.Mode == ModeObserve {
-		// The observe recorder is both: what reports is what observes.
-		observer, ok := expiryPipeline.Reporter.(pipeline.Actuator)
-		if !ok {
-			return fmt.Errorf("vsphere: the expiry pipeline's reporter %T cannot carry out Changes in observer mode", expiryPipeline.Reporter)
-		}
-		pl.Actuator = observer
+		pl.Actuator = sh.recorder // what reports is what observes
 	} else {
 		pl.Actuator = actvsphere.Actuator{VMs: vc, MayQuarantine: o.Allow.Allows(expiry.DetectorName, allow.VerbDelete, vmDeletes), Log: log}
 	}
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: pl.Identity}
 	return mgr.Add(&detectvsphere.Controller{
-		Crawler: vc, State: expiryStates{store}, Pipeline: &pl, Reporter: rep,
-		Orphans:  vmOrphans{r: mgr.GetAPIReader(), w: mgr.GetClient(), namespace: o.StateNamespace},
+		Crawler: vc, State: actvsphere.States{Store: store}, Pipeline: &pl, Reporter: sh.recorder,
+		Orphans:  orphans.VMReport{R: mgr.GetAPIReader(), W: mgr.GetClient(), Namespace: o.StateNamespace},
 		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
-		Leases: vmLeases{store}, Finder: vc,
+		Leases: actvsphere.Leases{Store: store}, Finder: vc,
 	})
-}
-
-// vmLeases sweeps the state Leases of VM Keys (the gone-sweeper of cleaner.go leaves them to
-// the VM crawler, which alone can tell that a VM is gone).
-type vmLeases struct{ store *state.Store }
-
-var _ detectvsphere.VMLeases = vmLeases{}
-
-func (v vmLeases) SweepVMs(ctx context.Context, gone func(ctx context.Context, uuid string) (bool, error)) (int, error) {
-	kindGroup := strings.ToLower(detectvsphere.Kind + "." + detectvsphere.Group)
-	return v.store.SweepGone(ctx, func(ctx context.Context, rec state.Record) (bool, error) {
-		p, ok := rec.Key.Parts()
-		if !ok || p.Detector != expiry.DetectorName || strings.ToLower(p.KindGroup) != kindGroup || p.Namespace != "" || p.Name == "" {
-			return false, nil
-		}
-		return gone(ctx, p.Name)
-	})
-}
-
-// expiryStates reads the expiry state of a Key from its Lease.
-type expiryStates struct{ store *state.Store }
-
-var _ detectvsphere.StateReader = expiryStates{}
-
-func (s expiryStates) ExpiryState(ctx context.Context, key lifecycle.Key) (expiry.State, bool, error) {
-	rec, err := s.store.Get(ctx, key)
-	if err != nil {
-		return expiry.State{}, false, err
-	}
-	st, _ := expiry.ParseState(rec.Bag)
-	return st, rec.Exists(), nil
-}
-
-// vmOrphans keeps the crawl's orphans in a Lease of the state namespace for
-// `kustos status --orphans` and the digest. It reads the Lease from the API server (r): the
-// manager's cache does not hold it.
-type vmOrphans struct {
-	r         client.Reader
-	w         client.Writer
-	namespace string
-}
-
-var _ detectvsphere.OrphanReport = vmOrphans{}
-
-func (v vmOrphans) SetOrphans(ctx context.Context, orphans []detectvsphere.Orphan) error {
-	return statusreport.SaveVMOrphans(ctx, v.r, v.w, v.namespace, orphans)
 }

@@ -19,5 +19,8 @@
 // Lease, before the warning is sent.
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
-// the environment is declared (kustos.io/expires-at, through a pull request for Git).
+// the environment is declared (kustos.io/expires-at, through a pull request for Git), told at
+// once by Recorded (its LeaseTrigger). Options are the --extension-* flags (Validate, and
+// NewServer builds the Server they describe); Listener serves it on every replica; NoticeLinks
+// are the links a warning carries.
 package extension

@@ -10,5 +10,5 @@
 // winner's Secret), so restarts and concurrent replicas all use the one key. The webhook's CA is
 // then injected into the webhook configurations' caBundle (CABundleInjector), as cert-manager's
 // cainjector does: the rendered manifests carry no caBundle, so a GitOps tool has nothing to
-// compare it with.
+// compare it with. ReadFlags reads a key as the --…-key-file and --…-key-secret flags give it.
 package keyring

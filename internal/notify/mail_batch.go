@@ -224,3 +224,19 @@ func (b *Batcher) Close(ctx context.Context) error {
 		return fmt.Errorf("mail batcher: deliveries still under way: %w", ctx.Err())
 	}
 }
+
+// closeTimeout bounds Start's Close when the manager stops (within its graceful shutdown).
+const closeTimeout = 5 * time.Second
+
+// NeedLeaderElection is false: every replica's detectors send notices.
+func (b *Batcher) NeedLeaderElection() bool { return false }
+
+// Start makes the Batcher a manager's Runnable: when ctx ends it sends the mails still gathering
+// (Close, within a few seconds) instead of dropping them; their senders are told, so nothing is
+// recorded as sent that was not.
+func (b *Batcher) Start(ctx context.Context) error {
+	<-ctx.Done()
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	return b.Close(closeCtx)
+}

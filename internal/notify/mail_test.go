@@ -416,6 +416,39 @@ func TestBatcher(t *testing.T) {
 			t.Errorf("batches %q, want x and y together (once each), z alone", got)
 		}
 	})
+	t.Run("as a manager's Runnable: a batch still gathering goes when the manager stops", func(t *testing.T) {
+		f := &fakeSender{}
+		b := NewBatcher(f, BatchOptions{Window: time.Hour})
+		if b.NeedLeaderElection() {
+			t.Error("the batcher waits for leadership; every replica's notices need it")
+		}
+		run, stop := context.WithCancel(t.Context())
+		stopped := make(chan error, 1)
+		go func() { stopped <- b.Start(run) }()
+		sent := make(chan error, 1)
+		go func() { sent <- b.Send(t.Context(), warning("a@example.com", "x")) }()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			b.mu.Lock()
+			open := len(b.open)
+			b.mu.Unlock()
+			if open > 0 {
+				break
+			}
+		}
+		stop()
+		if err := <-stopped; err != nil {
+			t.Errorf("Start = %v", err)
+		}
+		if err := <-sent; err != nil {
+			t.Errorf("Send = %v, want the batch sent at the stop", err)
+		}
+		if got := f.got(); len(got) != 1 {
+			t.Errorf("batches %q, want the one gathering", got)
+		}
+		if err := b.Send(t.Context(), warning("a@example.com", "y")); !errors.Is(err, ErrBatcherClosed) {
+			t.Errorf("Send after the stop = %v, want ErrBatcherClosed", err)
+		}
+	})
 	t.Run("a full batch goes at once", func(t *testing.T) {
 		f := &fakeSender{}
 		b := NewBatcher(f, BatchOptions{Window: time.Hour, Max: 2})

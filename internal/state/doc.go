@@ -9,8 +9,10 @@
 // checks the Lease's kustos.io/key (a name shared by two keys sends the second to a hashed name; a
 // legacy Lease, named state-<namespace>-<quota> by namespace-resizer's convention but without a
 // key, is adopted only when one target fits it). A bounded bag holds detector
-// state. Each replica keeps a liveness Lease, so that a pending decision is taken over only from a
-// replica that is gone. A background sweep (NamespaceSweeper, on the leader) deletes Leases whose
+// state. Each replica (named by NewIdentity) keeps a liveness Lease, so that a pending decision
+// is taken over only from a replica that is gone. A background sweep (NamespaceSweeper, on the leader) deletes Leases whose
 // target namespace no longer exists, closing their open PR first, so that Leases of deleted
-// namespaces do not pile up in the controller's namespace.
+// namespaces do not pile up in the controller's namespace; another (GoneSweeper) deletes the
+// Leases of per-object detectors' Keys whose object is gone, told by GoneRules for the kinds
+// that are not simply asked of the API server (a Cleaner's CloudEvent, a helm release, a VM).
 package state

@@ -86,3 +86,15 @@ func TestParseLease(t *testing.T) {
 		}
 	})
 }
+
+// TestNewIdentity: the pod name (kustos without one) and a suffix that differs between two
+// processes of the same pod.
+func TestNewIdentity(t *testing.T) {
+	a, b := NewIdentity("kustos-7d9f-abcde"), NewIdentity("kustos-7d9f-abcde")
+	if !strings.HasPrefix(a, "kustos-7d9f-abcde-") || len(a) != len("kustos-7d9f-abcde-")+6 || a == b {
+		t.Errorf("identities %q and %q, want the pod name and two different 6-character suffixes", a, b)
+	}
+	if id := NewIdentity(""); !strings.HasPrefix(id, "kustos-") {
+		t.Errorf("without a pod name: %q, want kustos-…", id)
+	}
+}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -30,6 +31,20 @@ type Replica struct {
 	Duration time.Duration
 	Now      func() time.Time
 	Log      logr.Logger
+}
+
+// ReplicaDuration is how long a replica's liveness Lease lasts without renewal: how long a
+// pending decision of a replica that crashed waits before another replica replays it.
+const ReplicaDuration = 15 * time.Second
+
+// NewIdentity names this process for its Leases: instance (the pod name; "": kustos) and a
+// random suffix, so that a restarted container is a new replica and two replicas never share a
+// name.
+func NewIdentity(instance string) string {
+	if instance == "" {
+		instance = "kustos"
+	}
+	return instance + "-" + rand.Text()[:6]
 }
 
 // ReplicaLeaseName is the name of the replica's liveness Lease.

@@ -21,6 +21,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -44,11 +45,11 @@ installation serves.`
 // another spelling.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		cluster  cli.Cluster
-		out      = "table"
-		orphans  bool
-		e        cli.Expiry
-		selector string
+		cluster     cli.Cluster
+		out         = "table"
+		listOrphans bool
+		e           cli.Expiry
+		selector    string
 	)
 	cmd := &cobra.Command{
 		Use:   "status [-n NS] [--context NAME] [--kubeconfig FILE] [-o table|json] [--orphans [--lifecycle-kinds LIST] [--default-ttl D]]",
@@ -65,17 +66,17 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintln(stderr, "kustos status:", err)
 				return cli.ExitCode(cli.ExitError)
 			}
-			if ns == "" && !orphans {
+			if ns == "" && !listOrphans {
 				return cli.Usagef("need -n/--namespace, the namespace Kustos runs in: the kubeconfig context names none and $POD_NAMESPACE is not set")
 			}
-			return cli.ExitCode(status(cfg, ns, out, orphans, e, sel, stdout, stderr))
+			return cli.ExitCode(status(cfg, ns, out, listOrphans, e, sel, stdout, stderr))
 		},
 	}
 	fs := cmd.Flags()
 	cluster.AddFlags(fs, "the namespace Kustos runs in, where its state Leases are (default: the kubeconfig context's namespace, else $POD_NAMESPACE); --state-namespace is another spelling", "state-namespace")
 	cli.InGroup(fs, cli.GroupGeneral, func() {
 		fs.VarP(cli.Enum{V: &out, Allowed: []string{"table", "json"}}, "output", "o", "output: a table, or JSON lines")
-		fs.BoolVar(&orphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
+		fs.BoolVar(&listOrphans, "orphans", false, "list the objects the expiry detector leaves alone (no owner, no lifetime, unusable metadata)")
 		fs.StringVar(&selector, "namespace-selector", "", "with --orphans: only the namespaces this label selector selects (the controller's --namespace-selector)")
 	})
 	e.AddScopeFlags(fs)
@@ -87,7 +88,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
 }
 
-func status(cfg *rest.Config, ns, out string, orphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
+func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
 	kinds, settings := e.Kinds, e.Settings
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -99,11 +100,11 @@ func status(cfg *rest.Config, ns, out string, orphans bool, e cli.Expiry, sel la
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if orphans {
-		rows, err := Orphans(ctx, c, kinds, settings, time.Now(), sel)
+	if listOrphans {
+		rows, err := orphans.List(ctx, c, kinds, settings, time.Now(), sel)
 		if err == nil {
-			var vms []OrphanRow
-			vms, err = VMOrphans(ctx, c, ns, time.Now())
+			var vms []orphans.Row
+			vms, err = orphans.VMs(ctx, c, ns, time.Now())
 			rows = append(rows, vms...)
 		}
 		if err == nil {

@@ -21,4 +21,7 @@
 // attempt of an earlier decision that did not succeed (failed, or cut short while running)
 // counts against MaxAttempts, and only an attempt that succeeds resets the count (or the Lease
 // going with its target). After the limit, each later decision has one attempt.
+//
+// Options are the --backup-* and --submission-* flags: Validate checks them, Steps builds the
+// steps they turn on.
 package gate

@@ -17,4 +17,9 @@
 //   - Following: the pipeline's Proposals (status, merge, withdraw, own commits) for targets and
 //     groups alike, with a short cache so that a group's members polling one pull request cost
 //     one request.
+//
+// Options are PR mode's flags (Validate checks them; GroupingFor is a detector's --group-by).
+// NewMode builds PR mode from them (the GitHub client, the pr.Writer over a Git reader of the
+// base branch, the budget, this Actuator); its Release closes the pull request of a namespace
+// gone for the sweep, and CheckCredentials asks GitHub once at start-up.
 package group

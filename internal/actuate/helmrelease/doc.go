@@ -34,4 +34,5 @@
 // request it makes, in that same read (UninstallFor). What those requests are is one plan
 // (touches.go: planOf), decoded by the functions the uninstall's steps decode with; Touches
 // lists it for a detector to ask in advance, and FuzzUninstallPlan holds the steps to it.
+// ExpiryReleases gives the expiry detector its reads of releases (values, first deployment).
 package helmrelease

@@ -2,10 +2,12 @@ package inactivityflags
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -76,8 +78,24 @@ func (i *Flags) Finish() error {
 	if len(o.TemplateRef) > 0 && o.TemplateKind.Kind == "" {
 		return fmt.Errorf("--template-ref-field=%s needs --template-kind, the kind of the object it names", lifecycle.PathString(o.TemplateRef))
 	}
-	if o.Sources, err = app.LoadInactivitySources(i.ConfigFile); err != nil {
+	if o.Sources, err = loadSources(i.ConfigFile); err != nil {
 		return err
 	}
 	return nil
+}
+
+// loadSources reads --inactivity-config ("" : the defaults).
+func loadSources(file string) ([]activity.Compiled, error) {
+	if file == "" {
+		return activity.Compile(activity.DefaultSources())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--inactivity-config: %w", err)
+	}
+	srcs, err := activity.LoadConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("--inactivity-config=%s: %w", file, err)
+	}
+	return srcs, nil
 }

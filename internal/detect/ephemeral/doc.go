@@ -16,5 +16,6 @@
 // Cleaner's own deletion — all built by cleanupRequest; then it writes the status. It carries
 // out nothing itself: the pipeline's actuators do (observe reports, direct and pr act, the
 // helm release and CloudEvent actuators uninstall and send), so that observer, direct and PR
-// mode treat a Cleaner's whole effect alike.
+// mode treat a Cleaner's whole effect alike. Vocabulary names the Events the pipeline writes
+// about them.
 package ephemeral

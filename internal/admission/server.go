@@ -1,4 +1,4 @@
-package app
+package admission
 
 import (
 	"context"
@@ -15,25 +15,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/keyring"
 )
 
-// DefaultWebhookCertDir is where the webhook server reads tls.crt and tls.key unless
+// DefaultCertDir is where the webhook server reads tls.crt and tls.key unless
 // --webhook-cert-dir says otherwise: controller-runtime's default, where the chart mounts them.
-var DefaultWebhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+var DefaultCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 
-// WebhookOptions configure the admission webhook that validates Cleaners (package admission).
-type WebhookOptions struct {
+// ServerOptions configure the webhook server that validates Cleaners and stamps their authors.
+type ServerOptions struct {
 	// Port is --webhook-port: the HTTPS port of the webhook server; 0 serves no webhook.
 	Port int
 	// CertDir is --webhook-cert-dir: the directory holding tls.crt and tls.key (reloaded when
-	// they change, as cert-manager renews them). Empty: DefaultWebhookCertDir.
+	// they change, as cert-manager renews them). Empty: DefaultCertDir.
 	CertDir string
 	// Host is the address the server listens on; empty: every address.
 	Host string
-	// Timeout bounds the check of one Cleaner; 0: admission.DefaultTimeout.
+	// Timeout bounds the check of one Cleaner; 0: DefaultTimeout.
 	Timeout time.Duration
 	// CertSecret is --webhook-cert-secret (namespace/name), instead of CertDir: the serving
 	// certificate and its CA come from that Secret, which Kustos creates once (a CA and a
@@ -48,8 +47,8 @@ type WebhookOptions struct {
 	Configurations []string
 }
 
-// servingCert reads (or creates) --webhook-cert-secret; nil without it or without a webhook.
-func (o WebhookOptions) servingCert(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, now time.Time) (*keyring.ServingCert, error) {
+// ServingCert reads (or creates) --webhook-cert-secret; nil without it or without a webhook.
+func (o ServerOptions) ServingCert(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, now time.Time) (*keyring.ServingCert, error) {
 	if o.Port == 0 || o.CertSecret == "" {
 		return nil, nil
 	}
@@ -72,9 +71,9 @@ func (o WebhookOptions) servingCert(ctx context.Context, cfg *rest.Config, schem
 	return &sc, nil
 }
 
-// webhookServer is the manager's webhook server, or nil (no server) when the port is 0. With
+// NewServer is the manager's webhook server, or nil (no server) when the port is 0. With
 // serving it serves that certificate, else the files of CertDir (reloaded when they change).
-func webhookServer(o WebhookOptions, serving *keyring.ServingCert) webhook.Server {
+func NewServer(o ServerOptions, serving *keyring.ServingCert) webhook.Server {
 	if o.Port == 0 {
 		return nil
 	}
@@ -92,14 +91,14 @@ func webhookServer(o WebhookOptions, serving *keyring.ServingCert) webhook.Serve
 // API server calls webhooks over HTTP/1.1 just as well.
 func http1Only(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
-func (o WebhookOptions) certDir() string {
+func (o ServerOptions) certDir() string {
 	if o.CertDir == "" {
-		return DefaultWebhookCertDir
+		return DefaultCertDir
 	}
 	return o.CertDir
 }
 
-// setupWebhook registers the Cleaner validator on the manager's webhook server, which then
+// Setup registers the Cleaner validator on the manager's webhook server, which then
 // runs on every replica (it needs no leader), and makes /readyz wait until it serves, so that
 // a Service sends the API server's reviews only to replicas that answer them. Nothing is served
 // when the port is 0; the controller still reports invalid Cleaners as Ready=False/InvalidSpec.
@@ -107,10 +106,10 @@ func (o WebhookOptions) certDir() string {
 // With serving (--webhook-cert-secret) and Configurations, the CA is put into their caBundle by
 // a keyring.CABundleInjector on every replica.
 //
-// With signer (--cleaner-author-key-file), the author stamper (admission.AuthorStamper) is
-// served too, at admission.AuthorPath, for a MutatingWebhookConfiguration: it records who
+// With signer (--cleaner-author-key-file), the author stamper (AuthorStamper) is
+// served too, at AuthorPath, for a MutatingWebhookConfiguration: it records who
 // wrote each Cleaner.
-func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCert, signer *authorship.Signer, scope admission.Scope) error {
+func Setup(mgr ctrl.Manager, o ServerOptions, serving *keyring.ServingCert, signer *authorship.Signer, scope Scope) error {
 	if o.Port == 0 {
 		return nil
 	}
@@ -139,12 +138,12 @@ func setupWebhook(mgr ctrl.Manager, o WebhookOptions, serving *keyring.ServingCe
 			}
 		}
 	}
-	v := admission.NewCleanerValidator(admission.Options{Timeout: o.Timeout})
-	if err := admission.SetupWithManager(mgr, v); err != nil {
+	v := NewCleanerValidator(Options{Timeout: o.Timeout})
+	if err := SetupWithManager(mgr, v); err != nil {
 		return fmt.Errorf("setting up the Cleaner webhook: %w", err)
 	}
 	if signer != nil {
-		mgr.GetWebhookServer().Register(admission.AuthorPath, &webhook.Admission{Handler: &admission.AuthorStamper{Signer: signer, Scope: scope}})
+		mgr.GetWebhookServer().Register(AuthorPath, &webhook.Admission{Handler: &AuthorStamper{Signer: signer, Scope: scope}})
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err

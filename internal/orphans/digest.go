@@ -1,4 +1,4 @@
-package app
+package orphans
 
 import (
 	"context"
@@ -13,9 +13,12 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
-	"github.com/kustos-dev/kustos/internal/pipeline"
-	"github.com/kustos-dev/kustos/internal/statusreport"
 )
+
+// Notifier sends the digest (the administrators' mail).
+type Notifier interface {
+	Send(ctx context.Context, n lifecycle.Notice) error
+}
 
 // NoticeOrphans is the kind of the daily orphan digest.
 const NoticeOrphans = "expiry.orphans"
@@ -23,29 +26,31 @@ const NoticeOrphans = "expiry.orphans"
 // maxDigestRows bounds one digest: the rest is counted, `kustos status --orphans` lists all.
 const maxDigestRows = 200
 
-// orphanDigest mails the orphan report (what the expiry detector leaves alone for want of an
+// Digest mails the orphan report (what the expiry detector leaves alone for want of an
 // owner or a lifetime, or for metadata it cannot use) to the administrators every interval, on
 // the leader only. It keeps no state: a restart may send one digest early, never a flood.
-type orphanDigest struct {
-	reader client.Reader // the API server, in pages, once a day
-	kinds  []schema.GroupVersionKind
+type Digest struct {
+	Reader client.Reader // the API server, in pages, once a day
+	Kinds  []schema.GroupVersionKind
 	// namespaces selects the namespaces this installation serves (--namespace-selector; nil:
 	// all): another installation's orphans are its administrators' digest.
-	namespaces labels.Selector
-	// stateNamespace holds the vSphere crawl's orphans (statusreport.VMOrphans).
-	stateNamespace string
-	settings       expiry.Settings
-	notifier       pipeline.Notifier
-	to             string
-	interval       time.Duration
-	now            func() time.Time
-	log            logr.Logger
+	Namespaces labels.Selector
+	// stateNamespace holds the vSphere crawl's orphans (VMs).
+	StateNamespace string
+	Settings       expiry.Settings
+	Notifier       Notifier
+	To             string
+	Interval       time.Duration
+	Now            func() time.Time
+	Log            logr.Logger
 }
 
-func (d *orphanDigest) NeedLeaderElection() bool { return true }
+// NeedLeaderElection is true: the leader alone sends the digest.
+func (d *Digest) NeedLeaderElection() bool { return true }
 
-func (d *orphanDigest) Start(ctx context.Context) error {
-	t := time.NewTicker(d.interval)
+// Start sends the digest every Interval until ctx ends; a digest not sent is logged.
+func (d *Digest) Start(ctx context.Context) error {
+	t := time.NewTicker(d.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -54,18 +59,18 @@ func (d *orphanDigest) Start(ctx context.Context) error {
 		case <-t.C:
 		}
 		if err := d.send(ctx); err != nil {
-			d.log.Error(err, "orphan digest not sent; trying again at the next interval")
+			d.Log.Error(err, "orphan digest not sent; trying again at the next interval")
 		}
 	}
 }
 
-func (d *orphanDigest) send(ctx context.Context) error {
-	now := d.now()
-	rows, err := statusreport.Orphans(ctx, d.reader, d.kinds, d.settings, now, d.namespaces)
+func (d *Digest) send(ctx context.Context) error {
+	now := d.Now()
+	rows, err := List(ctx, d.Reader, d.Kinds, d.Settings, now, d.Namespaces)
 	if err != nil {
 		return err
 	}
-	vms, err := statusreport.VMOrphans(ctx, d.reader, d.stateNamespace, now)
+	vms, err := VMs(ctx, d.Reader, d.StateNamespace, now)
 	if err != nil {
 		return err
 	}
@@ -86,11 +91,11 @@ func (d *orphanDigest) send(ctx context.Context) error {
 		}
 		fmt.Fprintf(&b, "- %s: %s (age %s)\n", r.Target, why, r.Age.Round(time.Hour))
 	}
-	n := lifecycle.Notice{ID: NoticeOrphans + "|" + now.UTC().Format("2006-01-02T15"), Kind: NoticeOrphans, To: d.to,
+	n := lifecycle.Notice{ID: NoticeOrphans + "|" + now.UTC().Format("2006-01-02T15"), Kind: NoticeOrphans, To: d.To,
 		Subject: fmt.Sprintf("Kustos: %d environments without an owner or a lifetime", len(rows)), Text: b.String(), At: now}
-	if err := d.notifier.Send(ctx, n); err != nil {
+	if err := d.Notifier.Send(ctx, n); err != nil {
 		return err
 	}
-	d.log.Info("orphan digest sent", "orphans", len(rows))
+	d.Log.Info("orphan digest sent", "orphans", len(rows))
 	return nil
 }
