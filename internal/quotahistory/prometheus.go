@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,6 +43,8 @@ type Options struct {
 	// Selector is the usage series (default DefaultSelector), e.g. with a job matcher when two
 	// kube-state-metrics installations are scraped.
 	Selector string
+	// Log receives what no reason may carry: the warnings of a partial answer (default: none).
+	Log logr.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -56,6 +60,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Selector == "" {
 		o.Selector = DefaultSelector
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
 	}
 	return o
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kustos-dev/kustos/internal/activity"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // store is what one window length's refreshes have read: per series, the peak of each closed
@@ -150,7 +149,7 @@ func (p *Prometheus) refresh(ctx context.Context, st *store, window time.Duratio
 			st.ring(ref).open = rs.Values[len(rs.Values)-1].V
 		}
 	})
-	if msg := answerFailure(err, warnings, p.o.Timeout); msg != "" {
+	if msg := p.answerFailure(err, warnings); msg != "" {
 		return fail(msg)
 	}
 
@@ -194,7 +193,7 @@ func (p *Prometheus) readClosed(ctx context.Context, st *store, query string, fr
 			}
 		}
 	})
-	return answerFailure(err, warnings, p.o.Timeout)
+	return p.answerFailure(err, warnings)
 }
 
 // sweep forgets the series with no point in the closed buckets read (a quota deleted more than a
@@ -228,16 +227,18 @@ func refOf(rs *rangeSeries) (seriesRef, bool) {
 }
 
 // answerFailure words a query's failure or partial answer; "" for a whole answer.
-func answerFailure(err error, warnings []string, timeout time.Duration) string {
+func (p *Prometheus) answerFailure(err error, warnings []string) string {
 	switch {
 	case err != nil:
-		return failure(err, timeout)
+		return failure(err, p.o.Timeout)
 	case len(warnings) > 0:
 		// Thanos's querier answers 200 with a warning when a store did not answer, and that
-		// store's series are simply missing: a quota would look unused. Its words go with the
-		// reason, clipped, for the reviewer to tell an outage from a misconfiguration.
-		return fmt.Sprintf("Prometheus answered the usage-history query only partially (%d warning(s)): %s",
-			len(warnings), lifecycle.Clip(activity.ClipWarnings(warnings)[0], 200))
+		// store's series are simply missing: a quota would look unused. The reason reaches
+		// Events in tenants' namespaces and the warnings can name the stores behind
+		// Prometheus, so their words go to Kustos's log, clipped, for the operator.
+		p.o.Log.Info("Prometheus answered the quota usage-history query partially: every window stays incomplete until Retry",
+			"warnings", activity.ClipWarnings(warnings))
+		return fmt.Sprintf("Prometheus answered the usage-history query only partially (%d warning(s), in Kustos's log): missing series would look like low usage", len(warnings))
 	}
 	return ""
 }
