@@ -148,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// The decision as the pipeline last asked for it: its recommendations feed the metrics.
-	var last Decision
+	var last Verdict
 	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
 		Key:    lifecycle.NewKey(DetectorName, q.Namespace, q.Name),
 		Target: quotaTarget(q.Namespace, q.Name),
@@ -207,8 +207,8 @@ func quotaTarget(namespace, name string) lifecycle.Target {
 	return lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: namespace, Name: name}
 }
 
-// findings are the Decision's findings on the quota: missing resource fields, unreadable values.
-func findings(q *corev1.ResourceQuota, d Decision) []lifecycle.Finding {
+// findings are the Verdict's findings on the quota: missing resource fields, unreadable values.
+func findings(q *corev1.ResourceQuota, d Verdict) []lifecycle.Finding {
 	var out []lifecycle.Finding
 	for _, m := range d.MissingSpecs {
 		out = append(out, lifecycle.Finding{Reason: ReasonQuotaSpecMissing, Message: m.Message,

@@ -24,8 +24,8 @@ var (
 // owner to create the pods it still lacks), the cooldown after a recommendation and stale-event
 // filtering (an event no newer than the last recommendation was already acted on, and is ignored).
 // It is pure: no client, no clock; everything comes from the Snapshot.
-func Decide(s Snapshot) Decision {
-	var d Decision
+func Decide(s Snapshot) Verdict {
+	var d Verdict
 	if !s.Policy.Enabled {
 		return d
 	}
@@ -92,7 +92,7 @@ func mergeDeficits(threshold, deficits []Recommendation) []Recommendation {
 }
 
 // thresholdRecommendations applies used/hard×100 ≥ threshold to every resource with hard > 0.
-func thresholdRecommendations(s Snapshot, d *Decision) []Recommendation {
+func thresholdRecommendations(s Snapshot, d *Verdict) []Recommendation {
 	var out []Recommendation
 	for name, hard := range s.Hard {
 		if hard.Sign() <= 0 {
@@ -217,7 +217,7 @@ func hasFreshDeficit(s Snapshot) bool {
 // deficitRecommendations turns "exceeded quota" failures into the value that lets the failing
 // owner create all the pods it still lacks: need = used_now + requested × missing, and never
 // less than the standard increase.
-func deficitRecommendations(s Snapshot, d *Decision) []Recommendation {
+func deficitRecommendations(s Snapshot, d *Verdict) []Recommendation {
 	if len(s.Failures) == 0 {
 		return nil
 	}
@@ -383,9 +383,9 @@ func formatPercent(p float64) string {
 	return s + "%"
 }
 
-// Change bundles a Decision's recommendations for one quota into the detector-neutral Change an
+// Change bundles a Verdict's recommendations for one quota into the detector-neutral Change an
 // actuator carries out: one field change (spec.hard.<resource>) per recommendation.
-func (d Decision) Change() *lifecycle.Change {
+func (d Verdict) Change() *lifecycle.Change {
 	if len(d.Recommendations) == 0 {
 		return nil
 	}

@@ -144,8 +144,8 @@ type MissingSpec struct {
 	Message          string
 }
 
-// Decision is what Decide concluded about one quota.
-type Decision struct {
+// Verdict is what Decide concluded about one quota.
+type Verdict struct {
 	Recommendations []Recommendation
 	MissingSpecs    []MissingSpec
 	// RequeueAfter is when Decide needs to look again even if nothing changes (the end of a
