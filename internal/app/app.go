@@ -109,6 +109,8 @@ type Options struct {
 	PR              PROptions
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
+	// QuotaWindow holds the window and shrink flags (--quota-window, --enable-shrink, …).
+	QuotaWindow quota.WindowPolicy
 	// StateNamespace holds the state Leases and the leader-election Lease.
 	StateNamespace string
 	// NamespaceSelector is --namespace-selector: the label selector of the Namespaces this

@@ -28,6 +28,30 @@ type Settings struct {
 	Threshold *big.Rat
 	// Increment as a fraction: 0.2 means +20%. 0 < Increment ≤ 10.
 	Increment *big.Rat
+	// Headroom is how far above the window's peak (or the usage, if higher) a quota is sized,
+	// as a fraction: 0.25 means the target is peak × 1.25. 0 ≤ Headroom ≤ 10.
+	Headroom *big.Rat
+	// Tolerance is the band around the target, as a fraction of it, inside which the hard
+	// value is left alone. 0 ≤ Tolerance ≤ 1.
+	Tolerance *big.Rat
+	// Min is the floor a resource is never shrunk below (resizer.io/<alias>-min); nil: none.
+	// It exists per resource only: one floor for cpu and memory would mean nothing.
+	Min *resource.Quantity
+}
+
+// WindowPolicy is how a quota is sized from its usage window and when it may shrink: the
+// namespace annotations over the flags.
+type WindowPolicy struct {
+	// Length is the window the peak is taken over, whole days (resizer.io/window).
+	Length time.Duration
+	// Shrink is the opt-in to propose shrinks in PR and direct mode (resizer.io/shrink,
+	// --enable-shrink); observer mode reports shrink recommendations without it.
+	Shrink bool
+	// ShrinkCooldown is how long after a shrink no further shrink is proposed.
+	ShrinkCooldown time.Duration
+	// MaxShrink is the largest cut one proposal makes, as a fraction of the hard value:
+	// 0.25 means at most 25 % less per proposal. 0 < MaxShrink ≤ 1.
+	MaxShrink *big.Rat
 }
 
 // Policy is the effective configuration of one namespace after annotations were applied to the
@@ -41,6 +65,8 @@ type Policy struct {
 	PerResource map[string]Settings
 	// Cooldown is how long no further increase is recommended after one was made.
 	Cooldown time.Duration
+	// Window is the sizing from the usage window and the shrink gates' settings.
+	Window WindowPolicy
 }
 
 // AnnotationProblem describes one namespace annotation that could not be used.
