@@ -35,7 +35,8 @@ func Decide(s Snapshot) Verdict {
 		return d
 	}
 
-	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 {
+	// A shrink's cooldown is the shrink cooldown: after a shrink, a grow goes at once.
+	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 && !s.State.lastWasShrink() {
 		if until := s.State.LastModified.Add(s.Policy.Cooldown); s.Now.Before(until) {
 			// Inside the cooldown nothing is raised. Look again when it ends, but only if there
 			// would be something to raise then; otherwise the next status update wakes us.
@@ -60,13 +61,39 @@ func Decide(s Snapshot) Verdict {
 		recs = mergeDeficits(recs, deficits)
 	}
 	if len(recs) == 0 {
+		var problems []string
+		d.Shrinks, problems = SizeShrinks(s)
+		d.Problems = append(d.Problems, problems...)
 		return d
 	}
+	recs = atLeastWindowTarget(s, recs)
 	slices.SortFunc(recs, func(a, b Recommendation) int { return cmp.Compare(a.Resource, b.Resource) })
 	d.Recommendations = recs
 	// Recording a recommendation starts a cooldown; after it we must look again.
 	d.RequeueAfter = s.Policy.Cooldown
 	return d
+}
+
+// atLeastWindowTarget raises each grow to the window's target of its resource, when the
+// history has a peak for it: a grow never proposes less than the usage already seen asks for.
+// Without history the grow is exactly the threshold's or the deficit's.
+func atLeastWindowTarget(s Snapshot, recs []Recommendation) []Recommendation {
+	for i := range recs {
+		r := &recs[i]
+		t, ok := windowTargetFor(s, r.Resource, r.Current)
+		if !ok || t.Cmp(r.Recommended) <= 0 {
+			continue
+		}
+		r.Recommended = t
+		r.WindowTarget = true
+		if r.Trigger == TriggerDeficit {
+			r.Message = deficitMessage(*r)
+		} else {
+			r.Message = thresholdMessage(*r)
+		}
+		r.Message += "; raised to the window's target max(peak, used) × (1 + headroom)"
+	}
+	return recs
 }
 
 // mergeDeficits combines the threshold and deficit recommendations (each at most one per
@@ -427,6 +454,9 @@ func (r Recommendation) Evidence() map[string]string {
 		"trigger":          string(r.Trigger),
 		"detector":         DetectorName,
 		"message":          r.Message,
+	}
+	if r.WindowTarget {
+		e["windowTarget"] = "true"
 	}
 	if r.Owner != nil {
 		e["ownerKind"] = r.Owner.Kind

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kustos-dev/kustos/internal/quotahistory"
 )
 
 // DetectorName is the detector's name in Keys, metrics and log lines.
@@ -82,6 +84,25 @@ type State struct {
 	// LastModified is the time of the last recommendation (observer mode) or PR (PR mode);
 	// zero when none was ever made.
 	LastModified time.Time
+	// LastGrow and LastShrink are when the last grow and the last shrink were decided (the
+	// Lease's bag); zero when none is on record. A Lease from before shrinking existed has
+	// neither: its LastModified is a grow's.
+	LastGrow, LastShrink time.Time
+}
+
+// lastGrow is the last grow on record: LastGrow, or LastModified on a Lease that never saw a
+// shrink (every decision on it was a grow).
+func (s State) lastGrow() time.Time {
+	if !s.LastGrow.IsZero() || !s.LastShrink.IsZero() {
+		return s.LastGrow
+	}
+	return s.LastModified
+}
+
+// lastWasShrink reports whether the latest change on record shrank the quota: its cooldown is
+// the shrink cooldown, and it never holds back a grow.
+func (s State) lastWasShrink() bool {
+	return !s.LastShrink.IsZero() && s.LastShrink.After(s.LastGrow)
 }
 
 // FailureKind distinguishes the two quota messages the API server writes into FailedCreate events.
@@ -136,6 +157,8 @@ type Snapshot struct {
 	State      State
 	// Failures are the FailedCreate events in the namespace that name this quota.
 	Failures []Failure
+	// Window is the quota's usage over Policy.Window.Length (zero: no history at all).
+	Window quotahistory.Window
 }
 
 // Recommendation is one resource of one quota that should be raised.
@@ -150,6 +173,9 @@ type Recommendation struct {
 	ThresholdPercent float64
 	Recommended      resource.Quantity
 	Trigger          Trigger
+	// WindowTarget: Recommended was raised to the window's target (the usage window asks for
+	// more than the threshold or the deficit did).
+	WindowTarget bool
 	// Owner is the failing workload for deficits.
 	Owner *Owner
 	// Event is an excerpt of the FailedCreate event for deficits.
@@ -180,4 +206,8 @@ type Verdict struct {
 	// Problems are per-resource problems (a quantity that does not parse, an overflow) that
 	// skipped that resource only.
 	Problems []string
+	// Shrinks are the resources whose hard value lies above the window's tolerance band, each
+	// with the value it could shrink to and the gates that hold it back; only when nothing is
+	// to be raised (a grow always goes first).
+	Shrinks []Shrink
 }
