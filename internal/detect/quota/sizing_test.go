@@ -74,7 +74,7 @@ func TestSizeShrinks(t *testing.T) {
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi"))}},
 		{name: "zero tolerance: just above the target shrinks", hard: rl("requests.memory", "10241Mi"), used: rl("requests.memory", "2Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(func(p *Policy) { p.Namespace.Tolerance = new(big.Rat) })},
-			want: "requests.memory=10Gi[]{}"},
+			want:   "requests.memory=10Gi[]{}"},
 		{name: "per-resource headroom and tolerance", hard: rl("requests.memory", "12Gi"), used: rl("requests.memory", "2Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(func(p *Policy) {
 				p.setResourceOverride("memory", func(s *Settings) { s.Headroom, s.Tolerance = big.NewRat(1, 2), big.NewRat(1, 10) })
@@ -87,7 +87,7 @@ func TestSizeShrinks(t *testing.T) {
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi"))}, want: "requests.memory=75Gi[step]{}"},
 		{name: "max-shrink 100 %: straight to the target", hard: rl("requests.memory", "100Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(func(p *Policy) { p.Window.MaxShrink = big.NewRat(1, 1) })},
-			want: "requests.memory=10Gi[]{}"},
+			want:   "requests.memory=10Gi[]{}"},
 
 		// Floors.
 		{name: "floor: the -min annotation raises the value", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "1Gi"),
@@ -104,13 +104,13 @@ func TestSizeShrinks(t *testing.T) {
 		// Rounding: as a grow rounds, in the hard value's unit.
 		{name: "rounding up to whole units from 10 of them", hard: rl("requests.cpu", "40"), used: rl("requests.cpu", "1"),
 			mutate: []func(*Snapshot){window(win(true, "requests.cpu", "13")), policy(func(p *Policy) { p.Window.MaxShrink = big.NewRat(1, 1) })},
-			want: "requests.cpu=17[]{}"},
+			want:   "requests.cpu=17[]{}"},
 		{name: "rounding below 10 units goes to the finer unit", hard: rl("requests.cpu", "4"), used: rl("requests.cpu", "100m"),
 			mutate: []func(*Snapshot){window(win(true, "requests.cpu", "1100m")), policy(func(p *Policy) { p.Window.MaxShrink = big.NewRat(1, 1) })},
-			want: "requests.cpu=1375m[]{}"},
+			want:   "requests.cpu=1375m[]{}"},
 		{name: "counts stay whole", hard: rl("pods", "100"), used: rl("pods", "1"),
 			mutate: []func(*Snapshot){window(win(true, "pods", "7")), policy(func(p *Policy) { p.Window.MaxShrink = big.NewRat(1, 1) })},
-			want: "pods=9[]{}"},
+			want:   "pods=9[]{}"},
 		{name: "the step rounds up too", hard: rl("requests.cpu", "3"), used: rl("requests.cpu", "0"),
 			mutate: []func(*Snapshot){window(win(true, "requests.cpu", "100m"))}, want: "requests.cpu=2250m[step]{}"},
 
@@ -123,19 +123,19 @@ func TestSizeShrinks(t *testing.T) {
 			want: "requests.memory=15Gi[step]{window}"},
 		{name: "recent-grow: a grow inside the window", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-13 * day), LastGrow: t0.Add(-13 * day)})},
-			want: "requests.memory=15Gi[step]{recent-grow}"},
+			want:   "requests.memory=15Gi[step]{recent-grow}"},
 		{name: "recent-grow: a grow before the window does not hold", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-15 * day), LastGrow: t0.Add(-15 * day)})},
-			want: "requests.memory=15Gi[step]{}"},
+			want:   "requests.memory=15Gi[step]{}"},
 		{name: "recent-grow: a Lease from before shrinking existed counts its last decision as a grow", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-1 * day)})},
-			want: "requests.memory=15Gi[step]{recent-grow}"},
+			want:   "requests.memory=15Gi[step]{recent-grow}"},
 		{name: "cooldown: shrunk less than the shrink cooldown ago", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-6 * day), LastShrink: t0.Add(-6 * day)})},
-			want: "requests.memory=15Gi[step]{cooldown}"},
+			want:   "requests.memory=15Gi[step]{cooldown}"},
 		{name: "cooldown: over on the dot", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-7 * day), LastShrink: t0.Add(-7 * day)})},
-			want: "requests.memory=15Gi[step]{}"},
+			want:   "requests.memory=15Gi[step]{}"},
 		{name: "failed-create: pods fail for want of this quota", hard: rl("requests.cpu", "10"), used: rl("requests.cpu", "1"),
 			mutate: []func(*Snapshot){window(win(true, "requests.cpu", "1")), func(s *Snapshot) {
 				s.Failures = []Failure{exceeded("compute", msgCPU, Owner{}, t0.Add(-time.Minute))}
