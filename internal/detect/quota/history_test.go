@@ -70,7 +70,7 @@ func TestDailyPeaks(t *testing.T) {
 		{name: "days beyond the window's reach are dropped: bounded", looks: daily(40, map[int]string{3: "50Gi"}), resources: mem,
 			wantComplete: true, wantPeak: "1Gi", wantDays: 16},
 		{name: "the day's peak rises, never falls", resources: mem,
-			looks: append(daily(16, nil), look{at: t0.Add(-time.Hour), used: rl("requests.memory", "5Gi")}, look{at: t0, used: rl("requests.memory", "2Gi")}),
+			looks:        append(daily(16, nil), look{at: t0.Add(-time.Hour), used: rl("requests.memory", "5Gi")}, look{at: t0, used: rl("requests.memory", "2Gi")}),
 			wantComplete: true, wantPeak: "5Gi", wantPeakAt: "2026-11-21T11:00:00Z"},
 		{name: "a resource without usage has a peak of 0", looks: daily(16, nil), resources: []corev1.ResourceName{"requests.memory", "requests.cpu"},
 			wantComplete: true, wantPeak: "1Gi"},
