@@ -111,6 +111,9 @@ type Options struct {
 	DefaultCooldown time.Duration
 	// QuotaWindow holds the window and shrink flags (--quota-window, --enable-shrink, …).
 	QuotaWindow quota.WindowPolicy
+	// QuotaHistory, when set, is where quota usage windows come from (Prometheus); nil: the
+	// daily peaks each quota's state Lease keeps.
+	QuotaHistory quota.History
 	// StateNamespace holds the state Leases and the leader-election Lease.
 	StateNamespace string
 	// NamespaceSelector is --namespace-selector: the label selector of the Namespaces this
@@ -499,6 +502,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Live:            mgr.GetAPIReader(),
 		Defaults:        o.Defaults,
 		DefaultCooldown: o.DefaultCooldown,
+		Window:          o.QuotaWindow,
+		Observe:         o.Mode == ModeObserve,
+		History:         o.QuotaHistory,
 		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
 		Grouping:        o.PR.grouping(quota.DetectorName),
 		GroupWindow:     o.PR.GroupWindow,

@@ -35,8 +35,10 @@ func Decide(s Snapshot) Verdict {
 		return d
 	}
 
-	// A shrink's cooldown is the shrink cooldown: after a shrink, a grow goes at once.
-	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 && !s.State.lastWasShrink() {
+	// A shrink's cooldown is the shrink cooldown: after a shrink, a grow goes at once. A grow
+	// on record at this very look's time is the one being decided (the state is written before
+	// the decision is committed, and the look then repeats on the newer Lease).
+	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 && !s.State.lastWasShrink() && !s.State.LastGrow.Equal(s.Now) {
 		if until := s.State.LastModified.Add(s.Policy.Cooldown); s.Now.Before(until) {
 			// Inside the cooldown nothing is raised. Look again when it ends, but only if there
 			// would be something to raise then; otherwise the next status update wakes us.

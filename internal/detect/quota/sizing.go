@@ -152,7 +152,9 @@ func sizeShrink(s Snapshot, name corev1.ResourceName, hard resource.Quantity, fa
 	if g := s.State.lastGrow(); !g.IsZero() && g.After(s.Now.Add(-s.Policy.Window.Length)) {
 		sh.Blocked = append(sh.Blocked, GateRecentGrow)
 	}
-	if !s.State.LastShrink.IsZero() && s.Now.Before(s.State.LastShrink.Add(s.Policy.Window.ShrinkCooldown)) {
+	// A shrink on record at this very look's time is the one being decided: the state is
+	// written before the decision is committed, and the look then repeats on the newer Lease.
+	if last := s.State.LastShrink; !last.IsZero() && !last.Equal(s.Now) && s.Now.Before(last.Add(s.Policy.Window.ShrinkCooldown)) {
 		sh.Blocked = append(sh.Blocked, GateCooldown)
 	}
 	sh.Message = shrinkMessage(s, sh)

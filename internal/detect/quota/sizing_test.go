@@ -133,6 +133,9 @@ func TestSizeShrinks(t *testing.T) {
 		{name: "cooldown: shrunk less than the shrink cooldown ago", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-6 * day), LastShrink: t0.Add(-6 * day)})},
 			want:   "requests.memory=15Gi[step]{cooldown}"},
+		{name: "cooldown: the shrink on record at this look's own time is the one being decided", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
+			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-20 * day), LastShrink: t0})},
+			want: "requests.memory=15Gi[step]{}"},
 		{name: "cooldown: over on the dot", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-7 * day), LastShrink: t0.Add(-7 * day)})},
 			want:   "requests.memory=15Gi[step]{}"},
@@ -255,6 +258,12 @@ func TestDecideWithWindow(t *testing.T) {
 			s: snap(rl("requests.memory", "10Gi"), rl("requests.memory", "9Gi"), func(s *Snapshot) {
 				s.Policy = sizingPolicy()
 				s.State = State{LastModified: t0.Add(-10 * time.Minute), LastShrink: t0.Add(-10 * time.Minute), LastGrow: t0.Add(-20 * day)}
+			}),
+			wantGrow: "requests.memory=12Gi/threshold"},
+		{name: "the grow on record at this look's own time is the one being decided",
+			s: snap(rl("requests.memory", "10Gi"), rl("requests.memory", "9Gi"), func(s *Snapshot) {
+				s.Policy = sizingPolicy()
+				s.State = State{LastModified: t0.Add(-10 * time.Minute), LastShrink: t0.Add(-10 * time.Minute), LastGrow: t0}
 			}),
 			wantGrow: "requests.memory=12Gi/threshold"},
 		{name: "after a grow the grow cooldown holds",
