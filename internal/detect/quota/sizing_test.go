@@ -135,7 +135,7 @@ func TestSizeShrinks(t *testing.T) {
 			want:   "requests.memory=15Gi[step]{cooldown}"},
 		{name: "cooldown: the shrink on record at this look's own time is the one being decided", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-20 * day), LastShrink: t0})},
-			want: "requests.memory=15Gi[step]{}"},
+			want:   "requests.memory=15Gi[step]{}"},
 		{name: "cooldown: over on the dot", hard: rl("requests.memory", "20Gi"), used: rl("requests.memory", "1Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), state(State{LastModified: t0.Add(-7 * day), LastShrink: t0.Add(-7 * day)})},
 			want:   "requests.memory=15Gi[step]{}"},
