@@ -59,7 +59,7 @@ type Shrink struct {
 }
 
 // Proposable reports whether no gate holds the shrink back.
-func (s Shrink) Proposable() bool { return len(s.Blocked) == 0 }
+func (sh Shrink) Proposable() bool { return len(sh.Blocked) == 0 }
 
 // SizeShrinks is the shrink half of sizing from the usage window, pure. For each resource of
 // the quota, target = max(peak over the window, used) × (1 + headroom); a resource whose hard

@@ -52,7 +52,7 @@ func TestSizeShrinks(t *testing.T) {
 	}
 	window := func(w quotahistory.Window) func(*Snapshot) { return func(s *Snapshot) { s.Window = w } }
 	state := func(st State) func(*Snapshot) { return func(s *Snapshot) { s.State = st } }
-	min := func(alias, v string) func(*Policy) {
+	floor := func(alias, v string) func(*Policy) {
 		return func(p *Policy) {
 			q := resource.MustParse(v)
 			p.setResourceOverride(alias, func(s *Settings) { s.Min = &q })
@@ -91,13 +91,13 @@ func TestSizeShrinks(t *testing.T) {
 
 		// Floors.
 		{name: "floor: the -min annotation raises the value", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "1Gi"),
-			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(min("memory", "12Gi"))}, want: "requests.memory=12Gi[floor]{}"},
+			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(floor("memory", "12Gi"))}, want: "requests.memory=12Gi[floor]{}"},
 		{name: "floor and step: the higher wins, both named", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "1Gi"),
-			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(min("memory", "11Gi"))}, want: "requests.memory=12Gi[floor,step]{}"},
+			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(floor("memory", "11Gi"))}, want: "requests.memory=12Gi[floor,step]{}"},
 		{name: "floor at the hard value holds the shrink back", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "1Gi"),
-			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(min("memory", "16Gi"))}, want: "requests.memory=16Gi[floor]{floor}"},
+			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(floor("memory", "16Gi"))}, want: "requests.memory=16Gi[floor]{floor}"},
 		{name: "floor above the hard value holds the shrink back", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "1Gi"),
-			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(min("memory", "20Gi"))}, want: "requests.memory=16Gi[floor]{floor}"},
+			mutate: []func(*Snapshot){window(win(true, "requests.memory", "8Gi")), policy(floor("memory", "20Gi"))}, want: "requests.memory=16Gi[floor]{floor}"},
 		{name: "used × (1 + headroom) is a floor: the target never goes below it", hard: rl("requests.memory", "16Gi"), used: rl("requests.memory", "10Gi"),
 			mutate: []func(*Snapshot){window(win(true, "requests.memory", "1Gi"))}, want: "requests.memory=13Gi[]{}", wantTarget: "13Gi"},
 
