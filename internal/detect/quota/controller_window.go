@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -17,9 +18,23 @@ import (
 // could not be read (Warning, on the quota); those days count as missing.
 const ReasonInvalidQuotaHistory = "InvalidQuotaHistory"
 
-// dailyLookDelay is how long after UTC midnight the Lease-kept window looks again on its own, so
-// that every day holds a peak even when the quota's usage never changes.
-const dailyLookDelay = time.Minute
+// dailyLookDelay is how long after UTC midnight the Lease-kept window looks again on its own at
+// the least, so that every day holds a peak even when the quota's usage never changes; each
+// quota adds its own share of dailyLookSpread, so that the Lease writes of a large cluster do
+// not all fall in the same minute.
+const (
+	dailyLookDelay  = time.Minute
+	dailyLookSpread = time.Hour
+)
+
+// dailyLook is when a quota next looks on its own: its own minute of the next UTC day's first
+// hour.
+func dailyLook(namespace, name string, now time.Time) time.Duration {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace + "/" + name))
+	spread := time.Duration(h.Sum32()%uint32(dailyLookSpread/time.Minute)) * time.Minute
+	return utcDay(now).AddDate(0, 0, 1).Add(dailyLookDelay + spread).Sub(now)
+}
 
 // windowDefaults are the flags' window settings, or the built-in ones when none were given.
 func (r *Reconciler) windowDefaults() WindowPolicy {
@@ -80,7 +95,7 @@ func (r *Reconciler) decide(q *corev1.ResourceQuota, p Policy, failures []Failur
 		d.Bag = peaks.Bag()
 	}
 	if external == nil {
-		next := utcDay(now).AddDate(0, 0, 1).Add(dailyLookDelay).Sub(now)
+		next := dailyLook(q.Namespace, q.Name, now)
 		if d.RequeueAfter <= 0 || next < d.RequeueAfter {
 			d.RequeueAfter = next
 		}

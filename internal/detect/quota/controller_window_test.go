@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,10 +95,25 @@ func TestReconcilerDecideWindow(t *testing.T) {
 				t.Errorf("bag %v has %s", d.Bag, tt.noBag)
 			}
 			if tt.external == nil {
-				if want := utcDay(t0).AddDate(0, 0, 1).Add(dailyLookDelay).Sub(t0); d.RequeueAfter != want {
-					t.Errorf("RequeueAfter %v, want the next day's look in %v", d.RequeueAfter, want)
+				first := utcDay(t0).AddDate(0, 0, 1).Add(dailyLookDelay).Sub(t0)
+				if d.RequeueAfter < first || d.RequeueAfter >= first+dailyLookSpread {
+					t.Errorf("RequeueAfter %v, want the next day's look in [%v, %v)", d.RequeueAfter, first, first+dailyLookSpread)
 				}
 			}
 		})
+	}
+}
+
+// Quotas look on their own at minutes of their own, not all at once after midnight.
+func TestDailyLookSpreads(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 200; i++ {
+		seen[dailyLook("team-"+strconv.Itoa(i), "compute", t0)] = true
+	}
+	if len(seen) < 30 {
+		t.Fatalf("200 quotas look at %d distinct times", len(seen))
+	}
+	if dailyLook("a", "b", t0) != dailyLook("a", "b", t0.Add(time.Second))+time.Second {
+		t.Fatalf("a quota's minute moves")
 	}
 }
