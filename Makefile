@@ -12,7 +12,7 @@ FUZZ_TARGETS := \
   ./internal/lifecycle:FuzzParseDuration,FuzzFormatDuration,FuzzParseGroupBy \
   ./internal/detect/ephemeral:FuzzCompileAndDecide \
   ./internal/manifest:FuzzLoad \
-  ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseEventMessage,FuzzRoundUp \
+  ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseSizing,FuzzParseEventMessage,FuzzRoundUp \
   ./internal/recommend:FuzzLoad \
   ./internal/detect/expiry:FuzzParsePolicy \
   ./internal/extension:FuzzVerify,FuzzClient,FuzzVerifyOwner \

@@ -456,6 +456,10 @@ func TestChartSchemaRefusesBadNewValues(t *testing.T) {
 		{"crds.install as a string", []string{"--set-string", "crds.install=no"}, "/crds/install"},
 		{"a threshold over 100", []string{"--set", "threshold=101%"}, "/threshold"},
 		{"a threshold with a space", []string{"--set", "threshold=90 %"}, "/threshold"},
+		{"a quota window of hours", []string{"--set", "quota.window=36h"}, "/quota/window"},
+		{"a max-shrink that is no number", []string{"--set", "quota.shrink.maxShrink=a quarter"}, "/quota/shrink/maxShrink"},
+		{"shrink enabled as a string", []string{"--set-string", "quota.shrink.enabled=yes"}, "/quota/shrink/enabled"},
+		{"misspelt shrink key", []string{"--set", "quota.shrink.enable=true"}, "'enable' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(append([]string{"template", "kustos", chartDir(t)}, tc.args...)...)
@@ -486,6 +490,33 @@ func TestChartThresholdAsTheCLITakesIt(t *testing.T) {
 				t.Errorf("the chart accepts %s, which --threshold refuses: %v", v, err)
 			}
 		})
+	}
+}
+
+// TestChartQuotaWindowFlags: the window and shrink values render as the flags, in a form the
+// flags' parsers take.
+func TestChartQuotaWindowFlags(t *testing.T) {
+	out, err := helm("template", "kustos", chartDir(t), "--set", "quota.shrink.enabled=true", "--set", "quota.window=3w",
+		"--set", "quota.headroom=0.1", "--set", "quota.shrink.maxShrink=50%")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	for _, want := range []string{"- --enable-shrink=true\n", "- --quota-window=3w\n", "- --headroom=0.1\n", "- --tolerance=15%\n",
+		"- --shrink-cooldown=7d\n", "- --max-shrink=50%\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the render lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, parse := range []func() error{
+		func() error { _, err := quota.ParseWindow("3w"); return err },
+		func() error { _, err := quota.ParseHeadroom("0.1"); return err },
+		func() error { _, err := quota.ParseTolerance("15%"); return err },
+		func() error { _, err := quota.ParseShrinkCooldown("7d"); return err },
+		func() error { _, err := quota.ParseMaxShrink("50%"); return err },
+	} {
+		if err := parse(); err != nil {
+			t.Errorf("the chart renders a value the flag refuses: %v", err)
+		}
 	}
 }
 

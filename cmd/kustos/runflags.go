@@ -76,6 +76,7 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 	})
 
 	r.quota.AddFlags(fs)
+	r.quota.AddWindowFlags(fs)
 
 	o.PR.PollInterval, o.PR.GroupWindow = time.Minute, 2*time.Minute
 	cli.InGroup(fs, cli.GroupPR, func() {
@@ -214,6 +215,7 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	o := r.o
 	o.Mode = app.Mode(r.mode)
 	o.Defaults, o.DefaultCooldown = r.quota.Defaults, r.quota.Cooldown
+	o.QuotaWindow = r.quota.Window
 	o.PR.Paths = r.gitPaths
 	o.PR.Labels = splitList(r.prLabels)
 	var err error

@@ -74,6 +74,11 @@ type Options struct {
 	PR              PROptions
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
+	// QuotaWindow holds the window and shrink flags (--quota-window, --enable-shrink, …).
+	QuotaWindow quota.WindowPolicy
+	// QuotaHistory, when set, is where quota usage windows come from (Prometheus); nil: the
+	// daily peaks each quota's state Lease keeps.
+	QuotaHistory quota.History
 	// StateNamespace holds the state Leases and the leader-election Lease.
 	StateNamespace string
 	// NamespaceSelector is --namespace-selector: the label selector of the Namespaces this

@@ -54,10 +54,13 @@ func Duration(fs *pflag.FlagSet, d *time.Duration, name string, allowNever bool,
 	fs.Var(lifecycle.DurationFlag{D: d, AllowNever: allowNever}, name, usage)
 }
 
-// Quota holds the quota detector's flags: --threshold, --increment, --cooldown.
+// Quota holds the quota detector's flags: --threshold, --increment, --cooldown; and, with
+// AddWindowFlags, the window's: --headroom and --tolerance (into Defaults), --quota-window,
+// --enable-shrink, --shrink-cooldown, --max-shrink.
 type Quota struct {
 	Defaults quota.Settings
 	Cooldown time.Duration
+	Window   quota.WindowPolicy
 }
 
 // AddFlags defines the quota flags, with their defaults (80, 20%, 1h).
@@ -72,6 +75,28 @@ func (q *Quota) AddFlags(fs *pflag.FlagSet) {
 			"default increase, as a percentage (20%) or fraction (0.2); annotation resizer.io/increment")
 		Duration(fs, &q.Cooldown, "cooldown", false,
 			"default time after a recommendation during which the same quota is not raised again; annotation resizer.io/cooldown-minutes")
+	})
+}
+
+// AddWindowFlags defines the flags of sizing from the usage window and of shrinking, with
+// their defaults (25%, 15%, 14d, off, 7d, 25%). Only `run` takes them: it alone keeps the window.
+func (q *Quota) AddWindowFlags(fs *pflag.FlagSet) {
+	q.Defaults.Headroom, q.Defaults.Tolerance = quota.DefaultHeadroom(), quota.DefaultTolerance()
+	q.Window = quota.DefaultWindowPolicy()
+	window := lifecycle.FormatDuration(q.Window.Length)
+	InGroup(fs, GroupQuota, func() {
+		fs.Var(&parsed[*big.Rat]{v: &q.Defaults.Headroom, text: "25%", typ: "number", parse: quota.ParseHeadroom}, "headroom",
+			"default margin above the window's peak usage a quota is sized to, as a percentage (25%) or fraction (0.25); annotation resizer.io/headroom")
+		fs.Var(&parsed[*big.Rat]{v: &q.Defaults.Tolerance, text: "15%", typ: "number", parse: quota.ParseTolerance}, "tolerance",
+			"default band around the window's target inside which a quota is left alone, as a percentage or fraction; annotation resizer.io/tolerance")
+		fs.Var(&parsed[time.Duration]{v: &q.Window.Length, text: window, typ: "duration", parse: quota.ParseWindow}, "quota-window",
+			"default window of usage history a quota is sized from, whole days up to 31d; annotation resizer.io/window")
+		fs.BoolVar(&q.Window.Shrink, "enable-shrink", false,
+			"propose quotas shrunk to the window's target in pr and direct mode (observer mode always reports them); annotation resizer.io/shrink opts a namespace in or out")
+		fs.Var(&parsed[time.Duration]{v: &q.Window.ShrinkCooldown, text: lifecycle.FormatDuration(q.Window.ShrinkCooldown), typ: "duration", parse: quota.ParseShrinkCooldown}, "shrink-cooldown",
+			"default time after a shrink during which the same quota is not shrunk again; annotation resizer.io/shrink-cooldown")
+		fs.Var(&parsed[*big.Rat]{v: &q.Window.MaxShrink, text: "25%", typ: "number", parse: quota.ParseMaxShrink}, "max-shrink",
+			"default largest cut of one shrink proposal, as a percentage or fraction of the hard value; annotation resizer.io/max-shrink")
 	})
 }
 

@@ -36,7 +36,10 @@ func TestLayering(t *testing.T) {
 		"internal/detect/expiry": true, "internal/vsphere": true,
 		// The steps the detectors' Reconcile functions share (read the target and its
 		// Namespace, scope, problem Events, Supersedes): below every detector, it imports none.
-		"internal/detect/detectkit": true}
+		"internal/detect/detectkit": true,
+		// The quota detector sizes a quota from its usage window, read through
+		// internal/quotahistory as the inactivity detector reads activity.
+		"internal/quotahistory": true}
 	// helpers are the packages under internal/detect that are no detector: they serve the
 	// detectors, so a detector above them is never theirs to import.
 	helpers := map[string]bool{"detectkit": true}

@@ -209,10 +209,32 @@ func Alias(resource corev1.ResourceName) string {
 // value it would have replaced stays in effect, so one typo does not disable the namespace.
 // The returned Policy owns its numbers; defaults are copied, never aliased.
 func ParsePolicy(annotations map[string]string, defaults Settings, defaultCooldown time.Duration) (Policy, []AnnotationProblem) {
+	return ParsePolicyWith(annotations, defaults, defaultCooldown, WindowPolicy{Length: DefaultWindow, ShrinkCooldown: DefaultShrinkCooldown})
+}
+
+// ParsePolicyWith is ParsePolicy with the window flags: window gives the defaults of the
+// window annotations, and defaults' Headroom and Tolerance those of resizer.io/headroom and
+// resizer.io/tolerance (nil: DefaultHeadroom, DefaultTolerance; window.MaxShrink nil:
+// DefaultMaxShrink). The built-in numbers are shared by every Policy, which is why a Policy's
+// numbers are never modified.
+func ParsePolicyWith(annotations map[string]string, defaults Settings, defaultCooldown time.Duration, window WindowPolicy) (Policy, []AnnotationProblem) {
 	p := Policy{
-		Enabled:   true,
-		Namespace: Settings{Threshold: cloneRat(defaults.Threshold), Increment: cloneRat(defaults.Increment)},
-		Cooldown:  defaultCooldown,
+		Enabled: true,
+		Namespace: Settings{Threshold: cloneRat(defaults.Threshold), Increment: cloneRat(defaults.Increment),
+			Headroom: cloneRat(defaults.Headroom), Tolerance: cloneRat(defaults.Tolerance)},
+		Cooldown: defaultCooldown,
+		Window:   window,
+	}
+	if p.Namespace.Headroom == nil {
+		p.Namespace.Headroom = builtinHeadroom
+	}
+	if p.Namespace.Tolerance == nil {
+		p.Namespace.Tolerance = builtinTolerance
+	}
+	if p.Window.MaxShrink == nil {
+		p.Window.MaxShrink = builtinMaxShrink
+	} else {
+		p.Window.MaxShrink = cloneRat(p.Window.MaxShrink)
 	}
 	var problems []AnnotationProblem
 	report := func(key, value string, err error, fallback string) {
@@ -249,6 +271,8 @@ func ParsePolicy(annotations map[string]string, defaults Settings, defaultCooldo
 		}
 	}
 
+	parseWindowAnnotations(annotations, &p, report)
+
 	for key, v := range annotations {
 		name, ok := strings.CutPrefix(key, AnnotationPrefix)
 		if !ok {
@@ -257,6 +281,11 @@ func ParsePolicy(annotations map[string]string, defaults Settings, defaultCooldo
 		switch key {
 		case AnnotationEnabled, AnnotationThreshold, AnnotationIncrement, AnnotationCooldownMinutes:
 			continue // handled above
+		}
+		if isWindowAnnotation(key) {
+			continue // handled above
+		}
+		switch key {
 		case AnnotationLastModified:
 			continue // known; belongs to the state Lease and means nothing here
 		case AnnotationAutoMerge:
@@ -286,6 +315,9 @@ func ParsePolicy(annotations map[string]string, defaults Settings, defaultCooldo
 				continue
 			}
 			p.setResourceOverride(alias, func(s *Settings) { s.Increment = i })
+			continue
+		}
+		if parseWindowResourceAnnotation(&p, key, name, v, report) {
 			continue
 		}
 		report(key, v, errAnnUnknown, FallbackIgnored)
@@ -319,6 +351,13 @@ func (p Policy) Settings(resource corev1.ResourceName) Settings {
 		if o.Increment != nil {
 			s.Increment = o.Increment
 		}
+		if o.Headroom != nil {
+			s.Headroom = o.Headroom
+		}
+		if o.Tolerance != nil {
+			s.Tolerance = o.Tolerance
+		}
+		s.Min = o.Min
 	}
 	return s
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
+	"github.com/kustos-dev/kustos/internal/quotahistory"
 )
 
 // Pipeline is the change pipeline as the detector uses it (*pipeline.Pipeline): it remembers,
@@ -49,6 +50,13 @@ type Reporter interface {
 type Scope interface {
 	Selects(ctx context.Context, namespace string) (bool, error)
 	Matches(nsLabels map[string]string) bool
+}
+
+// History is a source of a quota's usage over the sizing window other than the state Lease
+// (Prometheus: internal/quotahistory). Its answer is taken as it is; an incomplete one holds
+// shrinks back with gate "window".
+type History interface {
+	Window(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) quotahistory.Window
 }
 
 // reportedEntries bounds what the Reconciler remembers of reported problems: enough for every
@@ -76,6 +84,15 @@ type Reconciler struct {
 	// business) and GroupWindow --group-window.
 	Grouping    lifecycle.GroupBy
 	GroupWindow time.Duration
+	// Window holds the window and shrink flags (--quota-window, --enable-shrink,
+	// --shrink-cooldown, --max-shrink); a zero Length means DefaultWindowPolicy.
+	Window WindowPolicy
+	// Observe is observer mode: shrinks are reported there whatever the opt-in, since reporting
+	// changes nothing.
+	Observe bool
+	// History, when set, is where the usage window comes from; nil: the daily peaks the state
+	// Lease keeps.
+	History History
 	// Now is the clock; injected so tests control time.
 	Now func() time.Time
 	Log logr.Logger
@@ -136,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil // going away: nothing to raise
 	}
 	now := r.Now()
-	policy, problems := ParsePolicy(ns.Annotations, r.Defaults, r.DefaultCooldown)
+	policy, problems := ParsePolicyWith(ns.Annotations, r.Defaults, r.DefaultCooldown, r.windowDefaults())
 	r.reportAnnotationProblems(ctx, log, ns, problems, now)
 	if !policy.Enabled {
 		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
@@ -147,8 +164,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
+	var external *quotahistory.Window
+	if r.History != nil {
+		w := r.History.Window(ctx, q.Namespace, q.Name, policy.Window.Length, now)
+		external = &w
+	}
+
 	// The decision as the pipeline last asked for it: its recommendations feed the metrics.
-	var last Decision
+	var last Verdict
+	var stateProblems []string
 	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
 		Key:    lifecycle.NewKey(DetectorName, q.Namespace, q.Name),
 		Target: quotaTarget(q.Namespace, q.Name),
@@ -161,11 +185,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				// for), but events older than the last proposal still count as accounted for.
 				p.Cooldown = 0
 			}
-			last = Decide(Snapshot{
-				Now: now, Namespace: q.Namespace, Quota: q.Name, Hard: q.Status.Hard, Used: q.Status.Used,
-				Policy: p, State: State{LastModified: v.LastModified}, Failures: failures,
-			})
-			return lifecycle.Decision{Change: last.Change(), Findings: findings(&q, last), RequeueAfter: last.RequeueAfter}
+			var d lifecycle.Decision
+			last, d, stateProblems = r.decide(&q, p, failures, external, v, now)
+			return d
 		},
 		Supersedes: Supersedes,
 		Options:    lifecycle.ProposeOptions{GitPath: strings.TrimSpace(ns.Annotations[AnnotationGitPath])},
@@ -176,6 +198,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		metrics.InvalidInput.WithLabelValues(DetectorName, "quantity").Inc()
 		log.V(1).Info("quota resource skipped", "problem", p)
 	}
+	r.reportStateProblems(log, q.Namespace+"/"+q.Name, stateProblems)
+	r.logShrinks(log, policy, last)
 	if res.Committed != nil {
 		for _, rc := range last.Recommendations {
 			metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()
@@ -207,8 +231,8 @@ func quotaTarget(namespace, name string) lifecycle.Target {
 	return lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: namespace, Name: name}
 }
 
-// findings are the Decision's findings on the quota: missing resource fields, unreadable values.
-func findings(q *corev1.ResourceQuota, d Decision) []lifecycle.Finding {
+// findings are the Verdict's findings on the quota: missing resource fields, unreadable values.
+func findings(q *corev1.ResourceQuota, d Verdict) []lifecycle.Finding {
 	var out []lifecycle.Finding
 	for _, m := range d.MissingSpecs {
 		out = append(out, lifecycle.Finding{Reason: ReasonQuotaSpecMissing, Message: m.Message,

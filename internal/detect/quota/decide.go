@@ -24,8 +24,8 @@ var (
 // owner to create the pods it still lacks), the cooldown after a recommendation and stale-event
 // filtering (an event no newer than the last recommendation was already acted on, and is ignored).
 // It is pure: no client, no clock; everything comes from the Snapshot.
-func Decide(s Snapshot) Decision {
-	var d Decision
+func Decide(s Snapshot) Verdict {
+	var d Verdict
 	if !s.Policy.Enabled {
 		return d
 	}
@@ -35,7 +35,10 @@ func Decide(s Snapshot) Decision {
 		return d
 	}
 
-	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 {
+	// A shrink's cooldown is the shrink cooldown: after a shrink, a grow goes at once. A grow
+	// on record at this very look's time is the one being decided (the state is written before
+	// the decision is committed, and the look then repeats on the newer Lease).
+	if !s.State.LastModified.IsZero() && s.Policy.Cooldown > 0 && !s.State.lastWasShrink() && !s.State.LastGrow.Equal(s.Now) {
 		if until := s.State.LastModified.Add(s.Policy.Cooldown); s.Now.Before(until) {
 			// Inside the cooldown nothing is raised. Look again when it ends, but only if there
 			// would be something to raise then; otherwise the next status update wakes us.
@@ -60,13 +63,39 @@ func Decide(s Snapshot) Decision {
 		recs = mergeDeficits(recs, deficits)
 	}
 	if len(recs) == 0 {
+		var problems []string
+		d.Shrinks, problems = SizeShrinks(s)
+		d.Problems = append(d.Problems, problems...)
 		return d
 	}
+	recs = atLeastWindowTarget(s, recs)
 	slices.SortFunc(recs, func(a, b Recommendation) int { return cmp.Compare(a.Resource, b.Resource) })
 	d.Recommendations = recs
 	// Recording a recommendation starts a cooldown; after it we must look again.
 	d.RequeueAfter = s.Policy.Cooldown
 	return d
+}
+
+// atLeastWindowTarget raises each grow to the window's target of its resource, when the
+// history has a peak for it: a grow never proposes less than the usage already seen asks for.
+// Without history the grow is exactly the threshold's or the deficit's.
+func atLeastWindowTarget(s Snapshot, recs []Recommendation) []Recommendation {
+	for i := range recs {
+		r := &recs[i]
+		t, ok := windowTargetFor(s, r.Resource, r.Current)
+		if !ok || t.Cmp(r.Recommended) <= 0 {
+			continue
+		}
+		r.Recommended = t
+		r.WindowTarget = true
+		if r.Trigger == TriggerDeficit {
+			r.Message = deficitMessage(*r)
+		} else {
+			r.Message = thresholdMessage(*r)
+		}
+		r.Message += "; raised to the window's target max(peak, used) × (1 + headroom)"
+	}
+	return recs
 }
 
 // mergeDeficits combines the threshold and deficit recommendations (each at most one per
@@ -92,7 +121,7 @@ func mergeDeficits(threshold, deficits []Recommendation) []Recommendation {
 }
 
 // thresholdRecommendations applies used/hard×100 ≥ threshold to every resource with hard > 0.
-func thresholdRecommendations(s Snapshot, d *Decision) []Recommendation {
+func thresholdRecommendations(s Snapshot, d *Verdict) []Recommendation {
 	var out []Recommendation
 	for name, hard := range s.Hard {
 		if hard.Sign() <= 0 {
@@ -217,7 +246,7 @@ func hasFreshDeficit(s Snapshot) bool {
 // deficitRecommendations turns "exceeded quota" failures into the value that lets the failing
 // owner create all the pods it still lacks: need = used_now + requested × missing, and never
 // less than the standard increase.
-func deficitRecommendations(s Snapshot, d *Decision) []Recommendation {
+func deficitRecommendations(s Snapshot, d *Verdict) []Recommendation {
 	if len(s.Failures) == 0 {
 		return nil
 	}
@@ -383,9 +412,9 @@ func formatPercent(p float64) string {
 	return s + "%"
 }
 
-// Change bundles a Decision's recommendations for one quota into the detector-neutral Change an
+// Change bundles a Verdict's recommendations for one quota into the detector-neutral Change an
 // actuator carries out: one field change (spec.hard.<resource>) per recommendation.
-func (d Decision) Change() *lifecycle.Change {
+func (d Verdict) Change() *lifecycle.Change {
 	if len(d.Recommendations) == 0 {
 		return nil
 	}
@@ -427,6 +456,9 @@ func (r Recommendation) Evidence() map[string]string {
 		"trigger":          string(r.Trigger),
 		"detector":         DetectorName,
 		"message":          r.Message,
+	}
+	if r.WindowTarget {
+		e["windowTarget"] = "true"
 	}
 	if r.Owner != nil {
 		e["ownerKind"] = r.Owner.Kind

@@ -49,7 +49,7 @@ func exceeded(quota, msg string, owner Owner, seen time.Time) Failure {
 const msgCPU = `Error creating: pods "web-1" is forbidden: exceeded quota: compute, requested: requests.cpu=4, used: requests.cpu=8, limited: requests.cpu=10`
 
 // want is a compact expectation: resource=recommended/trigger.
-func summarize(d Decision) string {
+func summarize(d Verdict) string {
 	var parts []string
 	for _, r := range d.Recommendations {
 		parts = append(parts, string(r.Resource)+"="+r.Recommended.String()+"/"+string(r.Trigger))
@@ -245,7 +245,7 @@ func TestDecideMissingSpec(t *testing.T) {
 	}
 }
 
-func TestDecisionChange(t *testing.T) {
+func TestVerdictChange(t *testing.T) {
 	d := Decide(snap(rl("requests.memory", "10Gi", "requests.cpu", "10"), rl("requests.memory", "9Gi", "requests.cpu", "9")))
 	c := d.Change()
 	if c == nil {
@@ -260,7 +260,7 @@ func TestDecisionChange(t *testing.T) {
 	if c.Evidence[0]["trigger"] != "threshold" || c.Evidence[0]["recommended"] != "12" {
 		t.Errorf("evidence: %v", c.Evidence[0])
 	}
-	if (Decision{}).Change() != nil {
+	if (Verdict{}).Change() != nil {
 		t.Error("an empty decision must give no change")
 	}
 }

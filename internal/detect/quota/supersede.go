@@ -12,7 +12,23 @@ import (
 // open (or declined) proposal when it asks for a resource that one lacks or a larger value of
 // one, and then the proposal becomes every field at the larger of the two values, so an update
 // never drops or lowers what is already proposed.
+//
+// Shrinks differ: a grow replaces a shrink whole (pods need the room now; the controller closes
+// the shrink's pull request first, and this is the rule wherever no pull request is open); a
+// shrink never supersedes a grow; and a newer shrink replaces an older one when any value
+// differs, the window having moved.
 func Supersedes(newer, old lifecycle.Change) (lifecycle.Change, bool) {
+	switch newShrink, oldShrink := IsShrink(newer), IsShrink(old); {
+	case newShrink && oldShrink:
+		if sameFields(newer, old) {
+			return old, false
+		}
+		return newer, true
+	case oldShrink:
+		return newer, true
+	case newShrink:
+		return old, false
+	}
 	if !larger(newer, old) {
 		return old, false
 	}
@@ -81,4 +97,21 @@ func mergeChanges(prev, next lifecycle.Change) lifecycle.Change {
 		}
 	}
 	return out
+}
+
+// sameFields reports whether a and b set the same fields to the same values.
+func sameFields(a, b lifecycle.Change) bool {
+	if len(a.Edit.Fields) != len(b.Edit.Fields) {
+		return false
+	}
+	want := map[string]string{}
+	for _, f := range b.Edit.Fields {
+		want[pathKey(f.Path)] = f.To
+	}
+	for _, f := range a.Edit.Fields {
+		if v, ok := want[pathKey(f.Path)]; !ok || v != f.To {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kustos-dev/kustos/internal/quotahistory"
 )
 
 // DetectorName is the detector's name in Keys, metrics and log lines.
@@ -28,6 +30,30 @@ type Settings struct {
 	Threshold *big.Rat
 	// Increment as a fraction: 0.2 means +20%. 0 < Increment ≤ 10.
 	Increment *big.Rat
+	// Headroom is how far above the window's peak (or the usage, if higher) a quota is sized,
+	// as a fraction: 0.25 means the target is peak × 1.25. 0 ≤ Headroom ≤ 10.
+	Headroom *big.Rat
+	// Tolerance is the band around the target, as a fraction of it, inside which the hard
+	// value is left alone. 0 ≤ Tolerance ≤ 1.
+	Tolerance *big.Rat
+	// Min is the floor a resource is never shrunk below (resizer.io/<alias>-min); nil: none.
+	// It exists per resource only: one floor for cpu and memory would mean nothing.
+	Min *resource.Quantity
+}
+
+// WindowPolicy is how a quota is sized from its usage window and when it may shrink: the
+// namespace annotations over the flags.
+type WindowPolicy struct {
+	// Length is the window the peak is taken over, whole days (resizer.io/window).
+	Length time.Duration
+	// Shrink is the opt-in to propose shrinks in PR and direct mode (resizer.io/shrink,
+	// --enable-shrink); observer mode reports shrink recommendations without it.
+	Shrink bool
+	// ShrinkCooldown is how long after a shrink no further shrink is proposed.
+	ShrinkCooldown time.Duration
+	// MaxShrink is the largest cut one proposal makes, as a fraction of the hard value:
+	// 0.25 means at most 25 % less per proposal. 0 < MaxShrink ≤ 1.
+	MaxShrink *big.Rat
 }
 
 // Policy is the effective configuration of one namespace after annotations were applied to the
@@ -41,6 +67,8 @@ type Policy struct {
 	PerResource map[string]Settings
 	// Cooldown is how long no further increase is recommended after one was made.
 	Cooldown time.Duration
+	// Window is the sizing from the usage window and the shrink gates' settings.
+	Window WindowPolicy
 }
 
 // AnnotationProblem describes one namespace annotation that could not be used.
@@ -56,6 +84,25 @@ type State struct {
 	// LastModified is the time of the last recommendation (observer mode) or PR (PR mode);
 	// zero when none was ever made.
 	LastModified time.Time
+	// LastGrow and LastShrink are when the last grow and the last shrink were decided (the
+	// Lease's bag); zero when none is on record. A Lease from before shrinking existed has
+	// neither: its LastModified is a grow's.
+	LastGrow, LastShrink time.Time
+}
+
+// lastGrow is the last grow on record: LastGrow, or LastModified on a Lease that never saw a
+// shrink (every decision on it was a grow).
+func (s State) lastGrow() time.Time {
+	if !s.LastGrow.IsZero() || !s.LastShrink.IsZero() {
+		return s.LastGrow
+	}
+	return s.LastModified
+}
+
+// lastWasShrink reports whether the latest change on record shrank the quota: its cooldown is
+// the shrink cooldown, and it never holds back a grow.
+func (s State) lastWasShrink() bool {
+	return !s.LastShrink.IsZero() && s.LastShrink.After(s.LastGrow)
 }
 
 // FailureKind distinguishes the two quota messages the API server writes into FailedCreate events.
@@ -110,6 +157,8 @@ type Snapshot struct {
 	State      State
 	// Failures are the FailedCreate events in the namespace that name this quota.
 	Failures []Failure
+	// Window is the quota's usage over Policy.Window.Length (zero: no history at all).
+	Window quotahistory.Window
 }
 
 // Recommendation is one resource of one quota that should be raised.
@@ -124,6 +173,9 @@ type Recommendation struct {
 	ThresholdPercent float64
 	Recommended      resource.Quantity
 	Trigger          Trigger
+	// WindowTarget: Recommended was raised to the window's target (the usage window asks for
+	// more than the threshold or the deficit did).
+	WindowTarget bool
 	// Owner is the failing workload for deficits.
 	Owner *Owner
 	// Event is an excerpt of the FailedCreate event for deficits.
@@ -144,8 +196,8 @@ type MissingSpec struct {
 	Message          string
 }
 
-// Decision is what Decide concluded about one quota.
-type Decision struct {
+// Verdict is what Decide concluded about one quota.
+type Verdict struct {
 	Recommendations []Recommendation
 	MissingSpecs    []MissingSpec
 	// RequeueAfter is when Decide needs to look again even if nothing changes (the end of a
@@ -154,4 +206,8 @@ type Decision struct {
 	// Problems are per-resource problems (a quantity that does not parse, an overflow) that
 	// skipped that resource only.
 	Problems []string
+	// Shrinks are the resources whose hard value lies above the window's tolerance band, each
+	// with the value it could shrink to and the gates that hold it back; only when nothing is
+	// to be raised (a grow always goes first).
+	Shrinks []Shrink
 }

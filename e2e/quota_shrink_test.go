@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/quota"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/quotahistory"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// TestShrinkWindowKeptInLeaseAcrossRestart: without Prometheus the quota's state Lease keeps
+// the daily peaks. Kustos runs one day, stops, runs the next, stops, and on the third day the
+// Lease holds the whole window (a day, and the day before it): observer mode reports the shrink,
+// cut by the step, as QuotaShrinkRecommended. Before that nothing is reported.
+func TestShrinkWindowKeptInLeaseAcrossRestart(t *testing.T) {
+	stateNS := newNamespace(t, "kustos-state", nil)
+	ns := newNamespace(t, "shrink-lease", map[string]string{quota.AnnotationWindow: "1d"})
+	newQuota(t, ns, "compute", rl("requests.cpu", "10"))
+	newPod(t, ns, "p1", rl("cpu", "1"))
+	waitUsed(t, ns, "compute", "requests.cpu", "1")
+
+	// The peaks the state Lease keeps for requests.cpu: "<first day>:<peak>@<hhmm>,…".
+	peaks := func() string {
+		var l coordinationv1.Lease
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: stateNS, Name: "state-" + ns + "-compute"}, &l); err != nil {
+			return ""
+		}
+		return l.Annotations[state.BagPrefix+"peak.requests.cpu"]
+	}
+	for day := 0; day < 3; day++ {
+		offset := time.Duration(day) * 24 * time.Hour
+		k := startKustos(t, func(o *app.Options) {
+			o.StateNamespace = stateNS
+			o.Now = func() time.Time { return time.Now().Add(offset) }
+		})
+		today := time.Now().Add(offset).UTC().Format(time.DateOnly)
+		eventually(t, "the Lease holds the peak of "+today, func() bool { return strings.Contains(peaks(), "1@") && strings.Count(peaks(), ",") == day })
+		if day < 2 {
+			never(t, ns, quota.ReasonQuotaShrinkRecommended, 0, 2*time.Second)
+			k.stop()
+			continue
+		}
+		evs := waitEvents(t, ns, quota.ReasonQuotaShrinkRecommended, 1)
+		if !strings.HasPrefix(evs[0].Message, "requests.cpu could shrink from 10 to 7500m (peak 1 at ") ||
+			!strings.HasSuffix(evs[0].Message, "over 1d, used 1, target 1250m; cut to at most 25% less per step)") {
+			t.Errorf("event message %q", evs[0].Message)
+		}
+		var recs []map[string]any
+		eventually(t, "the recommendation's log line", func() bool { recs = k.logs.records(t, "recommendation"); return len(recs) > 0 })
+		if len(recs) != 1 || recs[0]["recommended"] != "7500m" || recs[0]["peak"] != "1" || recs[0]["windowComplete"] != "true" ||
+			recs[0]["reason"] != quota.ReasonQuotaShrinkRecommended || recs[0]["peakAt"] == "" {
+			t.Errorf("recommendation log lines %v", recs)
+		}
+	}
+	if first, _, _ := strings.Cut(peaks(), ":"); first != time.Now().UTC().Format(time.DateOnly) {
+		t.Errorf("the kept days begin %s, want the first day Kustos ran: %s", first, peaks())
+	}
+}
+
+// fixedHistory is a usage history source (as Prometheus is) that answers one window for every
+// quota.
+type fixedHistory struct{ w quotahistory.Window }
+
+func (h fixedHistory) Window(_ context.Context, _, _ string, window time.Duration, now time.Time) quotahistory.Window {
+	w := h.w
+	w.Start, w.End = now.Add(-window), now
+	return w
+}
+
+// TestShrinkPRSupersededByGrow: in PR mode with --enable-shrink, a complete window with low
+// usage opens a shrink PR; usage then crosses the threshold while it is open: Kustos closes the
+// shrink PR with a comment saying why and proposes the grow in a new one, at once (the grow
+// cooldown does not follow a shrink).
+func TestShrinkPRSupersededByGrow(t *testing.T) {
+	ns := newNamespace(t, t.Name(), nil)
+	g := newGitOps(t, ns)
+	history := fixedHistory{quotahistory.Window{Complete: true, Peaks: map[corev1.ResourceName]quotahistory.Peak{
+		"requests.cpu": {Value: resource.MustParse("1"), At: time.Now().Add(-48 * time.Hour)},
+		"pods":         {Value: resource.MustParse("40"), At: time.Now().Add(-48 * time.Hour)},
+	}}}
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.QuotaWindow = quota.DefaultWindowPolicy()
+		o.QuotaWindow.Shrink = true
+		o.QuotaHistory = history
+	}))
+	dumpOnFailure(t, k)
+	newQuota(t, ns, "compute", rl("requests.cpu", "3", "pods", "50"))
+
+	shrink := g.waitPR(t, "a shrink PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	// requests.cpu: max(peak 1, used 0) × 1.25 is the target, the step cuts to 3 × 0.75;
+	// pods (peak 40, target 50) lie within the band.
+	if got, want := g.fileAt(t, shrink.HeadSHA), quotaManifest("2250m"); got != want {
+		t.Fatalf("file on the shrink PR branch\n got:\n%s\nwant:\n%s", got, want)
+	}
+	waitHolder(t, k.opts.StateNamespace, ns, fmt.Sprintf("pr-%d", shrink.Number))
+
+	// 2900m of 3: the threshold is crossed while the shrink PR is open.
+	newPod(t, ns, "p1", rl("cpu", "2900m"))
+	waitUsed(t, ns, "compute", "requests.cpu", "2900m")
+	eventually(t, "the shrink PR closed and a grow PR opened", func() bool {
+		prs := g.prs()
+		return len(prs) == 2 && prs[0].State == "closed" && prs[1].State == "open"
+	})
+	prs := g.prs()
+	if prs[0].Merged || len(prs[0].Comments) != 1 || !strings.HasPrefix(prs[0].Comments[0], "Kustos closes this pull request because the quota must grow instead: requests.cpu should be increased from 3 to ") {
+		t.Errorf("shrink PR merged %v, comments %q", prs[0].Merged, prs[0].Comments)
+	}
+	grow := prs[1]
+	if got := g.fileAt(t, grow.HeadSHA); !strings.Contains(got, `requests.cpu: "3625m"`) {
+		t.Errorf("file on the grow PR branch:\n%s", got)
+	}
+	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
+}
