@@ -5,13 +5,19 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/quotahistory"
 )
 
-// validateQuota checks the quota detector's flags (--cooldown; the --threshold and
-// --increment defaults are parsed where they are read).
+// validateQuota checks the quota detector's flags (--cooldown, and --prometheus-url, which the
+// usage history is read from; the --threshold and --increment defaults are parsed where they are
+// read).
 func validateQuota(o Options) error {
 	if o.DefaultCooldown < 0 {
 		return fmt.Errorf("--cooldown=%s: must not be negative", lifecycle.FormatDuration(o.DefaultCooldown))
+	}
+	if o.Inactivity.Prometheus.URL != "" {
+		// The quotas' usage history comes from it, whether or not inactivity is on.
+		return o.Inactivity.Prometheus.Validate()
 	}
 	return nil
 }
@@ -21,6 +27,16 @@ func validateQuota(o Options) error {
 // LegacyOwners, set where the store is made).
 func setupQuota(sh *shared) error {
 	o, mgr := sh.o, sh.mgr
+	history := o.QuotaHistory
+	if history == nil && o.Inactivity.Prometheus.URL != "" {
+		// With a Prometheus, the usage window is kube-state-metrics' history of every quota,
+		// read at once; without one, each quota's state Lease keeps its daily peaks.
+		prom, err := quotahistory.NewPrometheus(o.Inactivity.Prometheus, quotahistory.Options{Log: o.Log.WithName("quota-history")})
+		if err != nil {
+			return fmt.Errorf("quota usage history: %w", err)
+		}
+		history = prom
+	}
 	rec := &quota.Reconciler{
 		Pipeline:        sh.pipelineFor(quota.DetectorName, quota.Vocabulary(), false),
 		Reporter:        sh.recorder,
@@ -31,7 +47,7 @@ func setupQuota(sh *shared) error {
 		DefaultCooldown: o.DefaultCooldown,
 		Window:          o.QuotaWindow,
 		Observe:         o.Mode == ModeObserve,
-		History:         o.QuotaHistory,
+		History:         history,
 		AutoMerge:       o.Mode == ModePR && o.PR.AutoMerge,
 		Grouping:        o.PR.GroupingFor(quota.DetectorName),
 		GroupWindow:     o.PR.GroupWindow,

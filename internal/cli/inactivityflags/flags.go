@@ -32,7 +32,7 @@ func (i *Flags) AddFlags(fs *pflag.FlagSet) {
 	i.Options = app.DefaultInactivityOptions()
 	o := &i.Options
 	cli.InGroup(fs, cli.GroupPrometheus, func() {
-		fs.StringVar(&o.Prometheus.URL, "prometheus-url", "", "URL of the Prometheus server the activity sources are queried from (basic auth: https://user:password@host)")
+		fs.StringVar(&o.Prometheus.URL, "prometheus-url", "", "URL of the Prometheus server the activity sources, and the quotas' usage history (kube-state-metrics' kube_resourcequota), are queried from (basic auth: https://user:password@host); without it, each quota's state Lease keeps its daily peaks")
 		fs.StringVar(&o.Prometheus.BearerTokenFile, "prometheus-bearer-token-file", "", "file whose content is sent as a bearer token with every Prometheus query (read per request: a rotating service account token works)")
 		fs.StringVar(&o.Prometheus.CAFile, "prometheus-ca-file", "", "PEM file of the CA that signs the https Prometheus server's certificate (reloaded when it changes)")
 	})
