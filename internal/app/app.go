@@ -296,6 +296,30 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
+// shared is what NewManager gives every detector's setup, built before any of them and only
+// read by them.
+type shared struct {
+	mgr ctrl.Manager
+	o   Options
+	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
+	live client.Client
+	// base is the pipeline every detector's copies: the state store, the --mode actuator and
+	// proposal follower, the reporter, the liveness of replicas, the notices sent.
+	base      pipeline.Pipeline
+	store     *state.Store
+	recorder  *observe.Recorder
+	notifiers notifiers
+	// plan says which kinds the target cache holds whole, and what the Cleaners read from the
+	// manager's cache.
+	plan objcache.TargetPlan
+	// targets is the Cleaners' target cache (nil without Cleaners).
+	targets *targetCache
+	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
+	signer *authorship.Signer
+	// release gives up a gone namespace's pull request (PR mode; nil otherwise).
+	release func(context.Context, state.Record) error
+}
+
 // newShared builds what every part of Kustos on mgr shares: the namespace scope, the live
 // client, the admission webhook (with the Cleaners' author signer), the state store and the
 // replica's liveness Lease, the recorder, and the base pipeline, whose actuator is the observe
@@ -442,30 +466,6 @@ func kindsIf(on bool, kinds []schema.GroupVersionKind) []schema.GroupVersionKind
 		return nil
 	}
 	return kinds
-}
-
-// shared is what NewManager gives every detector's setup, built before any of them and only
-// read by them.
-type shared struct {
-	mgr ctrl.Manager
-	o   Options
-	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
-	live client.Client
-	// base is the pipeline every detector's copies: the state store, the --mode actuator and
-	// proposal follower, the reporter, the liveness of replicas, the notices sent.
-	base      pipeline.Pipeline
-	store     *state.Store
-	recorder  *observe.Recorder
-	notifiers notifiers
-	// plan says which kinds the target cache holds whole, and what the Cleaners read from the
-	// manager's cache.
-	plan objcache.TargetPlan
-	// targets is the Cleaners' target cache (nil without Cleaners).
-	targets *targetCache
-	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
-	signer *authorship.Signer
-	// release gives up a gone namespace's pull request (PR mode; nil otherwise).
-	release func(context.Context, state.Record) error
 }
 
 // pipelineFor is detector's copy of the base pipeline: its Keys, Events and log. In PR mode, a

@@ -40,7 +40,7 @@ type ExpiryOptions struct {
 const DefaultLifecycleKinds = expiry.DefaultLifecycleKinds
 
 func (e ExpiryOptions) validate() error {
-	if err := e.Options.Validate(e.Mail.Host != ""); err != nil {
+	if err := e.Validate(e.Mail.Host != ""); err != nil { // expiry.Options'; ChainConfig has none
 		return err
 	}
 	return e.Extension.Validate()
