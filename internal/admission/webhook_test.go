@@ -250,7 +250,7 @@ func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate fun
 		HealthAddr:              health,
 		MaxConcurrentReconciles: 1,
 		Cleaners:                ephemeral.Options{Enabled: true},
-		Webhook: app.WebhookOptions{
+		Webhook: admission.ServerOptions{
 			Host:    env.Webhooks.LocalServingHost,
 			Port:    env.Webhooks.LocalServingPort,
 			CertDir: env.Webhooks.LocalServingCertDir,

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/actuate/gate"
+
 	"k8s.io/utils/lru"
 
 	"github.com/go-logr/logr"
@@ -60,12 +62,6 @@ const (
 	ModeDirect Mode = "direct"
 )
 
-// PROptions configure PR mode; every field is a flag of `kustos run`.
-type PROptions = group.Options
-
-// WebhookOptions configure the admission webhook that validates Cleaners (port 0: none).
-type WebhookOptions = admission.ServerOptions
-
 // DefaultWebhookCertDir is --webhook-cert-dir's default, where the chart mounts tls.crt and
 // tls.key.
 var DefaultWebhookCertDir = admission.DefaultCertDir
@@ -73,7 +69,7 @@ var DefaultWebhookCertDir = admission.DefaultCertDir
 // Options are everything `kustos run` can be told.
 type Options struct {
 	Mode            Mode
-	PR              PROptions
+	PR              group.Options
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
 	// StateNamespace holds the state Leases and the leader-election Lease.
@@ -114,7 +110,7 @@ type Options struct {
 	// VSphere configures vSphere VMs as expiry targets (--enable-vsphere, --vsphere-*).
 	VSphere detectvsphere.Options
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
-	Webhook WebhookOptions
+	Webhook admission.ServerOptions
 	// AllowedDestinations is --allowed-destinations: what tenant-given URLs (exam probes,
 	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
 	// public addresses only.
@@ -125,7 +121,7 @@ type Options struct {
 	// removing or pausing a manifest in Git needs no such right.
 	Allow allow.Policy
 	// Gates are what must be done before a removal: a Velero backup, an exam submission.
-	Gates GateOptions
+	Gates gate.Options
 	Log   logr.Logger
 
 	// scope is NamespaceSelector over the manager's cached Namespaces (set by NewManager); nil

@@ -23,16 +23,12 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
-	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/objcache"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
-
-// SecretKeyField is the field of a --…-key-secret Secret that holds the key.
-const SecretKeyField = keyring.SecretKeyField
 
 // setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…). In PR mode, a
 // target that no manifest in the repository defines is deleted directly (with the evaluated

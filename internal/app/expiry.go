@@ -36,9 +36,6 @@ type ExpiryOptions struct {
 	notify.ChainConfig
 }
 
-// DefaultLifecycleKinds is --lifecycle-kinds' default.
-const DefaultLifecycleKinds = expiry.DefaultLifecycleKinds
-
 func (e ExpiryOptions) validate() error {
 	if err := e.Validate(e.Mail.Host != ""); err != nil { // expiry.Options'; ChainConfig has none
 		return err
