@@ -46,6 +46,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -852,7 +853,7 @@ func TestChartWebhook(t *testing.T) {
 	})
 	start := func() *kustos {
 		return startKustos(t, func(o *app.Options) {
-			o.Webhook = app.WebhookOptions{Host: "127.0.0.1", Port: install.LocalServingPort,
+			o.Webhook = admission.ServerOptions{Host: "127.0.0.1", Port: install.LocalServingPort,
 				CertSecret: certSecret, Service: ns + "/localhost", Configurations: []string{cfg.Name, acfg.Name}}
 			o.Cleaners.AuthorKeySecret = authorSecret
 		})
@@ -869,8 +870,8 @@ func TestChartWebhook(t *testing.T) {
 		return &s
 	}
 	certs, authorKey := secretOf(certSecret), secretOf(authorSecret)
-	if certs.Type != corev1.SecretTypeTLS || len(authorKey.Data[app.SecretKeyField]) < authorship.MinKeyBytes {
-		t.Fatalf("Secret types %s, author key of %d bytes", certs.Type, len(authorKey.Data[app.SecretKeyField]))
+	if certs.Type != corev1.SecretTypeTLS || len(authorKey.Data[keyring.SecretKeyField]) < authorship.MinKeyBytes {
+		t.Fatalf("Secret types %s, author key of %d bytes", certs.Type, len(authorKey.Data[keyring.SecretKeyField]))
 	}
 	bad := &v1alpha1.Cleaner{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
@@ -912,7 +913,7 @@ func TestChartWebhook(t *testing.T) {
 	}
 	// The chart's author webhook replaced the forged stamp by its own, of the tests' admin,
 	// signed with the key of the Secret Kustos made.
-	signer, err := authorship.NewSigner(authorKey.Data[app.SecretKeyField])
+	signer, err := authorship.NewSigner(authorKey.Data[keyring.SecretKeyField])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -928,7 +929,7 @@ func TestChartWebhook(t *testing.T) {
 	if again := secretOf(certSecret); !bytes.Equal(again.Data["tls.crt"], certs.Data["tls.crt"]) || !bytes.Equal(again.Data["ca.crt"], certs.Data["ca.crt"]) {
 		t.Error("the restart made a new certificate")
 	}
-	if again := secretOf(authorSecret); !bytes.Equal(again.Data[app.SecretKeyField], authorKey.Data[app.SecretKeyField]) {
+	if again := secretOf(authorSecret); !bytes.Equal(again.Data[keyring.SecretKeyField], authorKey.Data[keyring.SecretKeyField]) {
 		t.Error("the restart made a new author key")
 	}
 }

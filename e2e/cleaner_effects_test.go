@@ -16,6 +16,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -47,7 +48,7 @@ func TestCleanerEffectsThroughPipeline(t *testing.T) {
 			}})
 			cleaner := func(o *app.Options) {
 				o.Mode = mode
-				o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+				o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 				o.AllowedDestinations = allowLoopback(t) // the sink listens on 127.0.0.1
 				if mode == app.ModeObserve {
 					// The Leases of Keys whose object is gone are swept at once: those of a
@@ -165,7 +166,7 @@ func TestCleanerNewSinkWhileUndelivered(t *testing.T) {
 	}})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 		o.AllowedDestinations = allowLoopback(t) // the sinks listen on 127.0.0.1
 	})
 	dumpOnFailure(t, k)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/metrics"
 )
 
@@ -40,7 +41,7 @@ func TestCleanerFieldsGrow(t *testing.T) {
 	createCleaner(t, cleaner("replicas", `web.spec.replicas == 0`))
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeObserve
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second}
 	})
 	dumpOnFailure(t, k)
 	cl := waitCondition(t, ns, "replicas", v1alpha1.StepConditionsEvaluated, metav1.ConditionTrue, "ConditionsPending")

@@ -22,6 +22,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 )
@@ -122,7 +123,7 @@ func TestCleanerHelmAndCloudEvent(t *testing.T) {
 	}})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 		o.AllowedDestinations = allowLoopback(t) // the sink listens on 127.0.0.1
 	})
 	dumpOnFailure(t, k)
@@ -186,7 +187,7 @@ func TestCleanerHelmReleaseNotAllowed(t *testing.T) {
 	}})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 		var err error
 		if o.Allow, err = allow.Parse("cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners,expiry:delete:helm.sh/releases", app.PolicyDetectors); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 )
@@ -40,7 +41,7 @@ func TestCleanerReadsWhatInactivityTrims(t *testing.T) {
 	})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeObserve
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second}
 		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
 	})
 	dumpOnFailure(t, k)
@@ -99,7 +100,7 @@ func cleanerSharesExpiryMetadata(t *testing.T, withInactivity bool) {
 	})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeObserve
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second}
 		expiryOptions(o)
 		if withInactivity {
 			inactivityDetector(o, promURL, sourcesWithRange(t, "3s"))

@@ -22,6 +22,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/statusreport"
 )
@@ -51,7 +52,7 @@ func startCleaners(t *testing.T, mode app.Mode) *kustos {
 	t.Helper()
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = mode
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second}
 	})
 	dumpOnFailure(t, k)
 	return k
@@ -302,7 +303,7 @@ func TestCleanerDirect(t *testing.T) {
 	createCleaner(t, exampleCleaner(ns))
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second, LeaseGrace: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second, LeaseGrace: time.Second}
 		o.LeaseSweepInterval = time.Second
 	})
 
@@ -476,7 +477,7 @@ func startCleanersPR(t *testing.T, g *gitops) {
 	t.Helper()
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		o.PR.AutoMerge = true
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 	}))
 	dumpOnFailure(t, k)
 }

@@ -69,7 +69,7 @@ func TestCleanerSinkRefused(t *testing.T) {
 	before := refusals(t, ephemeral.Name, egress.ClassLoopback)
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 	})
 	dumpOnFailure(t, k)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/egress"
 	extsrv "github.com/kustos-dev/kustos/internal/extension"
@@ -48,8 +49,8 @@ const (
 )
 
 func expiryOptions(o *app.Options) {
-	o.Expiry = app.ExpiryOptions{Enabled: true, Kinds: []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
-		Settings: expiry.Settings{WarningBefore: expiryWarningBefore, NotificationInterval: expiryInterval}}
+	o.Expiry = app.ExpiryOptions{Options: expiry.Options{Enabled: true, Kinds: []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}},
+		Settings: expiry.Settings{WarningBefore: expiryWarningBefore, NotificationInterval: expiryInterval}}}
 }
 
 // newEnvironment creates a Deployment (no replicas: no pods needed) with annotations.
@@ -385,8 +386,8 @@ func extensionServer(t *testing.T) extension {
 }
 
 // options serve links for periods, at most 5 minutes.
-func (e extension) options(periods []string) app.ExtensionOptions {
-	return app.ExtensionOptions{Addr: e.addr, URL: "http://" + e.addr, Periods: periods, Max: 5 * time.Minute, KeyFile: e.keyFile}
+func (e extension) options(periods []string) extsrv.Options {
+	return extsrv.Options{Addr: e.addr, URL: "http://" + e.addr, Periods: periods, Max: 5 * time.Minute, KeyFile: e.keyFile}
 }
 
 func freeAddr(t *testing.T) string {
@@ -413,7 +414,7 @@ func TestExpiryExtension(t *testing.T) {
 		o.Mode = app.ModeDirect
 		expiryOptions(o)
 		o.Expiry.Extension = ext.options([]string{"1m", "2m"})
-		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+		o.Expiry.Webhook = notify.WebhookOptions{URL: sink.url}
 	})
 	dumpOnFailure(t, k)
 
@@ -766,7 +767,7 @@ func TestExpiryPRExtension(t *testing.T) {
 		o.PR.AutoMerge = true
 		expiryOptions(o)
 		o.Expiry.Extension = ext.options([]string{"2m"})
-		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+		o.Expiry.Webhook = notify.WebhookOptions{URL: sink.url}
 	}))
 	dumpOnFailure(t, k)
 
@@ -833,7 +834,7 @@ func TestUnservedKindStopsStartUp(t *testing.T) {
 	o := kustosOptions(t, func(o *app.Options) {
 		expiryOptions(o)
 		o.Expiry.Kinds = append(o.Expiry.Kinds, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
-		o.Cleaners = app.CleanerOptions{Enabled: true} // the expiry kinds' metadata gets a cache entry of its own
+		o.Cleaners = ephemeral.Options{Enabled: true} // the expiry kinds' metadata gets a cache entry of its own
 	})
 	o.Log = logr.Discard()
 	_, err := app.NewManager(t.Context(), env.Config, o)

@@ -149,7 +149,7 @@ func TestCleanerReleaseAsItsAuthor(t *testing.T) {
 	}}, tenant)
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 	})
 	dumpOnFailure(t, k)
 

@@ -80,7 +80,7 @@ func TestCleanerRefusesReleaseOutsideNamespace(t *testing.T) {
 	}})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeDirect
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 	})
 	dumpOnFailure(t, k)
 
@@ -164,7 +164,7 @@ func TestCleanerObserverReportsReleaseOutsideNamespace(t *testing.T) {
 	}})
 	k := startKustos(t, func(o *app.Options) {
 		o.Mode = app.ModeObserve
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
 	})
 	dumpOnFailure(t, k)
 

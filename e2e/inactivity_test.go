@@ -24,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -459,7 +460,7 @@ func TestInactivityPRMode(t *testing.T) {
 	sink := startNoticeSink(t)
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
-		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+		o.Expiry.Webhook = notify.WebhookOptions{URL: sink.url}
 	}))
 	dumpOnFailure(t, k)
 

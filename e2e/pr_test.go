@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/group"
 	"github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
@@ -87,7 +88,7 @@ func (g *gitops) addManifest(msg, file, content string) string {
 func (g *gitops) prMode(extra func(*app.Options)) func(*app.Options) {
 	return func(o *app.Options) {
 		o.Mode = app.ModePR
-		o.PR = app.PROptions{
+		o.PR = group.Options{
 			GitHub:       github.Config{APIURL: g.s.URL(), TokenFile: g.tokenFile, Repository: ghOwner + "/" + ghRepo},
 			Cluster:      "e2e",
 			Paths:        []string{"clusters/e2e/"},

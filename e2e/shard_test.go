@@ -15,6 +15,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/orphans"
@@ -89,7 +90,7 @@ func TestNamespaceSelectorShards(t *testing.T) {
 	shard := func(name string) func(*app.Options) {
 		return func(o *app.Options) {
 			expiryOptions(o)
-			o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: 2 * time.Second}
+			o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: 2 * time.Second}
 			o.NamespaceSelector = shardLabel + "=" + name
 			o.Instance = "shard-" + name
 			o.LeaderElectionID = "kustos-" + name

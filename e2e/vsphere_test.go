@@ -21,6 +21,7 @@ import (
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
+	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/state"
 	"github.com/kustos-dev/kustos/internal/vsphere"
@@ -33,7 +34,7 @@ func vsphereOptions(sim *vspheretest.Sim, mode app.Mode, allowQuarantine bool) f
 	return func(o *app.Options) {
 		o.Mode = mode
 		expiryOptions(o)
-		o.VSphere = app.VSphereOptions{Enabled: true, CrawlInterval: time.Second, Config: vsphere.Config{
+		o.VSphere = detectvsphere.Options{Enabled: true, CrawlInterval: time.Second, Config: vsphere.Config{
 			URL: sim.URL, CredentialsFile: sim.CredentialsFile, CAFile: sim.CAFile(), Datacenter: vspheretest.Datacenter,
 			Folders: []string{"labs"}, QuarantineFolder: "labs/quarantine", Ignore: []string{"golden"}}}
 		o.Allow = allow.Policy{}
@@ -92,7 +93,7 @@ func TestVSphereDirect(t *testing.T) {
 	extended, extendedID := sim.VM("labs", "kept-longer", "EC_OWNER=dee@example.com\nEC_TTL=6s")
 	k := startKustos(t, func(o *app.Options) {
 		vsphereOptions(sim, app.ModeDirect, true)(o)
-		o.Expiry.Webhook = app.WebhookNotifyOptions{URL: sink.url}
+		o.Expiry.Webhook = notify.WebhookOptions{URL: sink.url}
 		o.Expiry.Extension = ext.options([]string{"1m"})
 	})
 	dumpOnFailure(t, k)

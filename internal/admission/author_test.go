@@ -30,6 +30,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -133,7 +134,7 @@ func TestCleanerActsAsItsAuthor(t *testing.T) {
 	startKustos(ctx, t, env, func(o *app.Options) {
 		o.Mode, o.Instance, o.MaxConcurrentReconciles = app.ModeDirect, "author-test", 2
 		o.InProcessReplica = true // another test of this package runs a manager too
-		o.Cleaners = app.CleanerOptions{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second, AuthorKeyFile: keyFile}
 		// Deletion is an opt-in (--allow): the kinds these Cleaners delete, and helm releases.
 		var err error
 		if o.Allow, err = allow.Parse("cleaner:delete:secrets,cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners,cleaner:delete:helm.sh/releases", app.PolicyDetectors); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/admission"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
@@ -248,8 +249,8 @@ func startKustos(ctx context.Context, t *testing.T, env *testenv.Env, mutate fun
 		MetricsAddr:             "0",
 		HealthAddr:              health,
 		MaxConcurrentReconciles: 1,
-		Cleaners:                app.CleanerOptions{Enabled: true},
-		Webhook: app.WebhookOptions{
+		Cleaners:                ephemeral.Options{Enabled: true},
+		Webhook: admission.ServerOptions{
 			Host:    env.Webhooks.LocalServingHost,
 			Port:    env.Webhooks.LocalServingPort,
 			CertDir: env.Webhooks.LocalServingCertDir,

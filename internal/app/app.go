@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/actuate/gate"
+
 	"k8s.io/utils/lru"
 
 	"github.com/go-logr/logr"
@@ -36,7 +38,9 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
+	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/nsscope"
@@ -58,12 +62,6 @@ const (
 	ModeDirect Mode = "direct"
 )
 
-// PROptions configure PR mode; every field is a flag of `kustos run`.
-type PROptions = group.Options
-
-// WebhookOptions configure the admission webhook that validates Cleaners (port 0: none).
-type WebhookOptions = admission.ServerOptions
-
 // DefaultWebhookCertDir is --webhook-cert-dir's default, where the chart mounts tls.crt and
 // tls.key.
 var DefaultWebhookCertDir = admission.DefaultCertDir
@@ -71,7 +69,7 @@ var DefaultWebhookCertDir = admission.DefaultCertDir
 // Options are everything `kustos run` can be told.
 type Options struct {
 	Mode            Mode
-	PR              PROptions
+	PR              group.Options
 	Defaults        quota.Settings
 	DefaultCooldown time.Duration
 	// QuotaWindow holds the window and shrink flags (--quota-window, --enable-shrink, …).
@@ -108,16 +106,16 @@ type Options struct {
 	// replicas); controller-runtime otherwise refuses a second controller of the same name.
 	InProcessReplica bool
 	// Cleaners configure the Cleaner detector (CRD kustos.io/v1alpha1 Cleaner).
-	Cleaners CleanerOptions
+	Cleaners ephemeral.Options
 	// Expiry configures the expiry detector (owners and lifetimes); its notification options
 	// (webhook, mail) serve the inactivity detector too.
 	Expiry ExpiryOptions
 	// Inactivity configures the inactivity detector (activity from Prometheus).
 	Inactivity InactivityOptions
 	// VSphere configures vSphere VMs as expiry targets (--enable-vsphere, --vsphere-*).
-	VSphere VSphereOptions
+	VSphere detectvsphere.Options
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
-	Webhook WebhookOptions
+	Webhook admission.ServerOptions
 	// AllowedDestinations is --allowed-destinations: what tenant-given URLs (exam probes,
 	// Cleaners' CloudEvent sinks) may reach beyond public addresses. The zero value allows
 	// public addresses only.
@@ -128,7 +126,7 @@ type Options struct {
 	// removing or pausing a manifest in Git needs no such right.
 	Allow allow.Policy
 	// Gates are what must be done before a removal: a Velero backup, an exam submission.
-	Gates GateOptions
+	Gates gate.Options
 	Log   logr.Logger
 
 	// scope is NamespaceSelector over the manager's cached Namespaces (set by NewManager); nil
@@ -173,13 +171,13 @@ func (o Options) Validate() error {
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
 	}
-	if err := o.Cleaners.validate(); err != nil {
+	if err := o.Cleaners.Validate(); err != nil {
 		return err
 	}
 	if err := o.Expiry.validate(); err != nil {
 		return err
 	}
-	if err := o.VSphere.validate(o); err != nil {
+	if err := o.VSphere.Validate(o.Expiry.Enabled, string(o.Mode), o.Mode != ModeObserve); err != nil {
 		return err
 	}
 	if err := o.Gates.Validate(); err != nil {
@@ -188,7 +186,9 @@ func (o Options) Validate() error {
 	return o.Inactivity.validate()
 }
 
-// NewManager builds a manager running Kustos against cfg.
+// NewManager builds a manager running Kustos against cfg, in named steps: the manager with its
+// caches, what every detector shares (built before any of them, and only read by them, so that
+// the order of their setups does not matter), each detector's setup, and the Lease sweeps.
 func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -196,6 +196,35 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	plan := objcache.PlanTargets(o.Cleaners.Enabled, kindsIf(o.Inactivity.Enabled, o.Inactivity.Kinds), kindsIf(o.Expiry.Enabled, o.Expiry.Kinds))
+	mgr, serving, err := newManagerFor(ctx, cfg, o, plan)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := newShared(ctx, mgr, o, serving)
+	if err != nil {
+		return nil, err
+	}
+	sh.plan = plan
+	if err := sh.setMode(ctx); err != nil {
+		return nil, err
+	}
+	if err := sh.addDetectorsShare(ctx); err != nil {
+		return nil, err
+	}
+	if err := setupDetectors(ctx, sh); err != nil {
+		return nil, err
+	}
+	if err := addSweepers(sh); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// newManagerFor makes the manager: its client configuration, scheme, caches (objcache's
+// CacheOptions over the union of the detectors' Watches), webhook server and probes. It
+// returns the webhook's serving certificate, which admission's Setup needs too.
+func newManagerFor(ctx context.Context, cfg *rest.Config, o Options, plan objcache.TargetPlan) (ctrl.Manager, *keyring.ServingCert, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		// client-go's default (5 requests/s) would queue recommendations behind each other: a
@@ -208,32 +237,26 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	shutdown := 10 * time.Second
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := velerov1.AddToScheme(scheme); err != nil {
-		return nil, err
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, nil, err
 	}
 	// The webhook's serving certificate from its Secret (made once if absent) is needed to
 	// build the manager's webhook server.
 	serving, err := o.Webhook.ServingCert(ctx, cfg, scheme, o.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mapper, err := checkServed(cfg, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The selector's label keys must survive the cache's trim of Namespace metadata.
 	selector, err := nsscope.New(o.NamespaceSelector, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	watches := append(append(append(expiryWatches(o), inactivityWatches(o)...), cleanerWatches(o)...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
+	watches := append(append(append(expiryWatches(o), inactivityWatches(o, plan)...), plan.CleanerWatches()...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         objcache.CacheOptions(o.StateNamespace, map[string]string{state.LabelManagedBy: state.ManagedByValue}, watches...),
@@ -251,27 +274,70 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Logger:                        o.Log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, serving, nil
+}
+
+// newScheme holds the kinds Kustos reads and writes: the built-in ones, its own (Cleaners) and
+// Velero's Backups.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, velerov1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// shared is what NewManager gives every detector's setup, built before any of them and only
+// read by them.
+type shared struct {
+	mgr ctrl.Manager
+	o   Options
+	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
+	live client.Client
+	// base is the pipeline every detector's copies: the state store, the --mode actuator and
+	// proposal follower, the reporter, the liveness of replicas, the notices sent.
+	base      pipeline.Pipeline
+	store     *state.Store
+	recorder  *observe.Recorder
+	notifiers notifiers
+	// plan says which kinds the target cache holds whole, and what the Cleaners read from the
+	// manager's cache.
+	plan objcache.TargetPlan
+	// targets is the Cleaners' target cache (nil without Cleaners).
+	targets *targetCache
+	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
+	signer *authorship.Signer
+	// release gives up a gone namespace's pull request (PR mode; nil otherwise).
+	release func(context.Context, state.Record) error
+}
+
+// newShared builds what every part of Kustos on mgr shares: the namespace scope, the live
+// client, the admission webhook (with the Cleaners' author signer), the state store and the
+// replica's liveness Lease, the recorder, and the base pipeline, whose actuator is the observe
+// one until setMode.
+func newShared(ctx context.Context, mgr ctrl.Manager, o Options, serving *keyring.ServingCert) (*shared, error) {
 	// The author stamper's view of the selector is read from the API server (nsscope.Scope.Live);
 	// nil: every namespace.
 	var stamperScope admission.Scope
-	if !selector.All() {
-		scope, err := nsscope.New(o.NamespaceSelector, mgr.GetClient())
-		if err != nil {
-			return nil, err
-		}
+	scope, err := nsscope.New(o.NamespaceSelector, mgr.GetClient())
+	if err != nil {
+		return nil, err
+	}
+	if !scope.All() {
 		o.scope, stamperScope = scope, scope.Live(mgr.GetAPIReader())
 		o.Log.Info("serving only the namespaces the selector selects", "namespaceSelector", o.NamespaceSelector,
 			"stateNamespace", o.StateNamespace, "leaderElectionID", o.LeaderElectionID)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-
 	// Direct writes read the live object (not the cache) right before each conditional write.
 	live, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
@@ -279,14 +345,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	// The webhook stamps authors whenever it has the key, as it validates Cleaners whether or
 	// not this replica runs the detector.
-	signer, err := o.Cleaners.authorSigner(ctx, live)
+	signer, err := authorship.ReadSigner(ctx, live, o.Cleaners.AuthorKeyFile, o.Cleaners.AuthorKeySecret)
 	if err != nil {
 		return nil, err
 	}
 	if err := admission.Setup(mgr, o.Webhook, serving, signer, stamperScope); err != nil {
 		return nil, err
 	}
-
 	identity := state.NewIdentity(o.Instance)
 	store := &state.Store{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity,
 		// A quota's Lease named by namespace-resizer's convention is adopted when one quota fits it.
@@ -298,7 +363,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := mgr.Add(replica); err != nil {
 		return nil, err
 	}
-	sh := &shared{mgr: mgr, o: o, live: live, signer: signer,
+	sh := &shared{mgr: mgr, o: o, live: live, signer: signer, store: store,
 		recorder: &observe.Recorder{Client: mgr.GetClient(), Component: "kustos", Instance: o.Instance, Log: o.Log.WithName("observe")}}
 	// Every detector's pipeline is a copy of this one, with its own Detector, Vocab and Log.
 	sh.base = pipeline.Pipeline{
@@ -312,82 +377,96 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		// Shared by the detectors' copies of the pipeline: notice IDs name their detector.
 		SentNotices: lru.New(sentNoticesRemembered),
 	}
-	var release func(context.Context, state.Record) error
+	return sh, nil
+}
+
+// setMode gives the base pipeline the actuator --mode selects: PR mode's (group's Mode, whose
+// credentials are checked now, and its release of a gone namespace's pull request) or the
+// direct one; observer mode keeps the recorder.
+func (sh *shared) setMode(ctx context.Context) error {
+	o := sh.o
 	switch o.Mode {
 	case ModePR:
 		m, err := group.NewMode(o.PR, o.Now, o.Log)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.Writer.Reporter = sh.recorder
 		if err := m.CheckCredentials(ctx, o.Log); err != nil {
-			return nil, err
+			return err
 		}
 		// The groups' Leases are read from the API server: every member of a group writes its
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
-		m.Actuator.Leases = &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: identity}
+		m.Actuator.Leases = &state.Store{Reader: sh.mgr.GetAPIReader(), Writer: sh.mgr.GetClient(), Namespace: o.StateNamespace, Identity: sh.base.Identity}
 		sh.base.Actuator, sh.base.Proposals, sh.base.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
-		release = m.Release
+		sh.release = m.Release
 	case ModeDirect:
-		sh.base.Actuator = directActuator(live, o.Allow)
+		sh.base.Actuator = directActuator(sh.live, o.Allow)
 	}
-	// What the detectors share is built before any of them is set up, and read only by them,
-	// so that the order of their setups does not matter: the owners' notifier chain, and the
-	// target cache the Cleaners share with the inactivity and expiry detectors.
+	return nil
+}
+
+// addDetectorsShare builds what several detectors share, before any of them is set up: the
+// owners' notifier chain (expiry, inactivity), and the target cache the Cleaners share with
+// the inactivity and expiry detectors.
+func (sh *shared) addDetectorsShare(ctx context.Context) error {
+	o := sh.o
+	var err error
 	if o.Expiry.Enabled || o.Inactivity.Enabled {
-		if sh.notifiers, err = buildNotifiers(ctx, mgr, o, live); err != nil {
-			return nil, err
+		if sh.notifiers, err = buildNotifiers(ctx, sh.mgr, o, sh.live); err != nil {
+			return err
 		}
 	}
 	if o.Cleaners.Enabled {
-		if sh.targets, err = newTargetCache(mgr, o); err != nil {
-			return nil, err
+		if sh.targets, err = newTargetCache(sh.mgr, o, sh.plan); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// setupDetectors sets up each detector that is on (quota always) on its copy of the base
+// pipeline.
+func setupDetectors(ctx context.Context, sh *shared) error {
+	o := sh.o
 	if err := setupQuota(sh); err != nil { //nolint:contextcheck // its watch predicates run for the manager's lifetime, not under start-up's context
-		return nil, err
+		return err
 	}
 	if o.Cleaners.Enabled {
 		if err := setupCleaners(ctx, sh); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if o.Expiry.Enabled {
 		if err := setupExpiry(sh); err != nil { //nolint:contextcheck // as setupQuota
-			return nil, err
+			return err
 		}
 	}
 	if o.Inactivity.Enabled {
 		if err := setupInactivity(sh); err != nil { //nolint:contextcheck // as setupQuota
-			return nil, err
+			return err
 		}
 	}
-	if err := addGoneSweeper(mgr, o, store, live); err != nil {
-		return nil, err
-	}
-	sweeper := &state.NamespaceSweeper{Store: store, Live: mgr.GetAPIReader(), Release: release, Interval: o.LeaseSweepInterval, Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")}
-	if err := mgr.Add(sweeper); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+	return nil
 }
 
-// shared is what NewManager gives every detector's setup, built before any of them and only
-// read by them.
-type shared struct {
-	mgr ctrl.Manager
-	o   Options
-	// live reads from the API server and writes (direct mode, the fallbacks of PR mode).
-	live client.Client
-	// base is the pipeline every detector's copies: the state store, the --mode actuator and
-	// proposal follower, the reporter, the liveness of replicas, the notices sent.
-	base      pipeline.Pipeline
-	recorder  *observe.Recorder
-	notifiers notifiers
-	// targets is the Cleaners' target cache (nil without Cleaners).
-	targets *targetCache
-	// signer verifies the Cleaners' author stamps (nil: no --cleaner-author-key-*).
-	signer *authorship.Signer
+// addSweepers adds the Lease sweeps: state's GoneSweeper for the per-object detectors' Leases
+// whose object is gone, and its NamespaceSweeper for a gone namespace's (releasing its pull
+// request in PR mode).
+func addSweepers(sh *shared) error {
+	o, mgr := sh.o, sh.mgr
+	if err := addGoneSweeper(mgr, o, sh.store, sh.live); err != nil {
+		return err
+	}
+	return mgr.Add(&state.NamespaceSweeper{Store: sh.store, Live: mgr.GetAPIReader(), Release: sh.release, Interval: o.LeaseSweepInterval, Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")})
+}
+
+// kindsIf are kinds when their detector is on, else none.
+func kindsIf(on bool, kinds []schema.GroupVersionKind) []schema.GroupVersionKind {
+	if !on {
+		return nil
+	}
+	return kinds
 }
 
 // pipelineFor is detector's copy of the base pipeline: its Keys, Events and log. In PR mode, a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,62 +23,12 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
-	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
-	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/objcache"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
-
-// CleanerOptions configure the Cleaner detector; every field is a flag of `kustos run`.
-type CleanerOptions struct {
-	// Enabled is --enable-cleaners: the Cleaner CRD must be installed.
-	Enabled bool
-	// ReadyRecheck and NotReadyRecheck are --cleaner-ready-recheck and --cleaner-not-ready-recheck:
-	// how often a Cleaner is looked at without a change, while Ready and while not (0: 30m and
-	// 10s).
-	ReadyRecheck, NotReadyRecheck time.Duration
-	// LeaseGrace is how long after its last decision the Lease of a deleted target is kept
-	// (0: 10 minutes); tests shorten it.
-	LeaseGrace time.Duration
-	// AuthorKeyFile is --cleaner-author-key-file: the key (at least 32 bytes, from a Secret)
-	// that signs and verifies the author stamps the admission webhook puts on Cleaners. Empty:
-	// no Cleaner's author can be verified, and outside observer mode nothing is deleted for any.
-	AuthorKeyFile string
-	// AuthorKeySecret is --cleaner-author-key-secret (namespace/name), instead of the file: the
-	// key is read from that Secret, which Kustos creates once with a random key when it does
-	// not exist (package keyring), so that no render of the chart generates or replaces it.
-	AuthorKeySecret string
-}
-
-// authorSigner reads --cleaner-author-key-file or --cleaner-author-key-secret (through c); nil
-// when neither is set.
-func (co CleanerOptions) authorSigner(ctx context.Context, c client.Client) (*authorship.Signer, error) {
-	key, flag, err := keyring.ReadFlags(ctx, c, "cleaner-author-key", co.AuthorKeyFile, co.AuthorKeySecret)
-	if key == nil || err != nil {
-		return nil, err
-	}
-	s, err := authorship.NewSigner(key)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return s, nil
-}
-
-// SecretKeyField is the field of a --…-key-secret Secret that holds the key.
-const SecretKeyField = keyring.SecretKeyField
-
-func (co CleanerOptions) validate() error {
-	switch {
-	case co.ReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.ReadyRecheck))
-	case co.NotReadyRecheck < 0:
-		return fmt.Errorf("--cleaner-not-ready-recheck=%s: must not be negative", lifecycle.FormatDuration(co.NotReadyRecheck))
-	}
-	return nil
-}
 
 // setupCleaners adds the Cleaner detector: its own pipeline (Keys ephemeral/…). In PR mode, a
 // target that no manifest in the repository defines is deleted directly (with the evaluated
@@ -121,13 +70,13 @@ func setupCleaners(ctx context.Context, sh *shared) error {
 		AutoMerge:   o.Mode == ModePR && o.PR.AutoMerge,
 		GroupWindow: o.PR.GroupWindow,
 		Releases:    uninstaller,
-		Policy:      conditions.Policy{Ready: o.Cleaners.ReadyRecheck, NotReady: o.Cleaners.NotReadyRecheck},
+		Policy:      o.Cleaners.Policy(),
 		Now:         o.Now,
 		Log:         o.Log.WithName("cleaner"),
 
 		ReleaseTouches: uninstaller,
 		TargetCache:    targets.Cache,
-		SharedMetadata: sharedMetadata(o),
+		SharedMetadata: sh.plan.SharedMetadata,
 		Fields:         targets.fields,
 	}
 	// Every effect of a Cleaner is a Change: observer mode reports them all (the pipeline's
@@ -167,17 +116,18 @@ func setupCleaners(ctx context.Context, sh *shared) error {
 // reads beyond metadata, and every Secret). The manager's cache trims what it holds to what
 // the other detectors read and holds only helm's Secrets. The client-side-apply copy of the
 // whole object goes (it holds a Secret's data when kubectl applied it), as do managed fields.
+// Which kinds it holds from the start is objcache's TargetPlan.
 type targetCache struct {
 	objcache.Cache
 	fields *ephemeral.FieldRegistry
 }
 
 // newTargetCache makes the target cache and adds it to mgr, which starts it. The inactivity
-// detector's targets are held in it from the start (heldWhole), with the fields that detector
-// reads kept in every copy.
-func newTargetCache(mgr ctrl.Manager, o Options) (*targetCache, error) {
+// detector's targets are held in it from the start (plan.HeldWhole), with the fields that
+// detector reads kept in every copy.
+func newTargetCache(mgr ctrl.Manager, o Options, plan objcache.TargetPlan) (*targetCache, error) {
 	fields := &ephemeral.FieldRegistry{Strip: objcache.DropUnread}
-	for k := range heldWhole(o) {
+	for k := range plan.HeldWhole {
 		fields.Keep(k, inactivity.TargetFields(o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef))
 	}
 	// Objects trimmed to the fields read, then packed: held by the ten thousand, a Deployment
@@ -190,54 +140,7 @@ func newTargetCache(mgr ctrl.Manager, o Options) (*targetCache, error) {
 	if err := mgr.Add(c); err != nil {
 		return nil, err
 	}
-	return &targetCache{Cache: objcache.Cache{Cache: c, Kinds: heldWhole(o)}, fields: fields}, nil
-}
-
-// heldWhole are the kinds the target cache holds as objects from the start, for the
-// inactivity detector (with Cleaners on; without them it has no target cache): the Cleaners
-// and the expiry detector read their metadata from those objects (objcache.MetadataView), so
-// that each object of such a kind is cached once.
-func heldWhole(o Options) map[schema.GroupVersionKind]bool {
-	held := map[schema.GroupVersionKind]bool{}
-	if !o.Cleaners.Enabled || !o.Inactivity.Enabled {
-		return held
-	}
-	for _, k := range o.Inactivity.Kinds {
-		if k != corev1.SchemeGroupVersion.WithKind("Namespace") && !objcache.FilteredKinds[k] {
-			held[k] = true
-		}
-	}
-	return held
-}
-
-// cleanerWatches is what the Cleaner detector reads from the manager's cache: the metadata of
-// the expiry detector's kinds, with every label and annotation, so that one informer serves
-// both detectors' metadata reads of such a kind (the Cleaner's own cache serves the rest).
-func cleanerWatches(o Options) []lifecycle.Watches {
-	if !o.Cleaners.Enabled || !o.Expiry.Enabled {
-		return nil
-	}
-	w := lifecycle.Watches{}
-	held := heldWhole(o)
-	for _, k := range o.Expiry.Kinds {
-		if objcache.FilteredKinds[k] || held[k] {
-			continue // the manager's cache holds only some of them, or the target cache all
-		}
-		w.WholeMetadata = append(w.WholeMetadata, lifecycle.ObjectKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
-	}
-	return []lifecycle.Watches{w}
-}
-
-// sharedMetadata are the kinds whose metadata the Cleaner detector reads from the manager's
-// cache (cleanerWatches).
-func sharedMetadata(o Options) map[schema.GroupVersionKind]bool {
-	shared := map[schema.GroupVersionKind]bool{}
-	for _, w := range cleanerWatches(o) {
-		for _, k := range w.WholeMetadata {
-			shared[schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}] = true
-		}
-	}
-	return shared
+	return &targetCache{Cache: objcache.Cache{Cache: c, Kinds: plan.HeldWhole}, fields: fields}, nil
 }
 
 // addGoneSweeper sweeps the Leases of the per-object detectors (Cleaner targets, expiring

@@ -26,56 +26,19 @@ import (
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
-// ExpiryOptions configure the expiry detector (owners and lifetimes on workloads and Namespaces).
+// ExpiryOptions configure the expiry detector (expiry.Options: owners, lifetimes, the orphan
+// digest, helm releases), the extension server behind its warnings' links, and the owners'
+// channels (notify.ChainConfig: --notify-webhook-*, --notify-mail-*), which serve the
+// inactivity detector too.
 type ExpiryOptions struct {
-	// Enabled is --enable-expiry.
-	Enabled bool
-	// Kinds are --lifecycle-kinds (Namespaces are always watched).
-	Kinds []schema.GroupVersionKind
-	// Settings: --default-ttl, --expiry-warning-before, --notification-interval, the owners
-	// file (--expiry-owners). Acts and Mail are derived from the mode and the notifiers.
-	Settings expiry.Settings
-	// Extension serves the extension links (Addr "": no server, warnings carry no links).
-	Extension ExtensionOptions
-	// Webhook receives every Notice as JSON (URL "": none).
-	Webhook WebhookNotifyOptions
-	// Mail sends Notices to owners by email (Host "": none); BatchWindow > 0 gathers one
-	// owner's notices within it into one message (at most BatchMax).
-	Mail        notify.MailConfig
-	BatchWindow time.Duration
-	BatchMax    int
-	// AdminEmail receives the orphan digest every DigestInterval (needs mail).
-	AdminEmail     string
-	DigestInterval time.Duration
-	// HelmReleases is --expiry-helm-releases: helm releases with ec_owner/ec_ttl values expire
-	// too (reads helm's release Secrets; uninstalling needs delete on what the releases hold).
-	HelmReleases bool
+	expiry.Options
+	Extension extension.Options
+	notify.ChainConfig
 }
-
-// ExtensionOptions are the --extension-* flags.
-type ExtensionOptions = extension.Options
-
-// WebhookNotifyOptions are --notify-webhook-url and --notify-webhook-token-file.
-type WebhookNotifyOptions struct {
-	URL, TokenFile string
-}
-
-// DefaultLifecycleKinds is --lifecycle-kinds' default.
-const DefaultLifecycleKinds = expiry.DefaultLifecycleKinds
 
 func (e ExpiryOptions) validate() error {
-	s := e.Settings
-	switch {
-	case s.DefaultTTL < 0:
-		return fmt.Errorf("--default-ttl=%s: must not be negative", lifecycle.FormatDuration(s.DefaultTTL))
-	case s.WarningBefore < 0:
-		return fmt.Errorf("--expiry-warning-before=%s: must not be negative", lifecycle.FormatDuration(s.WarningBefore))
-	case s.NotificationInterval < 0:
-		return fmt.Errorf("--notification-interval=%s: must not be negative", lifecycle.FormatDuration(s.NotificationInterval))
-	case e.AdminEmail != "" && e.Mail.Host == "":
-		return fmt.Errorf("--admin-email=%s needs --notify-mail-host: the orphan digest goes by mail", e.AdminEmail)
-	case e.AdminEmail != "" && e.DigestInterval <= 0:
-		return fmt.Errorf("--orphan-digest-interval=%s: must be positive", lifecycle.FormatDuration(e.DigestInterval))
+	if err := e.Validate(e.Mail.Host != ""); err != nil { // expiry.Options'; ChainConfig has none
+		return err
 	}
 	return e.Extension.Validate()
 }
@@ -117,10 +80,8 @@ func setupExpiry(sh *shared) error {
 			return err
 		}
 	}
-	settings := o.Expiry.Settings
-	settings.CarriesOut = o.Mode != ModeObserve
+	settings := o.Expiry.SettingsFor(o.Mode != ModeObserve, nt.mail != nil)
 	if nt.mail != nil {
-		settings.Mail = true // owners need an address now
 		if o.Expiry.AdminEmail != "" {
 			namespaces, err := nsscope.Parse(o.NamespaceSelector)
 			if err != nil {
@@ -145,7 +106,7 @@ func setupExpiry(sh *shared) error {
 	// Whether a target that is no longer scheduled still has a Lease to clear: from the cache.
 	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
-	held := heldWhole(o)
+	held := sh.plan.HeldWhole
 	for _, k := range kinds {
 		var cached client.Reader = mgr.GetClient()
 		var objects cache.Cache
@@ -205,8 +166,7 @@ type notifiers struct {
 func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (notifiers, error) {
 	var out notifiers
 	e := o.Expiry
-	chain, err := notify.NewChain(notify.ChainConfig{WebhookURL: e.Webhook.URL, WebhookTokenFile: e.Webhook.TokenFile,
-		Mail: e.Mail, BatchWindow: e.BatchWindow, BatchMax: e.BatchMax})
+	chain, err := notify.NewChain(e.ChainConfig)
 	if err != nil {
 		return out, err
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/pipeline"
 )
 
-// GateOptions are the --backup-* and --submission-* flags: what must be done before a removal.
-type GateOptions = gate.Options
-
 // Backup kinds of --backup.
 const (
 	BackupNone   = gate.BackupNone

@@ -3,12 +3,14 @@ package app
 import (
 	"testing"
 	"time"
+
+	"github.com/kustos-dev/kustos/internal/actuate/gate"
 )
 
 // TestValidateGates: the backup and submission flags are checked at startup, naming the flag.
 func TestValidateGates(t *testing.T) {
 	gates := func(o *Options) {
-		o.Gates = GateOptions{Backup: BackupVelero, BackupTTL: 720 * time.Hour, BackupTimeout: time.Hour, BackupNamespace: "velero",
+		o.Gates = gate.Options{Backup: BackupVelero, BackupTTL: 720 * time.Hour, BackupTimeout: time.Hour, BackupNamespace: "velero",
 			Submission: true, SubmissionImage: "ghcr.io/kustos-dev/kustos:v1", SubmissionTimeout: time.Hour, RetryAfter: 30 * time.Minute,
 			SubmissionEndpoint: "https://uploads.example.edu/in", SubmissionAllowedHosts: []string{"uploads.example.edu", ".labs.example.edu"}, SubmissionMaxAttempts: 3}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/objcache"
 )
 
 // InactivityOptions configure the inactivity detector (activity from Prometheus, alerts, then a
@@ -89,19 +90,12 @@ func (i InactivityOptions) validate() error {
 
 // inactivityWatches is what the inactivity detector adds to the manager's cache: metadata it
 // reads, and its targets trimmed to the fields it reads, but for the kinds the Cleaners'
-// target cache holds (heldWhole).
-func inactivityWatches(o Options) []lifecycle.Watches {
+// target cache holds (plan.HeldWhole).
+func inactivityWatches(o Options, plan objcache.TargetPlan) []lifecycle.Watches {
 	if !o.Inactivity.Enabled {
 		return nil
 	}
-	held := heldWhole(o)
-	var kinds []schema.GroupVersionKind
-	for _, k := range o.Inactivity.Kinds {
-		if !held[k] {
-			kinds = append(kinds, k)
-		}
-	}
-	return []lifecycle.Watches{inactivity.Watches(kinds, o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
+	return []lifecycle.Watches{inactivity.Watches(plan.InManager(o.Inactivity.Kinds), o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
 }
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
@@ -143,7 +137,7 @@ func setupInactivity(sh *shared) error {
 	}
 	// Targets as unstructured objects, cached with only what the detector reads (their
 	// metadata, replicas, pause field and template reference: inactivity.TargetFields). With
-	// Cleaners on, the kinds heldWhole names live in the Cleaners' target cache, their fields
+	// Cleaners on, the kinds objcache's TargetPlan holds whole live in the Cleaners' target cache, their fields
 	// kept in every copy (newTargetCache): a Deployment a Cleaner, the expiry and this
 	// detector read is held once. The others (Namespaces, a kind the manager's cache filters)
 	// stay in the manager's cache.
@@ -160,7 +154,7 @@ func setupInactivity(sh *shared) error {
 		return err
 	}
 	var heldObjects client.Client
-	held := heldWhole(o)
+	held := sh.plan.HeldWhole
 	if len(held) > 0 {
 		if heldObjects, err = reading(targets); err != nil {
 			return err

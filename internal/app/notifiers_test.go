@@ -42,7 +42,7 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			o.Now, o.Log = time.Now, logr.Discard()
 			o.Expiry.Enabled, o.Inactivity.Enabled = tc.expiry, true
 			o.Expiry.Webhook.URL = "https://hooks.example.com/kustos"
-			o.Expiry.Extension = ExtensionOptions{Addr: "127.0.0.1:0", URL: "https://kustos.example.com", KeyFile: key,
+			o.Expiry.Extension = extension.Options{Addr: "127.0.0.1:0", URL: "https://kustos.example.com", KeyFile: key,
 				Periods: []string{"1d"}, Max: 30 * 24 * time.Hour}
 			nt, err := buildNotifiers(t.Context(), mgr, o, nil)
 			if err != nil {

@@ -4,13 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/actuate/group"
+
 	"github.com/kustos-dev/kustos/internal/gitops/github"
 )
 
 func validPR() Options {
 	o := validOptions()
 	o.Mode = ModePR
-	o.PR = PROptions{
+	o.PR = group.Options{
 		GitHub:       github.Config{TokenFile: "/secrets/token", Repository: "acme/gitops"},
 		PollInterval: time.Minute,
 	}

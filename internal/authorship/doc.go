@@ -16,4 +16,5 @@
 // by the author and the request, so that many Cleaners do not flood the API server and an
 // answer never outlives a change of author. SelfReviewer asks the same of Kustos itself
 // (SelfSubjectAccessReview): whether its own RBAC lets it watch or delete a Cleaner's targets.
+// ReadSigner reads the stamps' key from the --cleaner-author-key-* flags (package keyring).
 package authorship

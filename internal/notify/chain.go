@@ -17,14 +17,19 @@ type Sender interface {
 
 // ChainConfig are the owners' channels, as the --notify-* flags give them.
 type ChainConfig struct {
-	// WebhookURL receives every Notice as JSON ("": none), with the bearer token in
-	// WebhookTokenFile ("": none).
-	WebhookURL, WebhookTokenFile string
+	// Webhook receives every Notice as JSON (URL "": none).
+	Webhook WebhookOptions
 	// Mail sends Notices to owners (Host "": none); BatchWindow > 0 gathers one owner's notices
 	// within it into one message (at most BatchMax).
 	Mail        MailConfig
 	BatchWindow time.Duration
 	BatchMax    int
+}
+
+// WebhookOptions are --notify-webhook-url and --notify-webhook-token-file: the URL and the file
+// holding its bearer token ("": none).
+type WebhookOptions struct {
+	URL, TokenFile string
 }
 
 // Chain is the owners' channels built once, so that one owner's notices of every detector share
@@ -43,16 +48,16 @@ type Chain struct {
 func NewChain(c ChainConfig) (Chain, error) {
 	var out Chain
 	var all Multi
-	if c.WebhookURL != "" {
+	if c.Webhook.URL != "" {
 		token := ""
-		if f := c.WebhookTokenFile; f != "" {
+		if f := c.Webhook.TokenFile; f != "" {
 			b, err := os.ReadFile(f)
 			if err != nil {
 				return out, fmt.Errorf("--notify-webhook-token-file: %w", err)
 			}
 			token = strings.TrimSpace(string(b))
 		}
-		w, err := NewWebhook(c.WebhookURL, token)
+		w, err := NewWebhook(c.Webhook.URL, token)
 		if err != nil {
 			return out, fmt.Errorf("--notify-webhook-url: %w", err)
 		}

@@ -20,11 +20,11 @@ func TestNewChain(t *testing.T) {
 		wantErr             string
 	}{
 		{"none", ChainConfig{}, "", false, false, ""},
-		{"webhook", ChainConfig{WebhookURL: "https://hooks.example.com/k"}, "*notify.Webhook", false, false, ""},
+		{"webhook", ChainConfig{Webhook: WebhookOptions{URL: "https://hooks.example.com/k"}}, "*notify.Webhook", false, false, ""},
 		{"mail", ChainConfig{Mail: mail}, "*notify.Mail", true, false, ""},
 		{"batched mail", ChainConfig{Mail: mail, BatchWindow: time.Minute}, "*notify.Batcher", true, true, ""},
-		{"both", ChainConfig{WebhookURL: "https://hooks.example.com/k", Mail: mail, BatchWindow: time.Minute}, "notify.Multi", true, true, ""},
-		{"token file missing", ChainConfig{WebhookURL: "https://hooks.example.com/k", WebhookTokenFile: filepath.Join(t.TempDir(), "gone")}, "", false, false, "--notify-webhook-token-file"},
+		{"both", ChainConfig{Webhook: WebhookOptions{URL: "https://hooks.example.com/k"}, Mail: mail, BatchWindow: time.Minute}, "notify.Multi", true, true, ""},
+		{"token file missing", ChainConfig{Webhook: WebhookOptions{URL: "https://hooks.example.com/k", TokenFile: filepath.Join(t.TempDir(), "gone")}}, "", false, false, "--notify-webhook-token-file"},
 		{"bad mail", ChainConfig{Mail: MailConfig{Host: "smtp.example.com"}}, "", false, false, "--notify-mail-*"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

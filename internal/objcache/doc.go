@@ -19,4 +19,7 @@
 //     read, quotas and Leases packed), TrimUnstructured cuts an object read whole to the fields
 //     read, TrimEvent an Event to what the quota detector reads; StripMeta and DropUnread are
 //     the metadata strips of the other caches.
+//   - PlanTargets (targets.go): which kinds the Cleaners' target cache holds whole, which the
+//     manager's cache keeps with all their metadata for the Cleaners, so that each object of a
+//     kind the Cleaners share with the inactivity and expiry detectors is cached once.
 package objcache

@@ -17,5 +17,6 @@
 // out nothing itself: the pipeline's actuators do (observe reports, direct and pr act, the
 // helm release and CloudEvent actuators uninstall and send), so that observer, direct and PR
 // mode treat a Cleaner's whole effect alike. Vocabulary names the Events the pipeline writes
-// about them.
+// about them. Options are its --enable-cleaners, --cleaner-* flags: Validate, and Policy, the
+// re-check pulse they set.
 package ephemeral

@@ -15,5 +15,6 @@
 // Reconcile; gather.go is what a reconcile reads (the object, its Namespace, the scope, the
 // policy and its problems); request.go is what it hands the pipeline (Decide over the Lease);
 // messages.go the warning and done texts and their Notices; supersede.go which Change replaces
-// which; helm.go the same for helm releases.
+// which; helm.go the same for helm releases; options.go the detector's flags (Options:
+// Validate, and SettingsFor, the Settings the mode and the notifiers complete).
 package expiry

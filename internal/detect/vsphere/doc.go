@@ -12,5 +12,6 @@
 // with neither notes nor kept state is an orphan, reported and never touched.
 //
 // The Controller is a leader-elected manager Runnable: it crawls every interval (sooner when a
-// VM's schedule asks) and hands each VM's lifecycle.Request to the expiry pipeline.
+// VM's schedule asks) and hands each VM's lifecycle.Request to the expiry pipeline. Options
+// are its --enable-vsphere, --vsphere-* flags and their Validate.
 package vsphere
