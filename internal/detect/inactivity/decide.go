@@ -73,6 +73,12 @@ type State struct {
 	ProbeFailures int
 	LastProbeAt   time.Time
 	ProbeArmed    bool
+	// KeptUntil: the owner kept the target (a keep link of an alert) until then: no alert,
+	// pause or deletion before it; after it the alerts start over. KeptAt is when the last keep
+	// was recorded: links of alerts sent before it no longer keep. KeepTokens are the ids of
+	// keep links already used, comma-separated (a replay fails on any replica).
+	KeptUntil, KeptAt time.Time
+	KeepTokens        string
 }
 
 const (
@@ -86,6 +92,9 @@ const (
 	bagPaused        = "paused"
 	bagProbeFailures = "probe-failures"
 	bagLastProbeAt   = "last-probe-at"
+	bagKeptUntil     = "kept-until"
+	bagKeptAt        = "kept-at"
+	bagKeepTokens    = "keep-tokens"
 )
 
 // ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
@@ -103,6 +112,9 @@ func ParseState(bag map[string]string) (State, []string) {
 		ProbeFailures: r.Count(bagProbeFailures, 1000),
 		Paused:        bag[bagPaused] == "true",
 		ProbeArmed:    bag[bagProbeArmed] == "true",
+		KeptUntil:     r.Time(bagKeptUntil),
+		KeptAt:        r.Time(bagKeptAt),
+		KeepTokens:    bag[bagKeepTokens],
 	}
 	return s, r.Bad
 }
@@ -117,6 +129,11 @@ func (s State) Bag() map[string]string {
 	b.Time(bagLastProbeAt, s.LastProbeAt)
 	b.Count(bagAlertsSent, s.AlertsSent)
 	b.Count(bagProbeFailures, s.ProbeFailures)
+	b.Time(bagKeptUntil, s.KeptUntil)
+	b.Time(bagKeptAt, s.KeptAt)
+	if s.KeepTokens != "" {
+		b[bagKeepTokens] = s.KeepTokens
+	}
 	if s.Paused {
 		b[bagPaused] = "true"
 	}
@@ -305,6 +322,9 @@ func Decide(s Snapshot) Verdict {
 	}
 	d.IdleSince = base
 	idleAt := base.Add(p.Timeout)
+	if kept(s, &d, idleAt, check) {
+		return d
+	}
 	if s.Now.Before(idleAt) {
 		if s.Proposed != nil { // formatted only when there is a proposal: every look at a used target passes here
 			d.Withdraw = fmt.Sprintf("%s is not idle before %s (last activity: %s)", s.Target, idleAt.UTC().Format(time.RFC3339), orNone(last))
