@@ -79,6 +79,9 @@ type State struct {
 	// keep links already used, comma-separated (a replay fails on any replica).
 	KeptUntil, KeptAt time.Time
 	KeepTokens        string
+	// Owner is the owner (kustos.io/owner as recorded) while the target is alerted or kept: a
+	// keep link acts only for the owner it was issued to. The store labels the Lease with it.
+	Owner string
 }
 
 const (
@@ -115,6 +118,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		KeptUntil:     r.Time(bagKeptUntil),
 		KeptAt:        r.Time(bagKeptAt),
 		KeepTokens:    bag[bagKeepTokens],
+		Owner:         bag[lifecycle.BagOwner],
 	}
 	return s, r.Bad
 }
@@ -133,6 +137,9 @@ func (s State) Bag() map[string]string {
 	b.Time(bagKeptAt, s.KeptAt)
 	if s.KeepTokens != "" {
 		b[bagKeepTokens] = s.KeepTokens
+	}
+	if s.Owner != "" {
+		b[lifecycle.BagOwner] = s.Owner
 	}
 	if s.Paused {
 		b[bagPaused] = "true"
@@ -223,6 +230,12 @@ const margin = time.Minute
 // not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures times
 // in a row is terminated at once.
 func Decide(s Snapshot) Verdict {
+	d := decide(s)
+	recordOwner(&d.State, s.Policy.Owner)
+	return d
+}
+
+func decide(s Snapshot) Verdict {
 	d := Verdict{State: s.State, Next: NextNone}
 	st := &d.State
 	if s.UID != "" && st.UID != s.UID {

@@ -404,7 +404,7 @@ func TestScheduleOverWeeks(t *testing.T) {
 
 func TestStateRoundTrip(t *testing.T) {
 	s := State{UID: "u1", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1, ProbeArmed: true,
-		KeptUntil: t0.Add(72 * time.Hour), KeptAt: t0.Add(time.Minute), KeepTokens: "0123456789abcdef,fedcba9876543210"}
+		KeptUntil: t0.Add(72 * time.Hour), KeptAt: t0.Add(time.Minute), KeepTokens: "0123456789abcdef,fedcba9876543210", Owner: "ana@example.org"}
 	got, bad := ParseState(s.Bag())
 	if len(bad) > 0 || got != s {
 		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)

@@ -73,9 +73,10 @@ func (s *State) Keep(id string, until, now time.Time) {
 // in PR mode that waits for a review, and a keep withdraws it until then.
 const KeepLinkGrace = 7 * 24 * time.Hour
 
-// KeepLinks mints an alert's keep links for the Key: the idle period and the alert (its time)
-// they answer, and when they stop working. Nil: alerts carry none (no extension server).
-type KeepLinks func(key lifecycle.Key, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
+// KeepLinks mints an alert's keep links for the Key: the owner they are issued to (as recorded),
+// the idle period and the alert (its time) they answer, and when they stop working. Nil: alerts
+// carry none (no extension server).
+type KeepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
 
 // addKeepLinks puts keep links into the alert of out (d's), when there is one; an alert whose
 // links cannot be made goes without them.
@@ -88,10 +89,20 @@ func addKeepLinks(out *lifecycle.Decision, links KeepLinks, key lifecycle.Key, d
 		if out.Findings[i].Reason != ReasonInactive || n == nil {
 			continue
 		}
-		ls, err := links(key, d.IdleSince, d.State.LastAlertAt, d.ActAt.Add(KeepLinkGrace))
+		ls, err := links(key, d.State.Owner, d.IdleSince, d.State.LastAlertAt, d.ActAt.Add(KeepLinkGrace))
 		if err != nil {
 			log.Error(err, "cannot make keep links; the alert goes without them")
 		}
 		n.Links = ls
 	}
+}
+
+// recordOwner keeps the owner in the state while the target is alerted or kept (and only then:
+// a target nobody was told about needs no owner in its Lease).
+func recordOwner(st *State, owner string) {
+	if st.AlertsFor.IsZero() && st.KeptUntil.IsZero() {
+		st.Owner = ""
+		return
+	}
+	st.Owner = lifecycle.RecordedOwner(owner)
 }

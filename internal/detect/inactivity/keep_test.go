@@ -18,9 +18,9 @@ func TestAlertKeepLinks(t *testing.T) {
 	now := t0.Add(7 * day)
 	key := lifecycle.KeyFor(DetectorName, target)
 	var got []time.Time
-	links := func(k lifecycle.Key, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error) {
-		if k != key {
-			t.Errorf("links for %s, want %s", k, key)
+	links := func(k lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error) {
+		if k != key || owner != policy().Owner {
+			t.Errorf("links for %s of %q, want %s of %q", k, owner, key, policy().Owner)
 		}
 		got = []time.Time{idleSince, alertAt, expires}
 		return []lifecycle.NoticeLink{{Label: "Keep for 1d", URL: "https://kustos.example/keep?token=x"}}, nil
@@ -47,10 +47,35 @@ func TestAlertKeepLinks(t *testing.T) {
 	}
 
 	out = Findings(key, target, policy(), base(now).Activity, d, now)
-	addKeepLinks(&out, func(lifecycle.Key, time.Time, time.Time, time.Time) ([]lifecycle.NoticeLink, error) {
+	addKeepLinks(&out, func(lifecycle.Key, string, time.Time, time.Time, time.Time) ([]lifecycle.NoticeLink, error) {
 		return nil, errors.New("no randomness")
 	}, key, d, logr.Discard())
 	if len(out.Findings) != 1 || len(out.Findings[0].Notice.Links) != 0 {
 		t.Errorf("an alert whose links failed: %+v", out.Findings)
+	}
+}
+
+// TestOwnerRecordedWhileAlerted: the state names the owner from the first alert (a keep link
+// acts only for them, and a new owner's alerts replace the old owner's), and no longer once the
+// target is used again.
+func TestOwnerRecordedWhileAlerted(t *testing.T) {
+	day := 24 * time.Hour
+	idle := t0.Add(7 * day)
+	if d := Decide(base(t0.Add(time.Hour))); d.State.Owner != "" {
+		t.Errorf("not alerted, owner recorded: %q", d.State.Owner)
+	}
+	d := Decide(base(idle))
+	if !d.Alert || d.State.Owner != "ana@example.org" {
+		t.Fatalf("alerted: alert %v, owner %q", d.Alert, d.State.Owner)
+	}
+	s := base(idle.Add(time.Hour))
+	s.State, s.Policy.Owner = d.State, "bo@example.org"
+	if d2 := Decide(s); d2.State.Owner != "bo@example.org" {
+		t.Errorf("owner changed: recorded %q", d2.State.Owner)
+	}
+	s = base(idle.Add(2 * time.Hour))
+	s.State, s.Activity.Last = d.State, idle.Add(time.Hour)
+	if d3 := Decide(s); d3.State.Owner != "" || d3.State.AlertsSent != 0 {
+		t.Errorf("used again: owner %q, alerts %d", d3.State.Owner, d3.State.AlertsSent)
 	}
 }
