@@ -182,6 +182,9 @@ func setupExpiry(ctx context.Context, mgr ctrl.Manager, o Options, base *pipelin
 	var links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)
 	if srv != nil {
 		links = extensionLinks(srv)
+		if srv.Keep != nil {
+			srv.Keep.Reporter, nt.keepLinks = rep, srv.KeepLinks
+		}
 		if nt.notifier != nil {
 			// Every notice about an owner's environment (expiry's, and inactivity's, set up
 			// after this) carries a new link to the owner's page.
@@ -248,6 +251,8 @@ type notifiers struct {
 	// mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
 	// then need an address.
 	mail *notify.Mail
+	// keepLinks mints an inactivity alert's keep links (nil: the extension server is off).
+	keepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
 }
 
 func buildNotifiers(mgr ctrl.Manager, o Options) (notifiers, error) {
@@ -370,6 +375,11 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		OwnerPageTTL:   e.OwnerPageTTL,
 		Now:            o.Now,
 		Log:            o.Log.WithName("extension"),
+	}
+	if o.Inactivity.Enabled {
+		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.Add(&httpRunnable{addr: e.Addr, handler: srv, log: o.Log.WithName("extension")}); err != nil {
 		return nil, err
