@@ -413,7 +413,7 @@ func (sh *shared) addDetectorsShare(ctx context.Context) error {
 	o := sh.o
 	var err error
 	if o.Expiry.Enabled || o.Inactivity.Enabled {
-		if sh.notifiers, err = buildNotifiers(ctx, sh.mgr, o, sh.live); err != nil {
+		if sh.notifiers, err = buildNotifiers(ctx, sh.mgr, o, sh.live, sh.recorder); err != nil {
 			return err
 		}
 	}

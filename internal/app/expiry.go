@@ -161,9 +161,11 @@ type notifiers struct {
 	// extension serves the extension links and the owners' pages (nil: no --extension-addr, or
 	// no expiry detector).
 	extension *extension.Server
+	// keepLinks mints an inactivity alert's keep links (nil: the extension server is off).
+	keepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
 }
 
-func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (notifiers, error) {
+func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client, reporter extension.EventReporter) (notifiers, error) {
 	var out notifiers
 	e := o.Expiry
 	chain, err := notify.NewChain(e.ChainConfig)
@@ -181,6 +183,10 @@ func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	}
 	if out.extension, err = setupExtension(ctx, mgr, o, live); err != nil {
 		return out, err
+	}
+	if out.extension != nil && out.extension.Keep != nil {
+		// Inactivity's alerts carry keep links; a keep is an OwnerKept Event on the target.
+		out.extension.Keep.Reporter, out.keepLinks = reporter, out.extension.KeepLinks
 	}
 	if out.extension != nil && out.notifier != nil {
 		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
@@ -207,6 +213,11 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	srv, err := e.NewServer(key, flag, store, o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
 	if err != nil {
 		return nil, err
+	}
+	if o.Inactivity.Enabled {
+		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
 		return nil, err

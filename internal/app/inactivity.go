@@ -40,12 +40,17 @@ type InactivityOptions struct {
 	TemplateKind schema.GroupVersionKind
 	// ProbeInterval and ProbeTimeout are --probe-interval and --probe-timeout.
 	ProbeInterval, ProbeTimeout time.Duration
+	// KeepPeriods are --inactivity-keep-periods, each at most KeepMax (--inactivity-keep-max):
+	// the keep links of every alert, when the extension server runs.
+	KeepPeriods []string
+	KeepMax     time.Duration
 }
 
 // DefaultInactivityOptions are the flags' defaults.
 func DefaultInactivityOptions() InactivityOptions {
 	return InactivityOptions{Settings: inactivity.DefaultSettings(), Lookback: 14 * 24 * time.Hour, MinStep: time.Minute,
-		QueryTimeout: 30 * time.Second, ProbeInterval: time.Minute, ProbeTimeout: 5 * time.Second}
+		QueryTimeout: 30 * time.Second, ProbeInterval: time.Minute, ProbeTimeout: 5 * time.Second,
+		KeepPeriods: []string{"1d", "3d", "1w"}, KeepMax: 14 * 24 * time.Hour}
 }
 
 func (i InactivityOptions) validate() error {
@@ -59,6 +64,9 @@ func (i InactivityOptions) validate() error {
 		if err := i.Prometheus.Validate(); err != nil {
 			return err
 		}
+	}
+	if _, err := keeper(i, nil); err != nil {
+		return err
 	}
 	s := i.Settings
 	switch {
@@ -172,7 +180,7 @@ func setupInactivity(sh *shared) error {
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
-			Checked: ch, Now: o.Now, Log: o.Log.WithName("inactivity"),
+			Checked: ch, KeepLinks: nt.keepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
 		if held[k] {
 			r.Objects, r.Targets = heldObjects, targets

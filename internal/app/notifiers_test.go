@@ -44,7 +44,7 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			o.Expiry.Webhook.URL = "https://hooks.example.com/kustos"
 			o.Expiry.Extension = extension.Options{Addr: "127.0.0.1:0", URL: "https://kustos.example.com", KeyFile: key,
 				Periods: []string{"1d"}, Max: 30 * 24 * time.Hour}
-			nt, err := buildNotifiers(t.Context(), mgr, o, nil)
+			nt, err := buildNotifiers(t.Context(), mgr, o, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,13 @@
 // kustos.io/owner-id label. An environment is warned from the moment its warning is recorded in the
 // Lease, before the warning is sent.
 //
+// Keep links (/keep, keep.go) answer an inactivity alert: keep the target for one of
+// --inactivity-keep-periods. Their tokens are of a third kind (a MAC label of their own) over the
+// target's Key, the owner's id, the period, the idle period and alert they answer and an expiry;
+// like extension links they work once (the id and the kept-until time are recorded in the
+// target's inactivity Lease in one conditional write), GET only shows, and the same limits apply.
+// A link acts only while its owner is the one the state names and the target is still alerted.
+//
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git), told at
 // once by Recorded (its LeaseTrigger). Options are the --extension-* flags (Validate, and

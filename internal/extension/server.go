@@ -89,6 +89,9 @@ type Server struct {
 	OwnerPageTTL time.Duration
 	Log          logr.Logger
 
+	// Keep, when set, serves the keep links of inactivity alerts (KeepPath).
+	Keep *Keeper
+
 	limitOnce      sync.Once
 	clients, links *limiter
 }
@@ -119,6 +122,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 		return
 	case "/extend":
+	case KeepPath:
+		if s.Keep == nil {
+			http.NotFound(w, r)
+			return
+		}
 	case OwnerPagePath:
 		if s.Owners == nil {
 			http.NotFound(w, r)
@@ -144,6 +152,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == OwnerPagePath {
 		s.ownerPage(w, r)
+		return
+	}
+	if r.URL.Path == KeepPath {
+		s.keepServe(w, r, c)
 		return
 	}
 	switch r.Method {

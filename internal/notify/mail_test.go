@@ -165,6 +165,13 @@ func TestMailRender(t *testing.T) {
 			html:        []string{"<strong>Environment vm-1 (namespace: lab), type: Deployment, has not been used for a while and will be stopped on 2026-11-25 09:00 UTC"},
 			notText:     []string{"deleted"},
 			htmlNoLinks: true},
+		{name: "an inactivity alert with keep links offers them", ns: []lifecycle.Notice{func() lifecycle.Notice {
+			n := inactivityAlert("ana@example.com", "vm-1")
+			n.Links = []lifecycle.NoticeLink{{Label: "Keep for 1d", URL: "https://kustos.example/keep?token=K"}}
+			return n
+		}()},
+			text: []string{"Use one of the following links to keep your environment (it is not stopped before the end):\n- [Keep for 1d](https://kustos.example/keep?token=K)"},
+			html: []string{`<li><a href="https://kustos.example/keep?token=K">Keep for 1d</a></li>`}},
 		{name: "another kind: the generic template", ns: []lifecycle.Notice{other}, subject: "Quota of team-a is nearly used up",
 			text: []string{"**Quota of team-a is nearly used up**\n\nteam-a uses 95% of its CPU quota.", "- [Raise it](https://kustos.example/q?token=Q)"},
 			html: []string{"<strong>Quota of team-a is nearly used up</strong>"}, linksOf: []lifecycle.Notice{other}},

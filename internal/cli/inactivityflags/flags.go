@@ -3,6 +3,7 @@ package inactivityflags
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,7 @@ type Flags struct {
 	pauseField   string
 	templateRef  string
 	templateKind string
+	keepPeriods  string
 }
 
 // AddFlags defines the inactivity flags the decision and the activity check read. --max-alerts
@@ -46,6 +48,8 @@ func (i *Flags) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&i.pauseField, "inactivity-pause-field", "", "how targets are paused: empty scales spec.replicas to zero; path=value sets a field (spec.running=false)")
 		fs.StringVar(&i.templateRef, "template-ref-field", "", "field of a target naming its template object, whose kustos.io/ annotations apply (spec.template)")
 		fs.StringVar(&i.templateKind, "template-kind", "", "group/version/Kind of the objects --template-ref-field names")
+		fs.StringVar(&i.keepPeriods, "inactivity-keep-periods", strings.Join(o.KeepPeriods, ","), "the keep links every alert carries when the extension server runs (--extension-addr), comma-separated durations: the owner keeps the target for one of them, and it is not alerted, paused or deleted before the end; empty: none")
+		cli.Duration(fs, &o.KeepMax, "inactivity-keep-max", false, "the longest keep honoured, whatever a link says")
 		fs.IntVar(&o.Settings.ProbeFailures, "probe-failures", o.Settings.ProbeFailures, "consecutive failed probes of kustos.io/probe-url that end an exam target")
 		cli.Duration(fs, &o.Lookback, "activity-lookback", false, "how far back the first check looks (set it to Prometheus's retention); idle time before that is never counted")
 		cli.Duration(fs, &o.MinStep, "activity-min-step", false, "finest query step; coarser when the window needs it (step >= window/11000)")
@@ -58,6 +62,12 @@ func (i *Flags) AddFlags(fs *pflag.FlagSet) {
 func (i *Flags) Finish() error {
 	o := &i.Options
 	o.Kinds = i.Kinds
+	o.KeepPeriods = nil
+	for _, p := range strings.Split(i.keepPeriods, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.KeepPeriods = append(o.KeepPeriods, p)
+		}
+	}
 	if len(o.Kinds) == 0 {
 		return fmt.Errorf("--inactivity-kinds: no kinds")
 	}

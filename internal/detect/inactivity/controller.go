@@ -114,8 +114,10 @@ type Reconciler struct {
 	GroupWindow time.Duration
 	// Checked receives a signal after every activity check.
 	Checked <-chan Checked
-	Now     func() time.Time
-	Log     logr.Logger
+	// KeepLinks, when set, puts keep links into every alert.
+	KeepLinks KeepLinks
+	Now       func() time.Time
+	Log       logr.Logger
 
 	mu        sync.Mutex
 	lastProbe map[types.NamespacedName]time.Time

@@ -73,6 +73,15 @@ type State struct {
 	ProbeFailures int
 	LastProbeAt   time.Time
 	ProbeArmed    bool
+	// KeptUntil: the owner kept the target (a keep link of an alert) until then: no alert,
+	// pause or deletion before it; after it the alerts start over. KeptAt is when the last keep
+	// was recorded: links of alerts sent before it no longer keep. KeepTokens are the ids of
+	// keep links already used, comma-separated (a replay fails on any replica).
+	KeptUntil, KeptAt time.Time
+	KeepTokens        string
+	// Owner is the owner (kustos.io/owner as recorded) while the target is alerted or kept: a
+	// keep link acts only for the owner it was issued to. The store labels the Lease with it.
+	Owner string
 }
 
 const (
@@ -86,6 +95,9 @@ const (
 	bagPaused        = "paused"
 	bagProbeFailures = "probe-failures"
 	bagLastProbeAt   = "last-probe-at"
+	bagKeptUntil     = "kept-until"
+	bagKeptAt        = "kept-at"
+	bagKeepTokens    = "keep-tokens"
 )
 
 // ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
@@ -103,6 +115,10 @@ func ParseState(bag map[string]string) (State, []string) {
 		ProbeFailures: r.Count(bagProbeFailures, 1000),
 		Paused:        bag[bagPaused] == "true",
 		ProbeArmed:    bag[bagProbeArmed] == "true",
+		KeptUntil:     r.Time(bagKeptUntil),
+		KeptAt:        r.Time(bagKeptAt),
+		KeepTokens:    bag[bagKeepTokens],
+		Owner:         bag[lifecycle.BagOwner],
 	}
 	return s, r.Bad
 }
@@ -117,6 +133,14 @@ func (s State) Bag() map[string]string {
 	b.Time(bagLastProbeAt, s.LastProbeAt)
 	b.Count(bagAlertsSent, s.AlertsSent)
 	b.Count(bagProbeFailures, s.ProbeFailures)
+	b.Time(bagKeptUntil, s.KeptUntil)
+	b.Time(bagKeptAt, s.KeptAt)
+	if s.KeepTokens != "" {
+		b[bagKeepTokens] = s.KeepTokens
+	}
+	if s.Owner != "" {
+		b[lifecycle.BagOwner] = s.Owner
+	}
 	if s.Paused {
 		b[bagPaused] = "true"
 	}
@@ -206,6 +230,12 @@ const margin = time.Minute
 // not collecting, nothing is inactive. An exam target whose endpoint failed --probe-failures times
 // in a row is terminated at once.
 func Decide(s Snapshot) Verdict {
+	d := decide(s)
+	recordOwner(&d.State, s.Policy.Owner)
+	return d
+}
+
+func decide(s Snapshot) Verdict {
 	d := Verdict{State: s.State, Next: NextNone}
 	st := &d.State
 	if s.UID != "" && st.UID != s.UID {
@@ -305,6 +335,9 @@ func Decide(s Snapshot) Verdict {
 	}
 	d.IdleSince = base
 	idleAt := base.Add(p.Timeout)
+	if kept(s, &d, idleAt, check) {
+		return d
+	}
 	if s.Now.Before(idleAt) {
 		if s.Proposed != nil { // formatted only when there is a proposal: every look at a used target passes here
 			d.Withdraw = fmt.Sprintf("%s is not idle before %s (last activity: %s)", s.Target, idleAt.UTC().Format(time.RFC3339), orNone(last))

@@ -1,6 +1,7 @@
 package inactivity
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -243,6 +244,40 @@ func TestDecide(t *testing.T) {
 			s.State = State{LastActivity: t0, AlertsFor: t0.Add(30 * time.Minute), AlertsSent: 1, LastAlertAt: idle.Add(30 * time.Minute)}
 			return s
 		}, next: NextAlert, at: idle.Add(30*time.Minute + 2*day), alert: true, alertsSent: 2, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "kept by its owner: no second alert while the keep lasts, the next at its end", snap: func() Snapshot {
+			s := base(idle.Add(day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 1, LastAlertAt: idle, KeptUntil: idle.Add(4 * day), KeptAt: idle.Add(time.Hour), KeepTokens: "0123456789abcdef"}
+			return s
+		}, next: NextAlert, at: idle.Add(4 * day), alertsSent: 1, requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
+		{name: "kept, two minutes before the keep ends: look again at its end", snap: func() Snapshot {
+			s := base(idle.Add(4*day - 2*time.Minute))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 1, LastAlertAt: idle, KeptUntil: idle.Add(4 * day), KeptAt: idle.Add(time.Hour)}
+			return s
+		}, next: NextAlert, at: idle.Add(4 * day), alertsSent: 1, requeue: 2 * time.Minute, lastAct: t0, withdraw: true},
+		{name: "kept while the pause's pull request is open: the pause is withdrawn", snap: func() Snapshot {
+			s := base(idle.Add(3*day + time.Hour))
+			s.ProposalOpen = true
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day), KeptUntil: idle.Add(10 * day), KeptAt: idle.Add(3*day + 30*time.Minute)}
+			return s
+		}, next: NextAlert, at: idle.Add(10 * day), alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
+		{name: "kept just when the pause came due (recorded, not yet looked at): no pause", snap: func() Snapshot {
+			s := base(idle.Add(3 * day))
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day), KeptUntil: idle.Add(6 * day), KeptAt: idle.Add(3*day - time.Minute)}
+			return s
+		}, next: NextAlert, at: idle.Add(6 * day), alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0, withdraw: true},
+		{name: "the keep ended, still idle: the alerts start over, the first at once", snap: func() Snapshot {
+			s := base(idle.Add(10 * day))
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 3, LastAlertAt: idle.Add(2 * day), KeptUntil: idle.Add(10 * day), KeptAt: idle.Add(3 * day)}
+			return s
+		}, next: NextAlert, at: idle.Add(11 * day), alert: true, alertsSent: 1, requeue: 5 * time.Minute, lastAct: t0},
+		{name: "the keep ended after its last alert: the pause one interval after the last new alert", snap: func() Snapshot {
+			s := base(idle.Add(12 * day))
+			s.LastDecision = idle.Add(3 * day)
+			s.State = State{LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: idle.Add(11 * day), KeptAt: idle.Add(3 * day)}
+			return s
+		}, next: NextPause, at: idle.Add(13 * day), alert: true, alertsSent: 3, requeue: 5 * time.Minute, lastAct: t0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,7 +403,8 @@ func TestScheduleOverWeeks(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	s := State{UID: "u1", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1, ProbeArmed: true}
+	s := State{UID: "u1", LastActivity: t0, AlertsFor: t0, AlertsSent: 2, LastAlertAt: t0.Add(time.Hour), ProbeFailedAt: t0, LastProbeAt: t0, Paused: true, ProbeFailures: 1, ProbeArmed: true,
+		KeptUntil: t0.Add(72 * time.Hour), KeptAt: t0.Add(time.Minute), KeepTokens: "0123456789abcdef,fedcba9876543210", Owner: "ana@example.org"}
 	got, bad := ParseState(s.Bag())
 	if len(bad) > 0 || got != s {
 		t.Fatalf("round trip = %+v (bad %v), want %+v", got, bad, s)
@@ -392,5 +428,28 @@ func TestUnknownMessageNamesNoDetail(t *testing.T) {
 	msg := UnknownMessage(a)
 	if !strings.Contains(msg, "nginx: error") || strings.Contains(msg, "10.0.7.12") || strings.Contains(msg, "bastion") {
 		t.Errorf("UnknownMessage = %q; want the source and its state, without the detail", msg)
+	}
+}
+
+// TestKeepTokens: each keep link works once; the ids remembered are bounded, the newest kept;
+// a later keep never shortens an earlier, longer one.
+func TestKeepTokens(t *testing.T) {
+	var s State
+	s.Keep("0000000000000001", t0.Add(72*time.Hour), t0)
+	if !s.KeepTokenUsed("0000000000000001") || s.KeepTokenUsed("0000000000000002") || !s.KeptUntil.Equal(t0.Add(72*time.Hour)) || !s.KeptAt.Equal(t0) {
+		t.Fatalf("after one keep: %+v", s)
+	}
+	s.Keep("0000000000000002", t0.Add(24*time.Hour), t0.Add(time.Hour))
+	if !s.KeptUntil.Equal(t0.Add(72*time.Hour)) || !s.KeptAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("a shorter keep shortened a longer one: %+v", s)
+	}
+	for i := range 40 {
+		s.Keep(fmt.Sprintf("%016x", 100+i), t0, t0)
+	}
+	if s.KeepTokenUsed("0000000000000001") || !s.KeepTokenUsed(fmt.Sprintf("%016x", 139)) || len(strings.Split(s.KeepTokens, ",")) != maxKeepTokens {
+		t.Errorf("remembered ids: %q", s.KeepTokens)
+	}
+	if len(s.Bag()[bagKeepTokens]) > 1024 {
+		t.Errorf("the ids do not fit a bag value: %d bytes", len(s.Bag()[bagKeepTokens]))
 	}
 }

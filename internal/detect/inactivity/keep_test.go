@@ -1,0 +1,81 @@
+package inactivity
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+)
+
+// TestAlertKeepLinks: an alert carries the keep links minted for its idle period and its own
+// time, working a grace past the pause it announces; no alert, no links; links that cannot be
+// made leave the alert without them.
+func TestAlertKeepLinks(t *testing.T) {
+	day := 24 * time.Hour
+	now := t0.Add(7 * day)
+	key := lifecycle.KeyFor(DetectorName, target)
+	var got []time.Time
+	links := func(k lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error) {
+		if k != key || owner != policy().Owner {
+			t.Errorf("links for %s of %q, want %s of %q", k, owner, key, policy().Owner)
+		}
+		got = []time.Time{idleSince, alertAt, expires}
+		return []lifecycle.NoticeLink{{Label: "Keep for 1d", URL: "https://kustos.example/keep?token=x"}}, nil
+	}
+	d := Decide(base(now))
+	if !d.Alert {
+		t.Fatal("no alert")
+	}
+	out := Findings(key, target, policy(), base(now).Activity, d, now)
+	addKeepLinks(&out, links, key, d, logr.Discard())
+	if len(out.Findings) != 1 || out.Findings[0].Notice == nil || len(out.Findings[0].Notice.Links) != 1 {
+		t.Fatalf("findings = %+v, want the alert with one link", out.Findings)
+	}
+	if want := []time.Time{t0, now, now.Add(3*day + KeepLinkGrace)}; len(got) != 3 || !got[0].Equal(want[0]) || !got[1].Equal(want[1]) || !got[2].Equal(want[2]) {
+		t.Errorf("minted for (idle since, alert, expires) %v, want %v", got, want)
+	}
+
+	quiet := Decide(base(t0.Add(time.Hour)))
+	out = Findings(key, target, policy(), base(now).Activity, quiet, now)
+	got = nil
+	addKeepLinks(&out, links, key, quiet, logr.Discard())
+	if got != nil {
+		t.Error("links minted without an alert")
+	}
+
+	out = Findings(key, target, policy(), base(now).Activity, d, now)
+	addKeepLinks(&out, func(lifecycle.Key, string, time.Time, time.Time, time.Time) ([]lifecycle.NoticeLink, error) {
+		return nil, errors.New("no randomness")
+	}, key, d, logr.Discard())
+	if len(out.Findings) != 1 || len(out.Findings[0].Notice.Links) != 0 {
+		t.Errorf("an alert whose links failed: %+v", out.Findings)
+	}
+}
+
+// TestOwnerRecordedWhileAlerted: the state names the owner from the first alert (a keep link
+// acts only for them, and a new owner's alerts replace the old owner's), and no longer once the
+// target is used again.
+func TestOwnerRecordedWhileAlerted(t *testing.T) {
+	day := 24 * time.Hour
+	idle := t0.Add(7 * day)
+	if d := Decide(base(t0.Add(time.Hour))); d.State.Owner != "" {
+		t.Errorf("not alerted, owner recorded: %q", d.State.Owner)
+	}
+	d := Decide(base(idle))
+	if !d.Alert || d.State.Owner != "ana@example.org" {
+		t.Fatalf("alerted: alert %v, owner %q", d.Alert, d.State.Owner)
+	}
+	s := base(idle.Add(time.Hour))
+	s.State, s.Policy.Owner = d.State, "bo@example.org"
+	if d2 := Decide(s); d2.State.Owner != "bo@example.org" {
+		t.Errorf("owner changed: recorded %q", d2.State.Owner)
+	}
+	s = base(idle.Add(2 * time.Hour))
+	s.State, s.Activity.Last = d.State, idle.Add(time.Hour)
+	if d3 := Decide(s); d3.State.Owner != "" || d3.State.AlertsSent != 0 {
+		t.Errorf("used again: owner %q, alerts %d", d3.State.Owner, d3.State.AlertsSent)
+	}
+}
