@@ -168,7 +168,6 @@ func TestActivityOverBackfilledWeeks(t *testing.T) {
 	// alerted 14 days after its last use and paused a day after the third alert; vm-b never.
 	tracker := &activity.Tracker{Lookback: window}
 	settings := inactivity.DefaultSettings()
-	settings.CarriesOut = true
 	policy := inactivity.Policy{Timeout: 14 * day, MaxAlerts: 3, Action: inactivity.ActionPause, From: "test"}
 	states := map[string]inactivity.State{}
 	alerts := map[string][]time.Time{}

@@ -75,7 +75,6 @@ func (e *ownerPageEnv) env(target lifecycle.Target, owner string, deadline time.
 		st = expiry.State{WarningFor: deadline, WarningAttemptAt: opNow.Add(-time.Hour), WarningAttempts: 1, WarnedAt: opNow.Add(-time.Hour)}
 	}
 	settings := expiry.DefaultSettings()
-	settings.CarriesOut = true
 	d := expiry.Decide(expiry.Snapshot{Now: opNow, Target: target, Policy: expiry.Policy{Owner: owner, OwnerAddress: owner + "@example.com",
 		Deadline: deadline, Action: expiry.ActionDelete}, State: st, Settings: settings})
 	key := lifecycle.KeyFor(expiry.DetectorName, target)

@@ -24,7 +24,7 @@ type InactivityOptions struct {
 	Kinds []schema.GroupVersionKind
 	// Settings: --inactivity-timeout, --max-alerts, --notification-interval,
 	// --inactivity-check-interval, --inactivity-persistent-default, --inactivity-pause-field,
-	// --probe-failures and the owners file. Acts and Mail are derived.
+	// --probe-failures and the owners file. Mail is derived.
 	Settings inactivity.Settings
 	// Sources are the activity sources (--inactivity-config, or the defaults).
 	Sources []activity.Compiled
@@ -122,7 +122,6 @@ func setupInactivity(sh *shared) error {
 	}
 	pl.Notifier = nt.notifier
 	settings := in.Settings
-	settings.CarriesOut = o.Mode != ModeObserve
 	settings.Mail = nt.mail != nil
 	if settings.Owners == nil {
 		settings.Owners = o.Expiry.Settings.Owners // one owners file for both detectors

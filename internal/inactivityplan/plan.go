@@ -49,7 +49,7 @@ type Options struct {
 	TemplateRef  []string
 	TemplateKind schema.GroupVersionKind
 	// Settings are --inactivity-timeout, --max-alerts, --notification-interval,
-	// --inactivity-persistent-default, --inactivity-pause-field, --probe-failures and CarriesOut.
+	// --inactivity-persistent-default, --inactivity-pause-field and --probe-failures.
 	Settings inactivity.Settings
 	// Sources are the activity sources; Check is the one check of them, and Tracker has
 	// observed it.

@@ -101,7 +101,6 @@ func plan(cmd *manifest.Command, f *inactivityflags.Flags, mode string, now time
 	fail := cmd.Fail
 	defaults := f.Options
 	settings := defaults.Settings
-	settings.CarriesOut = mode != cli.ModeObserve
 	lookback := defaults.Lookback
 	if err := defaults.Prometheus.Validate(); err != nil {
 		return fail("%v", err)

@@ -22,7 +22,6 @@ func known(last, covered, at time.Time) activity.Activity {
 
 func settings() Settings {
 	s := DefaultSettings()
-	s.CarriesOut = true
 	return s
 }
 

@@ -129,8 +129,6 @@ type Settings struct {
 	// OwnerDomains are --owner-domains: the mail domains an owner's address may have (the
 	// address as written in kustos.io/owner, or the owners file's); empty: any.
 	OwnerDomains egress.HostNames
-	// CarriesOut: the mode carries Changes out (pr, direct).
-	CarriesOut bool
 	// Mail: alerts go by mail, so an owner needs an address.
 	Mail bool
 }
