@@ -363,10 +363,17 @@ func (p *Prometheus) fresh(ctx context.Context, e *entry, window time.Duration, 
 	}
 	s := p.refresh(ctx, e.store, window, now)
 	e.snap = s
-	if s.failure != "" && ctx.Err() != nil {
+	switch {
+	case s.failure != "" && ctx.Err() != nil:
 		// Not kept when the caller gave up (shutting down): that says nothing of Prometheus.
 		// Nor is the answer before it: the store may be half rewritten.
 		e.snap = nil
+	case s.failure != "":
+		// Said once per failed refresh (at most one a Retry), for every quota: the reason
+		// reaches no Event or pull request, since an incomplete window is reported nowhere
+		// else, and an operator must learn why no quota shrinks.
+		p.o.Log.Info("quota usage history unavailable: every window stays incomplete, and no quota shrinks, until it is asked again",
+			"reason", s.failure, "window", lifecycle.FormatDuration(window), "retryAt", s.until.UTC().Format(time.RFC3339))
 	}
 	return s
 }

@@ -324,7 +324,8 @@ func TestPrometheus(t *testing.T) {
 }
 
 // TestUnreachable: nothing listens at the URL; every quota's window is incomplete and says so,
-// without the URL's password.
+// without the URL's password, and Kustos's log says it once for the operator (no Event or pull
+// request carries an incomplete window's reason).
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -333,8 +334,19 @@ func TestUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := newSource(t, "http://kustos:s3cret@"+addr, quotahistory.Options{Timeout: 5 * time.Second})
-	w := p.Window(context.Background(), "team-a", "compute", 14*day, time.Now())
+	var logged strings.Builder
+	p := newSource(t, "http://kustos:s3cret@"+addr, quotahistory.Options{Timeout: 5 * time.Second,
+		Log: funcr.New(func(_, args string) { logged.WriteString(args + "\n") }, funcr.Options{})})
+	now := time.Now()
+	w := p.Window(context.Background(), "team-a", "compute", 14*day, now)
+	// Answered from the failed refresh until Retry: not logged again.
+	p.Window(context.Background(), "team-b", "compute", 14*day, now.Add(time.Minute))
+	if n := strings.Count(logged.String(), "Prometheus unreachable"); n != 1 {
+		t.Errorf("log says Prometheus is unreachable %d times, want once:\n%s", n, logged.String())
+	}
+	if strings.Contains(logged.String(), "s3cret") {
+		t.Errorf("log holds the password:\n%s", logged.String())
+	}
 	if w.Complete || !strings.Contains(w.Incomplete, "unreachable") {
 		t.Errorf("Complete=%v Incomplete=%q, want unreachable", w.Complete, w.Incomplete)
 	}
