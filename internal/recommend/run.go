@@ -260,4 +260,3 @@ func totalsOf(t quota.ReclaimTotals) TotalsLine {
 	}
 	return out
 }
-
