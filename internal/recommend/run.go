@@ -140,7 +140,7 @@ func lines(res Result) []any {
 		s = s[1:]
 	}
 	if len(res.Shrinks) > 0 {
-		out = append(out, totalsOf(res.Totals))
+		out = append(out, TotalsOf(res.Totals))
 	}
 	return out
 }
@@ -249,7 +249,8 @@ type Total struct {
 	Blocked     map[string]int `json:"blocked"`
 }
 
-func totalsOf(t quota.ReclaimTotals) TotalsLine {
+// TotalsOf is the totals line of t.
+func TotalsOf(t quota.ReclaimTotals) TotalsLine {
 	out := TotalsLine{Totals: map[string]Total{}}
 	for r, tot := range t {
 		blocked := map[string]int{}
