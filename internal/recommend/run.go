@@ -44,7 +44,8 @@ Input is Kubernetes objects as YAML (one or more documents) or JSON, also kind: 
 
 It reads Namespaces (resizer.io/* annotations), ResourceQuotas (with status), FailedCreate
 Events (v1 and events.k8s.io/v1), the workloads they name (to count missing pods; without
-them each failing owner counts as one missing pod) and Kustos state Leases (cooldowns, the kept usage window).
+them each failing owner counts as one missing pod) and Kustos state Leases (cooldowns and the
+usage window they keep).
 Other kinds are ignored. Warnings and notices go to stderr.
 
 Exit status: 0 on success, also when nothing is to be raised; 2 for bad flags or input.
@@ -69,6 +70,9 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	fs := cmd.Flags()
 	q.AddFlags(fs)
 	q.AddWindowFlags(fs)
+	// Every shrink is printed, held back or not: the opt-in has nothing to decide here, and is
+	// accepted only so that run's flags can be given as they are.
+	_ = fs.MarkHidden("enable-shrink")
 	// The same names as run's, so that the controller's flags can be given as they are.
 	cli.InGroup(fs, cli.GroupPrometheus, func() {
 		fs.StringVar(&prom.URL, "prometheus-url", "", "read each quota's usage window from this Prometheus (kube-state-metrics' kube_resourcequota), as the controller does with it; without it, from the state Leases of the input (basic auth: https://user:password@host)")

@@ -27,10 +27,14 @@ import (
 
 const longText = `Prints one row per Key Kustos tracks, read from its state Leases and the Cleaners: detector,
 target, open pull request, last action, pending decision, Ready and why (Cleaners), next check
-and age, then what the quotas could give back per resource (requests.cpu: 184 reclaimable in
-61 quotas; 40 blocked by window), from the usage windows the state Leases keep. An environment with a lifetime is listed once Kustos warned its owner or decided
+and age. An environment with a lifetime is listed once Kustos warned its owner or decided
 something about it, not while it only waits for its warning. -o json prints one JSON object
 per line.
+
+Then what the quotas could give back, per resource ("requests.cpu: 184 reclaimable in 61
+quotas; 40 blocked by window"; -o json: a last line {"totals":{…}} as kustos recommend prints
+it): kustos recommend's decision, with run's default flags, over the cluster's quotas and the
+usage windows the state Leases keep (a window read from Prometheus counts as incomplete here).
 
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
