@@ -32,8 +32,6 @@ type Options struct {
 	// History, when set, is where each quota's usage window comes from (Prometheus, as the
 	// controller's --prometheus-url); nil: the daily peaks the state Leases of the input keep.
 	History quota.History
-	// Context bounds History's queries; nil: context.Background.
-	Context context.Context
 }
 
 // Result is what Recommend concluded about all quotas of the input.
@@ -73,16 +71,12 @@ type nsName struct{ namespace, name string }
 type workloadKey struct{ namespace, kind, name string }
 
 // Recommend makes the controller's decision for every ResourceQuota in objs. Later objects
-// replace earlier ones with the same kind, namespace and name.
-func Recommend(objs []Object, opt Options) Result {
+// replace earlier ones with the same kind, namespace and name. ctx bounds opt.History's queries.
+func Recommend(ctx context.Context, objs []Object, opt Options) Result {
 	res := Result{Totals: quota.ReclaimTotals{}}
 	window := opt.Window
 	if window.Length == 0 {
 		window = quota.DefaultWindowPolicy()
-	}
-	ctx := opt.Context
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	seen := map[string]bool{}
 	say := func(format string, args ...any) {
@@ -206,7 +200,8 @@ func (d *dump) window(ctx context.Context, k nsName, q *corev1.ResourceQuota, po
 	for _, p := range problems {
 		say("warning: %s/%s: usage history in the state lease: %s; those days count as missing", k.namespace, k.name, strings.TrimSpace(p))
 	}
-	return peaks.Window(opt.Now, policy.Window.Length), peaks
+	w := peaks.Window(opt.Now, policy.Window.Length)
+	return w, peaks
 }
 
 // index sorts the objects into a dump. State Leases that cannot be read are reported and

@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,12 +95,13 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			}
 			opt.History = h
 		}
-		return recommend(opt, cmd.Files, stdin, stdout, stderr)
+		// The command's only wait is the Prometheus query, bounded by quotahistory's timeout.
+		return recommend(context.Background(), opt, cmd.Files, stdin, stdout, stderr)
 	}
 	return cmd.Cobra
 }
 
-func recommend(opt Options, files manifest.Files, stdin io.Reader, stdout, stderr io.Writer) int {
+func recommend(ctx context.Context, opt Options, files manifest.Files, stdin io.Reader, stdout, stderr io.Writer) int {
 	var objs []Object
 	for _, arg := range files {
 		name, data, err := manifest.ReadInput(arg, stdin)
@@ -114,7 +116,7 @@ func recommend(opt Options, files manifest.Files, stdin io.Reader, stdout, stder
 		}
 	}
 
-	res := Recommend(objs, opt)
+	res := Recommend(ctx, objs, opt)
 	for _, m := range res.Messages {
 		fmt.Fprintln(stderr, m)
 	}

@@ -60,7 +60,7 @@ func GatherReclaim(ctx context.Context, c client.Reader, namespace string, now t
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
 	q.AddFlags(fs) // run's defaults: nothing is parsed
 	q.AddWindowFlags(fs)
-	res := recommend.Recommend(objs, recommend.Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown, Window: q.Window, Context: ctx})
+	res := recommend.Recommend(ctx, objs, recommend.Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown, Window: q.Window})
 	return res.Totals, nil
 }
 
