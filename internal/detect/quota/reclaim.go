@@ -26,9 +26,6 @@ type Reclaim struct {
 func Reclaims(shrinks []Shrink) []Reclaim {
 	var out []Reclaim
 	for _, sh := range shrinks {
-		if sh.Goal.IsZero() && sh.Recommended.Cmp(sh.Current) < 0 {
-			sh.Goal = sh.Recommended // a Shrink built without a Goal: its own value is all it gives
-		}
 		if sh.Goal.Cmp(sh.Current) >= 0 {
 			continue
 		}

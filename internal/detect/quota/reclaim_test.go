@@ -110,12 +110,15 @@ func TestReclaimTotals(t *testing.T) {
 	tot.Add(Reclaims([]Shrink{shrinkOf("requests.cpu", "10", "1250m", "7500m", GateWindow, GateRecentGrow)}))
 	tot.Add(Reclaims([]Shrink{shrinkOf("requests.cpu", "4", "2", "3", GateWindow), shrinkOf("count/pods", "10", "10", "10", GateFloor)}))
 	tot.Add(Reclaims([]Shrink{shrinkOf("requests.memory", "8Gi", "2Gi", "6Gi")}))
+	// Nothing used and no peak: the target is 0 and the whole hard value could go.
+	tot.Add(Reclaims([]Shrink{shrinkOf("count/secrets", "10", "0", "8", GateWindow)}))
 	for _, tc := range []struct {
 		resource corev1.ResourceName
 		want     string
 	}{
 		{"requests.cpu", "10750m reclaimable in 2 quotas; 1 blocked by recent-grow, 2 by window"},
 		{"requests.memory", "6Gi reclaimable in 1 quota"},
+		{"count/secrets", "10 reclaimable in 1 quota; 1 blocked by window"},
 	} {
 		t.Run(string(tc.resource), func(t *testing.T) {
 			if got := tot[tc.resource].Summary(); got != tc.want {
@@ -127,7 +130,7 @@ func TestReclaimTotals(t *testing.T) {
 		t.Error("a floor-held shrink is in the totals")
 	}
 	tot.Remove(Reclaims([]Shrink{shrinkOf("requests.memory", "8Gi", "2Gi", "6Gi")}))
-	if got := tot.Resources(); len(got) != 1 || got[0] != "requests.cpu" {
+	if got := tot.Resources(); len(got) != 2 || got[0] != "count/secrets" || got[1] != "requests.cpu" {
 		t.Errorf("after Remove, resources %v", got)
 	}
 }
