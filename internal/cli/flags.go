@@ -79,7 +79,7 @@ func (q *Quota) AddFlags(fs *pflag.FlagSet) {
 }
 
 // AddWindowFlags defines the flags of sizing from the usage window and of shrinking, with
-// their defaults (25%, 15%, 14d, off, 7d, 25%). Only `run` takes them: it alone keeps the window.
+// their defaults (25%, 15%, 14d, off, 7d, 25%): `run`'s, and `recommend`'s for the same decision.
 func (q *Quota) AddWindowFlags(fs *pflag.FlagSet) {
 	q.Defaults.Headroom, q.Defaults.Tolerance = quota.DefaultHeadroom(), quota.DefaultTolerance()
 	q.Window = quota.DefaultWindowPolicy()

@@ -20,6 +20,23 @@ var (
 		Help: "Last recommended hard limit of a quota resource, in base units (cores, bytes, objects).",
 	}, []string{"namespace", "quota", "resource"})
 
+	// QuotaReclaimable is what the quotas could give back by shrinking to the window's target
+	// (raised to the floor), summed per resource over every quota, in base units; one series per
+	// resource, never per quota. QuotaReclaimableQuotas counts the quotas that add to it, and
+	// QuotaShrinkBlocked those of them whose shrink a gate holds back now, per gate.
+	QuotaReclaimable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_quota_reclaimable",
+		Help: "Sum over quotas of hard minus the usage window's target where the target is lower, per resource, in base units (cores, bytes, objects); shrinks held back included.",
+	}, []string{"resource"})
+	QuotaReclaimableQuotas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_quota_reclaimable_quotas",
+		Help: "Quotas whose hard value of the resource lies above the usage window's target (those kustos_quota_reclaimable sums).",
+	}, []string{"resource"})
+	QuotaShrinkBlocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kustos_quota_shrink_blocked",
+		Help: "Quotas with something to give back whose shrink the gate holds back now (window, recent-grow, cooldown, failed-create), by gate.",
+	}, []string{"gate"})
+
 	// ReconcileDuration measures one reconcile of a detector, snapshot to actuation.
 	ReconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "kustos_reconcile_duration_seconds",
@@ -122,7 +139,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(VSphereVMs, VSphereCrawlErrors, VSphereQuarantined, VSphereActionErrors, Decisions, RecommendedValue, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
+	ctrlmetrics.Registry.MustRegister(VSphereVMs, VSphereCrawlErrors, VSphereQuarantined, VSphereActionErrors, Decisions, RecommendedValue, QuotaReclaimable, QuotaReclaimableQuotas, QuotaShrinkBlocked, ReconcileDuration, InvalidInput, EventsWritten, LeasesSwept, PRs, ExpiryOrphans,
 		ActivitySourceUp, ActivityQueries, ActivityCheckDuration, EgressRefused, CELCache,
 		CleanerLiveReads)
 }

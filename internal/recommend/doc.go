@@ -1,7 +1,8 @@
 // Package recommend implements `kustos recommend`, the offline twin of the quota detector: it
 // reads Kubernetes objects from files or stdin (a cluster dump, or manifests for a dry run),
 // makes the same decision the controller would make for every ResourceQuota (quota.Decide), and
-// prints the recommendations as JSON lines.
+// prints the recommendations as JSON lines: the grows, the shrinks the usage window allows or
+// holds back, and what the quotas could give back in total (quota.ReclaimTotals).
 //
 // The package has two halves:
 //
@@ -14,5 +15,7 @@
 //     state Leases), builds one quota.Snapshot per quota and calls quota.Decide; run.go holds
 //     the command line: flags, exit codes and output.
 //
-// Nothing here talks to a cluster, and the only clock read is the default of --now.
+// Nothing here talks to a cluster; with --prometheus-url the usage window is read from
+// Prometheus as the controller reads it (internal/quotahistory), otherwise from the state
+// Leases of the input. The only clock read is the default of --now.
 package recommend

@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"testing"
@@ -44,6 +45,6 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("bad object: %#v", o)
 			}
 		}
-		Recommend(objs, opt)
+		Recommend(context.Background(), objs, opt)
 	})
 }

@@ -1,8 +1,10 @@
 package recommend
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/quotahistory"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -24,12 +27,22 @@ type Options struct {
 	Cooldown time.Duration
 	// Now is the time of the decision: cooldowns end and events are fresh relative to it.
 	Now time.Time
+	// Window holds the window and shrink flags; a zero Length means quota.DefaultWindowPolicy.
+	Window quota.WindowPolicy
+	// History, when set, is where each quota's usage window comes from (Prometheus, as the
+	// controller's --prometheus-url); nil: the daily peaks the state Leases of the input keep.
+	History quota.History
 }
 
 // Result is what Recommend concluded about all quotas of the input.
 type Result struct {
 	// Recommendations are sorted by namespace, quota and resource.
 	Recommendations []quota.Recommendation
+	// Shrinks are the resources whose hard value lies above the usage window's target, held
+	// back or not, sorted as Recommendations; a quota that must grow has none.
+	Shrinks []quota.Shrink
+	// Totals are what the quotas could give back, per resource (quota.Reclaims summed).
+	Totals quota.ReclaimTotals
 	// Messages are the lines for stderr, in order and without repetitions: "warning: …" for
 	// input that was skipped or replaced by a default (an invalid annotation, an unreadable
 	// event message or state Lease, a quantity that cannot be raised) and "notice: …" for
@@ -48,6 +61,9 @@ type dump struct {
 	workloads map[workloadKey]runtime.Object
 	// lastModified is the state Leases' resizer.io/last-modified per quota.
 	lastModified map[nsName]time.Time
+	// bags are the state Leases' bags per quota: the kept daily peaks and the grow and shrink
+	// times, as the controller reads them.
+	bags map[nsName]map[string]string
 }
 
 type nsName struct{ namespace, name string }
@@ -55,9 +71,13 @@ type nsName struct{ namespace, name string }
 type workloadKey struct{ namespace, kind, name string }
 
 // Recommend makes the controller's decision for every ResourceQuota in objs. Later objects
-// replace earlier ones with the same kind, namespace and name.
-func Recommend(objs []Object, opt Options) Result {
-	var res Result
+// replace earlier ones with the same kind, namespace and name. ctx bounds opt.History's queries.
+func Recommend(ctx context.Context, objs []Object, opt Options) Result {
+	res := Result{Totals: quota.ReclaimTotals{}}
+	window := opt.Window
+	if window.Length == 0 {
+		window = quota.DefaultWindowPolicy()
+	}
 	seen := map[string]bool{}
 	say := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
@@ -71,7 +91,7 @@ func Recommend(objs []Object, opt Options) Result {
 	// Namespace policies first: their warnings concern the namespace, not one quota.
 	policies := map[string]quota.Policy{}
 	for _, name := range sortedKeys(d.namespaces) {
-		p, problems := quota.ParsePolicy(d.namespaces[name].Annotations, opt.Defaults, opt.Cooldown)
+		p, problems := quota.ParsePolicyWith(d.namespaces[name].Annotations, opt.Defaults, opt.Cooldown, window)
 		for _, pr := range problems {
 			say("warning: namespace %s: %s", name, pr.Error())
 		}
@@ -98,7 +118,7 @@ func Recommend(objs []Object, opt Options) Result {
 		policy, ok := policies[k.namespace]
 		if !ok {
 			// The dump lacks the Namespace: decide with the defaults.
-			policy, _ = quota.ParsePolicy(nil, opt.Defaults, opt.Cooldown)
+			policy, _ = quota.ParsePolicyWith(nil, opt.Defaults, opt.Cooldown, window)
 			policy.Enabled = true
 		}
 		if !policy.Enabled {
@@ -118,6 +138,7 @@ func Recommend(objs []Object, opt Options) Result {
 			say("warning: %s: %v; deficits not evaluated", where, err)
 		}
 
+		hist, peaks := d.window(ctx, k, q, policy, opt, say)
 		dec := quota.Decide(quota.Snapshot{
 			Now:       opt.Now,
 			Namespace: k.namespace,
@@ -125,8 +146,9 @@ func Recommend(objs []Object, opt Options) Result {
 			Hard:      q.Status.Hard,
 			Used:      q.Status.Used,
 			Policy:    policy,
-			State:     quota.State{LastModified: d.lastModified[k]},
+			State:     quota.State{LastModified: d.lastModified[k], LastGrow: peaks.LastGrow, LastShrink: peaks.LastShrink},
 			Failures:  failures,
+			Window:    hist,
 		})
 		for _, m := range dec.MissingSpecs {
 			say("notice: %s: %s", where, m.Message)
@@ -135,8 +157,51 @@ func Recommend(objs []Object, opt Options) Result {
 			say("warning: %s: %s; resource skipped", where, p)
 		}
 		res.Recommendations = append(res.Recommendations, dec.Recommendations...)
+		res.Shrinks = append(res.Shrinks, dec.Shrinks...)
+		res.Totals.Add(quota.Reclaims(dec.Shrinks))
 	}
 	return res
+}
+
+// keepsPeaks reports whether a state Lease's bag holds daily peaks.
+func keepsPeaks(bag map[string]string) bool {
+	for k := range bag {
+		if strings.HasPrefix(k, "peak.") {
+			return true
+		}
+	}
+	return false
+}
+
+// window is the quota's usage window as the controller gathers it: from History when there
+// is one, else from the daily peaks its state Lease keeps, with this look's usage recorded as
+// the controller records it when the Lease keeps any (in memory only: nothing is written). The grow and shrink times
+// come from the Lease either way.
+func (d *dump) window(ctx context.Context, k nsName, q *corev1.ResourceQuota, policy quota.Policy, opt Options, say func(string, ...any)) (quotahistory.Window, *quota.DailyPeaks) {
+	resources := make([]corev1.ResourceName, 0, len(q.Status.Hard))
+	for name := range q.Status.Hard {
+		resources = append(resources, name)
+	}
+	sort.Slice(resources, func(i, j int) bool { return resources[i] < resources[j] })
+	peaks, problems := quota.ReadDailyPeaks(d.bags[k], resources)
+	if opt.History != nil {
+		w := opt.History.Window(ctx, k.namespace, k.name, policy.Window.Length, opt.Now)
+		if !w.Complete && w.Incomplete != "" {
+			// Once per reason, not per quota: a Prometheus that is down says the same of all.
+			say("notice: a usage window from Prometheus is incomplete (its shrinks are held back by window): %s", w.Incomplete)
+		}
+		return w, peaks
+	}
+	if len(resources) > 0 && keepsPeaks(d.bags[k]) {
+		// A quota without kept peaks is decided without a history, as it was before Kustos
+		// kept one: no peak raises its grows, and any shrink waits for the window.
+		problems = append(problems, peaks.Record(q.Status.Used, resources, opt.Now, policy.Window.Length)...)
+	}
+	for _, p := range problems {
+		say("warning: %s/%s: usage history in the state lease: %s; those days count as missing", k.namespace, k.name, strings.TrimSpace(p))
+	}
+	w := peaks.Window(opt.Now, policy.Window.Length)
+	return w, peaks
 }
 
 // index sorts the objects into a dump. State Leases that cannot be read are reported and
@@ -149,6 +214,7 @@ func index(objs []Object, say func(string, ...any)) *dump {
 		eventAt:      map[nsName]int{},
 		workloads:    map[workloadKey]runtime.Object{},
 		lastModified: map[nsName]time.Time{},
+		bags:         map[nsName]map[string]string{},
 	}
 	var legacy []Object
 	for _, o := range objs {
@@ -170,10 +236,13 @@ func index(objs []Object, say func(string, ...any)) *dump {
 				continue
 			}
 			detector, ns, name := state.SplitKey(rec.Key)
-			if !ok || detector != quota.DetectorName || rec.LastModified.IsZero() {
+			if !ok || detector != quota.DetectorName {
 				continue
 			}
 			k := nsName{ns, name}
+			if rec.Bag != nil {
+				d.bags[k] = rec.Bag
+			}
 			if rec.LastModified.After(d.lastModified[k]) {
 				d.lastModified[k] = rec.LastModified
 			}
@@ -217,6 +286,9 @@ func (d *dump) adoptLegacy(legacy []Object, say func(string, ...any)) {
 		if err != nil {
 			say("warning: %s:%d: %v; treating the quota as never modified", o.File, o.Line, err)
 			continue
+		}
+		if rec.Bag != nil && d.bags[k] == nil {
+			d.bags[k] = rec.Bag
 		}
 		if rec.LastModified.After(d.lastModified[k]) {
 			d.lastModified[k] = rec.LastModified

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,10 +27,11 @@ func TestRun(t *testing.T) {
 		stdin string   // file under testdata fed to stdin
 		code  int
 		// wantOut and wantErr must each occur in stdout and stderr; wantLines is the number of
-		// stdout lines.
-		wantOut   []string
-		wantErr   []string
-		wantLines int
+		// grow lines on stdout, wantShrinks of shrink lines (the totals line follows them).
+		wantOut     []string
+		wantErr     []string
+		wantLines   int
+		wantShrinks int
 	}{
 		{
 			name:      "threshold",
@@ -96,6 +98,8 @@ func TestRun(t *testing.T) {
 			wantOut:   []string{`"namespace":"team-b","quota":"x-cpu","resource":"requests.cpu","current":"10","used":"9"`},
 			wantErr:   []string{"state lease state-team-b-x-cpu has no kustos.io/key and its name fits 2 quotas of the input; ignored"},
 			wantLines: 1,
+			// team-b-x/cpu, used 1 of 10, without kept peaks: held back by window.
+			wantShrinks: 1,
 		},
 		{
 			name:      "lease cooldown shorter than its age",
@@ -106,6 +110,23 @@ func TestRun(t *testing.T) {
 		{
 			name: "event older than last modification",
 			args: []string{"-f", "testdata/stale-event.yaml"},
+			// Used 8 of 16 is above the band; the pods that cannot be created and the grow on
+			// record (the Lease's last modification) hold it back.
+			wantOut:     []string{`"blocked":["failed-create","window","recent-grow"]`},
+			wantShrinks: 1,
+		},
+		{
+			name: "shrinks from the window the state Leases keep",
+			args: []string{"-f", "testdata/shrink.yaml"},
+			wantOut: []string{
+				`{"namespace":"team-s","quota":"compute","resource":"requests.cpu","current":"10","used":"1","target":"2500m","recommended":"7500m","trigger":"shrink","peak":"2","peakAt":"2024-04-30T14:15:00Z","windowComplete":true,"gates":["step"],"blocked":[],"reclaimable":"7500m",`,
+				`{"namespace":"team-s","quota":"gap","resource":"requests.cpu","current":"4","used":"1","target":"1250m","recommended":"3","trigger":"shrink","peak":"1",`,
+				`"windowComplete":false,"gates":["step"],"blocked":["window"],"reclaimable":"2750m",`,
+				`"quota":"busy","resource":"requests.cpu","current":"10","used":"9","usedPercent":90,"recommended":"12","trigger":"threshold"`,
+				`{"totals":{"requests.cpu":{"reclaimable":"10250m","quotas":2,"blocked":{"window":1}}}}` + "\n",
+			},
+			wantLines:   1,
+			wantShrinks: 2,
 		},
 		{
 			name: "missing spec and unreadable event",
@@ -114,6 +135,7 @@ func TestRun(t *testing.T) {
 				"notice: team-g/compute: ReplicaSet api-7d9f8 cannot create pods: quota compute requires it to specify limits.cpu for: api\n",
 				"warning: event team-g/api-7d9f8.17c9a6b0a8f3e2d5: exceeded quota message:",
 			},
+			wantShrinks: 1,
 		},
 		{
 			name:      "warnings",
@@ -243,8 +265,12 @@ func TestRun(t *testing.T) {
 					t.Errorf("stderr lacks %q; got:\n%s", w, stderr.String())
 				}
 			}
-			if lines := strings.Count(stdout.String(), "\n"); lines != tt.wantLines {
-				t.Errorf("%d stdout lines, want %d:\n%s", lines, tt.wantLines, stdout.String())
+			grows, shrinks, totals := countLines(stdout.String())
+			if grows != tt.wantLines || shrinks != tt.wantShrinks {
+				t.Errorf("%d grow and %d shrink lines, want %d and %d:\n%s", grows, shrinks, tt.wantLines, tt.wantShrinks, stdout.String())
+			}
+			if want := min(shrinks, 1); totals != want || (totals == 1 && !strings.HasPrefix(lastLine(stdout.String()), `{"totals":`)) {
+				t.Errorf("%d totals lines, want %d, last:\n%s", totals, want, stdout.String())
 			}
 			checkLines(t, stdout.Bytes())
 			base := strings.ReplaceAll(tt.name, " ", "-")
@@ -254,11 +280,34 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// countLines counts the grow, shrink and totals lines of out.
+func countLines(out string) (grows, shrinks, totals int) {
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, `{"totals":`):
+			totals++
+		case strings.Contains(l, `"trigger":"shrink"`):
+			shrinks++
+		default:
+			grows++
+		}
+	}
+	return grows, shrinks, totals
+}
+
+func lastLine(out string) string {
+	ls := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	return ls[len(ls)-1]
+}
+
 // checkLines verifies that every output line is a JSON object with exactly the documented
-// fields in the documented order.
+// fields in the documented order: a grow's, a shrink's (peak and peakAt only with a peak), or
+// the totals.
 func checkLines(t *testing.T, out []byte) {
 	t.Helper()
-	want := []string{"namespace", "quota", "resource", "current", "used", "usedPercent", "recommended", "trigger", "message"}
+	grow := []string{"namespace", "quota", "resource", "current", "used", "usedPercent", "recommended", "trigger", "message"}
+	shrink := []string{"namespace", "quota", "resource", "current", "used", "target", "recommended", "trigger", "peak", "peakAt", "windowComplete", "gates", "blocked", "reclaimable", "message"}
 	for _, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
 		if len(line) == 0 {
 			continue
@@ -283,6 +332,15 @@ func checkLines(t *testing.T, out []byte) {
 					t.Errorf("usedPercent is not a number in %s", line)
 				}
 			}
+		}
+		want := grow
+		switch {
+		case slices.Equal(keys, []string{"totals"}):
+			continue
+		case slices.Contains(keys, "windowComplete"):
+			want = slices.DeleteFunc(slices.Clone(shrink), func(k string) bool {
+				return (k == "peak" || k == "peakAt") && !slices.Contains(keys, k)
+			})
 		}
 		if strings.Join(keys, ",") != strings.Join(want, ",") {
 			t.Errorf("fields %v, want %v", keys, want)

@@ -102,6 +102,16 @@ type Reconciler struct {
 	// Bounded: the least recently used entries go first.
 	reportedOnce sync.Once
 	reported     *lru.Cache
+
+	// reclaim is what each quota could give back, for the reclaim gauges.
+	reclaimOnce sync.Once
+	reclaim     *reclaimBook
+}
+
+// reclaims is the Reconciler's reclaim book, made (and the gauges reset) on first use.
+func (r *Reconciler) reclaims() *reclaimBook {
+	r.reclaimOnce.Do(func() { r.reclaim = newReclaimBook() })
+	return r.reclaim
 }
 
 // Watches is what the quota detector reads through the caches: Warning FailedCreate Events
@@ -134,6 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Cache.Get(ctx, req.NamespacedName, &q); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetRecommendations(req.Namespace, req.Name, nil)
+			r.reclaims().forget(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -146,10 +157,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Another installation's namespace (or one that left the selector): not looked at, no
 		// Event, no decision; a proposal already open stays for people to close.
 		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
+		r.reclaims().forget(q.Namespace, q.Name)
 		return reconcile.Result{}, nil
 	}
 	if ns.DeletionTimestamp != nil || q.DeletionTimestamp != nil {
 		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
+		r.reclaims().forget(q.Namespace, q.Name)
 		return reconcile.Result{}, nil // going away: nothing to raise
 	}
 	now := r.Now()
@@ -157,6 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.reportAnnotationProblems(ctx, log, ns, problems, now)
 	if !policy.Enabled {
 		forgetRecommendations(q.Namespace, q.Name, q.Status.Hard)
+		r.reclaims().forget(q.Namespace, q.Name)
 		return reconcile.Result{}, nil
 	}
 	failures, err := r.failures(ctx, log, q.Namespace, q.Name)
@@ -173,6 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// The decision as the pipeline last asked for it: its recommendations feed the metrics.
 	var last Verdict
 	var stateProblems []string
+	decided := false
 	res, err := r.Pipeline.Run(ctx, lifecycle.Request{
 		Key:    lifecycle.NewKey(DetectorName, q.Namespace, q.Name),
 		Target: quotaTarget(q.Namespace, q.Name),
@@ -187,6 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			var d lifecycle.Decision
 			last, d, stateProblems = r.decide(&q, p, failures, external, v, now)
+			decided = true
 			return d
 		},
 		Supersedes: Supersedes,
@@ -200,6 +216,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.reportStateProblems(log, q.Namespace+"/"+q.Name, stateProblems)
 	r.logShrinks(log, policy, last)
+	if decided {
+		// Only a look that decided knows the shrinks; one the pipeline did not run keeps the last.
+		r.reclaims().set(q.Namespace, q.Name, last.Shrinks)
+	}
 	if res.Committed != nil {
 		for _, rc := range last.Recommendations {
 			metrics.Decisions.WithLabelValues(DetectorName, string(rc.Trigger)).Inc()

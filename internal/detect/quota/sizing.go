@@ -49,6 +49,9 @@ type Shrink struct {
 	WindowComplete bool
 	// Target is max(peak, used) × (1 + headroom), rounded up as a grow is.
 	Target resource.Quantity
+	// Goal is the target raised to the floor, rounded as Recommended is: where the steps of
+	// successive shrinks end; Current − Goal is what the quota could give back.
+	Goal resource.Quantity
 	// Recommended is the target after the floor and the step; below Current.
 	Recommended resource.Quantity
 	// Applied are the gates that shaped Recommended (floor, step).
@@ -120,6 +123,11 @@ func sizeShrink(s Snapshot, name corev1.ResourceName, hard resource.Quantity, fa
 		value = RatOf(*set.Min)
 		sh.Applied = append(sh.Applied, GateFloor)
 	}
+	goal, err := roundTarget(value, hard, name)
+	if err != nil {
+		return Shrink{}, false, err
+	}
+	sh.Goal = goal
 	if maxShrink := s.Policy.Window.MaxShrink; maxShrink != nil {
 		lowest := new(big.Rat).Mul(hardR, new(big.Rat).Sub(ratOne, maxShrink))
 		if lowest.Cmp(value) > 0 {
