@@ -158,8 +158,8 @@ type notifiers struct {
 	// mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
 	// then need an address.
 	mail *notify.Mail
-	// extension serves the extension links and the owners' pages (nil: no --extension-addr, or
-	// no expiry detector).
+	// extension serves the extension links and the owners' pages with the expiry detector, the
+	// keep links with the inactivity detector (nil: no --extension-addr).
 	extension *extension.Server
 	// keepLinks mints an inactivity alert's keep links (nil: the extension server is off).
 	keepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
@@ -178,9 +178,6 @@ func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		}
 	}
 	out.notifier, out.mail = chain.Notifier, chain.Mail
-	if !o.Expiry.Enabled {
-		return out, nil
-	}
 	if out.extension, err = setupExtension(ctx, mgr, o, live); err != nil {
 		return out, err
 	}
@@ -188,7 +185,7 @@ func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		// Inactivity's alerts carry keep links; a keep is an OwnerKept Event on the target.
 		out.extension.Keep.Reporter, out.keepLinks = reporter, out.extension.KeepLinks
 	}
-	if out.extension != nil && out.notifier != nil {
+	if out.extension != nil && out.extension.Owners != nil && out.notifier != nil {
 		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
 		// link to the owner's page.
 		out.notifier = extension.OwnerPages{Server: out.extension, Next: out.notifier}
@@ -197,7 +194,8 @@ func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 }
 
 // setupExtension starts the extension server on every replica (a link may reach any of them):
-// the extension links and the owner's page; nil without --extension-addr.
+// the extension links and the owner's page with the expiry detector, the keep links with the
+// inactivity detector; nil without --extension-addr.
 func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (*extension.Server, error) {
 	e := o.Expiry.Extension
 	if e.Addr == "" {
@@ -210,9 +208,13 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	// The API server, not the cache: a link used on another replica a moment ago must be seen,
 	// and an owner's page lists their Leases by label selector without a cache of every Lease.
 	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: state.NewIdentity(o.Instance)}
-	srv, err := e.NewServer(key, flag, store, o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
+	// Only the expiry detector writes an extension back, and only it fills the owner's page.
+	srv, err := e.NewServer(key, flag, store, o.Expiry.Enabled && o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
 	if err != nil {
 		return nil, err
+	}
+	if !o.Expiry.Enabled {
+		srv.Owners = nil
 	}
 	if o.Inactivity.Enabled {
 		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
