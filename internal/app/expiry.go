@@ -217,7 +217,7 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		srv.Owners = nil
 	}
 	if o.Inactivity.Enabled {
-		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
+		if srv.Keep, err = extension.NewKeeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
 			return nil, err
 		}
 	}

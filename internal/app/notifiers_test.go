@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/extension"
 )
 
@@ -42,7 +43,7 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			}
 			o := validOptions()
 			o.Now, o.Log = time.Now, logr.Discard()
-			o.Expiry.Enabled, o.Inactivity = tc.expiry, DefaultInactivityOptions()
+			o.Expiry.Enabled, o.Inactivity = tc.expiry, inactivity.DefaultOptions()
 			o.Inactivity.Enabled = true
 			o.Expiry.Webhook.URL = "https://hooks.example.com/kustos"
 			o.Expiry.Extension = extension.Options{Addr: "127.0.0.1:0", URL: "https://kustos.example.com", KeyFile: key,
