@@ -37,6 +37,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -307,7 +308,7 @@ type shared struct {
 	base      pipeline.Pipeline
 	store     *state.Store
 	recorder  *observe.Recorder
-	notifiers notifiers
+	notifiers extension.Channels
 	// plan says which kinds the target cache holds whole, and what the Cleaners read from the
 	// manager's cache.
 	plan objcache.TargetPlan

@@ -14,9 +14,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
-	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
-	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -26,7 +24,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/objcache"
-	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -167,15 +164,3 @@ func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client
 	}, Interval: o.LeaseSweepInterval, Grace: o.Cleaners.LeaseGrace, Swept: metrics.LeasesSwept, Now: o.Now, Log: o.Log.WithName("sweep")})
 }
 
-var (
-	_ pipeline.Actuator        = fallback.Actuator{}
-	_ pipeline.Actuator        = cloudevent.Actuator{}
-	_ pipeline.Actuator        = helmrelease.Actuator{}
-	_ ephemeral.Releases       = (*helmrelease.Uninstaller)(nil)
-	_ ephemeral.Access         = (*authorship.SelfReviewer)(nil)
-	_ cloudevent.Current       = (*ephemeral.Reconciler)(nil)
-	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
-	_ ephemeral.Authors        = authorship.Cleaners{}
-	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
-	_ ephemeral.Reporter       = (*observe.Recorder)(nil)
-)

@@ -7,7 +7,7 @@
 // Watches, objcache.PlanTargets saying which kinds the Cleaners' target cache holds), newShared the admission webhook, the state
 // store, the replica's liveness Lease and the base pipeline, setMode the actuator --mode
 // selects (observe, pr: actuate/group's Mode, direct), addDetectorsShare what the detectors
-// share (the owners' notifier chain with the extension server's owner-page links, the
+// share (extension.Channels: the owners' notifier chain with the extension server's links, the
 // Cleaners' target cache) before any detector is set up. Each detector then has one setup
 // entry in its own file (quota.go, cleaner.go, expiry.go with vsphere.go, inactivity.go) that
 // registers its controllers on its copy of the pipeline, reading only what it was given, so

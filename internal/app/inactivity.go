@@ -36,9 +36,9 @@ func setupInactivity(sh *shared) error {
 			return err
 		}
 	}
-	pl.Notifier = nt.notifier
+	pl.Notifier = nt.Notifier
 	settings := in.Settings
-	settings.Mail = nt.mail != nil
+	settings.Mail = nt.Mail != nil
 	if settings.Owners == nil {
 		settings.Owners = o.Expiry.Settings.Owners // one owners file for both detectors
 	}
@@ -95,7 +95,7 @@ func setupInactivity(sh *shared) error {
 			Sources: in.Sources, Tracker: tracker, TemplateRef: in.TemplateRef, TemplateKind: in.TemplateKind,
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
-			Checked: ch, KeepLinks: nt.keepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
+			Checked: ch, KeepLinks: nt.KeepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
 		}
 		if held[k] {
 			r.Objects, r.Targets = heldObjects, targets

@@ -52,12 +52,12 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, pages := nt.notifier.(extension.OwnerPages)
+			_, pages := nt.Notifier.(extension.OwnerPages)
 			if pages != tc.ownerPages {
-				t.Errorf("notifier %T; want owner pages %v", nt.notifier, tc.ownerPages)
+				t.Errorf("notifier %T; want owner pages %v", nt.Notifier, tc.ownerPages)
 			}
-			if (nt.keepLinks != nil) != tc.keepLinks || nt.extension == nil {
-				t.Errorf("keep links %v, extension server %v; want keep links %v and the server", nt.keepLinks != nil, nt.extension != nil, tc.keepLinks)
+			if (nt.KeepLinks != nil) != tc.keepLinks || nt.Server == nil {
+				t.Errorf("keep links %v, extension server %v; want keep links %v and the server", nt.KeepLinks != nil, nt.Server != nil, tc.keepLinks)
 			}
 		})
 	}
