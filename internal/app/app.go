@@ -169,19 +169,14 @@ func (o Options) Validate() error {
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
 	}
-	if err := o.Cleaners.Validate(); err != nil {
-		return err
+	vsphere := func() error { return o.VSphere.Validate(o.Expiry.Enabled, string(o.Mode), o.Mode != ModeObserve) }
+	// Each detector's and part's own options, by their packages, in this order.
+	for _, validate := range []func() error{o.Cleaners.Validate, o.Expiry.validate, vsphere, o.Gates.Validate, o.Inactivity.Validate} {
+		if err := validate(); err != nil {
+			return err
+		}
 	}
-	if err := o.Expiry.validate(); err != nil {
-		return err
-	}
-	if err := o.VSphere.Validate(o.Expiry.Enabled, string(o.Mode), o.Mode != ModeObserve); err != nil {
-		return err
-	}
-	if err := o.Gates.Validate(); err != nil {
-		return err
-	}
-	return o.Inactivity.Validate()
+	return nil
 }
 
 // NewManager builds a manager running Kustos against cfg, in named steps: the manager with its
@@ -255,7 +250,9 @@ func newManagerFor(ctx context.Context, cfg *rest.Config, o Options, plan objcac
 	if err != nil {
 		return nil, nil, err
 	}
-	watches := append(append(append(expiryWatches(o), inactivityWatches(o, plan)...), plan.CleanerWatches()...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
+	// The inactivity detector's targets the Cleaners' target cache holds whole are not in it.
+	watches := append(append(append(o.Expiry.CacheWatches(), o.Inactivity.CacheWatches(plan.InManager(o.Inactivity.Kinds))...), plan.CleanerWatches()...),
+		quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         objcache.CacheOptions(o.StateNamespace, map[string]string{state.LabelManagedBy: state.ManagedByValue}, watches...),

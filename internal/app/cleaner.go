@@ -42,11 +42,10 @@ func setupCleaners(ctx context.Context, sh *shared) error {
 	// from the same cache and written as JSON.
 	jsonCfg := rest.CopyConfig(mgr.GetConfig())
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	c, err := client.New(jsonCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		// Unstructured: the targets (any kind, read as unstructured) come from the informers the
-		// controller starts for their watches; without it every look would GET them from the API
-		// server (bench/cleaners: 3 GETs per evaluation).
-		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
+	// Unstructured too: the targets (any kind, read as unstructured) come from the informers the
+	// controller starts for their watches; without it every look would GET them from the API
+	// server (bench/cleaners: 3 GETs per evaluation).
+	c, err := objcache.UnstructuredClient(jsonCfg, mgr, mgr.GetCache())
 	if err != nil {
 		return err
 	}
@@ -163,4 +162,3 @@ func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client
 		}},
 	}, Interval: o.LeaseSweepInterval, Grace: o.Cleaners.LeaseGrace, Swept: metrics.LeasesSwept, Now: o.Now, Log: o.Log.WithName("sweep")})
 }
-

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/objcache"
@@ -39,19 +37,6 @@ func (e ExpiryOptions) validate() error {
 		return err
 	}
 	return e.Extension.Validate()
-}
-
-// expiryWatches is what the expiry detector adds to the caches, when it runs.
-func expiryWatches(o Options) []lifecycle.Watches {
-	if !o.Expiry.Enabled {
-		return nil
-	}
-	w := expiry.Watches()
-	if o.Expiry.HelmReleases {
-		w.SecretLabels = map[string]string{expiry.HelmOwnerLabel: expiry.HelmOwnerValue}
-		w.MetadataLabels = append(w.MetadataLabels, expiry.HelmOwnerLabel, expiry.HelmNameLabel)
-	}
-	return []lifecycle.Watches{w}
 }
 
 // setupExpiry adds the expiry detector: one controller per lifecycle kind and one for
@@ -79,25 +64,19 @@ func setupExpiry(sh *shared) error {
 		}
 	}
 	settings := o.Expiry.SettingsFor(o.Mode != ModeObserve, nt.Mail != nil)
-	if nt.Mail != nil {
-		if o.Expiry.AdminEmail != "" {
-			namespaces, err := nsscope.Parse(o.NamespaceSelector)
-			if err != nil {
-				return err
-			}
-			if err := mgr.Add(&orphans.Digest{Reader: mgr.GetAPIReader(), Kinds: o.Expiry.Kinds, Namespaces: namespaces, Settings: settings, Notifier: nt.Mail, StateNamespace: o.StateNamespace,
-				To: o.Expiry.AdminEmail, Interval: o.Expiry.DigestInterval, Now: o.Now, Log: o.Log.WithName("orphan-digest")}); err != nil {
-				return err
-			}
+	if nt.Mail != nil && o.Expiry.AdminEmail != "" {
+		namespaces, err := nsscope.Parse(o.NamespaceSelector)
+		if err != nil {
+			return err
 		}
-	}
-	var links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)
-	if nt.Server != nil {
-		links = nt.Server.NoticeLinks
+		if err := mgr.Add(&orphans.Digest{Reader: mgr.GetAPIReader(), Kinds: o.Expiry.Kinds, Namespaces: namespaces, Settings: settings, Notifier: nt.Mail, StateNamespace: o.StateNamespace,
+			To: o.Expiry.AdminEmail, Interval: o.Expiry.DigestInterval, Now: o.Now, Log: o.Log.WithName("orphan-digest")}); err != nil {
+			return err
+		}
 	}
 	pl.Notifier = nt.Notifier
 	if o.VSphere.Enabled {
-		if err := setupVSphere(sh, pl, settings, links); err != nil {
+		if err := setupVSphere(sh, pl, settings); err != nil {
 			return err
 		}
 	}
@@ -126,7 +105,7 @@ func setupExpiry(sh *shared) error {
 			AutoMerge:    o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping:     o.PR.GroupingFor(expiry.DetectorName),
 			GroupWindow:  o.PR.GroupWindow,
-			Links:        links,
+			Links:        nt.NoticeLinks,
 			LeaseTrigger: extension.Recorded,
 			HasState:     cachedState.Has,
 			Now:          o.Now,
@@ -138,7 +117,7 @@ func setupExpiry(sh *shared) error {
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: pl, Reporter: sh.recorder, Scope: o.scope,
-			Settings: settings, Links: links, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+			Settings: settings, Links: nt.NoticeLinks, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}

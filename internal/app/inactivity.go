@@ -8,19 +8,8 @@ import (
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/objcache"
 )
-
-// inactivityWatches is what the inactivity detector adds to the manager's cache: metadata it
-// reads, and its targets trimmed to the fields it reads, but for the kinds the Cleaners'
-// target cache holds (plan.HeldWhole).
-func inactivityWatches(o Options, plan objcache.TargetPlan) []lifecycle.Watches {
-	if !o.Inactivity.Enabled {
-		return nil
-	}
-	return []lifecycle.Watches{inactivity.Watches(plan.InManager(o.Inactivity.Kinds), o.Inactivity.Settings.Pause, o.Inactivity.TemplateRef)}
-}
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
 // per check, on the leader) and one controller per target kind, on their own pipeline (Keys
@@ -64,24 +53,14 @@ func setupInactivity(sh *shared) error {
 	// kept in every copy (newTargetCache): a Deployment a Cleaner, the expiry and this
 	// detector read is held once. The others (Namespaces, a kind the manager's cache filters)
 	// stay in the manager's cache.
-	reading := func(c client.Reader) (client.Client, error) {
-		cl, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			Cache: &client.CacheOptions{Reader: c, Unstructured: true}})
-		if err != nil {
-			return nil, fmt.Errorf("creating the inactivity detector's client: %w", err)
-		}
-		return cl, nil
-	}
-	objects, err := reading(mgr.GetCache())
-	if err != nil {
-		return err
-	}
+	objects, err := objcache.UnstructuredClient(mgr.GetConfig(), mgr, mgr.GetCache())
 	var heldObjects client.Client
 	held := sh.plan.HeldWhole
-	if len(held) > 0 {
-		if heldObjects, err = reading(targets); err != nil {
-			return err
-		}
+	if err == nil && len(held) > 0 {
+		heldObjects, err = objcache.UnstructuredClient(mgr.GetConfig(), mgr, targets)
+	}
+	if err != nil {
+		return fmt.Errorf("creating the inactivity detector's client: %w", err)
 	}
 	// The probe URL is a tenant's: the egress client refuses destinations outside
 	// --allowed-destinations and follows no redirect (an exam endpoint answers itself).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/keyring"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -25,9 +26,10 @@ type Channels struct {
 	// Mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
 	// then need an address.
 	Mail *notify.Mail
-	// Server serves the links (nil: no --extension-addr): the expiry detector's warnings carry
-	// its NoticeLinks.
+	// Server serves the links (nil: no --extension-addr).
 	Server *Server
+	// NoticeLinks mints the extension links of an expiry warning (nil: the server serves none).
+	NoticeLinks func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
 	// KeepLinks mints an inactivity alert's keep links (nil: the server serves none).
 	KeepLinks inactivity.KeepLinks
 }
@@ -49,6 +51,9 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 	out.Notifier, out.Mail = c.Notifier, c.Mail
 	if out.Server, err = e.AddServer(ctx, mgr, d); err != nil || out.Server == nil {
 		return out, err
+	}
+	if d.Expiry {
+		out.NoticeLinks = out.Server.NoticeLinks
 	}
 	if out.Server.Keep != nil {
 		out.KeepLinks = out.Server.KeepLinks

@@ -7,7 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // Served are the kinds a detector reads and the flag that names them.
@@ -53,4 +55,11 @@ func MapperProvider(mapper meta.RESTMapper) func(*rest.Config, *http.Client) (me
 		return apiutil.NewDynamicRESTMapper
 	}
 	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil }
+}
+
+// UnstructuredClient is a client of c whose reads, of unstructured objects too, come from
+// reader (a cache) instead of the API server; cfg is c's config or a copy (JSON for custom
+// resources, which have no protobuf encoding).
+func UnstructuredClient(cfg *rest.Config, c cluster.Cluster, reader client.Reader) (client.Client, error) {
+	return client.New(cfg, client.Options{Scheme: c.GetScheme(), Mapper: c.GetRESTMapper(), Cache: &client.CacheOptions{Reader: reader, Unstructured: true}})
 }

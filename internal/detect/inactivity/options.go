@@ -97,6 +97,16 @@ func (i Options) Validate() error {
 	return nil
 }
 
+// CacheWatches are what the detector adds to the manager's caches when it is on: metadata it
+// reads, and its targets of kinds trimmed to the fields it reads (its Kinds but those another
+// cache holds whole).
+func (i Options) CacheWatches(kinds []schema.GroupVersionKind) []lifecycle.Watches {
+	if !i.Enabled {
+		return nil
+	}
+	return []lifecycle.Watches{Watches(kinds, i.Settings.Pause, i.TemplateRef)}
+}
+
 // KeepPeriod is one keep offered in an alert's links: its name as written (3d) and its length.
 type KeepPeriod struct {
 	Name string
