@@ -11,7 +11,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
-	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 )
 
 // TestActivityAnswersThatAreNoTimes asks a real Prometheus data queries whose answers are or
@@ -182,7 +182,7 @@ func TestActivityNewSourceNotCoveredAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookback := app.DefaultInactivityOptions().Lookback
+	lookback := inactivity.DefaultOptions().Lookback
 	checker := &activity.Checker{API: prom.API(), Sources: srcs, MinStep: time.Second, Timeout: 10 * time.Second}
 	now := time.Now()
 	res := checker.Check(context.Background(), now, lookback)

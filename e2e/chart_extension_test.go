@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestChartExtensionProxies renders the extension server behind its Ingress: the trusted
@@ -65,5 +67,57 @@ func TestChartExtensionProxies(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "trustedProxies") {
 			t.Errorf("trustedProxies=%s: want a schema error naming it, got %v\n%s", bad, err, out)
 		}
+	}
+}
+
+// TestChartExtensionForInactivity renders the extension server for the detectors that mint its
+// links: the expiry detector's extension links, and the inactivity detector's keep links, which
+// need no expiry detector. With neither (or inactivity without keep periods) no server, Service
+// or key Secret is rendered.
+func TestChartExtensionForInactivity(t *testing.T) {
+	// The expiry detector is on by default; each case turns it on when it wants it.
+	extension := []string{"--set", "expiry.enabled=false", "--set", "expiry.extension.enabled=true", "--set", "expiry.extension.url=https://kustos.example.com"}
+	inactivity := []string{"--set", "inactivity.enabled=true", "--set", "inactivity.prometheusURL=http://prometheus:9090"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		server bool
+	}{
+		{name: "inactivity alone with keep links", args: inactivity, server: true},
+		{name: "inactivity alone without keep periods", args: append(slices.Clone(inactivity), "--set-json", "inactivity.keep.periods=[]")},
+		{name: "expiry alone", args: []string{"--set", "expiry.enabled=true"}, server: true},
+		{name: "expiry and inactivity", args: append([]string{"--set", "expiry.enabled=true"}, inactivity...), server: true},
+		{name: "neither detector"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			var service bool
+			var secrets []string
+			for _, o := range renderChart(t, "kustos", "kustos-system", append(slices.Clone(extension), tc.args...)...) {
+				switch o := o.(type) {
+				case *appsv1.Deployment:
+					args = o.Spec.Template.Spec.Containers[0].Args
+				case *corev1.Service:
+					service = service || o.Name == "kustos-extension"
+				case *rbacv1.Role:
+					if o.Name == "kustos-secrets" {
+						for _, r := range o.Rules {
+							secrets = append(secrets, r.ResourceNames...)
+						}
+					}
+				}
+			}
+			for _, want := range []string{"--extension-addr=:8090", "--extension-url=https://kustos.example.com", "--extension-key-secret=kustos-system/kustos-extension"} {
+				if got := slices.Contains(args, want); got != tc.server {
+					t.Errorf("the Deployment passes %s: %v, want %v", want, got, tc.server)
+				}
+			}
+			if service != tc.server {
+				t.Errorf("Service kustos-extension rendered: %v, want %v", service, tc.server)
+			}
+			if got := slices.Contains(secrets, "kustos-extension"); got != tc.server {
+				t.Errorf("the secrets Role reads kustos-extension: %v, want %v (%q)", got, tc.server, secrets)
+			}
+		})
 	}
 }

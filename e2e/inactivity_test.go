@@ -263,7 +263,7 @@ func inactivityOptions(t *testing.T, promURL string, sources []activity.Compiled
 // inactivityDetector turns the inactivity detector on with 1 s checks and steps and 2 alerts 2 s
 // apart, leaving the mode alone.
 func inactivityDetector(o *app.Options, promURL string, sources []activity.Compiled) {
-	in := app.DefaultInactivityOptions()
+	in := inactivity.DefaultOptions()
 	in.Enabled = true
 	in.Kinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}
 	in.Prometheus.URL = promURL

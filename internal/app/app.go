@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/actuate/gate"
@@ -12,14 +11,12 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -40,6 +37,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
@@ -111,7 +109,7 @@ type Options struct {
 	// (webhook, mail) serve the inactivity detector too.
 	Expiry ExpiryOptions
 	// Inactivity configures the inactivity detector (activity from Prometheus).
-	Inactivity InactivityOptions
+	Inactivity inactivity.Options
 	// VSphere configures vSphere VMs as expiry targets (--enable-vsphere, --vsphere-*).
 	VSphere detectvsphere.Options
 	// Webhook configures the admission webhook that validates Cleaners (port 0: none).
@@ -171,19 +169,14 @@ func (o Options) Validate() error {
 	case o.MaxConcurrentReconciles < 1:
 		return fmt.Errorf("--max-concurrent-reconciles=%d: must be at least 1", o.MaxConcurrentReconciles)
 	}
-	if err := o.Cleaners.Validate(); err != nil {
-		return err
+	vsphere := func() error { return o.VSphere.Validate(o.Expiry.Enabled, string(o.Mode), o.Mode != ModeObserve) }
+	// Each detector's and part's own options, by their packages, in this order.
+	for _, validate := range []func() error{o.Cleaners.Validate, o.Expiry.validate, vsphere, o.Gates.Validate, o.Inactivity.Validate} {
+		if err := validate(); err != nil {
+			return err
+		}
 	}
-	if err := o.Expiry.validate(); err != nil {
-		return err
-	}
-	if err := o.VSphere.Validate(o.Expiry.Enabled, string(o.Mode), o.Mode != ModeObserve); err != nil {
-		return err
-	}
-	if err := o.Gates.Validate(); err != nil {
-		return err
-	}
-	return o.Inactivity.validate()
+	return nil
 }
 
 // NewManager builds a manager running Kustos against cfg, in named steps: the manager with its
@@ -247,7 +240,8 @@ func newManagerFor(ctx context.Context, cfg *rest.Config, o Options, plan objcac
 	if err != nil {
 		return nil, nil, err
 	}
-	mapper, err := checkServed(cfg, o)
+	mapper, err := objcache.CheckServed(cfg, objcache.Served{Flag: "--lifecycle-kinds", Kinds: kindsIf(o.Expiry.Enabled, o.Expiry.Kinds)},
+		objcache.Served{Flag: "--inactivity-kinds", Kinds: kindsIf(o.Inactivity.Enabled, o.Inactivity.Kinds)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -256,13 +250,15 @@ func newManagerFor(ctx context.Context, cfg *rest.Config, o Options, plan objcac
 	if err != nil {
 		return nil, nil, err
 	}
-	watches := append(append(append(expiryWatches(o), inactivityWatches(o, plan)...), plan.CleanerWatches()...), quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
+	// The inactivity detector's targets the Cleaners' target cache holds whole are not in it.
+	watches := append(append(append(o.Expiry.CacheWatches(), o.Inactivity.CacheWatches(plan.InManager(o.Inactivity.Kinds))...), plan.CleanerWatches()...),
+		quota.Watches(), lifecycle.Watches{MetadataLabels: selector.LabelKeys()})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         objcache.CacheOptions(o.StateNamespace, map[string]string{state.LabelManagedBy: state.ManagedByValue}, watches...),
 		Metrics:                       metricsserver.Options{BindAddress: orDisabled(o.MetricsAddr)},
 		HealthProbeBindAddress:        orDisabled(o.HealthAddr),
-		MapperProvider:                reuseMapper(mapper),
+		MapperProvider:                objcache.MapperProvider(mapper),
 		PprofBindAddress:              orDisabled(o.PprofAddr),
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -309,7 +305,7 @@ type shared struct {
 	base      pipeline.Pipeline
 	store     *state.Store
 	recorder  *observe.Recorder
-	notifiers notifiers
+	notifiers extension.Channels
 	// plan says which kinds the target cache holds whole, and what the Cleaners read from the
 	// manager's cache.
 	plan objcache.TargetPlan
@@ -480,54 +476,6 @@ func (sh *shared) pipelineFor(detector string, vocab lifecycle.Vocabulary, orDir
 		pl.Actuator = fallback.Actuator{Primary: sh.base.Actuator, Fallback: directActuator(sh.live, sh.o.Allow)}
 	}
 	return &pl
-}
-
-// checkServed says which flag names a kind the API server does not serve, before the manager is
-// made: its cache has an entry of its own for each kind a detector reads (trimmed, or with all
-// its metadata), and controller-runtime's error for an unserved one names neither the flag nor
-// the kind. The mapper it read the kinds with (nil when there was nothing to check) is the
-// manager's too, so discovery is not read twice at start.
-func checkServed(cfg *rest.Config, o Options) (meta.RESTMapper, error) {
-	type kindOf struct {
-		flag string
-		kind schema.GroupVersionKind
-	}
-	var kinds []kindOf
-	if o.Expiry.Enabled {
-		for _, k := range o.Expiry.Kinds {
-			kinds = append(kinds, kindOf{"--lifecycle-kinds", k})
-		}
-	}
-	if o.Inactivity.Enabled {
-		for _, k := range o.Inactivity.Kinds {
-			kinds = append(kinds, kindOf{"--inactivity-kinds", k})
-		}
-	}
-	if len(kinds) == 0 {
-		return nil, nil
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's kinds: %w", err)
-	}
-	for _, k := range kinds {
-		if _, err := mapper.RESTMapping(k.kind.GroupKind(), k.kind.Version); err != nil {
-			return nil, fmt.Errorf("%s: %s is not served by the API server: %w", k.flag, k.kind, err)
-		}
-	}
-	return mapper, nil
-}
-
-// reuseMapper gives the manager mapper when there is one, else its default.
-func reuseMapper(mapper meta.RESTMapper) func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
-	if mapper == nil {
-		return apiutil.NewDynamicRESTMapper
-	}
-	return func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil }
 }
 
 // sentNoticesRemembered bounds the IDs of sent notices a process remembers (about 100 bytes each).

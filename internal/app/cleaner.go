@@ -14,9 +14,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	"github.com/kustos-dev/kustos/internal/actuate/cloudevent"
-	"github.com/kustos-dev/kustos/internal/actuate/fallback"
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
-	"github.com/kustos-dev/kustos/internal/actuate/observe"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
@@ -26,7 +24,6 @@ import (
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/metrics"
 	"github.com/kustos-dev/kustos/internal/objcache"
-	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -45,11 +42,10 @@ func setupCleaners(ctx context.Context, sh *shared) error {
 	// from the same cache and written as JSON.
 	jsonCfg := rest.CopyConfig(mgr.GetConfig())
 	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
-	c, err := client.New(jsonCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		// Unstructured: the targets (any kind, read as unstructured) come from the informers the
-		// controller starts for their watches; without it every look would GET them from the API
-		// server (bench/cleaners: 3 GETs per evaluation).
-		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true}})
+	// Unstructured too: the targets (any kind, read as unstructured) come from the informers the
+	// controller starts for their watches; without it every look would GET them from the API
+	// server (bench/cleaners: 3 GETs per evaluation).
+	c, err := objcache.UnstructuredClient(jsonCfg, mgr, mgr.GetCache())
 	if err != nil {
 		return err
 	}
@@ -166,16 +162,3 @@ func addGoneSweeper(mgr ctrl.Manager, o Options, store *state.Store, live client
 		}},
 	}, Interval: o.LeaseSweepInterval, Grace: o.Cleaners.LeaseGrace, Swept: metrics.LeasesSwept, Now: o.Now, Log: o.Log.WithName("sweep")})
 }
-
-var (
-	_ pipeline.Actuator        = fallback.Actuator{}
-	_ pipeline.Actuator        = cloudevent.Actuator{}
-	_ pipeline.Actuator        = helmrelease.Actuator{}
-	_ ephemeral.Releases       = (*helmrelease.Uninstaller)(nil)
-	_ ephemeral.Access         = (*authorship.SelfReviewer)(nil)
-	_ cloudevent.Current       = (*ephemeral.Reconciler)(nil)
-	_ ephemeral.ReleaseTouches = (*helmrelease.Uninstaller)(nil)
-	_ ephemeral.Authors        = authorship.Cleaners{}
-	_ ephemeral.AuthorAccess   = (*authorship.Reviewer)(nil)
-	_ ephemeral.Reporter       = (*observe.Recorder)(nil)
-)

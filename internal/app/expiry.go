@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -16,13 +15,10 @@ import (
 	"github.com/kustos-dev/kustos/internal/actuate/helmrelease"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/extension"
-	"github.com/kustos-dev/kustos/internal/keyring"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 	"github.com/kustos-dev/kustos/internal/nsscope"
 	"github.com/kustos-dev/kustos/internal/objcache"
 	"github.com/kustos-dev/kustos/internal/orphans"
-	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
 )
 
@@ -41,19 +37,6 @@ func (e ExpiryOptions) validate() error {
 		return err
 	}
 	return e.Extension.Validate()
-}
-
-// expiryWatches is what the expiry detector adds to the caches, when it runs.
-func expiryWatches(o Options) []lifecycle.Watches {
-	if !o.Expiry.Enabled {
-		return nil
-	}
-	w := expiry.Watches()
-	if o.Expiry.HelmReleases {
-		w.SecretLabels = map[string]string{expiry.HelmOwnerLabel: expiry.HelmOwnerValue}
-		w.MetadataLabels = append(w.MetadataLabels, expiry.HelmOwnerLabel, expiry.HelmNameLabel)
-	}
-	return []lifecycle.Watches{w}
 }
 
 // setupExpiry adds the expiry detector: one controller per lifecycle kind and one for
@@ -80,26 +63,20 @@ func setupExpiry(sh *shared) error {
 			return err
 		}
 	}
-	settings := o.Expiry.SettingsFor(o.Mode != ModeObserve, nt.mail != nil)
-	if nt.mail != nil {
-		if o.Expiry.AdminEmail != "" {
-			namespaces, err := nsscope.Parse(o.NamespaceSelector)
-			if err != nil {
-				return err
-			}
-			if err := mgr.Add(&orphans.Digest{Reader: mgr.GetAPIReader(), Kinds: o.Expiry.Kinds, Namespaces: namespaces, Settings: settings, Notifier: nt.mail, StateNamespace: o.StateNamespace,
-				To: o.Expiry.AdminEmail, Interval: o.Expiry.DigestInterval, Now: o.Now, Log: o.Log.WithName("orphan-digest")}); err != nil {
-				return err
-			}
+	settings := o.Expiry.SettingsFor(o.Mode != ModeObserve, nt.Mail != nil)
+	if nt.Mail != nil && o.Expiry.AdminEmail != "" {
+		namespaces, err := nsscope.Parse(o.NamespaceSelector)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&orphans.Digest{Reader: mgr.GetAPIReader(), Kinds: o.Expiry.Kinds, Namespaces: namespaces, Settings: settings, Notifier: nt.Mail, StateNamespace: o.StateNamespace,
+			To: o.Expiry.AdminEmail, Interval: o.Expiry.DigestInterval, Now: o.Now, Log: o.Log.WithName("orphan-digest")}); err != nil {
+			return err
 		}
 	}
-	var links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)
-	if nt.extension != nil {
-		links = nt.extension.NoticeLinks
-	}
-	pl.Notifier = nt.notifier
+	pl.Notifier = nt.Notifier
 	if o.VSphere.Enabled {
-		if err := setupVSphere(sh, pl, settings, links); err != nil {
+		if err := setupVSphere(sh, pl, settings); err != nil {
 			return err
 		}
 	}
@@ -128,7 +105,7 @@ func setupExpiry(sh *shared) error {
 			AutoMerge:    o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping:     o.PR.GroupingFor(expiry.DetectorName),
 			GroupWindow:  o.PR.GroupWindow,
-			Links:        links,
+			Links:        nt.NoticeLinks,
 			LeaseTrigger: extension.Recorded,
 			HasState:     cachedState.Has,
 			Now:          o.Now,
@@ -140,7 +117,7 @@ func setupExpiry(sh *shared) error {
 	}
 	if uninstaller != nil {
 		h := &expiry.HelmReconciler{Cache: mgr.GetClient(), Releases: helmrelease.ExpiryReleases{Uninstaller: uninstaller}, Pipeline: pl, Reporter: sh.recorder, Scope: o.scope,
-			Settings: settings, Links: links, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
+			Settings: settings, Links: nt.NoticeLinks, LeaseTrigger: extension.Recorded, HasState: cachedState.Has, Now: o.Now, Log: o.Log.WithName("expiry-helm")}
 		if err := h.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for helm releases: %w", err)
 		}
@@ -148,79 +125,13 @@ func setupExpiry(sh *shared) error {
 	return nil
 }
 
-// notifiers are the owners' channels, shared read-only by the expiry and inactivity detectors:
-// the webhook and mail (batched) flags, and the owner's page links of the extension server,
-// built once before either detector is set up, so that one owner's notices of both detectors
-// share a batch and carry the same links whichever is set up first.
-type notifiers struct {
-	// notifier sends to all of them (nil: none configured).
-	notifier pipeline.Notifier
-	// mail is the unbatched mail notifier (nil: no mail): the orphan digest uses it, and owners
-	// then need an address.
-	mail *notify.Mail
-	// extension serves the extension links and the owners' pages (nil: no --extension-addr, or
-	// no expiry detector).
-	extension *extension.Server
-	// keepLinks mints an inactivity alert's keep links (nil: the extension server is off).
-	keepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
-}
-
-func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client, reporter extension.EventReporter) (notifiers, error) {
-	var out notifiers
-	e := o.Expiry
-	chain, err := notify.NewChain(e.ChainConfig)
-	if err != nil {
-		return out, err
-	}
-	if chain.Batcher != nil {
-		if err := mgr.Add(chain.Batcher); err != nil { // it sends the batches still gathering at the stop
-			return out, err
-		}
-	}
-	out.notifier, out.mail = chain.Notifier, chain.Mail
-	if !o.Expiry.Enabled {
-		return out, nil
-	}
-	if out.extension, err = setupExtension(ctx, mgr, o, live); err != nil {
-		return out, err
-	}
-	if out.extension != nil && out.extension.Keep != nil {
-		// Inactivity's alerts carry keep links; a keep is an OwnerKept Event on the target.
-		out.extension.Keep.Reporter, out.keepLinks = reporter, out.extension.KeepLinks
-	}
-	if out.extension != nil && out.notifier != nil {
-		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
-		// link to the owner's page.
-		out.notifier = extension.OwnerPages{Server: out.extension, Next: out.notifier}
-	}
-	return out, nil
-}
-
-// setupExtension starts the extension server on every replica (a link may reach any of them):
-// the extension links and the owner's page; nil without --extension-addr.
-func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client) (*extension.Server, error) {
-	e := o.Expiry.Extension
-	if e.Addr == "" {
-		return nil, nil
-	}
-	key, flag, err := keyring.ReadFlags(ctx, live, "extension-key", e.KeyFile, e.KeySecret)
-	if err != nil {
-		return nil, err
-	}
-	// The API server, not the cache: a link used on another replica a moment ago must be seen,
-	// and an owner's page lists their Leases by label selector without a cache of every Lease.
-	store := &state.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.StateNamespace, Identity: state.NewIdentity(o.Instance)}
-	srv, err := e.NewServer(key, flag, store, o.Mode != ModeObserve, o.Now, o.Log.WithName("extension"))
-	if err != nil {
-		return nil, err
-	}
+// buildNotifiers builds the owners' channels, shared by the expiry and inactivity detectors,
+// with the extension server when --extension-addr is set.
+func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client, reporter extension.EventReporter) (extension.Channels, error) {
+	d := extension.Detectors{Expiry: o.Expiry.Enabled, WriteBack: o.Mode != ModeObserve, Reporter: reporter,
+		Live: live, StateNamespace: o.StateNamespace, Instance: o.Instance, Now: o.Now, Log: o.Log.WithName("extension")}
 	if o.Inactivity.Enabled {
-		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
-			return nil, err
-		}
+		d.Inactivity = &o.Inactivity // its alerts carry keep links; a keep is an OwnerKept Event on the target
 	}
-	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
-		return nil, err
-	}
-	return srv, nil
+	return o.Expiry.Extension.Channels(ctx, mgr, o.Expiry.ChainConfig, d)
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 )
 
 // TestValidateKeepPeriods: --inactivity-keep-periods is checked at start-up, each period
@@ -14,7 +15,7 @@ import (
 func TestValidateKeepPeriods(t *testing.T) {
 	base := func() Options {
 		o := validOptions()
-		in := DefaultInactivityOptions()
+		in := inactivity.DefaultOptions()
 		in.Enabled = true
 		in.Prometheus.URL = "http://prometheus:9090"
 		in.Kinds = []schema.GroupVersionKind{{Group: "apps", Version: "v1", Kind: "Deployment"}}

@@ -11,13 +11,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/extension"
 )
 
 // TestNotifiersCarryOwnerPagesForEveryDetector: the owners' channels are built once, before any
 // detector is set up, and with the extension server on every notice they carry (the expiry and
 // the inactivity detector's alike, whichever is set up first) gets the owner's page link; the
-// page needs the expiry detector, so without it the notices carry none.
+// page needs the expiry detector, so without it the notices carry none. The server runs for the
+// inactivity detector alone too: its alerts' keep links need nothing of the expiry detector.
 func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
@@ -27,9 +29,10 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 		name       string
 		expiry     bool
 		ownerPages bool
+		keepLinks  bool
 	}{
-		{"expiry and inactivity", true, true},
-		{"inactivity alone", false, false},
+		{"expiry and inactivity", true, true, true},
+		{"inactivity alone", false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Nothing is started: the manager only collects the runnables.
@@ -40,7 +43,8 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			}
 			o := validOptions()
 			o.Now, o.Log = time.Now, logr.Discard()
-			o.Expiry.Enabled, o.Inactivity.Enabled = tc.expiry, true
+			o.Expiry.Enabled, o.Inactivity = tc.expiry, inactivity.DefaultOptions()
+			o.Inactivity.Enabled = true
 			o.Expiry.Webhook.URL = "https://hooks.example.com/kustos"
 			o.Expiry.Extension = extension.Options{Addr: "127.0.0.1:0", URL: "https://kustos.example.com", KeyFile: key,
 				Periods: []string{"1d"}, Max: 30 * 24 * time.Hour}
@@ -48,9 +52,12 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, pages := nt.notifier.(extension.OwnerPages)
-			if pages != tc.ownerPages || (nt.extension != nil) != tc.ownerPages {
-				t.Errorf("notifier %T, extension server %v; want owner pages %v", nt.notifier, nt.extension != nil, tc.ownerPages)
+			_, pages := nt.Notifier.(extension.OwnerPages)
+			if pages != tc.ownerPages {
+				t.Errorf("notifier %T; want owner pages %v", nt.Notifier, tc.ownerPages)
+			}
+			if (nt.KeepLinks != nil) != tc.keepLinks || nt.Server == nil {
+				t.Errorf("keep links %v, extension server %v; want keep links %v and the server", nt.KeepLinks != nil, nt.Server != nil, tc.keepLinks)
 			}
 		})
 	}

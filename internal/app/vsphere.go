@@ -1,15 +1,12 @@
 package app
 
 import (
-	"time"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/actuate/allow"
 	actvsphere "github.com/kustos-dev/kustos/internal/actuate/vsphere"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	detectvsphere "github.com/kustos-dev/kustos/internal/detect/vsphere"
-	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
@@ -22,8 +19,7 @@ var vmDeletes = schema.GroupResource{Group: detectvsphere.Group, Resource: "virt
 // setupVSphere adds the VM crawler to the expiry detector: its own copy of the expiry pipeline
 // (Keys expiry/VirtualMachine.vsphere.kustos.io/…), never proposing (VMs are not in Git): the
 // observe actuator in observer mode, the vSphere actuator otherwise.
-func setupVSphere(sh *shared, expiryPipeline *pipeline.Pipeline, settings expiry.Settings,
-	links func(lifecycle.Key, time.Time, time.Time) ([]lifecycle.NoticeLink, error)) error {
+func setupVSphere(sh *shared, expiryPipeline *pipeline.Pipeline, settings expiry.Settings) error {
 	o, mgr := sh.o, sh.mgr
 	creds, err := vsphere.ReadCredentials(o.VSphere.Config.CredentialsFile)
 	if err != nil {
@@ -46,7 +42,7 @@ func setupVSphere(sh *shared, expiryPipeline *pipeline.Pipeline, settings expiry
 	return mgr.Add(&detectvsphere.Controller{
 		Crawler: vc, State: actvsphere.States{Store: store}, Pipeline: &pl, Reporter: sh.recorder,
 		Orphans:  orphans.VMReport{R: mgr.GetAPIReader(), W: mgr.GetClient(), Namespace: o.StateNamespace},
-		Settings: settings, Links: links, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
+		Settings: settings, Links: sh.notifiers.NoticeLinks, Interval: o.VSphere.CrawlInterval, Now: o.Now, Log: log,
 		Leases: actvsphere.Leases{Store: store}, Finder: vc,
 	})
 }

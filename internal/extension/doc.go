@@ -29,5 +29,8 @@
 // the environment is declared (kustos.io/expires-at, through a pull request for Git), told at
 // once by Recorded (its LeaseTrigger). Options are the --extension-* flags (Validate, and
 // NewServer builds the Server they describe); Listener serves it on every replica; NoticeLinks
-// are the links a warning carries.
+// are the links a warning carries. Options.Channels (setup.go) builds the owners' channels
+// (notify's chain) with the server on a manager, for the detectors that are on (Detectors): the
+// keep links need only the inactivity detector, the extension links, their write-back and the
+// owner's page the expiry detector.
 package extension

@@ -64,23 +64,31 @@ var ownerActions = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() { ctrlmetrics.Registry.MustRegister(ownerActions) }
 
 // ParseKeepPeriods parses --inactivity-keep-periods ("1d,3d,1w") and checks them against
-// longest (--inactivity-keep-max).
+// longest (--inactivity-keep-max), as the inactivity detector's options do.
 func ParseKeepPeriods(list []string, longest time.Duration) ([]Period, error) {
-	var out []Period
-	for _, p := range list {
-		d, err := lifecycle.ParseDuration(p)
-		if err != nil {
-			return nil, fmt.Errorf("--inactivity-keep-periods: %w", err)
-		}
-		if d <= 0 || d > longest {
-			return nil, fmt.Errorf("keep period %s is not within (0, %s] (--inactivity-keep-max)", p, longest)
-		}
-		out = append(out, Period{Name: p, D: d})
+	kp, err := inactivity.ParseKeepPeriods(list, longest)
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no keep periods (--inactivity-keep-periods)")
+	out := make([]Period, len(kp))
+	for i, p := range kp {
+		out[i] = Period(p)
 	}
 	return out, nil
+}
+
+// NewKeeper serves the keep links of the inactivity detector's alerts (in's KeepPeriods and
+// KeepMax); mapper names the targets' versions in the OwnerKept Events. No periods (options
+// built without inactivity.DefaultOptions): nil, no keep links.
+func NewKeeper(in inactivity.Options, mapper KindMapper) (*Keeper, error) {
+	if len(in.KeepPeriods) == 0 {
+		return nil, nil
+	}
+	periods, err := ParseKeepPeriods(in.KeepPeriods, in.KeepMax)
+	if err != nil {
+		return nil, err
+	}
+	return &Keeper{Periods: periods, Max: in.KeepMax, Mapper: mapper}, nil
 }
 
 // KeepLinks are an inactivity alert's keep links for key, issued to owner (as recorded in the

@@ -22,4 +22,6 @@
 //   - PlanTargets (targets.go): which kinds the Cleaners' target cache holds whole, which the
 //     manager's cache keeps with all their metadata for the Cleaners, so that each object of a
 //     kind the Cleaners share with the inactivity and expiry detectors is cached once.
+//   - CheckServed (served.go): before the manager and its caches are made, which flag names a
+//     kind the API server does not serve; its mapper becomes the manager's (MapperProvider).
 package objcache

@@ -131,10 +131,11 @@ skipped). Each failure names the value and what to do about it.
 {{- end }}
 
 {{/*
-The expiry detector's extension server runs: "true" or "".
+The extension server runs: "true" or "". It serves the expiry detector's extension links and the
+inactivity detector's keep links, so either one with links to serve needs it.
 */}}
 {{- define "kustos.extensionEnabled" -}}
-{{- if and .Values.expiry.enabled .Values.expiry.extension.enabled }}true{{ end }}
+{{- if and .Values.expiry.extension.enabled (or .Values.expiry.enabled (and .Values.inactivity.enabled .Values.inactivity.keep.periods)) }}true{{ end }}
 {{- end }}
 
 {{/*

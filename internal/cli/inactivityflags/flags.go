@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kustos-dev/kustos/internal/activity"
-	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
@@ -18,7 +17,7 @@ import (
 
 // Flags holds the inactivity detector's flags that run and inactivity plan share.
 type Flags struct {
-	Options      app.InactivityOptions
+	Options      inactivity.Options
 	Kinds        []schema.GroupVersionKind
 	ConfigFile   string
 	pauseField   string
@@ -28,10 +27,10 @@ type Flags struct {
 }
 
 // AddFlags defines the inactivity flags the decision and the activity check read. --max-alerts
-// and the rest write into i.Options, which starts as app.DefaultInactivityOptions. The
+// and the rest write into i.Options, which starts as inactivity.DefaultOptions. The
 // notification interval is NotificationInterval's: the caller defines it once.
 func (i *Flags) AddFlags(fs *pflag.FlagSet) {
-	i.Options = app.DefaultInactivityOptions()
+	i.Options = inactivity.DefaultOptions()
 	o := &i.Options
 	cli.InGroup(fs, cli.GroupPrometheus, func() {
 		fs.StringVar(&o.Prometheus.URL, "prometheus-url", "", "URL of the Prometheus server the activity sources, and the quotas' usage history (kube-state-metrics' kube_resourcequota), are queried from (basic auth: https://user:password@host); without it, each quota's state Lease keeps its daily peaks")

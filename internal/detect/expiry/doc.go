@@ -16,5 +16,5 @@
 // policy and its problems); request.go is what it hands the pipeline (Decide over the Lease);
 // messages.go the warning and done texts and their Notices; supersede.go which Change replaces
 // which; helm.go the same for helm releases; options.go the detector's flags (Options:
-// Validate, and SettingsFor, the Settings the mode and the notifiers complete).
+// Validate, SettingsFor, the Settings the mode and the notifiers complete, and CacheWatches).
 package expiry

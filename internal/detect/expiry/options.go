@@ -57,3 +57,17 @@ func (o Options) SettingsFor(carriesOut, mail bool) Settings {
 	}
 	return s
 }
+
+// CacheWatches are what the detector adds to the manager's caches when it is on: Watches, and
+// with HelmReleases helm's release Secrets, by their owner label, with their name label.
+func (o Options) CacheWatches() []lifecycle.Watches {
+	if !o.Enabled {
+		return nil
+	}
+	w := Watches()
+	if o.HelmReleases {
+		w.SecretLabels = map[string]string{HelmOwnerLabel: HelmOwnerValue}
+		w.MetadataLabels = append(w.MetadataLabels, HelmOwnerLabel, HelmNameLabel)
+	}
+	return []lifecycle.Watches{w}
+}
