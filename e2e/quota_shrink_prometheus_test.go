@@ -8,6 +8,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
@@ -60,7 +61,7 @@ func expectedPeakAt(end time.Time) string {
 // shrink is set.
 func withQuotaPrometheus(url string, shrink bool) func(*app.Options) {
 	return func(o *app.Options) {
-		o.Inactivity = app.DefaultInactivityOptions()
+		o.Inactivity = inactivity.DefaultOptions()
 		o.Inactivity.Enabled = false
 		o.Inactivity.Prometheus.URL = url
 		o.QuotaWindow = quota.DefaultWindowPolicy()
