@@ -76,7 +76,7 @@ func TestChart(t *testing.T) {
 		{name: "more days than a window holds draw no chart", e: shrinkEvidence("requests.cpu", "2026-11-07:"+strings.Repeat("1,", 40)+"1", "8", "6")},
 		{name: "a value too large to draw", e: shrinkEvidence("requests.cpu", "2026-11-07:1,2", "8E", "6")},
 		{name: "a grow's gates are its trigger", wantCharts: 1,
-			e: map[string]string{"resource": "requests.cpu", "current": "8", "recommended": "10", "trigger": "threshold", "windowTarget": "true", "windowComplete": "false", "dailyPeaks": "2026-11-07:7,8"},
+			e:    map[string]string{"resource": "requests.cpu", "current": "8", "recommended": "10", "trigger": "threshold", "windowTarget": "true", "windowComplete": "false", "dailyPeaks": "2026-11-07:7,8"},
 			want: []string{"| threshold, raised to the window's target; the window is incomplete |", "line [10, 10]"}},
 	}
 	for _, tt := range tests {
