@@ -1,9 +1,13 @@
 package pr
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kustos-dev/kustos/internal/gitops/index"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
 // chartLine is every line a chart block may hold: nothing a name or a quantity could bring in.
@@ -125,4 +129,40 @@ func FuzzChart(f *testing.F) {
 			t.Fatalf("more charts than asked for:\n%s", b.String())
 		}
 	})
+}
+
+// TestGroupBodyWindowBounded: a group of many quotas, each with a month of peaks on many
+// resources, charts only its first three targets and stays within GitHub's limit, the table
+// listing every target.
+func TestGroupBodyWindowBounded(t *testing.T) {
+	g := lifecycle.Group{Key: lifecycle.GroupKey("quota", "namespace", "team-a"), Label: "namespace team-a"}
+	daily := "2026-10-21:" + strings.TrimSuffix(strings.Repeat("1500m,", 32), ",")
+	var included []lifecycle.Change
+	results := map[lifecycle.Key]MemberResult{}
+	for i := 0; i < 200; i++ {
+		c := quotaChange("8", "6")
+		c.Key = lifecycle.NewKey("quota", "team-a", fmt.Sprintf("q-%03d", i))
+		c.Target.Name = fmt.Sprintf("q-%03d", i)
+		c.Evidence = nil
+		for j := 0; j < 10; j++ {
+			c.Evidence = append(c.Evidence, shrinkEvidence(fmt.Sprintf("example.com/r%d.cpu", j), daily, "8", "6"))
+		}
+		included = append(included, c)
+		results[c.Key] = MemberResult{Included: true, Location: index.Location{Path: "q.yaml"}}
+	}
+	body := GroupBody(g, included, results, nil, "prod")
+	if len(body) > maxBody {
+		t.Fatalf("body has %d characters, more than %d", len(body), maxBody)
+	}
+	if n := strings.Count(body, "```mermaid"); n != groupChartMembers*maxChartsPerBody {
+		t.Errorf("%d charts, want %d (the first %d targets')", n, groupChartMembers*maxChartsPerBody, groupChartMembers)
+	}
+	if strings.Count(body, "```mermaid") != strings.Count(body, "\n```\n") {
+		t.Error("a chart block is not closed")
+	}
+	for _, c := range included {
+		if !strings.Contains(body, "`"+scope(c.Target)+"` |") {
+			t.Fatalf("the table lacks %s", c.Target)
+		}
+	}
 }
