@@ -29,7 +29,8 @@ FUZZ_TARGETS := \
   ./internal/doccheck:FuzzLinks \
   ./internal/submit:FuzzParseOffset,FuzzParseCompletion \
   ./internal/vsphere:FuzzParseNotes \
-  ./internal/actuate/gate:FuzzCheckDestination
+  ./internal/actuate/gate:FuzzCheckDestination \
+  ./internal/actuate/pr:FuzzChart
 
 export KUSTOS_TESTBIN := $(BIN)
 

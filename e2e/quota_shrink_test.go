@@ -86,10 +86,20 @@ func (h fixedHistory) Window(_ context.Context, _, _ string, window time.Duratio
 func TestShrinkPRSupersededByGrow(t *testing.T) {
 	ns := newNamespace(t, t.Name(), nil)
 	g := newGitOps(t, ns)
+	// The window's days of requests.cpu, for the PR's chart: 500m a day, 1 two days ago.
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	var cpuDays []quotahistory.DayPeak
+	for i := 14; i >= 0; i-- {
+		v := "500m"
+		if i == 2 {
+			v = "1"
+		}
+		cpuDays = append(cpuDays, quotahistory.DayPeak{Day: today.AddDate(0, 0, -i), Value: resource.MustParse(v)})
+	}
 	history := fixedHistory{quotahistory.Window{Complete: true, Peaks: map[corev1.ResourceName]quotahistory.Peak{
 		"requests.cpu": {Value: resource.MustParse("1"), At: time.Now().Add(-48 * time.Hour)},
 		"pods":         {Value: resource.MustParse("40"), At: time.Now().Add(-48 * time.Hour)},
-	}}}
+	}, Days: map[corev1.ResourceName][]quotahistory.DayPeak{"requests.cpu": cpuDays}}}
 	k := startKustos(t, g.prMode(func(o *app.Options) {
 		o.QuotaWindow = quota.DefaultWindowPolicy()
 		o.QuotaWindow.Shrink = true
@@ -103,6 +113,14 @@ func TestShrinkPRSupersededByGrow(t *testing.T) {
 	// pods (peak 40, target 50) lie within the band.
 	if got, want := g.fileAt(t, shrink.HeadSHA), quotaManifest("2250m"); got != want {
 		t.Fatalf("file on the shrink PR branch\n got:\n%s\nwant:\n%s", got, want)
+	}
+	// The body charts the window in cores: 15 days, today's hard value and the proposed one.
+	for _, want := range []string{"#### Usage window", "| `requests.cpu` | 1 |", "3 → **2250m** | passed failed-create, window, recent-grow, cooldown; shaped by step |",
+		"```mermaid\nxychart-beta\n", "    bar [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1, 0.5, 0.5]\n",
+		"    line [3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3]\n", "    line [2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25, 2.25]\n"} {
+		if !strings.Contains(shrink.Body, want) {
+			t.Errorf("the shrink PR's body lacks %q:\n%s", want, shrink.Body)
+		}
 	}
 	waitHolder(t, k.opts.StateNamespace, ns, fmt.Sprintf("pr-%d", shrink.Number))
 

@@ -15,7 +15,8 @@
 //     hourly), the answer read as it streams in. A window is complete only when the history
 //     reaches back past its start with no day missing; an unreachable Prometheus, a failed
 //     query or an answer with a warning (partial) leaves every window incomplete, said in
-//     words. Daily keeps the per-day peaks, for a chart of the window;
+//     words. Window.Days holds each resource's daily peaks, for a chart of the window, and
+//     Daily the same peaks gathered by day;
 //   - Step, the day buckets sized under Prometheus's 11,000 points per series, and Quantity,
 //     kube-state-metrics' floats (cpu in cores, memory in bytes) as exact Quantities, rounded
 //     up, never down.

@@ -190,7 +190,7 @@ type Day struct {
 	Peaks map[corev1.ResourceName]resource.Quantity
 }
 
-// Daily is Window with the peak of each day, for a chart of the window.
+// Daily is Window with the peaks of each day gathered by day (Window holds them by resource).
 func (p *Prometheus) Daily(ctx context.Context, namespace, quota string, window time.Duration, now time.Time) Daily {
 	return p.history(ctx, namespace, quota, window, now, true)
 }
@@ -244,6 +244,7 @@ func (s *snapshot) read(ss []series, out *Daily, days bool) {
 		}
 	}
 	out.Window.Peaks = map[corev1.ResourceName]Peak{}
+	out.Window.Days = map[corev1.ResourceName][]DayPeak{}
 	if days {
 		out.Days = make([]Day, s.buckets)
 		for k := range out.Days {
@@ -256,21 +257,24 @@ func (s *snapshot) read(ss []series, out *Daily, days bool) {
 			continue
 		}
 		peak, peakK := math.Inf(-1), 0
+		var perDay []DayPeak
 		for k := 1; k <= s.buckets; k++ {
 			v := sr.points[k]
 			if math.IsNaN(v) {
 				continue
 			}
-			if days {
-				q, err := Quantity(sr.resource, v)
-				if err != nil {
-					continue // said below, for the peak
+			if q, err := Quantity(sr.resource, v); err == nil { // else said below, for the peak
+				if perDay == nil {
+					perDay = make([]DayPeak, 0, s.buckets)
 				}
-				d := &out.Days[k-1]
-				if d.Peaks == nil {
-					d.Peaks = map[corev1.ResourceName]resource.Quantity{}
+				perDay = append(perDay, DayPeak{Day: bucketStart(k), Value: q})
+				if days {
+					d := &out.Days[k-1]
+					if d.Peaks == nil {
+						d.Peaks = map[corev1.ResourceName]resource.Quantity{}
+					}
+					d.Peaks[sr.resource] = q
 				}
-				d.Peaks[sr.resource] = q
 			}
 			// The latest of equal peaks: the usage was still that high then. A peak that is
 			// no quantity (infinite) is refused below.
@@ -287,6 +291,7 @@ func (s *snapshot) read(ss []series, out *Daily, days bool) {
 			continue
 		}
 		out.Window.Peaks[sr.resource] = Peak{Value: q, At: bucketStart(peakK)}
+		out.Window.Days[sr.resource] = perDay
 		if p := s.coverage(sr, bucketStart, out.Window.Start); p != "" {
 			problems = append(problems, p)
 		}

@@ -195,6 +195,28 @@ func TestPrometheus(t *testing.T) {
 				t.Errorf("day %d (%s): cpu %s, want %s", i, dd.Start, cpu.String(), want)
 			}
 		}
+		// The Window carries the same days per resource, for the chart a pull request draws,
+		// without a lookup of its own: the days that hold a sample, oldest first.
+		for res := range w.Peaks {
+			var want []quotahistory.DayPeak
+			for _, dd := range d.Days {
+				if v, ok := dd.Peaks[res]; ok {
+					want = append(want, quotahistory.DayPeak{Day: dd.Start, Value: v})
+				}
+			}
+			got := w.Days[res]
+			if len(got) != len(want) || len(got) < 14 {
+				t.Fatalf("%s: %d days in the Window, want %d (Daily's), at least 14", res, len(got), len(want))
+			}
+			for i := range got {
+				if !got[i].Day.Equal(want[i].Day) || got[i].Value.Cmp(want[i].Value) != 0 {
+					t.Errorf("%s day %d: %s %s, want %s %s", res, i, got[i].Day, got[i].Value.String(), want[i].Day, want[i].Value.String())
+				}
+			}
+		}
+		if _, ok := w.Days["count/configmaps"]; ok {
+			t.Error("count/configmaps left the quota: no days of it")
+		}
 	})
 
 	for _, tc := range []struct {

@@ -20,6 +20,10 @@ type Window struct {
 	// Peaks holds the peak of each resource the history knows; a resource missing here has no
 	// history at all.
 	Peaks map[corev1.ResourceName]Peak
+	// Days holds, for each resource of Peaks, the peak of every day of the window that has
+	// one, oldest first: what a chart of the window draws. A day without a sample is left out
+	// (Complete says whether any is missing). One entry a day: a month at most per resource.
+	Days map[corev1.ResourceName][]DayPeak
 	// Complete is true only when the history reaches back to Start for every resource in
 	// Peaks and no part of the answer was partial or missing.
 	Complete bool
@@ -27,4 +31,11 @@ type Window struct {
 	// to 2026-11-20T08:00:00Z, the window starts 2026-11-15T08:00:00Z", "Prometheus answered
 	// partially: …"); empty when Complete.
 	Incomplete string
+}
+
+// DayPeak is the peak of one resource over one day of the window.
+type DayPeak struct {
+	// Day is the day's start (UTC midnight).
+	Day   time.Time
+	Value resource.Quantity
 }

@@ -31,4 +31,8 @@
 // head is the commit Kustos wrote and the auto-merge policy are the pipeline's
 // (internal/pipeline); the Writer only reports (Status, ClosedSince) and acts when told
 // (Propose, MergeIfReady).
+//
+// The title, body and commit message are pure functions of the Change (render.go,
+// render_group.go); chart.go draws a quota's usage window, carried in its evidence, as a
+// Mermaid chart built from parsed values only, so that tenant text cannot escape it.
 package pr

@@ -200,7 +200,7 @@ func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster s
 	if c.Reason != "" {
 		fmt.Fprintf(&b, "Reason: `%s` (detector `%s`).\n\n", code(c.Reason), code(c.Detector))
 	}
-	writeEvidence(&b, c.Evidence)
+	writeEvidence(&b, c.Evidence, maxChartsPerBody)
 
 	b.WriteString("### Opting out\n\n")
 	opt := lifecycle.OptOut{Declined: fmt.Sprintf("Kustos leaves this %s alone until its cooldown has passed and the evidence has grown.", md(c.Target.Kind)),
@@ -220,8 +220,9 @@ func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster s
 }
 
 // writeEvidence renders the quota table (resource, used, hard, %, threshold, proposed) when the
-// evidence has resources, a key/value table otherwise, and deficit owners with their events.
-func writeEvidence(b *strings.Builder, ev []map[string]string) {
+// evidence has resources, with the usage window of those that carry one (up to charts charts),
+// a key/value table otherwise, and deficit owners with their events.
+func writeEvidence(b *strings.Builder, ev []map[string]string, charts int) {
 	if len(ev) == 0 {
 		return
 	}
@@ -239,6 +240,7 @@ func writeEvidence(b *strings.Builder, ev []map[string]string) {
 				cell(percent(e["usedPercent"])), cell(percent(e["thresholdPercent"])), cell(e["recommended"]), cell(e["trigger"]))
 		}
 		b.WriteString("\n")
+		writeWindow(b, ev, charts)
 	} else {
 		for i, e := range ev {
 			if len(ev) > 1 {

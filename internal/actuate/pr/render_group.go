@@ -107,7 +107,11 @@ func GroupBody(g lifecycle.Group, included []lifecycle.Change, results map[lifec
 		"A target kept (extended, used again, or opted out) is taken out of this pull request; closing it declines the change for every target in it.\n\n")
 	footer := "\n---\n<sub>Opened by Kustos. Do not edit the branch: Kustos rebuilds it when the base branch moves or the group's targets change.</sub>\n"
 	for i, c := range included {
-		section := memberSection(c)
+		charts := 0
+		if i < groupChartMembers {
+			charts = maxChartsPerBody
+		}
+		section := memberSection(c, charts)
 		if b.Len()+len(section)+len(footer)+200 > maxBody {
 			fmt.Fprintf(&b, "_%d more targets are not shown here (GitHub limits a description's length); the table above lists them all._\n\n", len(included)-i)
 			break
@@ -138,14 +142,15 @@ func memberSummary(c lifecycle.Change, r MemberResult) string {
 	return "set " + strings.Join(parts, ", ")
 }
 
-// memberSection is one member's "why" and "how to keep it".
-func memberSection(c lifecycle.Change) string {
+// memberSection is one member's "why" and "how to keep it", with up to charts charts of its
+// usage window.
+func memberSection(c lifecycle.Change, charts int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#### %s `%s`\n\n", md(c.Target.Kind), code(scope(c.Target)))
 	if c.Summary != "" {
 		b.WriteString(md(truncate(c.Summary, 2000)) + "\n\n")
 	}
-	writeEvidence(&b, c.Evidence)
+	writeEvidence(&b, c.Evidence, charts)
 	if c.OptOut != nil {
 		if c.OptOut.Keep != "" {
 			fmt.Fprintf(&b, "To keep it: %s.", md(c.OptOut.Keep))

@@ -39,6 +39,7 @@ func TestReconcilerDecideWindow(t *testing.T) {
 		wantFinding string // a reason among the Findings
 		wantBag     string // a bag key that must be there
 		noBag       string // a bag key that must not be there
+		wantDaily   string // the Change's first evidence entry's dailyPeaks, when set
 	}{
 		{name: "observer mode reports a shrink without the opt-in", q: q, observe: true, external: &complete,
 			wantChange: "QuotaShrinkRecommended requests.cpu=75", wantBag: bagLastShrink},
@@ -56,6 +57,10 @@ func TestReconcilerDecideWindow(t *testing.T) {
 			wantChange: "QuotaResizeRecommended requests.cpu=120", wantBag: bagLastGrow},
 		{name: "the Lease-kept window records today's peak", q: q, observe: true,
 			wantBag: "peak.requests.cpu"},
+		{name: "a shrink from the Lease-kept window carries its daily peaks for the pull request", q: q, policy: optIn,
+			view:       lifecycle.View{Bag: map[string]string{"peak.requests.cpu": "2026-11-06:" + strings.TrimSuffix(strings.Repeat("1@0600,", 16), ",")}},
+			wantChange: "QuotaShrinkRecommended requests.cpu=75",
+			wantDaily:  "2026-11-07:" + strings.TrimSuffix(strings.Repeat("1,", 15), ",")},
 		{name: "a corrupt bag entry is a Finding", q: q, observe: true,
 			view:        lifecycle.View{Bag: map[string]string{"peak.requests.cpu": "garbage"}},
 			wantFinding: ReasonInvalidQuotaHistory, wantBag: "peak.requests.cpu"},
@@ -77,6 +82,9 @@ func TestReconcilerDecideWindow(t *testing.T) {
 			}
 			if got != tt.wantChange {
 				t.Errorf("change %q, want %q", got, tt.wantChange)
+			}
+			if tt.wantDaily != "" && (d.Change == nil || len(d.Change.Evidence) == 0 || d.Change.Evidence[0]["dailyPeaks"] != tt.wantDaily) {
+				t.Errorf("change %+v, want dailyPeaks %q", d.Change, tt.wantDaily)
 			}
 			if tt.wantWithdr == "" && d.Withdraw != "" || !strings.Contains(d.Withdraw, tt.wantWithdr) {
 				t.Errorf("withdraw %q, want %q", d.Withdraw, tt.wantWithdr)

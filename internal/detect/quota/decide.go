@@ -69,6 +69,7 @@ func Decide(s Snapshot) Verdict {
 		return d
 	}
 	recs = atLeastWindowTarget(s, recs)
+	withWindow(s, recs)
 	slices.SortFunc(recs, func(a, b Recommendation) int { return cmp.Compare(a.Resource, b.Resource) })
 	d.Recommendations = recs
 	// Recording a recommendation starts a cooldown; after it we must look again.
@@ -459,6 +460,15 @@ func (r Recommendation) Evidence() map[string]string {
 	}
 	if r.WindowTarget {
 		e["windowTarget"] = "true"
+	}
+	if w := r.Window; w != nil {
+		addWindowEvidence(e, w.Days, w.Headroom)
+		e["peak"] = w.Peak.Value.String()
+		if !w.Peak.At.IsZero() {
+			e["peakAt"] = w.Peak.At.UTC().Format(time.RFC3339)
+		}
+		e["target"] = w.Target.String()
+		e["windowComplete"] = strconv.FormatBool(w.Complete)
 	}
 	if r.Owner != nil {
 		e["ownerKind"] = r.Owner.Kind

@@ -11,5 +11,6 @@
 // band and the shrink gates; history.go the daily peaks each quota's state Lease keeps when no
 // History source (Prometheus, internal/quotahistory) is set; controller_window.go turns a
 // Verdict with shrinks into the pipeline's Decision (opt-in, the withdrawal of an open shrink
-// for a grow, the daily look).
+// for a grow, the daily look); chartdata.go puts the window's daily peaks in a Change's
+// evidence, which the pull request draws.
 package quota

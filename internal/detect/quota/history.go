@@ -251,11 +251,13 @@ func (p *DailyPeaks) Bag() map[string]string {
 }
 
 // Window is the history's answer for [now − length, now]: each resource's peak over the days
-// the window touches (its first day whole: a little more than the window, never less), and
+// the window touches (its first day whole: a little more than the window, never less) and the
+// peak of each of those days that has one, and
 // Complete only when every resource has a peak on each of those days and on the day before
 // them — a history that began on the window's first day began part-way through it.
 func (p *DailyPeaks) Window(now time.Time, length time.Duration) quotahistory.Window {
-	w := quotahistory.Window{Start: now.Add(-length), End: now, Peaks: map[corev1.ResourceName]quotahistory.Peak{}, Complete: true}
+	w := quotahistory.Window{Start: now.Add(-length), End: now, Peaks: map[corev1.ResourceName]quotahistory.Peak{},
+		Days: map[corev1.ResourceName][]quotahistory.DayPeak{}, Complete: true}
 	from, first, today := keepFrom(now, length), utcDay(now.Add(-length)), utcDay(now)
 	names := make([]corev1.ResourceName, 0, len(p.runs))
 	for name := range p.runs {
@@ -267,18 +269,25 @@ func (p *DailyPeaks) Window(now time.Time, length time.Duration) quotahistory.Wi
 		run := p.runs[name]
 		var peak *daySample
 		var missing []string
+		var days []quotahistory.DayPeak
 		for day := from; !day.After(today); day = day.AddDate(0, 0, 1) {
 			idx := int(day.Sub(run.first) / (24 * time.Hour))
 			if day.Before(run.first) || idx >= len(run.days) || !run.days[idx].ok {
 				missing = append(missing, day.Format(time.DateOnly))
 				continue
 			}
-			if d := &run.days[idx]; !day.Before(first) && (peak == nil || d.value.Cmp(peak.value) > 0) {
+			if day.Before(first) {
+				continue
+			}
+			d := &run.days[idx]
+			if peak == nil || d.value.Cmp(peak.value) > 0 {
 				peak = d
 			}
+			days = append(days, quotahistory.DayPeak{Day: day, Value: d.value.DeepCopy()})
 		}
 		if peak != nil {
 			w.Peaks[name] = quotahistory.Peak{Value: peak.value.DeepCopy(), At: peak.at}
+			w.Days[name] = days
 		}
 		switch {
 		case len(missing) > 0 && run.first.After(from):

@@ -53,6 +53,8 @@ func TestDailyPeaks(t *testing.T) {
 		wantProblems  string // a part of the joined problems
 		wantBagPrefix string // of peak.requests.memory
 		wantDays      int    // tokens in peak.requests.memory, when set
+		// wantChart is the window's days of requests.memory, "11-07=1Gi,…", when set.
+		wantChart string
 	}{
 		{name: "no history yet", looks: nil, resources: mem, wantWhy: "keeps no usage history yet"},
 		{name: "one look: the history began inside the window", looks: daily(1, nil), resources: mem,
@@ -60,15 +62,18 @@ func TestDailyPeaks(t *testing.T) {
 		// t0 is 2026-11-21 12:00; the window starts 2026-11-07 12:00; its first day is the 7th and
 		// the day before it the 6th: 16 days of peaks.
 		{name: "a peak every day of the window and the day before it: complete", looks: daily(16, map[int]string{5: "6Gi", 9: "3Gi"}), resources: mem,
-			wantComplete: true, wantPeak: "6Gi", wantPeakAt: "2026-11-11T06:00:00Z", wantBagPrefix: "2026-11-06:1Gi@0600,", wantDays: 16},
+			wantComplete: true, wantPeak: "6Gi", wantPeakAt: "2026-11-11T06:00:00Z", wantBagPrefix: "2026-11-06:1Gi@0600,", wantDays: 16,
+			wantChart: "11-07=1Gi,11-08=1Gi,11-09=1Gi,11-10=1Gi,11-11=6Gi,11-12=1Gi,11-13=1Gi,11-14=1Gi,11-15=3Gi,11-16=1Gi,11-17=1Gi,11-18=1Gi,11-19=1Gi,11-20=1Gi,11-21=1Gi"},
 		{name: "the day before the window is needed too", looks: daily(15, nil), resources: mem,
 			wantPeak: "1Gi", wantWhy: "begin 2026-11-07"},
 		{name: "a peak before the window counts for nothing", looks: daily(16, map[int]string{0: "9Gi"}), resources: mem,
 			wantComplete: true, wantPeak: "1Gi"},
 		{name: "a day without a look leaves a gap", looks: daily(16, nil, 7), resources: mem,
-			wantPeak: "1Gi", wantWhy: "no daily peak on 2026-11-13", wantBagPrefix: "2026-11-06:1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,,1Gi@0600"},
+			wantPeak: "1Gi", wantWhy: "no daily peak on 2026-11-13", wantBagPrefix: "2026-11-06:1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,1Gi@0600,,1Gi@0600",
+			wantChart: "11-07=1Gi,11-08=1Gi,11-09=1Gi,11-10=1Gi,11-11=1Gi,11-12=1Gi,11-14=1Gi,11-15=1Gi,11-16=1Gi,11-17=1Gi,11-18=1Gi,11-19=1Gi,11-20=1Gi,11-21=1Gi"},
 		{name: "days beyond the window's reach are dropped: bounded", looks: daily(40, map[int]string{3: "50Gi"}), resources: mem,
-			wantComplete: true, wantPeak: "1Gi", wantDays: 16},
+			wantComplete: true, wantPeak: "1Gi", wantDays: 16,
+			wantChart: "11-07=1Gi,11-08=1Gi,11-09=1Gi,11-10=1Gi,11-11=1Gi,11-12=1Gi,11-13=1Gi,11-14=1Gi,11-15=1Gi,11-16=1Gi,11-17=1Gi,11-18=1Gi,11-19=1Gi,11-20=1Gi,11-21=1Gi"},
 		{name: "the day's peak rises, never falls", resources: mem,
 			looks:        append(daily(16, nil), look{at: t0.Add(-time.Hour), used: rl("requests.memory", "5Gi")}, look{at: t0, used: rl("requests.memory", "2Gi")}),
 			wantComplete: true, wantPeak: "5Gi", wantPeakAt: "2026-11-21T11:00:00Z"},
@@ -117,6 +122,24 @@ func TestDailyPeaks(t *testing.T) {
 			pk, ok := w.Peaks["requests.memory"]
 			if got := map[bool]string{true: pk.Value.String(), false: ""}[ok]; got != tt.wantPeak {
 				t.Errorf("peak = %q, want %q", got, tt.wantPeak)
+			}
+			// The window's days: what a pull request charts, one a day, inside the window, the
+			// peak among them.
+			var chart []string
+			for i, d := range w.Days["requests.memory"] {
+				chart = append(chart, d.Day.Format("01-02")+"="+d.Value.String())
+				if d.Day.Before(utcDay(w.Start)) || d.Day.After(utcDay(now)) || i > 0 && !d.Day.After(w.Days["requests.memory"][i-1].Day) {
+					t.Errorf("day %s outside the window [%s, %s] or out of order", d.Day, w.Start, now)
+				}
+				if ok && d.Value.Cmp(pk.Value) > 0 {
+					t.Errorf("day %s holds %s, above the peak %s", d.Day, d.Value.String(), pk.Value.String())
+				}
+			}
+			if ok != (len(chart) > 0) {
+				t.Errorf("peak %v with %d days", ok, len(chart))
+			}
+			if got := strings.Join(chart, ","); tt.wantChart != "" && got != tt.wantChart {
+				t.Errorf("window days\n%s\nwant\n%s", got, tt.wantChart)
 			}
 			if tt.wantPeakAt != "" && pk.At.Format(time.RFC3339) != tt.wantPeakAt {
 				t.Errorf("peak at %s, want %s", pk.At.Format(time.RFC3339), tt.wantPeakAt)

@@ -47,6 +47,10 @@ type Shrink struct {
 	HasPeak bool
 	// WindowComplete is the history's word that it covers the whole window.
 	WindowComplete bool
+	// Days are the window's daily peaks of the resource, for the pull request's chart; nil
+	// when too few (chartDays). Headroom is the resource's.
+	Days     []quotahistory.DayPeak
+	Headroom *big.Rat
 	// Target is max(peak, used) × (1 + headroom), rounded up as a grow is.
 	Target resource.Quantity
 	// Goal is the target raised to the floor, rounded as Recommended is: where the steps of
@@ -117,6 +121,7 @@ func sizeShrink(s Snapshot, name corev1.ResourceName, hard resource.Quantity, fa
 	sh := Shrink{
 		Namespace: s.Namespace, Quota: s.Quota, Resource: name, Current: hard, Used: used,
 		Peak: peak, HasPeak: hasPeak, WindowComplete: s.Window.Complete, Target: target,
+		Days: chartDays(s.Window.Days[name]), Headroom: set.Headroom,
 	}
 	value := RatOf(target)
 	if set.Min != nil && RatOf(*set.Min).Cmp(value) > 0 {
@@ -326,6 +331,10 @@ func (sh Shrink) Evidence() map[string]string {
 		"message":        sh.Message,
 		"gates":          joinGates(sh.Applied),
 		"blocked":        joinGates(sh.Blocked),
+	}
+	if sh.Days != nil {
+		addWindowEvidence(e, sh.Days, sh.Headroom)
+		e["checked"] = joinGates(heldBackBy)
 	}
 	if sh.HasPeak {
 		e["peak"] = sh.Peak.Value.String()

@@ -176,6 +176,9 @@ type Recommendation struct {
 	// WindowTarget: Recommended was raised to the window's target (the usage window asks for
 	// more than the threshold or the deficit did).
 	WindowTarget bool
+	// Window is the usage window of the resource, for the pull request's chart; nil when the
+	// history holds too few daily peaks of it.
+	Window *WindowEvidence
 	// Owner is the failing workload for deficits.
 	Owner *Owner
 	// Event is an excerpt of the FailedCreate event for deficits.
