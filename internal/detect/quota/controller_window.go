@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"hash/fnv"
 	"sort"
 	"strings"
@@ -80,6 +81,11 @@ func (r *Reconciler) decide(q *corev1.ResourceQuota, p Policy, failures []Failur
 	case change == nil && (r.Observe || p.Window.Shrink):
 		change = verdict.ShrinkChange()
 	}
+	if d.Withdraw == "" && change == nil && v.Proposed != nil && IsShrink(*v.Proposed) {
+		// No grow, and no shrink to replace it with: the open shrink stays unless usage rose
+		// into the band or a gate that speaks of need now holds it back.
+		d.Withdraw = shrinkUnwanted(verdict, *v.Proposed, q.Status.Hard, q.Status.Used, p, window)
+	}
 	if change != nil && (v.Proposed == nil || supersedesProposed(*change, *v.Proposed)) {
 		peaks.Note(change, now)
 	}
@@ -101,6 +107,71 @@ func (r *Reconciler) decide(q *corev1.ResourceQuota, p Policy, failures []Failur
 		}
 	}
 	return verdict, d, stateProblems
+}
+
+// withdrawingGates are the gates whose holding back makes an open shrink unwanted: pods fail
+// for want of the quota, or it had to be raised inside the window. The shrink's own cooldown
+// (on record since it was proposed) and a window that went incomplete (Prometheus unreachable
+// for a while) say nothing about need, and leave it open.
+var withdrawingGates = []Gate{GateFailedCreate, GateRecentGrow}
+
+// shrinkUnwanted says why the open shrink proposed is no longer wanted, resource by resource
+// ("usage rose: …", "held back: …"); "" when it still is, or when what holds it back says
+// nothing about need. A resource the verdict no longer shrinks lies within the tolerance band
+// of the window's target (or below the target).
+func shrinkUnwanted(v Verdict, proposed lifecycle.Change, hard, used corev1.ResourceList, p Policy, w quotahistory.Window) string {
+	shrinks := map[corev1.ResourceName]Shrink{}
+	for _, sh := range v.Shrinks {
+		shrinks[sh.Resource] = sh
+	}
+	var why []string
+	for _, f := range proposed.Edit.Fields {
+		if len(f.Path) != 3 || f.Path[0] != "spec" || f.Path[1] != "hard" {
+			continue
+		}
+		name := corev1.ResourceName(f.Path[2])
+		sh, shrinking := shrinks[name]
+		if !shrinking {
+			if r := usageRose(name, hard, used, p, w); r != "" {
+				why = append(why, r)
+			}
+			continue
+		}
+		var gates []Gate
+		for _, g := range sh.Blocked {
+			for _, wg := range withdrawingGates {
+				if g == wg {
+					gates = append(gates, g)
+				}
+			}
+		}
+		if len(gates) > 0 {
+			why = append(why, "held back: "+strings.ReplaceAll(joinGates(gates), ",", ", ")+" ("+string(name)+")")
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// usageRose describes a resource the window no longer shrinks: its peak (or used, when
+// higher), the exact target and the hard value within the band. "" when the window has no
+// peak of it or the quota no longer has it: no usage seen is no reason to withdraw.
+func usageRose(name corev1.ResourceName, hardList, used corev1.ResourceList, p Policy, w quotahistory.Window) string {
+	peak, ok := w.Peaks[name]
+	hard, has := hardList[name]
+	if !ok || !w.Complete || !has {
+		return ""
+	}
+	u := used[name]
+	target := windowTarget(u, peak, true, p.Settings(name).Headroom)
+	seen := "peak " + peak.Value.String() + " over the window"
+	if u.Cmp(peak.Value) > 0 {
+		seen = "used " + u.String()
+	}
+	where := "is within the band"
+	if RatOf(hard).Cmp(target) < 0 {
+		where = "is below the target"
+	}
+	return fmt.Sprintf("usage rose: %s %s, target %s, hard %s %s", name, seen, FormatRat(target), hard.String(), where)
 }
 
 func supersedesProposed(c, proposed lifecycle.Change) bool {

@@ -27,12 +27,33 @@ func TestReconcilerDecideWindow(t *testing.T) {
 	shrinkProposal := lifecycle.Change{Reason: ReasonQuotaShrinkRecommended, Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
 		Fields: []lifecycle.FieldChange{{Path: []string{"spec", "hard", "requests.cpu"}, From: "100", To: "75"}}}}
 	optIn := func(p *Policy) { p.Window.Shrink = true }
+	// risen: usage rose so that hard 12 lies within the band of the window's target (peak 9 ×
+	// 1.25 = 11.25; band 12.9375), while the shrink to 9 it once wanted is still proposed.
+	risen := q.DeepCopy()
+	risen.Status.Hard = rl("requests.cpu", "12")
+	shrinkTo9 := lifecycle.Change{Reason: ReasonQuotaShrinkRecommended, Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
+		Fields: []lifecycle.FieldChange{{Path: []string{"spec", "hard", "requests.cpu"}, From: "12", To: "9"}}}}
+	growProposal := lifecycle.Change{Reason: ReasonQuotaResizeRecommended, Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
+		Fields: []lifecycle.FieldChange{{Path: []string{"spec", "hard", "requests.cpu"}, From: "12", To: "15"}}}}
+	olderShrink := lifecycle.Change{Reason: ReasonQuotaShrinkRecommended, Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
+		Fields: []lifecycle.FieldChange{{Path: []string{"spec", "hard", "requests.cpu"}, From: "100", To: "80"}}}}
+	proposedAt := t0.Add(-time.Hour).Format(time.RFC3339Nano)
+	openShrink := func(c *lifecycle.Change, bag map[string]string) lifecycle.View {
+		b := map[string]string{bagLastShrink: proposedAt}
+		for k, v := range bag {
+			b[k] = v
+		}
+		return lifecycle.View{LastModified: t0.Add(-time.Hour), ProposalOpen: true, Proposed: c, Bag: b}
+	}
+	risenWindow := win(true, "requests.cpu", "9")
+	incomplete := win(false, "requests.cpu", "1")
 	tests := []struct {
 		name        string
 		q           *corev1.ResourceQuota
 		observe     bool
 		policy      func(*Policy)
 		external    *quotahistory.Window
+		failures    []Failure
 		view        lifecycle.View
 		wantChange  string // reason and values, "" for none
 		wantWithdr  string // a part of Withdraw
@@ -55,6 +76,25 @@ func TestReconcilerDecideWindow(t *testing.T) {
 		{name: "after the withdrawal the grow is proposed at once", q: pressed, policy: optIn, external: &complete,
 			view:       lifecycle.View{LastModified: t0.Add(-time.Minute), Bag: map[string]string{bagLastShrink: t0.Add(-time.Minute).Format(time.RFC3339Nano)}},
 			wantChange: "QuotaResizeRecommended requests.cpu=120", wantBag: bagLastGrow},
+		{name: "usage risen into the band withdraws the open shrink's proposal", q: risen, policy: optIn, external: &risenWindow,
+			view:       openShrink(&shrinkTo9, nil),
+			wantWithdr: "usage rose: requests.cpu peak 9 over the window, target 11.25, hard 12 is within the band"},
+		{name: "usage risen into the band leaves an open grow's proposal alone", q: risen, policy: optIn, external: &risenWindow,
+			view: lifecycle.View{LastModified: t0.Add(-time.Hour), ProposalOpen: true, Proposed: &growProposal}},
+		{name: "failed-create withdraws the open shrink's proposal", q: q, policy: optIn, external: &complete,
+			failures:   []Failure{exceeded("compute", msgCPU, Owner{}, t0.Add(-time.Minute))},
+			view:       openShrink(&shrinkProposal, nil),
+			wantWithdr: "held back: failed-create"},
+		{name: "a grow inside the window withdraws the open shrink's proposal", q: q, policy: optIn, external: &complete,
+			view:       openShrink(&shrinkProposal, map[string]string{bagLastGrow: t0.Add(-day).Format(time.RFC3339Nano)}),
+			wantWithdr: "held back: recent-grow"},
+		{name: "the shrink's own cooldown keeps its proposal open", q: q, policy: optIn, external: &complete,
+			view: openShrink(&shrinkProposal, nil)},
+		{name: "a window gone incomplete keeps the shrink's proposal open", q: q, policy: optIn, external: &incomplete,
+			view: openShrink(&shrinkProposal, nil)},
+		{name: "a shrink still wanted at another value replaces the open one", q: q, policy: optIn, external: &complete,
+			view:       lifecycle.View{LastModified: t0.Add(-8 * day), ProposalOpen: true, Proposed: &olderShrink, Bag: map[string]string{bagLastShrink: t0.Add(-8 * day).Format(time.RFC3339Nano)}},
+			wantChange: "QuotaShrinkRecommended requests.cpu=75", wantBag: bagLastShrink},
 		{name: "the Lease-kept window records today's peak", q: q, observe: true,
 			wantBag: "peak.requests.cpu"},
 		{name: "a shrink from the Lease-kept window carries its daily peaks for the pull request", q: q, policy: optIn,
@@ -72,7 +112,7 @@ func TestReconcilerDecideWindow(t *testing.T) {
 			if tt.policy != nil {
 				tt.policy(&p)
 			}
-			_, d, _ := r.decide(tt.q, p, nil, tt.external, tt.view, t0)
+			_, d, _ := r.decide(tt.q, p, tt.failures, tt.external, tt.view, t0)
 			got := ""
 			if d.Change != nil {
 				got = d.Change.Reason
