@@ -141,3 +141,61 @@ func TestShrinkPRSupersededByGrow(t *testing.T) {
 	}
 	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
 }
+
+// TestShrinkPRWithdrawnWhenUsageRises: in PR mode with --enable-shrink, the state Lease keeps a
+// window of 1d over three days of low usage, and the third day opens a shrink PR (3 → 2250m).
+// Usage then rises to 2200m: below the threshold (80% of 3), but the window's target
+// (2200m × 1.25 = 2.75) puts the hard 3 within the tolerance band. Kustos closes the shrink PR
+// with a comment saying so, and proposes nothing new.
+func TestShrinkPRWithdrawnWhenUsageRises(t *testing.T) {
+	stateNS := newNamespace(t, "kustos-state", nil)
+	ns := newNamespace(t, "shrink-withdraw", map[string]string{quota.AnnotationWindow: "1d"})
+	g := newGitOps(t, ns)
+	newQuota(t, ns, "compute", rl("requests.cpu", "3"))
+	newPod(t, ns, "p1", rl("cpu", "200m"))
+	waitUsed(t, ns, "compute", "requests.cpu", "200m")
+
+	peaks := func() string {
+		var l coordinationv1.Lease
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: stateNS, Name: "state-" + ns + "-compute"}, &l); err != nil {
+			return ""
+		}
+		return l.Annotations[state.BagPrefix+"peak.requests.cpu"]
+	}
+	var k *kustos
+	for day := 0; day < 3; day++ {
+		offset := time.Duration(day) * 24 * time.Hour
+		k = startKustos(t, g.prMode(func(o *app.Options) {
+			o.StateNamespace = stateNS
+			o.QuotaWindow = quota.DefaultWindowPolicy()
+			o.QuotaWindow.Shrink = true
+			o.Now = func() time.Time { return time.Now().Add(offset) }
+		}))
+		dumpOnFailure(t, k)
+		eventually(t, fmt.Sprintf("the Lease holds the peak of day %d", day), func() bool {
+			p := peaks()
+			return strings.Contains(p, "200m@") && strings.Count(p, ",") == day
+		})
+		if day < 2 {
+			if prs := g.prs(); len(prs) != 0 {
+				t.Fatalf("day %d: a pull request before the window is complete: %+v", day, prs)
+			}
+			k.stop()
+		}
+	}
+	shrink := g.waitPR(t, "a shrink PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	if got, want := g.fileAt(t, shrink.HeadSHA), quotaManifest("2250m"); got != want {
+		t.Fatalf("file on the shrink PR branch\n got:\n%s\nwant:\n%s", got, want)
+	}
+	waitHolder(t, stateNS, ns, fmt.Sprintf("pr-%d", shrink.Number))
+
+	newPod(t, ns, "p2", rl("cpu", "2"))
+	waitUsed(t, ns, "compute", "requests.cpu", "2200m")
+	closed := g.waitPR(t, "the shrink PR closed", func(p githubtest.PullRequest) bool { return p.State == "closed" })
+	const want = "Kustos closes this pull request because usage rose: requests.cpu peak 2200m over the window, target 2.75, hard 3 is within the band"
+	if closed.Merged || len(closed.Comments) != 1 || !strings.HasPrefix(closed.Comments[0], want) {
+		t.Errorf("shrink PR merged %v, comments %q, want one beginning %q", closed.Merged, closed.Comments, want)
+	}
+	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
+	g.onePR(t, 3*time.Second)
+}
