@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/actuate/direct"
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
@@ -198,4 +201,135 @@ func TestShrinkPRWithdrawnWhenUsageRises(t *testing.T) {
 	}
 	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
 	g.onePR(t, 3*time.Second)
+}
+
+// TestShrinkDirect: in direct mode the state Lease keeps a window of 1d over three days of a
+// quota of 10 CPUs using 1. With --enable-shrink the third day lowers spec.hard to 7500m (the
+// target 1250m, cut by the step to 10 × 0.75) in one write and says so in a QuotaResized Event;
+// a second look that day and the looks of the days after it change nothing while the shrink
+// cooldown (7 days) lasts, and the first complete window after it lowers the quota one step
+// more. Without --enable-shrink nothing changes and nothing is reported.
+func TestShrinkDirect(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		shrink bool
+	}{
+		{name: "with --enable-shrink the quota is lowered once per cooldown", shrink: true},
+		{name: "without --enable-shrink nothing changes", shrink: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stateNS := newNamespace(t, "kustos-state", nil)
+			ns := newNamespace(t, "shrink-direct", map[string]string{quota.AnnotationWindow: "1d"})
+			newQuota(t, ns, "compute", rl("requests.cpu", "10"))
+			newPod(t, ns, "p1", rl("cpu", "1"))
+			waitUsed(t, ns, "compute", "requests.cpu", "1")
+
+			// Every spec.hard value the quota goes through, in order: each is a write.
+			var mu sync.Mutex
+			seen := []string{"10"}
+			hard := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), seen...) }
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ctx.Err() == nil {
+					var q corev1.ResourceQuota
+					if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "compute"}, &q) == nil {
+						v := q.Spec.Hard[corev1.ResourceRequestsCPU]
+						mu.Lock()
+						if s := v.String(); s != seen[len(seen)-1] {
+							seen = append(seen, s)
+						}
+						mu.Unlock()
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+
+			peaks := func() string {
+				var l coordinationv1.Lease
+				if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: stateNS, Name: "state-" + ns + "-compute"}, &l); err != nil {
+					return ""
+				}
+				return l.Annotations[state.BagPrefix+"peak.requests.cpu"]
+			}
+			start := time.Now()
+			// look runs Kustos on day (counted from today) until the Lease holds that day's peak,
+			// in a run of days that begins on first.
+			look := func(day, first int, peak string) *kustos {
+				offset := time.Duration(day) * 24 * time.Hour
+				k := startKustos(t, func(o *app.Options) {
+					o.Mode = app.ModeDirect
+					o.StateNamespace = stateNS
+					o.QuotaWindow = quota.DefaultWindowPolicy()
+					o.QuotaWindow.Shrink = tt.shrink
+					o.Now = func() time.Time { return time.Now().Add(offset) }
+				})
+				dumpOnFailure(t, k)
+				from := start.Add(time.Duration(first)*24*time.Hour).UTC().Format(time.DateOnly) + ":"
+				eventually(t, fmt.Sprintf("the Lease holds the peak of day %d", day), func() bool {
+					p := peaks()
+					return strings.HasPrefix(p, from) && strings.Count(p, ",") == day-first && strings.Contains(p[strings.LastIndex(p, ",")+1:], peak+"@")
+				})
+				return k
+			}
+			for day := 0; day < 2; day++ {
+				look(day, 0, "1").stop()
+			}
+			k := look(2, 0, "1")
+			if !tt.shrink {
+				never(t, ns, quota.ReasonQuotaResized, 0, 3*time.Second)
+				never(t, ns, quota.ReasonQuotaShrinkRecommended, 0, 0)
+				if got := hard(); len(got) != 1 {
+					t.Errorf("spec.hard.requests.cpu went through %v, want 10 unchanged", got)
+				}
+				return
+			}
+			evs := waitEvents(t, ns, quota.ReasonQuotaResized, 1)
+			if evs[0].Message != "Applied requests.cpu → 7500m" {
+				t.Errorf("QuotaResized message %q", evs[0].Message)
+			}
+			eventually(t, "spec.hard lowered to 7500m", func() bool { return len(hard()) == 2 })
+			if got := hard(); got[1] != "7500m" {
+				t.Fatalf("spec.hard.requests.cpu went through %v, want 10, 7500m", got)
+			}
+			// The write is Kustos's own (its field manager), an update of spec.hard only.
+			var q corev1.ResourceQuota
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "compute"}, &q); err != nil {
+				t.Fatal(err)
+			}
+			owned := false
+			for _, m := range q.ManagedFields {
+				if m.Manager == direct.DefaultFieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.FieldsV1 != nil {
+					owned = strings.Contains(string(m.FieldsV1.Raw), `"f:requests.cpu"`) && !strings.Contains(string(m.FieldsV1.Raw), `"f:status"`)
+				}
+			}
+			if !owned {
+				t.Errorf("spec.hard.requests.cpu is not Kustos's (%s) update: %+v", direct.DefaultFieldManager, q.ManagedFields)
+			}
+
+			// A second look the same day (usage changed) proposes nothing more.
+			newPod(t, ns, "p2", rl("cpu", "100m"))
+			waitUsed(t, ns, "compute", "requests.cpu", "1100m")
+			eventually(t, "the second look recorded its peak", func() bool { p := peaks(); return strings.Contains(p[strings.LastIndex(p, ",")+1:], "1100m@") })
+			never(t, ns, quota.ReasonQuotaResized, 1, 2*time.Second)
+			k.stop()
+			// Days 7 and 8 fall within the cooldown; day 9's window (day 8 to 9, and the day
+			// before it) is complete and the cooldown is over: 7500m × 0.75. The Lease keeps the
+			// days from the one before the window's first.
+			look(7, 5, "1100m").stop()
+			look(8, 6, "1100m").stop()
+			never(t, ns, quota.ReasonQuotaResized, 1, 0)
+			if got := hard(); len(got) != 2 {
+				t.Fatalf("spec.hard.requests.cpu went through %v within the cooldown, want 10, 7500m", got)
+			}
+			look(9, 7, "1100m")
+			waitEvents(t, ns, quota.ReasonQuotaResized, 2)
+			eventually(t, "spec.hard lowered to 5625m", func() bool { return len(hard()) == 3 })
+			if got := hard(); got[2] != "5625m" {
+				t.Errorf("spec.hard.requests.cpu went through %v, want 10, 7500m, 5625m", got)
+			}
+		})
+	}
 }
