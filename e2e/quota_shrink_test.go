@@ -195,7 +195,7 @@ func TestShrinkPRWithdrawnWhenUsageRises(t *testing.T) {
 	newPod(t, ns, "p2", rl("cpu", "2"))
 	waitUsed(t, ns, "compute", "requests.cpu", "2200m")
 	closed := g.waitPR(t, "the shrink PR closed", func(p githubtest.PullRequest) bool { return p.State == "closed" })
-	const want = "Kustos closes this pull request because usage rose: requests.cpu peak 2200m over the window, target 2.75, hard 3 is within the band"
+	const want = "Kustos closes this pull request because usage rose: requests.cpu peak 2200m over the window, target 2750m, hard 3 is within the band"
 	if closed.Merged || len(closed.Comments) != 1 || !strings.HasPrefix(closed.Comments[0], want) {
 		t.Errorf("shrink PR merged %v, comments %q, want one beginning %q", closed.Merged, closed.Comments, want)
 	}

@@ -153,7 +153,7 @@ func shrinkUnwanted(v Verdict, proposed lifecycle.Change, hard, used corev1.Reso
 }
 
 // usageRose describes a resource the window no longer shrinks: its peak (or used, when
-// higher), the exact target and the hard value within the band. "" when the window has no
+// higher), the target and the hard value within the band. "" when the window has no
 // peak of it or the quota no longer has it: no usage seen is no reason to withdraw.
 func usageRose(name corev1.ResourceName, hardList, used corev1.ResourceList, p Policy, w quotahistory.Window) string {
 	peak, ok := w.Peaks[name]
@@ -171,7 +171,12 @@ func usageRose(name corev1.ResourceName, hardList, used corev1.ResourceList, p P
 	if RatOf(hard).Cmp(target) < 0 {
 		where = "is below the target"
 	}
-	return fmt.Sprintf("usage rose: %s %s, target %s, hard %s %s", name, seen, FormatRat(target), hard.String(), where)
+	// The target as the quota writes its values, rounded as a proposal would be.
+	shown := FormatRat(target)
+	if q, err := roundTarget(target, hard, name); err == nil {
+		shown = q.String()
+	}
+	return fmt.Sprintf("usage rose: %s %s, target %s, hard %s %s", name, seen, shown, hard.String(), where)
 }
 
 func supersedesProposed(c, proposed lifecycle.Change) bool {

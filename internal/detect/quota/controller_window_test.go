@@ -78,7 +78,7 @@ func TestReconcilerDecideWindow(t *testing.T) {
 			wantChange: "QuotaResizeRecommended requests.cpu=120", wantBag: bagLastGrow},
 		{name: "usage risen into the band withdraws the open shrink's proposal", q: risen, policy: optIn, external: &risenWindow,
 			view:       openShrink(&shrinkTo9, nil),
-			wantWithdr: "usage rose: requests.cpu peak 9 over the window, target 11.25, hard 12 is within the band"},
+			wantWithdr: "usage rose: requests.cpu peak 9 over the window, target 12, hard 12 is within the band"},
 		{name: "usage risen into the band leaves an open grow's proposal alone", q: risen, policy: optIn, external: &risenWindow,
 			view: lifecycle.View{LastModified: t0.Add(-time.Hour), ProposalOpen: true, Proposed: &growProposal}},
 		{name: "failed-create withdraws the open shrink's proposal", q: q, policy: optIn, external: &complete,
