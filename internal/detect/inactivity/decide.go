@@ -211,10 +211,10 @@ type Snapshot struct {
 	// PauseFrom is the value the field a pause sets holds now (spec.replicas, or the pause
 	// field), in its Kubernetes string form; empty when absent.
 	PauseFrom string
-	Policy   Policy
-	Activity activity.Activity
-	Probe    *Probe
-	State    State
+	Policy    Policy
+	Activity  activity.Activity
+	Probe     *Probe
+	State     State
 	// LastDecision, ProposalOpen, Declined: the pipeline's memory of the Key.
 	LastDecision           time.Time
 	ProposalOpen, Declined bool

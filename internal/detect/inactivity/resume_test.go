@@ -3,7 +3,6 @@ package inactivity
 import (
 	"testing"
 	"time"
-
 )
 
 // TestPauseRecorded: a pause Kustos decides records in the state what it changes (the field and
@@ -71,4 +70,3 @@ func TestPauseRecorded(t *testing.T) {
 		})
 	}
 }
-
