@@ -112,7 +112,7 @@ const (
 	bagPausedAt      = "paused-at"
 	bagPauseField    = "pause-field"
 	bagPauseFrom     = "pause-from"
-	bagResumeAt      = "resume-at"
+	bagResumeAt      = BagResumeAt
 	bagResumeTokens  = "resume-tokens"
 )
 
@@ -242,9 +242,12 @@ type Verdict struct {
 	// longer wanted (the target was used or restarted, opted out, or no longer times out); the
 	// pipeline closes that pull request instead of following it to a merge.
 	Withdraw string
-	// Change is the pause or deletion, when due now.
+	// Change is the pause or deletion, when due now, or the resume its owner asked for.
 	Change *lifecycle.Change
-	State  State
+	// ResumeRefused says why a resume the owner asked for is not done (an Event on the
+	// target, once: ResumeRefusedID).
+	ResumeRefused, ResumeRefusedID string
+	State                          State
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
 }
@@ -290,6 +293,9 @@ func decide(s Snapshot) Verdict {
 		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt, st.ProbeArmed = 0, time.Time{}, time.Time{}, 0, time.Time{}, false
 		// Resumed (by its owner's link or anyone): the pause is over, nothing is left to restore.
 		forgetPause(st)
+	}
+	if s.Running && !st.PausedAt.IsZero() && !st.Paused {
+		notYetPaused(s, &d)
 	}
 	last := st.LastActivity
 	if a := s.Activity.Last; a.After(last) {
@@ -338,6 +344,10 @@ func decide(s Snapshot) Verdict {
 
 	if p.Timeout <= 0 && s.Running && st.ProbeFailedAt.IsZero() && s.Proposed != nil {
 		d.Withdraw = fmt.Sprintf("%s no longer times out (%s)", s.Target, p.From)
+	}
+	if !s.Running && !st.ResumeAt.IsZero() {
+		resume(s, &d)
+		return d
 	}
 	if p.Timeout <= 0 || !s.Running {
 		// Never times out, or paused already: nothing to count. The probe still runs.

@@ -1,7 +1,13 @@
 package inactivity
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -47,4 +53,150 @@ func recordPause(s Snapshot, st *State) {
 // forgetPause drops the pause record and a resume request of it; the used link ids stay.
 func forgetPause(st *State) {
 	st.PausedAt, st.PauseField, st.PauseFrom, st.ResumeAt = time.Time{}, "", "", time.Time{}
+}
+
+// BagResumeAt is the state's entry of a resume request: a change of it is what makes the
+// detector look at the target at once (the controller's LeaseTrigger).
+const BagResumeAt = "resume-at"
+
+// ResumeLinks mints a pause notice's resume links for the Key: the owner they are issued to (as
+// recorded), the pause (when it was decided) they answer, and when they stop working. Nil, or no
+// links: the pause goes without a notice (observer mode pauses nothing).
+type ResumeLinks func(key lifecycle.Key, owner string, pausedAt, expires time.Time) ([]lifecycle.NoticeLink, error)
+
+// ResumeLinkTTL is how long a pause notice's resume links work.
+const ResumeLinkTTL = 30 * 24 * time.Hour
+
+// NoticePaused is the kind of a pause's Notice (with its resume links).
+const NoticePaused = "inactivity.paused"
+
+// addPauseNotice adds, to a decision that pauses the target (the pause just recorded in d's
+// state), the notice to its owner with the resume links; links that cannot be made, or none,
+// leave the pause without a notice.
+func addPauseNotice(out *lifecycle.Decision, links ResumeLinks, key lifecycle.Key, p Policy, d Verdict, now time.Time, log logr.Logger) {
+	st := d.State
+	if links == nil || d.Change == nil || d.Change.Reason == ReasonResume || st.PausedAt.IsZero() || !st.PausedAt.Equal(now.UTC().Truncate(time.Second)) {
+		return
+	}
+	ls, err := links(key, st.Owner, st.PausedAt, st.PausedAt.Add(ResumeLinkTTL))
+	if err != nil {
+		log.Error(err, "cannot make resume links; the pause goes without a notice")
+		return
+	}
+	if len(ls) == 0 {
+		return
+	}
+	t := d.Change.Target
+	id := "inactivity-paused|" + string(key) + "|" + st.PausedAt.Format(time.RFC3339)
+	text := d.Change.Summary + fmt.Sprintf(". It can be resumed as it was (%s: %s) with the link below until %s.",
+		st.PauseField, st.PauseFrom, st.PausedAt.Add(ResumeLinkTTL).Format(time.RFC3339))
+	out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonPausedNotice, Message: d.Change.Summary, ID: id,
+		Notice: &lifecycle.Notice{ID: id, Kind: NoticePaused, To: p.OwnerAddress, Owner: p.Owner,
+			Subject: fmt.Sprintf("%s %s is paused: it was not used", t.Kind, t.Name), Text: text, Target: t, At: now, Links: ls}})
+}
+
+// ReasonPausedNotice is the Event that goes with a pause's notice to its owner.
+const ReasonPausedNotice = "InactivityPaused"
+
+// ReasonResume is the reason of a resume Change (and its Events): the owner asked for the
+// target to run again.
+const ReasonResume = "InactivityResume"
+
+// ReasonResumeRefused: a resume the owner asked for is not done (the pause field changed since
+// the pause); the request is dropped.
+const ReasonResumeRefused = "InactivityResumeRefused"
+
+// Why a resume link's request is not recorded (RequestResume).
+var (
+	// ErrResumeUsed: the link was used already.
+	ErrResumeUsed = errors.New("resume link used already")
+	// ErrResumeAsked: a resume of this pause was asked already (with another of its links).
+	ErrResumeAsked = errors.New("resume asked already")
+	// ErrNotPaused: the target is not (or no longer) in the pause the link answers.
+	ErrNotPaused = errors.New("not in the pause the link answers")
+)
+
+// maxResumeTokens bounds the remembered resume link ids, like maxKeepTokens.
+const maxResumeTokens = 16
+
+// ResumeTokenUsed reports that the resume link with token id id was used already.
+func (s State) ResumeTokenUsed(id string) bool {
+	return slices.Contains(strings.Split(s.ResumeTokens, ","), id)
+}
+
+// RequestResume records that the resume link with token id id, issued for the pause decided at
+// pausedAt, asked at now for the target to run again. The link must answer the pause the state
+// records, which no resume was asked of yet.
+func (s *State) RequestResume(id string, pausedAt, now time.Time) error {
+	switch {
+	case s.ResumeTokenUsed(id):
+		return ErrResumeUsed
+	case s.PausedAt.IsZero() || !s.PausedAt.Equal(pausedAt):
+		return ErrNotPaused
+	case !s.ResumeAt.IsZero():
+		return ErrResumeAsked
+	}
+	ids := []string{}
+	if s.ResumeTokens != "" {
+		ids = strings.Split(s.ResumeTokens, ",")
+	}
+	ids = append(ids, id)
+	if len(ids) > maxResumeTokens {
+		ids = ids[len(ids)-maxResumeTokens:]
+	}
+	s.ResumeTokens = strings.Join(ids, ",")
+	s.ResumeAt = now.UTC()
+	return nil
+}
+
+// resume decides a paused target whose owner asked for it to run again: the Change that sets
+// the pause field back to the value recorded at the pause (never another), once — a Change
+// decided at or after the request is being carried out or proposed, and the target running
+// again ends it. The target counts as used at the request: its alerts start over.
+func resume(s Snapshot, d *Verdict) {
+	st := &d.State
+	if want := PauseFieldName(s.Settings.Pause); st.PauseField != want {
+		d.ResumeRefused = fmt.Sprintf("%s is not resumed: Kustos paused it by setting %s, and now pauses by setting %s (--inactivity-pause-field changed); set %s back to %s by hand",
+			s.Target, st.PauseField, want, st.PauseField, st.PauseFrom)
+		d.ResumeRefusedID = "inactivity-resume-refused|" + string(lifecycle.KeyFor(DetectorName, s.Target)) + "|" + st.ResumeAt.UTC().Format(time.RFC3339)
+		st.ResumeAt = time.Time{}
+		return
+	}
+	st.LastActivity = latest(st.LastActivity, st.ResumeAt)
+	st.AlertsSent, st.AlertsFor, st.LastAlertAt = 0, time.Time{}, time.Time{}
+	if !s.LastDecision.Before(st.ResumeAt) {
+		return
+	}
+	path := pausePath(s.Settings.Pause)
+	c := &lifecycle.Change{
+		Key: lifecycle.KeyFor(DetectorName, s.Target), Detector: DetectorName, Target: s.Target, Reason: ReasonResume,
+		Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
+			Fields: []lifecycle.FieldChange{{Path: slices.Clone(path), From: pauseValue(s.Settings.Pause), To: st.PauseFrom}}},
+		OptOut: &lifecycle.OptOut{Declined: "the target stays paused; its owner can restart it by hand", Annotation: AnnotationIgnore, Value: "true"},
+	}
+	if s.UID != "" {
+		c.Edit.Preconditions = &lifecycle.Preconditions{UID: s.UID}
+	}
+	c.Summary = fmt.Sprintf("%s is resumed at its owner's request (%s): %s back to %s, as it was when Kustos paused it at %s",
+		s.Target, st.ResumeAt.UTC().Format(time.RFC3339), st.PauseField, st.PauseFrom, st.PausedAt.UTC().Format(time.RFC3339))
+	c.Evidence = []map[string]string{{"owner": s.Policy.Owner, "pausedAt": st.PausedAt.UTC().Format(time.RFC3339),
+		"resumeRequested": st.ResumeAt.UTC().Format(time.RFC3339), "field": st.PauseField, "restores": st.PauseFrom, "message": c.Summary}}
+	d.Change = c
+}
+
+// notYetPaused handles the record of a pause that has not taken effect: a human declined its
+// pull request (the record goes: a later pause by someone else is not Kustos's to undo), or its
+// owner asked to resume while it is still proposed (the proposal is withdrawn, and the target
+// counts as used at the request).
+func notYetPaused(s Snapshot, d *Verdict) {
+	st := &d.State
+	switch {
+	case !st.ResumeAt.IsZero() && s.Proposed != nil:
+		d.Withdraw = fmt.Sprintf("%s was resumed by its owner at %s, before the pause took effect", s.Target, st.ResumeAt.UTC().Format(time.RFC3339))
+		st.LastActivity = latest(st.LastActivity, st.ResumeAt)
+		st.AlertsSent, st.AlertsFor, st.LastAlertAt = 0, time.Time{}, time.Time{}
+		forgetPause(st)
+	case s.Declined && s.Proposed == nil:
+		forgetPause(st)
+	}
 }
