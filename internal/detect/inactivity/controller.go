@@ -122,8 +122,8 @@ type Reconciler struct {
 	// LeaseTrigger, when set, says which Key a change of a state Lease should make the detector
 	// look at at once (a resume its owner just asked for), instead of at its next look.
 	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
-	Now       func() time.Time
-	Log       logr.Logger
+	Now          func() time.Time
+	Log          logr.Logger
 
 	mu        sync.Mutex
 	lastProbe map[types.NamespacedName]time.Time
