@@ -163,6 +163,8 @@ type notifiers struct {
 	extension *extension.Server
 	// keepLinks mints an inactivity alert's keep links (nil: the extension server is off).
 	keepLinks func(key lifecycle.Key, owner string, idleSince, alertAt, expires time.Time) ([]lifecycle.NoticeLink, error)
+	// resumeLinks mints a pause notice's resume links (nil: the extension server is off).
+	resumeLinks func(key lifecycle.Key, owner string, pausedAt, expires time.Time) ([]lifecycle.NoticeLink, error)
 }
 
 func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live client.Client, reporter extension.EventReporter) (notifiers, error) {
@@ -187,6 +189,10 @@ func buildNotifiers(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 	if out.extension != nil && out.extension.Keep != nil {
 		// Inactivity's alerts carry keep links; a keep is an OwnerKept Event on the target.
 		out.extension.Keep.Reporter, out.keepLinks = reporter, out.extension.KeepLinks
+	}
+	if out.extension != nil && out.extension.Resume != nil {
+		// Inactivity's pauses carry resume links; a resume is an OwnerResumed Event on the target.
+		out.extension.Resume.Reporter, out.resumeLinks = reporter, out.extension.ResumeLinks
 	}
 	if out.extension != nil && out.notifier != nil {
 		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
@@ -218,6 +224,7 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
 			return nil, err
 		}
+		srv.Resume = &extension.Resumer{Mapper: mgr.GetRESTMapper()}
 	}
 	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/objcache"
@@ -180,6 +181,10 @@ func setupInactivity(sh *shared) error {
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, KeepLinks: nt.keepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
+		}
+		if nt.resumeLinks != nil {
+			// A resume its owner asks for is looked at at once.
+			r.ResumeLinks, r.LeaseTrigger = nt.resumeLinks, extension.ResumeRecorded
 		}
 		if held[k] {
 			r.Objects, r.Targets = heldObjects, targets

@@ -58,7 +58,7 @@ type KindMapper interface {
 // ownerActions counts what owners made Kustos do through their links, by action.
 var ownerActions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "kustos_owner_actions_total",
-	Help: "Owner actions carried out through one-time links, by action (keep).",
+	Help: "Owner actions carried out through one-time links, by action (keep, resume).",
 }, []string{"action"})
 
 func init() { ctrlmetrics.Registry.MustRegister(ownerActions) }
