@@ -11,6 +11,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/app"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	extsrv "github.com/kustos-dev/kustos/internal/extension"
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 )
@@ -99,5 +100,82 @@ func TestInactivityResume(t *testing.T) {
 	}
 	if code := post(); code != http.StatusConflict {
 		t.Errorf("the same link again: %d, want 409", code)
+	}
+}
+
+// TestInactivityResumePRMode: a VM defined in Git with 3 replicas is paused by a merged pull
+// request (the GitOps tool syncs it: scaled to zero here); its owner's resume link brings a second
+// pull request that sets `replicas: 3` back in the manifest, comments kept, merged with
+// auto-merge; Kustos never scales the Git-managed VM itself.
+func TestInactivityResumePRMode(t *testing.T) {
+	live := startLiveActivity(t, true)
+	ns := newNamespace(t, "inactivity-resume-pr", nil)
+	g := newGitOps(t, ns)
+	dir := g.addManifest("add the lab VM", "vm.yaml", "# ana's VM for the networking lab\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 3 # three VMs\n")
+	newEnvironmentOf(t, ns, "vm", 3, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
+	sink := startNoticeSink(t)
+	ext := extensionServer(t)
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.PR.AutoMerge = true
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+		o.Inactivity.KeepPeriods = []string{"1m"}
+		o.Inactivity.KeepMax = 5 * time.Minute
+		expiryOptions(o)
+		o.Expiry.Extension = ext.options([]string{"1m"})
+		o.Expiry.Webhook = notify.WebhookOptions{URL: sink.url}
+	}))
+	dumpOnFailure(t, k)
+
+	g.waitPR(t, "the pause PR merged", func(p githubtest.PullRequest) bool { return p.Merged })
+	if vm, _ := g.s.FileAt(ghOwner, ghRepo, "main", dir+"vm.yaml"); !strings.Contains(vm, "replicas: 0") {
+		t.Fatalf("vm.yaml after the pause:\n%s", vm)
+	}
+	var pause lifecycle.Notice
+	eventually(t, "the pause notice at the webhook", func() bool {
+		ns := sink.notices(inactivity.NoticePaused)
+		if len(ns) > 0 {
+			pause = ns[0]
+		}
+		return len(ns) > 0
+	})
+	if got := replicas(t, ns, "vm"); got != 3 {
+		t.Fatalf("PR mode scaled the Git-managed VM itself (%d replicas)", got)
+	}
+	scale(t, ns, "vm", 0) // the GitOps tool syncs the merge
+	eventually(t, "the pause seen (Lease)", func() bool { return bag(t, k.opts.StateNamespace, ns, "vm")["paused"] == "true" })
+
+	u, _ := url.Parse(pause.Links[0].URL)
+	resp, err := http.PostForm("http://"+u.Host+u.Path, u.Query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+	waitEvents(t, ns, extsrv.ReasonOwnerResumed, 1)
+	var resume githubtest.PullRequest
+	eventually(t, "the resume PR merged", func() bool {
+		for _, p := range g.prs() {
+			if p.Merged && strings.Contains(p.Body, "resumed at its owner's request") {
+				resume = p
+				return true
+			}
+		}
+		return false
+	})
+	vm, _ := g.s.FileAt(ghOwner, ghRepo, "main", dir+"vm.yaml")
+	if !strings.Contains(vm, "replicas: 3") || !strings.Contains(vm, "# ana's VM for the networking lab") {
+		t.Errorf("vm.yaml after the resume (PR %q):\n%s", resume.Title, vm)
+	}
+	if got := replicas(t, ns, "vm"); got != 0 {
+		t.Errorf("PR mode resumed the Git-managed VM itself (%d replicas)", got)
+	}
+	if !strings.Contains(resume.Title, "resume 1 Deployment") {
+		t.Errorf("the resume PR's title %q does not say it is one", resume.Title)
+	}
+	if len(g.prs()) != 2 {
+		t.Errorf("pull requests: %+v, want the pause and the resume", g.prs())
 	}
 }

@@ -169,7 +169,7 @@ func resume(s Snapshot, d *Verdict) {
 	}
 	path := pausePath(s.Settings.Pause)
 	c := &lifecycle.Change{
-		Key: lifecycle.KeyFor(DetectorName, s.Target), Detector: DetectorName, Target: s.Target, Reason: ReasonResume,
+		Key: lifecycle.KeyFor(DetectorName, s.Target), Detector: DetectorName, Target: s.Target, Reason: ReasonResume, Verb: "resume",
 		Edit: lifecycle.Edit{Op: lifecycle.EditSetFields,
 			Fields: []lifecycle.FieldChange{{Path: slices.Clone(path), From: pauseValue(s.Settings.Pause), To: st.PauseFrom}}},
 		OptOut: &lifecycle.OptOut{Declined: "the target stays paused; its owner can restart it by hand", Annotation: AnnotationIgnore, Value: "true"},

@@ -168,7 +168,7 @@ func TestResumeDecide(t *testing.T) {
 				t.Errorf("a Change: %+v", d.Change)
 			case tc.to != "":
 				c := d.Change
-				if c == nil || c.Reason != ReasonResume || c.Edit.Op != lifecycle.EditSetFields || len(c.Edit.Fields) != 1 {
+				if c == nil || c.Reason != ReasonResume || c.Verb != "resume" || c.Edit.Op != lifecycle.EditSetFields || len(c.Edit.Fields) != 1 {
 					t.Fatalf("change = %+v, want a resume setting one field", c)
 				}
 				f := c.Edit.Fields[0]
