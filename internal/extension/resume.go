@@ -109,7 +109,8 @@ func resumable(rec state.Record, l resumeLink, now time.Time) (inactivity.State,
 	if KeepOwner(st.Owner) != l.claim.Owner && !st.PausedAt.IsZero() {
 		return st, errNotOwner
 	}
-	return st, st.RequestResume(l.claim.ID, l.claim.PausedAt, now)
+	err := st.RequestResume(l.claim.ID, l.claim.PausedAt, now)
+	return st, err
 }
 
 // resumeRefusal is the status and the page's message for a refused resume.
