@@ -131,19 +131,21 @@ func TestInactivityResumePRMode(t *testing.T) {
 	if vm, _ := g.s.FileAt(ghOwner, ghRepo, "main", dir+"vm.yaml"); !strings.Contains(vm, "replicas: 0") {
 		t.Fatalf("vm.yaml after the pause:\n%s", vm)
 	}
+	if got := replicas(t, ns, "vm"); got != 3 {
+		t.Fatalf("PR mode scaled the Git-managed VM itself (%d replicas)", got)
+	}
+	if n := sink.notices(inactivity.NoticePaused); len(n) != 0 {
+		t.Errorf("a pause notice before the pause took effect: %+v", n)
+	}
+	scale(t, ns, "vm", 0) // the GitOps tool syncs the merge
 	var pause lifecycle.Notice
-	eventually(t, "the pause notice at the webhook", func() bool {
+	eventually(t, "the pause notice at the webhook once the pause is seen", func() bool {
 		ns := sink.notices(inactivity.NoticePaused)
 		if len(ns) > 0 {
 			pause = ns[0]
 		}
 		return len(ns) > 0
 	})
-	if got := replicas(t, ns, "vm"); got != 3 {
-		t.Fatalf("PR mode scaled the Git-managed VM itself (%d replicas)", got)
-	}
-	scale(t, ns, "vm", 0) // the GitOps tool syncs the merge
-	eventually(t, "the pause seen (Lease)", func() bool { return bag(t, k.opts.StateNamespace, ns, "vm")["paused"] == "true" })
 
 	u, _ := url.Parse(pause.Links[0].URL)
 	resp, err := http.PostForm("http://"+u.Host+u.Path, u.Query())

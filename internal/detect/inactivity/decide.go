@@ -244,6 +244,9 @@ type Verdict struct {
 	Withdraw string
 	// Change is the pause or deletion, when due now, or the resume its owner asked for.
 	Change *lifecycle.Change
+	// PauseSeen: this look is the first to see the target paused by the pause the state
+	// records (the notice with the resume links goes out now).
+	PauseSeen bool
 	// ResumeRefused says why a resume the owner asked for is not done (an Event on the
 	// target, once: ResumeRefusedID).
 	ResumeRefused, ResumeRefusedID string
@@ -286,6 +289,8 @@ func decide(s Snapshot) Verdict {
 	}
 	// A restart after a pause is activity, and starts the count again.
 	if !s.Running {
+		// The first look at a pause Kustos decided: its owner is told, with a resume link.
+		d.PauseSeen = !st.Paused && !st.PausedAt.IsZero() && st.ResumeAt.IsZero()
 		st.Paused = true
 	} else if st.Paused {
 		st.Paused = false

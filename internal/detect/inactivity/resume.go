@@ -70,15 +70,18 @@ const ResumeLinkTTL = 30 * 24 * time.Hour
 // NoticePaused is the kind of a pause's Notice (with its resume links).
 const NoticePaused = "inactivity.paused"
 
-// addPauseNotice adds, to a decision that pauses the target (the pause just recorded in d's
-// state), the notice to its owner with the resume links; links that cannot be made, or none,
-// leave the pause without a notice.
-func addPauseNotice(out *lifecycle.Decision, links ResumeLinks, key lifecycle.Key, p Policy, d Verdict, now time.Time, log logr.Logger) {
+// addPauseNotice adds, to the look that first sees the target paused by a pause Kustos decided
+// (d.PauseSeen: carried out, or merged and synced), the notice to its owner with the resume
+// links. Sent then, not when the pause is decided: a pause refused (--allow) or still proposed
+// is no pause to resume. Links that cannot be made, or none (observer mode), leave the pause
+// without a notice.
+func addPauseNotice(out *lifecycle.Decision, links ResumeLinks, key lifecycle.Key, t lifecycle.Target, p Policy, d Verdict, now time.Time, log logr.Logger) {
 	st := d.State
-	if links == nil || d.Change == nil || d.Change.Reason == ReasonResume || st.PausedAt.IsZero() || !st.PausedAt.Equal(now.UTC().Truncate(time.Second)) {
+	if links == nil || !d.PauseSeen {
 		return
 	}
-	ls, err := links(key, st.Owner, st.PausedAt, st.PausedAt.Add(ResumeLinkTTL))
+	until := st.PausedAt.Add(ResumeLinkTTL)
+	ls, err := links(key, st.Owner, st.PausedAt, until)
 	if err != nil {
 		log.Error(err, "cannot make resume links; the pause goes without a notice")
 		return
@@ -86,11 +89,11 @@ func addPauseNotice(out *lifecycle.Decision, links ResumeLinks, key lifecycle.Ke
 	if len(ls) == 0 {
 		return
 	}
-	t := d.Change.Target
 	id := "inactivity-paused|" + string(key) + "|" + st.PausedAt.Format(time.RFC3339)
-	text := d.Change.Summary + fmt.Sprintf(". It can be resumed as it was (%s: %s) with the link below until %s.",
-		st.PauseField, st.PauseFrom, st.PausedAt.Add(ResumeLinkTTL).Format(time.RFC3339))
-	out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonPausedNotice, Message: d.Change.Summary, ID: id,
+	msg := fmt.Sprintf("%s is paused: it was not used, and Kustos paused it by setting %s (it was %s; decided at %s).",
+		t, st.PauseField, st.PauseFrom, st.PausedAt.Format(time.RFC3339))
+	text := msg + fmt.Sprintf(" It can be resumed as it was (%s: %s) with the link below until %s.", st.PauseField, st.PauseFrom, until.Format(time.RFC3339))
+	out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonPausedNotice, Message: msg, ID: id,
 		Notice: &lifecycle.Notice{ID: id, Kind: NoticePaused, To: p.OwnerAddress, Owner: p.Owner,
 			Subject: fmt.Sprintf("%s %s is paused: it was not used", t.Kind, t.Name), Text: text, Target: t, At: now, Links: ls}})
 }

@@ -225,8 +225,9 @@ func TestResumeRequest(t *testing.T) {
 	}
 }
 
-// TestPauseNotice: the pause just decided goes to its owner with the resume links minted for that
-// pause; a look that decides no pause, or a mode without links, sends none.
+// TestPauseNotice: the first look that sees the target paused by the pause Kustos decided sends
+// its owner the notice with the resume links minted for that pause; the look that decides the
+// pause (it may be refused, or only proposed), later looks, and a mode without links send none.
 func TestPauseNotice(t *testing.T) {
 	day := 24 * time.Hour
 	due := t0.Add(10 * day)
@@ -241,29 +242,39 @@ func TestPauseNotice(t *testing.T) {
 		minted = []time.Time{pausedAt, expires}
 		return []lifecycle.NoticeLink{{Label: "Resume", URL: "https://kustos.example/resume?token=x"}}, nil
 	}
-	d := Decide(s)
-	out := Findings(key, target, s.Policy, s.Activity, d, due)
-	addPauseNotice(&out, links, key, s.Policy, d, due, logr.Discard())
-	if len(out.Findings) != 1 || out.Findings[0].Notice == nil || out.Findings[0].Notice.Kind != NoticePaused || len(out.Findings[0].Notice.Links) != 1 {
-		t.Fatalf("findings = %+v, want the pause notice with its resume link", out.Findings)
+	notices := func(d Verdict, now time.Time, links ResumeLinks) []lifecycle.Finding {
+		out := Findings(key, target, s.Policy, s.Activity, d, now)
+		addPauseNotice(&out, links, key, target, s.Policy, d, now, logr.Discard())
+		return out.Findings
 	}
-	if !strings.Contains(out.Findings[0].Notice.Text, "spec.replicas: 3") {
-		t.Errorf("text %q does not say what a resume restores", out.Findings[0].Notice.Text)
+	decided := Decide(s)
+	if decided.Change == nil || len(notices(decided, due, links)) != 0 || minted != nil {
+		t.Fatalf("the look that decides the pause: change %v, a notice or links minted (%v)", decided.Change, minted)
+	}
+	seen := s
+	seen.Now, seen.LastDecision, seen.Running, seen.PauseFrom, seen.State = due.Add(time.Minute), due, false, "0", decided.State
+	d := Decide(seen)
+	fs := notices(d, seen.Now, links)
+	if len(fs) != 1 || fs[0].Notice == nil || fs[0].Notice.Kind != NoticePaused || len(fs[0].Notice.Links) != 1 || fs[0].Reason != ReasonPausedNotice {
+		t.Fatalf("findings = %+v, want the pause notice with its resume link", fs)
+	}
+	if !strings.Contains(fs[0].Notice.Text, "spec.replicas: 3") {
+		t.Errorf("text %q does not say what a resume restores", fs[0].Notice.Text)
 	}
 	if len(minted) != 2 || !minted[0].Equal(due) || !minted[1].Equal(due.Add(ResumeLinkTTL)) {
 		t.Errorf("minted for %v", minted)
 	}
-	out = Findings(key, target, s.Policy, s.Activity, d, due)
-	addPauseNotice(&out, func(lifecycle.Key, string, time.Time, time.Time) ([]lifecycle.NoticeLink, error) { return nil, nil }, key, s.Policy, d, due, logr.Discard())
-	if len(out.Findings) != 0 {
-		t.Errorf("a notice without links (observer mode): %+v", out.Findings)
+	if fs := notices(d, seen.Now, func(lifecycle.Key, string, time.Time, time.Time) ([]lifecycle.NoticeLink, error) { return nil, nil }); len(fs) != 0 {
+		t.Errorf("a notice without links (observer mode): %+v", fs)
 	}
-	later := s
-	later.Now, later.LastDecision, later.Running, later.State = due.Add(time.Hour), due, false, d.State
-	d2 := Decide(later)
-	out = Findings(key, target, s.Policy, s.Activity, d2, later.Now)
-	addPauseNotice(&out, links, key, s.Policy, d2, later.Now, logr.Discard())
-	if len(out.Findings) != 0 {
-		t.Errorf("a look after the pause sent a notice again: %+v", out.Findings)
+	later := seen
+	later.Now, later.State = due.Add(time.Hour), d.State
+	if fs := notices(Decide(later), later.Now, links); len(fs) != 0 {
+		t.Errorf("a look after the pause was seen sent a notice again: %+v", fs)
+	}
+	byHand := base(due)
+	byHand.Running, byHand.PauseFrom = false, "0"
+	if fs := notices(Decide(byHand), due, links); len(fs) != 0 {
+		t.Errorf("a target someone else paused got a notice: %+v", fs)
 	}
 }
