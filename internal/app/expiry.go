@@ -224,7 +224,10 @@ func setupExtension(ctx context.Context, mgr ctrl.Manager, o Options, live clien
 		if srv.Keep, err = keeper(o.Inactivity, mgr.GetRESTMapper()); err != nil {
 			return nil, err
 		}
-		srv.Resume = &extension.Resumer{Mapper: mgr.GetRESTMapper()}
+		if o.Mode != ModeObserve {
+			// Observer mode pauses nothing: no resume links.
+			srv.Resume = &extension.Resumer{Mapper: mgr.GetRESTMapper()}
+		}
 	}
 	if err := mgr.Add(&extension.Listener{Addr: e.Addr, Handler: srv, Log: o.Log.WithName("extension")}); err != nil {
 		return nil, err

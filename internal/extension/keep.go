@@ -157,7 +157,8 @@ func keepable(rec state.Record, l keepLink) (inactivity.State, error) {
 		return st, errNotOwner
 	case st.Paused:
 		return st, errGone
-	case !st.AlertsFor.Equal(l.claim.IdleSince):
+	case !st.AlertsFor.Truncate(time.Second).Equal(l.claim.IdleSince):
+		// The token carries the idle period's start to the second; the state has it exactly.
 		return st, errNotAlerted
 	case !st.KeptAt.Before(l.claim.AlertAt):
 		return st, errKept

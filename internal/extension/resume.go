@@ -42,9 +42,9 @@ type Resumer struct {
 
 // ResumeLinks are a pause notice's resume links for key, issued to owner (as recorded in the
 // target's state), answering the pause decided at pausedAt; they work until expires, and once.
-// None without a Resumer, or in observer mode (WriteBack false): nothing was paused.
+// None without a Resumer (observer mode has none: nothing was paused).
 func (s *Server) ResumeLinks(key lifecycle.Key, owner string, pausedAt, expires time.Time) ([]lifecycle.NoticeLink, error) {
-	if s.Resume == nil || !s.WriteBack {
+	if s.Resume == nil {
 		return nil, nil
 	}
 	tok, err := s.Signer.MintResume(key, owner, pausedAt, expires)

@@ -29,13 +29,13 @@ func pausedState() inactivity.State {
 		PausedAt: pausedAt, PauseField: "spec.replicas", PauseFrom: "3", Owner: keepOwner}
 }
 
-// newResumeHarness serves resume links on two replicas sharing one Lease store, in a mode that
-// writes (direct or pr).
+// newResumeHarness serves resume links on two replicas sharing one Lease store (a mode that
+// pauses: direct or pr).
 func newResumeHarness(t *testing.T) *keepHarness {
 	h := newKeepHarness(t)
 	h.store.Put(state.Record{Key: keepKey, Bag: pausedState().Bag()})
 	for _, srv := range h.srv {
-		srv.Resume, srv.WriteBack = &Resumer{Reporter: h.events, Mapper: mapper{}}, true
+		srv.Resume = &Resumer{Reporter: h.events, Mapper: mapper{}}
 	}
 	return h
 }
@@ -215,14 +215,13 @@ func TestResume(t *testing.T) {
 			t.Errorf("retry: %d", code)
 		}
 	})
-	t.Run("observer mode (nothing was paused) or no Resumer: no links; no Resumer: /resume is not found", func(t *testing.T) {
+	t.Run("without a Resumer (observer mode: nothing was paused): no links, /resume is not found", func(t *testing.T) {
 		h := newResumeHarness(t)
 		link := h.resumeLink(keepOwner, pausedAt)
-		h.srv[0].WriteBack = false
-		if ls, err := h.srv[0].ResumeLinks(keepKey, keepOwner, pausedAt, now.Add(time.Hour)); err != nil || ls != nil {
-			t.Errorf("observer mode links: %v, %v", ls, err)
-		}
 		h.srv[0].Resume = nil
+		if ls, err := h.srv[0].ResumeLinks(keepKey, keepOwner, pausedAt, now.Add(time.Hour)); err != nil || ls != nil {
+			t.Errorf("links: %v, %v", ls, err)
+		}
 		if code, _ := h.do(0, http.MethodPost, link); code != http.StatusNotFound {
 			t.Errorf("POST: %d", code)
 		}

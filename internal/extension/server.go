@@ -91,7 +91,8 @@ type Server struct {
 
 	// Keep, when set, serves the keep links of inactivity alerts (KeepPath).
 	Keep *Keeper
-	// Resume, when set, serves the resume links of inactivity pauses (ResumePath).
+	// Resume, when set, serves the resume links of inactivity pauses (ResumePath); only in a mode
+	// that pauses (pr, direct).
 	Resume *Resumer
 
 	limitOnce      sync.Once
