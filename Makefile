@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
   ./internal/detect/quota:FuzzParseValue,FuzzParsePolicy,FuzzParseSizing,FuzzParseEventMessage,FuzzRoundUp \
   ./internal/recommend:FuzzLoad \
   ./internal/detect/expiry:FuzzParsePolicy \
-  ./internal/extension:FuzzVerify,FuzzClient,FuzzVerifyOwner,FuzzVerifyKeep \
+  ./internal/extension:FuzzVerify,FuzzClient,FuzzVerifyOwner,FuzzVerifyKeep,FuzzVerifyResume \
   ./internal/activity:FuzzLoadConfig \
   ./internal/quotahistory:FuzzQuantity,FuzzDecodeRange \
   ./internal/detect/inactivity:FuzzParsePolicy \

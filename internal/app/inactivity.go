@@ -8,6 +8,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/egress"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/objcache"
 )
 
@@ -75,6 +76,10 @@ func setupInactivity(sh *shared) error {
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, KeepLinks: nt.KeepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
+		}
+		if nt.ResumeLinks != nil {
+			// A resume its owner asks for is looked at at once.
+			r.ResumeLinks, r.LeaseTrigger = nt.ResumeLinks, extension.ResumeRecorded
 		}
 		if held[k] {
 			r.Objects, r.Targets = heldObjects, targets

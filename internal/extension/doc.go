@@ -25,6 +25,12 @@
 // target's inactivity Lease in one conditional write), GET only shows, and the same limits apply.
 // A link acts only while its owner is the one the state names and the target is still alerted.
 //
+// Resume links (/resume, resume.go) answer an inactivity pause: run the target again. Their tokens
+// are of a fourth kind (a MAC label of their own) over the target's Key, the owner's id, the pause
+// they answer and an expiry; the request is recorded in the target's Lease with the link's id in
+// one conditional write (each works once), and the inactivity detector carries it out, told at
+// once by ResumeRecorded (its LeaseTrigger).
+//
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git), told at
 // once by Recorded (its LeaseTrigger). Options are the --extension-* flags (Validate, and

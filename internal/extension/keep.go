@@ -58,7 +58,7 @@ type KindMapper interface {
 // ownerActions counts what owners made Kustos do through their links, by action.
 var ownerActions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "kustos_owner_actions_total",
-	Help: "Owner actions carried out through one-time links, by action (keep).",
+	Help: "Owner actions carried out through one-time links, by action (keep, resume).",
 }, []string{"action"})
 
 func init() { ctrlmetrics.Registry.MustRegister(ownerActions) }
@@ -165,7 +165,8 @@ func keepable(rec state.Record, l keepLink) (inactivity.State, error) {
 		return st, errNotOwner
 	case st.Paused:
 		return st, errGone
-	case !st.AlertsFor.Equal(l.claim.IdleSince):
+	case !st.AlertsFor.Truncate(time.Second).Equal(l.claim.IdleSince):
+		// The token carries the idle period's start to the second; the state has it exactly.
 		return st, errNotAlerted
 	case !st.KeptAt.Before(l.claim.AlertAt):
 		return st, errKept

@@ -354,3 +354,21 @@ func keeps(t *testing.T) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestKeepFractionalBaseline: an alert's idle period often begins at a time with a fraction of a
+// second (the sources' coverage since Kustos started, an activity sample); the token carries it
+// to the second, and its link keeps all the same.
+func TestKeepFractionalBaseline(t *testing.T) {
+	h := newKeepHarness(t)
+	since := idleSince.Add(347 * time.Millisecond)
+	st := alerted()
+	st.AlertsFor, st.LastAlertAt = since, alertAt.Add(12*time.Millisecond)
+	h.store.Put(state.Record{Key: keepKey, Bag: st.Bag()})
+	ls, err := h.srv[0].KeepLinks(keepKey, keepOwner, since, st.LastAlertAt, now.Add(72*time.Hour))
+	if err != nil || len(ls) == 0 {
+		t.Fatal(ls, err)
+	}
+	if code, body := h.do(0, http.MethodPost, ls[0].URL); code != http.StatusOK {
+		t.Errorf("POST: %d\n%s", code, body)
+	}
+}

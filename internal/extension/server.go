@@ -91,6 +91,9 @@ type Server struct {
 
 	// Keep, when set, serves the keep links of inactivity alerts (KeepPath).
 	Keep *Keeper
+	// Resume, when set, serves the resume links of inactivity pauses (ResumePath); only in a mode
+	// that pauses (pr, direct).
+	Resume *Resumer
 
 	limitOnce      sync.Once
 	clients, links *limiter
@@ -127,6 +130,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
+	case ResumePath:
+		if s.Resume == nil {
+			http.NotFound(w, r)
+			return
+		}
 	case OwnerPagePath:
 		if s.Owners == nil {
 			http.NotFound(w, r)
@@ -156,6 +164,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == KeepPath {
 		s.keepServe(w, r, c)
+		return
+	}
+	if r.URL.Path == ResumePath {
+		s.resumeServe(w, r, c)
 		return
 	}
 	switch r.Method {

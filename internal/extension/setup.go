@@ -32,6 +32,9 @@ type Channels struct {
 	NoticeLinks func(key lifecycle.Key, deadline, expires time.Time) ([]lifecycle.NoticeLink, error)
 	// KeepLinks mints an inactivity alert's keep links (nil: the server serves none).
 	KeepLinks inactivity.KeepLinks
+	// ResumeLinks mints an inactivity pause notice's resume links (nil: the server serves
+	// none).
+	ResumeLinks inactivity.ResumeLinks
 }
 
 // Channels builds the owners' channels chain configures, with the server the flags describe
@@ -58,6 +61,9 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 	if out.Server.Keep != nil {
 		out.KeepLinks = out.Server.KeepLinks
 	}
+	if out.Server.Resume != nil {
+		out.ResumeLinks = out.Server.ResumeLinks
+	}
 	if out.Server.Owners != nil && out.Notifier != nil {
 		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
 		// link to the owner's page.
@@ -70,11 +76,13 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 // flags to serve them on a manager.
 type Detectors struct {
 	// Expiry: the expiry detector runs; its extension links and the owner's page are served.
-	// WriteBack: an extension is written back where the environment is declared (not in
-	// observer mode); without the expiry detector nothing writes it back.
+	// WriteBack: the mode carries Changes out (not observer mode): an extension is written back
+	// where the environment is declared (without the expiry detector nothing writes it back),
+	// and an inactivity pause can be resumed (observer mode pauses nothing).
 	Expiry, WriteBack bool
 	// Inactivity, when set, are the inactivity detector's options: its alerts' keep links are
-	// served (NewKeeper), each keep an OwnerKept Event by Reporter.
+	// served (NewKeeper), each keep an OwnerKept Event by Reporter, and with WriteBack its pause
+	// notices' resume links, each resume an OwnerResumed Event.
 	Inactivity *inactivity.Options
 	Reporter   EventReporter
 	// Live reads (and creates once) --extension-key-secret. StateNamespace holds the Leases;
@@ -111,6 +119,9 @@ func (e Options) AddServer(ctx context.Context, mgr ctrl.Manager, d Detectors) (
 		}
 		if srv.Keep != nil {
 			srv.Keep.Reporter = d.Reporter
+		}
+		if d.WriteBack {
+			srv.Resume = &Resumer{Reporter: d.Reporter, Mapper: mgr.GetRESTMapper()}
 		}
 	}
 	if err := mgr.Add(&Listener{Addr: e.Addr, Handler: srv, Log: d.Log}); err != nil {

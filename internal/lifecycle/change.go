@@ -86,6 +86,10 @@ type Change struct {
 	Edit     Edit   `json:"edit"`
 	// Reason is a CamelCase machine reason, used as the Kubernetes Event reason.
 	Reason string `json:"reason"`
+	// Verb, when set, names what the Change does in a proposal's title in place of the edit's
+	// own words ("resume": spec.replicas back to what a pause found), so that a reviewer tells
+	// it from the edit it undoes.
+	Verb string `json:"verb,omitempty"`
 	// Summary is one human sentence per field, joined, used as Event message.
 	Summary string `json:"summary"`
 	// Evidence holds structured facts (one entry per field) for logs and PR bodies.

@@ -23,7 +23,7 @@ import (
 //	mail.txt.tmpl, mail.html.tmpl the whole text and HTML part (data MailData; each notice's own
 //	                              part is in MailNotice.Body and MailNotice.HTML)
 //	KIND.txt.tmpl, KIND.html.tmpl one notice of that Kind (data MailNotice): expiry.warning,
-//	                              expiry.done, inactivity.alert; a directory may add templates
+//	                              expiry.done, inactivity.alert, inactivity.paused; a directory may add templates
 //	                              for other kinds
 //	notice.txt.tmpl, notice.html.tmpl  a notice of a kind without templates of its own
 //

@@ -111,6 +111,15 @@ func Summary(c lifecycle.Change, ed *yamledit.Result) string {
 		verbs[verb(f.Old, f.New)] = true
 		parts = append(parts, fieldName(f.Path)+" "+f.Old+" → "+f.New)
 	}
+	if c.Verb != "" {
+		// The fields as they change, without the quantity's verb: "resume (replicas 0 → 3)".
+		for i, f := range ed.Fields {
+			if !f.Created && f.Old != "" && len(f.Path) == 2 && f.Path[0] == "spec" && f.Path[1] == "replicas" {
+				parts[i] = "replicas " + f.Old + " → " + f.New
+			}
+		}
+		return c.Verb + " (" + strings.Join(parts, ", ") + ")"
+	}
 	v := "set"
 	if len(verbs) == 1 {
 		for k := range verbs {

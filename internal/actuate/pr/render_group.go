@@ -23,13 +23,13 @@ func GroupTitle(g lifecycle.Group, included []lifecycle.Change) string {
 // in the order first met.
 func groupSummary(cs []lifecycle.Change) string {
 	type opKind struct {
-		op   lifecycle.EditOp
-		kind string
+		op         lifecycle.EditOp
+		verb, kind string
 	}
 	counts := map[opKind]int{}
 	var order []opKind
 	for _, c := range cs {
-		k := opKind{c.Edit.Op, c.Target.Kind}
+		k := opKind{c.Edit.Op, c.Verb, c.Target.Kind}
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
@@ -42,12 +42,14 @@ func groupSummary(cs []lifecycle.Change) string {
 		if n > 1 {
 			kind += "s"
 		}
-		switch k.op {
-		case lifecycle.EditDelete:
+		switch {
+		case k.verb != "":
+			parts = append(parts, fmt.Sprintf("%s %d %s", k.verb, n, kind))
+		case k.op == lifecycle.EditDelete:
 			parts = append(parts, fmt.Sprintf("delete %d %s", n, kind))
-		case lifecycle.EditScaleToZero:
+		case k.op == lifecycle.EditScaleToZero:
 			parts = append(parts, fmt.Sprintf("scale %d %s to zero", n, kind))
-		case lifecycle.EditSetAnnotations:
+		case k.op == lifecycle.EditSetAnnotations:
 			parts = append(parts, fmt.Sprintf("annotate %d %s", n, kind))
 		default:
 			parts = append(parts, fmt.Sprintf("edit %d %s", n, kind))

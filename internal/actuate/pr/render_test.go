@@ -51,6 +51,10 @@ func TestTitle(t *testing.T) {
 		{"scale", lifecycle.Change{Detector: "inactivity", Target: lifecycle.Target{Namespace: "lab", Name: "vm1"}, Edit: lifecycle.Edit{Op: lifecycle.EditScaleToZero}},
 			yamledit.Result{Changed: true, Fields: []yamledit.FieldResult{{Path: []string{"spec", "replicas"}, Old: "3", New: "0"}}},
 			"inactivity(lab/vm1): scale to zero (replicas 3 → 0)"},
+		{"a resume names itself", lifecycle.Change{Detector: "inactivity", Target: lifecycle.Target{Namespace: "lab", Name: "vm1"}, Verb: "resume",
+			Edit: lifecycle.Edit{Op: lifecycle.EditSetFields}},
+			yamledit.Result{Changed: true, Fields: []yamledit.FieldResult{{Path: []string{"spec", "replicas"}, Old: "0", New: "3"}}},
+			"inactivity(lab/vm1): resume (replicas 0 → 3)"},
 	}
 	for _, tt := range tests {
 		if got := Title(tt.c, &tt.ed); got != tt.want {
@@ -108,5 +112,17 @@ func TestIsOwnCommit(t *testing.T) {
 				t.Errorf("IsOwnCommit = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGroupTitleNamesResumes: a group's title counts resumes apart from the edits they share an
+// operation with, so that a reviewer tells a resume from a pause.
+func TestGroupTitleNamesResumes(t *testing.T) {
+	vm := func(verb string, op lifecycle.EditOp) lifecycle.Change {
+		return lifecycle.Change{Detector: "inactivity", Target: lifecycle.Target{Kind: "VirtualMachine"}, Verb: verb, Edit: lifecycle.Edit{Op: op}}
+	}
+	got := groupSummary([]lifecycle.Change{vm("resume", lifecycle.EditSetFields), vm("", lifecycle.EditSetFields), vm("resume", lifecycle.EditSetFields), vm("", lifecycle.EditScaleToZero)})
+	if want := "resume 2 VirtualMachines, edit 1 VirtualMachine, scale 1 VirtualMachine to zero"; got != want {
+		t.Errorf("groupSummary = %q, want %q", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -116,8 +117,13 @@ type Reconciler struct {
 	Checked <-chan Checked
 	// KeepLinks, when set, puts keep links into every alert.
 	KeepLinks KeepLinks
-	Now       func() time.Time
-	Log       logr.Logger
+	// ResumeLinks, when set, puts resume links into the notice of every pause.
+	ResumeLinks ResumeLinks
+	// LeaseTrigger, when set, says which Key a change of a state Lease should make the detector
+	// look at at once (a resume its owner just asked for), instead of at its next look.
+	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
+	Now          func() time.Time
+	Log          logr.Logger
 
 	mu        sync.Mutex
 	lastProbe map[types.NamespacedName]time.Time
@@ -165,6 +171,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	b = b.WatchesMetadata(nsMeta, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(nsscope.Namespaces(r.Scope,
 		predicate.Or[client.Object](predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{})))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent})
+	if r.LeaseTrigger != nil {
+		b = b.Watches(&coordinationv1.Lease{}, r.leaseHandler())
+	}
 	if r.Checked != nil {
 		b = b.WatchesRawSource(source.TypedChannel(r.Checked, handler.TypedFuncs[struct{}, reconcile.Request]{
 			GenericFunc: func(ctx context.Context, _ event.TypedGenericEvent[struct{}], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -174,6 +183,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			}}))
 	}
 	return b.Complete(r)
+}
+
+// leaseHandler enqueues the target of a Key of Kind whose state Lease changed in a way
+// LeaseTrigger cares about.
+func (r *Reconciler) leaseHandler() handler.EventHandler {
+	kindGroup := r.Kind.Kind
+	if r.Kind.Group != "" {
+		kindGroup += "." + r.Kind.Group
+	}
+	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key, ok := r.LeaseTrigger(e.ObjectOld, e.ObjectNew)
+		if !ok {
+			return
+		}
+		if p, ok := key.Parts(); ok && p.Detector == DetectorName && p.KindGroup == kindGroup {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		}
+	}}
 }
 
 func (r *Reconciler) inNamespace(ctx context.Context, ns client.Object) []reconcile.Request {

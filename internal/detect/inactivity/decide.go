@@ -79,9 +79,20 @@ type State struct {
 	// keep links already used, comma-separated (a replay fails on any replica).
 	KeptUntil, KeptAt time.Time
 	KeepTokens        string
-	// Owner is the owner (kustos.io/owner as recorded) while the target is alerted or kept: a
-	// keep link acts only for the owner it was issued to. The store labels the Lease with it.
+	// Owner is the owner (kustos.io/owner as recorded) while the target is alerted, kept or
+	// paused: a keep or resume link acts only for the owner it was issued to. The store labels
+	// the Lease with it.
 	Owner string
+	// PausedAt, PauseField, PauseFrom: the pause Kustos decided for this UID (when, the field it
+	// sets, the value the field held then, e.g. spec.replicas and 3): what a resume restores, and
+	// never more. Forgotten when the target runs again.
+	PausedAt              time.Time
+	PauseField, PauseFrom string
+	// ResumeAt: the owner asked, with a resume link of the pause, to resume the target then (the
+	// next look proposes or makes the resume). ResumeTokens are the ids of resume links already
+	// used, comma-separated, kept past the resume so that a replay fails.
+	ResumeAt     time.Time
+	ResumeTokens string
 }
 
 const (
@@ -98,6 +109,11 @@ const (
 	bagKeptUntil     = "kept-until"
 	bagKeptAt        = "kept-at"
 	bagKeepTokens    = "keep-tokens"
+	bagPausedAt      = "paused-at"
+	bagPauseField    = "pause-field"
+	bagPauseFrom     = "pause-from"
+	bagResumeAt      = BagResumeAt
+	bagResumeTokens  = "resume-tokens"
 )
 
 // ParseState reads the bag. Unreadable entries are dropped and named: the worst outcome is an
@@ -119,6 +135,11 @@ func ParseState(bag map[string]string) (State, []string) {
 		KeptAt:        r.Time(bagKeptAt),
 		KeepTokens:    bag[bagKeepTokens],
 		Owner:         bag[lifecycle.BagOwner],
+		PausedAt:      r.Time(bagPausedAt),
+		PauseField:    bag[bagPauseField],
+		PauseFrom:     bag[bagPauseFrom],
+		ResumeAt:      r.Time(bagResumeAt),
+		ResumeTokens:  bag[bagResumeTokens],
 	}
 	return s, r.Bad
 }
@@ -135,8 +156,12 @@ func (s State) Bag() map[string]string {
 	b.Count(bagProbeFailures, s.ProbeFailures)
 	b.Time(bagKeptUntil, s.KeptUntil)
 	b.Time(bagKeptAt, s.KeptAt)
-	if s.KeepTokens != "" {
-		b[bagKeepTokens] = s.KeepTokens
+	b.Time(bagPausedAt, s.PausedAt)
+	b.Time(bagResumeAt, s.ResumeAt)
+	for k, v := range map[string]string{bagKeepTokens: s.KeepTokens, bagPauseField: s.PauseField, bagPauseFrom: s.PauseFrom, bagResumeTokens: s.ResumeTokens} {
+		if v != "" {
+			b[k] = v
+		}
 	}
 	if s.Owner != "" {
 		b[lifecycle.BagOwner] = s.Owner
@@ -182,11 +207,14 @@ type Snapshot struct {
 	// Created is the target's creation: an environment never used is idle since then.
 	Created time.Time
 	// Running: the target runs (replicas > 0, or the pause field not at its pause value).
-	Running  bool
-	Policy   Policy
-	Activity activity.Activity
-	Probe    *Probe
-	State    State
+	Running bool
+	// PauseFrom is the value the field a pause sets holds now (spec.replicas, or the pause
+	// field), in its Kubernetes string form; empty when absent.
+	PauseFrom string
+	Policy    Policy
+	Activity  activity.Activity
+	Probe     *Probe
+	State     State
 	// LastDecision, ProposalOpen, Declined: the pipeline's memory of the Key.
 	LastDecision           time.Time
 	ProposalOpen, Declined bool
@@ -214,9 +242,15 @@ type Verdict struct {
 	// longer wanted (the target was used or restarted, opted out, or no longer times out); the
 	// pipeline closes that pull request instead of following it to a merge.
 	Withdraw string
-	// Change is the pause or deletion, when due now.
+	// Change is the pause or deletion, when due now, or the resume its owner asked for.
 	Change *lifecycle.Change
-	State  State
+	// PauseSeen: this look is the first to see the target paused by the pause the state
+	// records (the notice with the resume links goes out now).
+	PauseSeen bool
+	// ResumeRefused says why a resume the owner asked for is not done (an Event on the
+	// target, once: ResumeRefusedID).
+	ResumeRefused, ResumeRefusedID string
+	State                          State
 	// RequeueAfter is when to look again.
 	RequeueAfter time.Duration
 }
@@ -255,11 +289,18 @@ func decide(s Snapshot) Verdict {
 	}
 	// A restart after a pause is activity, and starts the count again.
 	if !s.Running {
+		// The first look at a pause Kustos decided: its owner is told, with a resume link.
+		d.PauseSeen = !st.Paused && !st.PausedAt.IsZero() && st.ResumeAt.IsZero()
 		st.Paused = true
 	} else if st.Paused {
 		st.Paused = false
 		st.LastActivity = s.Now
 		st.AlertsSent, st.AlertsFor, st.LastAlertAt, st.ProbeFailures, st.ProbeFailedAt, st.ProbeArmed = 0, time.Time{}, time.Time{}, 0, time.Time{}, false
+		// Resumed (by its owner's link or anyone): the pause is over, nothing is left to restore.
+		forgetPause(st)
+	}
+	if s.Running && !st.PausedAt.IsZero() && !st.Paused {
+		notYetPaused(s, &d)
 	}
 	last := st.LastActivity
 	if a := s.Activity.Last; a.After(last) {
@@ -300,6 +341,7 @@ func decide(s Snapshot) Verdict {
 				d.Next, d.At = next(p.Action), st.ProbeFailedAt
 				d.Change = change(s, ReasonProbeFailed, fmt.Sprintf("its endpoint %s failed %d checks in a row (last: %s)",
 					p.ProbeURL, st.ProbeFailures, s.Probe.detail()), st.ProbeFailedAt)
+				recordPause(s, st)
 			}
 			return d
 		}
@@ -307,6 +349,10 @@ func decide(s Snapshot) Verdict {
 
 	if p.Timeout <= 0 && s.Running && st.ProbeFailedAt.IsZero() && s.Proposed != nil {
 		d.Withdraw = fmt.Sprintf("%s no longer times out (%s)", s.Target, p.From)
+	}
+	if !s.Running && !st.ResumeAt.IsZero() {
+		resume(s, &d)
+		return d
 	}
 	if p.Timeout <= 0 || !s.Running {
 		// Never times out, or paused already: nothing to count. The probe still runs.
@@ -409,6 +455,7 @@ func decide(s Snapshot) Verdict {
 	}
 	d.Change = change(s, ReasonInactivityDue, fmt.Sprintf("not used since %s (%s), %d alert(s) sent, the last at %s",
 		base.UTC().Format(time.RFC3339), p.From, st.AlertsSent, orNone(st.LastAlertAt)), base)
+	recordPause(s, st)
 	return d
 }
 

@@ -16,7 +16,8 @@
 // scope, the policy and its problems, whether it runs, its activity); prober.go the exam
 // probes and how often they run; request.go is what a reconcile hands the pipeline (Decide over
 // the Lease); messages.go the findings and their texts; supersede.go which Change replaces
-// which; checkloop.go the Prometheus check loop and what each check queues again; options.go
+// which; checkloop.go the Prometheus check loop and what each check queues again; keep.go an
+// owner's keep; resume.go what a pause records and the resume its owner asks for; options.go
 // the detector's flags (Options: Validate, DefaultOptions, CacheWatches, and ParseKeepPeriods,
 // which the extension server's keep links parse with too).
 package inactivity

@@ -3,6 +3,7 @@ package inactivity
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -82,6 +83,7 @@ type gathered struct {
 	now             time.Time
 	policy          Policy
 	running         bool
+	pauseFrom       string
 	act             activity.Activity
 	probe           *Probe
 	// requeue is the probe's: look again within ProbeInterval (0: no probe).
@@ -137,6 +139,7 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 		return g, false, r.report(ctx, log, objRef, nil, []Problem{{On: g.target.String(), Key: "pause state", Value: err.Error(),
 			Err: "cannot tell whether the target runs; it is left alone"}}, g.now)
 	}
+	g.pauseFrom = PauseFieldValue(obj, r.Settings.Pause)
 	if g.act, err = ActivityOf(obj, g.target, r.Sources, r.Tracker); err != nil {
 		// A source's target template cannot name this target (a label it indexes is missing):
 		// its activity is unknown, so it is left alone, and said so on it.
@@ -201,6 +204,25 @@ func Running(obj *unstructured.Unstructured, p Pause) (bool, error) {
 	return false, fmt.Errorf("spec.replicas is a %T", v)
 }
 
+// PauseFieldValue is the value the field a pause sets holds on obj (spec.replicas, or the pause
+// field), in its Kubernetes string form: what a pause decided now would record. Empty when the
+// field is absent or not a single value.
+func PauseFieldValue(obj *unstructured.Unstructured, p Pause) string {
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, pausePath(p)...)
+	if err != nil || !found {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool, int64:
+		return fmt.Sprint(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return ""
+}
+
 // template reads the target's template object (its metadata) named by the TemplateRef field: a
 // name (same namespace) or a {name, namespace} map. A reference that cannot be followed is a
 // Problem; the target then goes by its own and its namespace's metadata.
@@ -246,7 +268,7 @@ func (r *Reconciler) mayWriteIn(ctx context.Context, o corev1.ObjectReference, t
 
 // snapshot is what Decide reads: what gather found, and the Lease's state and memory.
 func (g *gathered) snapshot(v lifecycle.View, st State, s Settings) Snapshot {
-	return Snapshot{Now: g.now, Target: g.target, UID: g.uid, Created: g.created, Running: g.running,
+	return Snapshot{Now: g.now, Target: g.target, UID: g.uid, Created: g.created, Running: g.running, PauseFrom: g.pauseFrom,
 		Policy: g.policy, Activity: g.act, Probe: g.probe, State: st,
 		LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined, Proposed: v.Proposed, Settings: s}
 }

@@ -97,10 +97,10 @@ func addKeepLinks(out *lifecycle.Decision, links KeepLinks, key lifecycle.Key, d
 	}
 }
 
-// recordOwner keeps the owner in the state while the target is alerted or kept (and only then:
-// a target nobody was told about needs no owner in its Lease).
+// recordOwner keeps the owner in the state while the target is alerted, kept or paused (and
+// only then: a target nobody was told about needs no owner in its Lease).
 func recordOwner(st *State, owner string) {
-	if st.AlertsFor.IsZero() && st.KeptUntil.IsZero() {
+	if st.AlertsFor.IsZero() && st.KeptUntil.IsZero() && st.PausedAt.IsZero() {
 		st.Owner = ""
 		return
 	}

@@ -27,6 +27,9 @@ func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity
 				Subject: fmt.Sprintf("%s %s has been idle since %s (alert %d of %d)", target.Kind, target.Name, idle, d.State.AlertsSent, p.MaxAlerts),
 				Text:    msg, Target: target, Deadline: d.ActAt, At: now}})
 	}
+	if d.ResumeRefused != "" {
+		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonResumeRefused, Message: d.ResumeRefused, ID: d.ResumeRefusedID})
+	}
 	if d.Unknown {
 		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonActivityUnknown, Message: UnknownMessage(act),
 			ID: "inactivity-unknown|" + string(key) + "|" + d.IdleSince.UTC().Format(time.RFC3339)})

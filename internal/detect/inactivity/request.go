@@ -24,6 +24,7 @@ func (r *Reconciler) request(g gathered, log logr.Logger) lifecycle.Request {
 			log.V(1).Info("inactivity decided", "next", d.Next, "at", d.At, "lastActivity", d.LastActivity, "idleSince", d.IdleSince, "running", g.running, "resourceVersion", g.resourceVersion)
 			out := Findings(key, g.target, g.policy, g.act, d, g.now)
 			addKeepLinks(&out, r.KeepLinks, key, d, log)
+			addPauseNotice(&out, r.ResumeLinks, key, g.target, g.policy, d, g.now, log)
 			if d.State == st && len(bad) == 0 {
 				out.Bag = nil // unchanged: no write
 			}
