@@ -20,6 +20,7 @@ import (
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/authorship"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/lifecycle/conditions"
 )
 
 // fakeTouches answers Touches for the release "web" with requests, and refuses "elsewhere".
@@ -140,5 +141,33 @@ func TestReleaseDeniedInTheUninstall(t *testing.T) {
 	}
 	if len(ev.reasons) != 1 || ev.reasons[0] != ReasonMissingPermission {
 		t.Errorf("events %v %v, want one MissingPermission Warning", ev.reasons, ev.messages)
+	}
+}
+
+// recordedPipeline answers as the pipeline does for a removal decided and carried out at an
+// earlier look: the version bag records it, and nothing is decided again.
+type recordedPipeline struct{}
+
+func (recordedPipeline) Run(_ context.Context, req lifecycle.Request) (lifecycle.Result, error) {
+	req.Decide(lifecycle.View{Bag: map[string]string{bagDecided: "release/2026-01-01T00:00:00Z", bagBefore: "an earlier look"}})
+	return lifecycle.Result{}, nil
+}
+
+// TestReleaseStillReadIsLookedAtAgain: a release uninstalled at an earlier look that is still
+// read as installed (helm's storage in a cache a moment behind the uninstall) keeps the cleanup
+// in progress, and since no watch wakes the Cleaner when a release's storage goes, the Cleaner
+// is looked at again after the not-ready recheck instead of the ready one (30 minutes).
+func TestReleaseStillReadIsLookedAtAgain(t *testing.T) {
+	r := &Reconciler{Releases: installedRelease{}, Pipeline: recordedPipeline{}, Reporter: &events{}, Log: logr.Discard(),
+		Policy: conditions.Policy{NotReady: 3 * time.Second}, specs: map[types.NamespacedName]compiled{}}
+	cl := &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "preview"}, Spec: v1alpha1.CleanerSpec{TTL: "1h"}}
+	spec := &Spec{Releases: []v1alpha1.HelmRelease{{Name: "web", Delete: true}}}
+	var out outcome
+	var p progress
+	if _, err := r.releases(context.Background(), cl, spec, nil, &lifecycle.Principal{User: "alice"}, time.Now(), false, &out, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.remaining) != 1 || out.retry != 3*time.Second {
+		t.Errorf("remaining %v, retry %s; want the release remaining and a look again after 3s", p.remaining, out.retry)
 	}
 }

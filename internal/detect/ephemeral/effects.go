@@ -290,6 +290,13 @@ func (r *Reconciler) releases(ctx context.Context, cl *v1alpha1.Cleaner, spec *S
 			continue // uninstalled in this Run (helm's uninstall returns when the release is gone)
 		}
 		p.account(target.String(), h, r.blocks(h), out)
+		// Nothing watches a release's storage for the Cleaner, so its going wakes no look: one
+		// still read (the cache of helm's Secrets a moment behind an uninstall of an earlier
+		// look) is looked at again after the not-ready recheck, not the ready one. Observer
+		// mode uninstalls nothing: nothing to wait for.
+		if rq := r.Policy.RecheckAfter(false); !r.Observe && (out.retry == 0 || rq < out.retry) {
+			out.retry = rq
+		}
 	}
 	return names, nil
 }
