@@ -12,14 +12,14 @@ import (
 
 // Invariants, as the report and each violation name them.
 const (
-	invOnePR     = "one-open-pr"        // (1) never two open PRs for one branch key
-	invExtended  = "no-merge-extended"  // (2) no removal merged of a preview that was extended
-	invDeleted   = "deleted-via-pr"     // (3) nothing deleted except through a merged Kustos PR
-	invLiveness  = "liveness"           // (5) every due action proposed or done after the faults
+	invOnePR     = "one-open-pr"         // (1) never two open PRs for one branch key
+	invExtended  = "no-merge-extended"   // (2) no removal merged of a preview that was extended
+	invDeleted   = "deleted-via-pr"      // (3) nothing deleted except through a merged Kustos PR
+	invLiveness  = "liveness"            // (5) every due action proposed or done after the faults
 	invForeign   = "foreign-commit-kept" // (6) no commit of someone else's on a PR branch overwritten
-	invHeap      = "heap-flat"          // (7) heap after GC flat over a replica's life
-	invContract  = "github-contract"    // the GitHub-compatible server's own checks
-	invExitEarly = "replica-exited"     // a replica exited without being killed
+	invHeap      = "heap-flat"           // (7) heap after GC flat over a replica's life
+	invContract  = "github-contract"     // the GitHub-compatible server's own checks
+	invExitEarly = "replica-exited"      // a replica exited without being killed
 )
 
 // Violation is one broken invariant, seen at At.
@@ -194,7 +194,9 @@ func (c *Checker) TouchedAt(branch string) (at time.Time, ok bool) {
 func branchKey(head string) string { return head }
 
 // expiryBranch is the head branch of a preview's removal PR (--group-by=none).
-func expiryBranch(ns, name string) string { return "kustos/" + clusterName + "/expiry/" + ns + "/" + name }
+func expiryBranch(ns, name string) string {
+	return "kustos/" + clusterName + "/expiry/" + ns + "/" + name
+}
 
 // quotaBranchPrefix starts the head branch of a tenant's quota PRs.
 func quotaBranchPrefix(ns string) string { return "kustos/" + clusterName + "/quota/" + ns + "/" }

@@ -34,8 +34,8 @@ type world struct {
 	gh         *githubtest.Server
 	maxTenants int
 	chaosEnd   time.Time // when the workload stops
-	check *Checker
-	logf  func(string, ...any)
+	check      *Checker
+	logf       func(string, ...any)
 
 	mu        sync.Mutex
 	rng       *rand.Rand
