@@ -30,7 +30,6 @@ type options struct {
 	logLevel  string
 	duration  time.Duration
 	seed      uint64
-	seedSet   bool
 	replicas  int
 	tick      time.Duration
 	maxTenant int

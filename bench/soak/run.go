@@ -39,19 +39,18 @@ const (
 
 // outcome is what the run measured, for the report.
 type outcome struct {
-	seed                      uint64
-	duration, settle          time.Duration
-	faults, actions           map[string]int
-	prs                       map[string]int // opened, merged, closed-unmerged, open-at-end
-	violations                []Violation
-	converged                 time.Duration // after the faults stopped; -1: never
-	lastFault                 time.Time
-	chaosEnd                  time.Time
-	ghRequests, ghFaulted     int
-	secondary                 map[string]int
-	heaps                     []heapSummary
-	dueAtEnd, stalledAtEnd    []string
-	humanCommits, kills, errs int
+	seed                   uint64
+	duration, settle       time.Duration
+	faults, actions        map[string]int
+	prs                    map[string]int // opened, merged, closed-unmerged, open-at-end
+	violations             []Violation
+	converged              time.Duration // after the faults stopped; -1: never
+	lastFault              time.Time
+	chaosEnd               time.Time
+	ghRequests, ghFaulted  int
+	secondary              map[string]int
+	heaps                  []heapSummary
+	dueAtEnd, stalledAtEnd []string
 }
 
 type heapSummary struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -138,7 +139,7 @@ func (w *world) step(ctx context.Context) {
 		kind, err = "human-pushed-to-pr", w.humanPush("")
 	}
 	switch {
-	case err == errNothing:
+	case errors.Is(err, errNothing):
 	case err != nil:
 		w.logf("workload %s: %v", kind, err)
 	default:
@@ -146,7 +147,7 @@ func (w *world) step(ctx context.Context) {
 	}
 }
 
-var errNothing = fmt.Errorf("nothing to act on")
+var errNothing = errors.New("nothing to act on")
 
 func (w *world) pickTenant(minAge time.Duration) *tenant {
 	w.mu.Lock()
