@@ -336,10 +336,23 @@ func (c *Checker) Stalled(now time.Time, age time.Duration) []string {
 	c.mu.Unlock()
 	for _, p := range heads {
 		if at, ok := c.TouchedAt(p.Head); !ok || at.Before(p.Created) {
-			out = append(out, fmt.Sprintf("#%d %s (%s)", p.Number, p.Head, p.MergeableState))
+			out = append(out, fmt.Sprintf("#%d %s (mergeable_state %s)", p.Number, p.Head, p.MergeableState))
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// MergeLatencies are, for each merged PR, the time from its creation to the look that first
+// saw it merged.
+func (c *Checker) MergeLatencies() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for n, at := range c.merged {
+		out = append(out, at.Sub(c.prs[n].Created))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
 

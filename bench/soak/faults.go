@@ -63,15 +63,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run injects faults until ctx ends; it returns once every fault is over and every replica is
+// run injects faults until ctx (which has a deadline) ends; it returns once every fault is over and every replica is
 // running again.
+// A run of any length has at least one kill: once half of the faults' time has gone without
+// one, the next fault is one.
 func (f *faults) run(ctx context.Context, restart func(*replica)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	start := time.Now()
+	deadline, _ := ctx.Deadline()
 	for sleep(ctx, f.dur(5, 15)) {
 		r := f.intn(100)
+		overdue := f.lastKill.IsZero() && time.Since(start) > deadline.Sub(start)/2
 		switch {
-		case r < 25 && time.Since(f.lastKill) > 20*time.Second:
+		case overdue || r < 25 && time.Since(f.lastKill) > 20*time.Second:
 			rep := f.replicas[f.intn(len(f.replicas))]
 			down := f.dur(1, 8)
 			f.logf("fault: SIGKILL replica %d, restarted after %s", rep.id, down)

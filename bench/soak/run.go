@@ -46,6 +46,7 @@ type outcome struct {
 	violations             []Violation
 	converged              time.Duration // after the faults stopped; -1: never
 	lastFault              time.Time
+	mergeLatency           []time.Duration
 	chaosEnd               time.Time
 	ghRequests, ghFaulted  int
 	secondary              map[string]int
@@ -267,6 +268,7 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 	}
 	out.heaps = heapRule(reps, check)
+	out.mergeLatency = check.MergeLatencies()
 	out.violations = check.Violations()
 	res := harness.Result{Report: render(out)}
 	if interrupted {
