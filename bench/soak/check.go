@@ -75,7 +75,7 @@ type Checker struct {
 	reported   map[string]bool // invariant+detail already reported once
 }
 
-// NewChecker returns a Checker; violations are logged with the seed as they are found.
+// NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
 func NewChecker(seed uint64, grace time.Duration, isAncestor func(a, b string) bool, logf func(string, ...any)) *Checker {
 	return &Checker{seed: seed, grace: grace, isAncestor: isAncestor, logf: logf,
 		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, previews: map[string]*preview{},

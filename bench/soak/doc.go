@@ -1,8 +1,9 @@
 // Command soak is a randomized soak of the whole system: faults no one scripted, injected while
 // a random workload runs, and Kustos's promises checked all along from outside, in the manner of
-// etcd's robustness tests. `make soak` runs it for SOAK_DURATION (20m) with SOAK_SEED (empty: a
-// seed from the clock); the seed is printed first and replays the same workload and faults
-// (the timing of the processes, and so the interleaving, is not replayed):
+// etcd's robustness tests. `make soak` runs it for SOAK_DURATION (20m) with SOAK_SEED, the -seed flag
+// (empty: an RNG seed from the clock). The RNG seed is printed first; given back, it replays
+// the same workload and faults (the timing of the processes, and so the interleaving, is not
+// replayed):
 //
 //	go run ./bench/soak -kustos bin/kustos -duration 20m -seed 42
 //
@@ -51,7 +52,7 @@
 // Checked every second from the server's pull requests and branches, the API server's watch of
 // Deployments and the workload's own record (Checker, which does no I/O; TestChecker feeds it
 // recorded histories, a broken one for each invariant). Each violation is logged at once with
-// the seed and the time, and fails the run:
+// the RNG seed and the time, and fails the run:
 //
 //   - one-open-pr: never two open PRs for one branch key (Kustos derives the branch from the
 //     target);

@@ -36,6 +36,7 @@ type options struct {
 	// settle is the last part of the run: no new faults and no new workload; the invariants,
 	// liveness included, are checked until the end.
 	settle time.Duration
+	verbose bool
 	// broken: the fake human overwrites its own commit on a Kustos branch (breakEnv).
 	broken string
 }
@@ -54,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.tick, "tick", 3*time.Second, "time between two workload actions")
 	fs.IntVar(&o.maxTenant, "tenants", 6, "most tenant namespaces alive at once")
 	fs.DurationVar(&o.settle, "settle", 0, "the last part of the run, without faults or new workload, in which everything due must be proposed or done (0: a third of -duration, from 90s to 5m)")
+	fs.BoolVar(&o.verbose, "v", false, "log each workload action on a named object (tenant, preview, PR)")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	o.logLevel = "info"
 	if err := o.Parse(fs, args); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,6 +147,7 @@ func run(s *harness.Session, o options) harness.Result {
 	end := runStart.Add(o.duration)
 	chaosEnd := end.Add(-o.settle)
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
+	w.verbose = o.verbose
 	f := newFaults(gh, reps, o.seed, logf)
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
@@ -267,6 +269,7 @@ func run(s *harness.Session, o options) harness.Result {
 			out.ghFaulted++
 		}
 	}
+	writeRequests(filepath.Join(s.LogDir, "github-requests.log"), gh.Requests(), logf)
 	out.heaps = heapRule(reps, check)
 	out.mergeLatency = check.MergeLatencies()
 	out.violations = check.Violations()
@@ -279,6 +282,18 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 	res.Failed = len(out.violations) > 0
 	return res
+}
+
+// writeRequests keeps the server's request log beside Kustos's output, to tell afterwards which
+// pull request Kustos stopped looking at and when.
+func writeRequests(path string, rs []githubtest.Request, logf func(string, ...any)) {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "%s %s %d faulted=%v limited=%q\n", r.Method, r.URL, r.Status, r.Faulted, r.Limited)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		logf("writing %s: %v", path, err)
+	}
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -35,6 +35,7 @@ type world struct {
 	gh         *githubtest.Server
 	maxTenants int
 	chaosEnd   time.Time // when the workload stops
+	verbose    bool      // log each action on a named object
 	check      *Checker
 	logf       func(string, ...any)
 
@@ -147,6 +148,13 @@ func (w *world) step(ctx context.Context) {
 	}
 }
 
+// note logs one workload action on a named object, for reading a failed run afterwards.
+func (w *world) note(format string, a ...any) {
+	if w.verbose {
+		w.logf("workload: "+format, a...)
+	}
+}
+
 var errNothing = errors.New("nothing to act on")
 
 func (w *world) pickTenant(minAge time.Duration) *tenant {
@@ -194,6 +202,7 @@ func (w *world) createTenant(ctx context.Context) error {
 	w.mu.Lock()
 	w.tenants[ns] = &tenant{ns: ns, born: time.Now(), previews: map[string]bool{}}
 	w.mu.Unlock()
+	w.note("tenant %s created", ns)
 	return nil
 }
 
@@ -215,6 +224,7 @@ func (w *world) deleteTenant(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	w.check.ExpectNamespaceGone(t.ns)
+	w.note("tenant %s deleted, with previews %v", t.ns, paths)
 	if err := w.cs.CoreV1().Namespaces().Delete(ctx, t.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -243,6 +253,7 @@ func (w *world) pushOverQuota(ctx context.Context) error {
 	w.mu.Lock()
 	w.overSince[t.ns] = time.Now()
 	w.mu.Unlock()
+	w.note("tenant %s pushed over its quota", t.ns)
 	return nil
 }
 
@@ -283,6 +294,7 @@ func (w *world) createPreview(ctx context.Context) error {
 		return err
 	}
 	w.check.Deadline(t.ns, name, exp, now)
+	w.note("preview %s/%s created, deadline %s", t.ns, name, exp.Format("15:04:05"))
 	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: owner, annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
 	if _, err := w.cs.AppsV1().Deployments(t.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
@@ -326,6 +338,7 @@ func (w *world) extendPreview(ctx context.Context) error {
 	// cluster: it is recorded before either is written, so a merge racing the write is
 	// judged against the checker's grace, not missed.
 	w.check.Deadline(t.ns, name, exp, now)
+	w.note("preview %s/%s extended to %s", t.ns, name, exp.Format("15:04:05"))
 	if err := catch(func() {
 		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "extend preview "+name, map[string]string{path: previewManifest(t.ns, name, exp)})
 	}); err != nil {
@@ -362,6 +375,7 @@ func (w *world) humanClose() error {
 		return errNothing
 	}
 	p := open[w.intn(len(open))]
+	w.note("the human closes #%d %s", p.Number, p.Head)
 	return catch(func() { w.gh.ClosePR(ghOwner, ghRepo, p.Number) })
 }
 
@@ -387,6 +401,7 @@ func (w *world) humanPush(branch string) error {
 		return err
 	}
 	w.check.HumanPushed(branch, sha, now)
+	w.note("the human pushed %s onto %s", short(sha), branch)
 	return nil
 }
 
