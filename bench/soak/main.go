@@ -35,7 +35,7 @@ type options struct {
 	maxTenant int
 	// settle is the last part of the run: no new faults and no new workload; the invariants,
 	// liveness included, are checked until the end.
-	settle time.Duration
+	settle  time.Duration
 	verbose bool
 	// broken: the fake human overwrites its own commit on a Kustos branch (breakEnv).
 	broken string

@@ -35,7 +35,7 @@ func TestSoakSmoke(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	var stdout, stderr bytes.Buffer
 	b := harness.Bench[options]{Name: "soak", Parse: parseFlags, ManyLogs: true, Run: run}
-	code := harness.Run(b, []string{"-kustos", kustos, "-duration", "3m", "-settle", "105s", "-seed", "20261129"}, &stdout, &stderr)
+	code := harness.Run(b, []string{"-kustos", kustos, "-duration", "3m", "-settle", "105s", "-seed", "20261129", "-v"}, &stdout, &stderr)
 	t.Logf("report:\n%s", stdout.String())
 	if code != 0 || !strings.Contains(stdout.String(), "| invariant violations | 0 |") {
 		t.Fatalf("exit code %d; log:\n%s", code, stderr.String())
