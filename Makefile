@@ -95,15 +95,15 @@ vet: ## go vet and a gofmt check.
 
 .PHONY: unit
 # Unit tests and fuzz seed corpora (no cluster needed; the Lease store, the direct actuator, the
-# group actuator, helm uninstall, the removal gates, the webhook, the packed object cache and the
-# mail notifier (against mailpit) are tested by `make e2e`).
+# group actuator, helm uninstall, the removal gates, the webhook, the packed object cache, the
+# mail notifier (against mailpit) and the three-minute soak are tested by `make e2e`).
 unit: ## Unit tests and fuzz seed corpora (no cluster needed).
 	cd hack/image && GOWORK=off $(GO) test -count=1 ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/group -e /internal/actuate/helmrelease -e /internal/actuate/gate -e /internal/admission -e /internal/notify -e /internal/objcache/cachetest -e /internal/activity/promtest)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /e2e -e /internal/testenv -e /internal/state -e /internal/actuate/direct -e /internal/actuate/group -e /internal/actuate/helmrelease -e /internal/actuate/gate -e /internal/admission -e /internal/notify -e /internal/objcache/cachetest -e /internal/activity/promtest -e /bench/soak)
 
 .PHONY: e2e
 e2e: testbin ## End-to-end tests on the real control plane.
-	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/group/... ./internal/actuate/helmrelease/... ./internal/actuate/gate/... ./internal/admission/... ./internal/notify/... ./internal/objcache/cachetest/... ./internal/activity/promtest/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
+	$(GO) test -count=1 -timeout 30m -v ./internal/testenv/... ./internal/state/... ./internal/actuate/direct/... ./internal/actuate/group/... ./internal/actuate/helmrelease/... ./internal/actuate/gate/... ./internal/admission/... ./internal/notify/... ./internal/objcache/cachetest/... ./internal/activity/promtest/... ./bench/soak/... ./e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' || true
 	@grep -qE '^(FAIL|panic)' $(BIN)/e2e.log && exit 1 || true
 
 .PHONY: chart
@@ -145,6 +145,16 @@ bench: testbin build ## Benchmarks: the pure decision, and latency/RSS/CPU on th
 # 10% from minute 5 to minute 30.
 bench-churn: testbin build ## Whole-cluster bench with 30 minutes of churn: fails if the heap grows >10%.
 	$(GO) run ./bench/wholecluster -kustos $(BIN)/kustos -churn 30m
+
+# How long `make soak` runs, and its seed (empty: from the clock; the run prints the one it used).
+SOAK_DURATION ?= 20m
+SOAK_SEED     ?=
+
+.PHONY: soak
+# The randomized soak: two replicas in PR mode, a seeded workload and seeded faults (GitHub 5xx,
+# slow and secondary-limit answers, SIGKILL), invariants checked all along; fails on a violation.
+soak: testbin build ## Randomized soak, faults and invariants (SOAK_DURATION=20m, SOAK_SEED).
+	$(GO) run ./bench/soak -kustos $(BIN)/kustos -duration $(SOAK_DURATION) $(if $(SOAK_SEED),-seed $(SOAK_SEED))
 
 .PHONY: demo
 # The main job: a real control plane, Kustos in observer mode (what it recommends), then PR mode

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+)
+
+// Invariants, as the report and each violation name them.
+const (
+	invOnePR     = "one-open-pr"         // (1) never two open PRs for one branch key
+	invExtended  = "no-merge-extended"   // (2) no removal merged of a preview that was extended
+	invDeleted   = "deleted-via-pr"      // (3) nothing deleted except through a merged Kustos PR
+	invLiveness  = "liveness"            // (5) every due action proposed or done after the faults
+	invForeign   = "foreign-commit-kept" // (6) no commit of someone else's on a PR branch overwritten
+	invHeap      = "heap-flat"           // (7) heap after GC flat over a replica's life
+	invContract  = "github-contract"     // the GitHub-compatible server's own checks
+	invExitEarly = "replica-exited"      // a replica exited without being killed
+)
+
+// Violation is one broken invariant, seen at At.
+type Violation struct {
+	At        time.Time
+	Invariant string
+	Detail    string
+}
+
+// preview is what the checker knows of one expiring Deployment the workload made.
+type preview struct {
+	ns, name string
+	// deadlines are the kustos.io/expires-at values the preview had, each with when it was set
+	// (in Git and the cluster), oldest first.
+	deadlines []deadline
+	gone      bool
+}
+
+type deadline struct {
+	set, expiresAt time.Time
+}
+
+// humanCommit is a commit the fake human pushed onto a Kustos PR's branch.
+type humanCommit struct {
+	branch, sha string
+	at          time.Time
+	resolved    bool // the branch was merged or deleted: nothing left to overwrite
+}
+
+// Checker holds what the run observed and checks the invariants against it. The run feeds it
+// from outside Kustos: the GitHub-compatible server's pull requests and branches, the API
+// server's watch of Deployments, and the workload's own actions. It does no I/O itself, so a
+// recorded history can be fed to it in a unit test.
+type Checker struct {
+	seed uint64
+	// grace is how long before a merge an extension must have been made to count against it:
+	// Kustos sees the cluster through its informers and re-checks an open PR every
+	// --pr-poll-interval, so an extension made in that window may lose the race honestly.
+	grace time.Duration
+	// isAncestor reports whether commit a is reachable from commit b.
+	isAncestor func(a, b string) bool
+	logf       func(format string, a ...any)
+
+	mu         sync.Mutex
+	prevPoll   time.Time
+	prs        map[int]githubtest.PullRequest // the last snapshot of each PR
+	merged     map[int]time.Time              // when each PR was first seen merged
+	previews   map[string]*preview            // ns/name
+	expectDel  map[string]bool                // ns/name the soak deletes itself (a merged PR synced)
+	nsGone     map[string]bool                // namespaces the soak deletes (tenant teardown)
+	human      []*humanCommit
+	violations []Violation
+	reported   map[string]bool // invariant+detail already reported once
+}
+
+// NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
+func NewChecker(seed uint64, grace time.Duration, isAncestor func(a, b string) bool, logf func(string, ...any)) *Checker {
+	return &Checker{seed: seed, grace: grace, isAncestor: isAncestor, logf: logf,
+		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, previews: map[string]*preview{},
+		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{}}
+}
+
+func (c *Checker) violateLocked(at time.Time, inv, format string, a ...any) {
+	d := fmt.Sprintf(format, a...)
+	if c.reported[inv+d] {
+		return
+	}
+	c.reported[inv+d] = true
+	c.violations = append(c.violations, Violation{At: at, Invariant: inv, Detail: d})
+	c.logf("VIOLATION %s (seed %d, %s): %s", inv, c.seed, at.Format("15:04:05.000"), d)
+}
+
+// Violate records a violation found outside the checker (the server's contract checks, a
+// replica that exited on its own, the heap rule).
+func (c *Checker) Violate(at time.Time, inv, format string, a ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.violateLocked(at, inv, format, a...)
+}
+
+// Violations returns what was found so far.
+func (c *Checker) Violations() []Violation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Violation(nil), c.violations...)
+}
+
+// Deadline records that the preview ns/name expires at expiresAt from at on: created, or
+// extended.
+func (c *Checker) Deadline(ns, name string, expiresAt, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := ns + "/" + name
+	p := c.previews[k]
+	if p == nil {
+		p = &preview{ns: ns, name: name}
+		c.previews[k] = p
+	}
+	p.deadlines = append(p.deadlines, deadline{set: at, expiresAt: expiresAt})
+}
+
+// ExpectDelete records that the soak itself deletes ns/name: the fake GitOps tool prunes what
+// a merged PR removed from Git.
+func (c *Checker) ExpectDelete(ns, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expectDel[ns+"/"+name] = true
+}
+
+// ExpectNamespaceGone records that the soak deletes namespace ns (and so everything in it).
+func (c *Checker) ExpectNamespaceGone(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nsGone[ns] = true
+}
+
+// Deleted is a Deployment's deletion as the API server's watch reports it: invariant 3.
+func (c *Checker) Deleted(ns, name string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.previews[ns+"/"+name]; p != nil {
+		p.gone = true
+	}
+	if c.expectDel[ns+"/"+name] || c.nsGone[ns] {
+		return
+	}
+	c.violateLocked(at, invDeleted, "Deployment %s/%s was deleted, neither by the GitOps sync of a merged PR nor with its namespace", ns, name)
+}
+
+// HumanPushed records a commit the fake human pushed onto branch: invariant 6 follows it.
+func (c *Checker) HumanPushed(branch, sha string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.human = append(c.human, &humanCommit{branch: branch, sha: sha, at: at})
+}
+
+// Touched reports whether the fake human pushed onto branch.
+func (c *Checker) Touched(branch string) bool {
+	_, ok := c.TouchedAt(branch)
+	return ok
+}
+
+// humanBranches are the branches with a human's commit still followed.
+func (c *Checker) humanBranches() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range c.human {
+		if !h.resolved && !seen[h.branch] {
+			seen[h.branch] = true
+			out = append(out, h.branch)
+		}
+	}
+	return out
+}
+
+// TouchedAt is when the fake human last pushed onto branch.
+func (c *Checker) TouchedAt(branch string) (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.human {
+		if h.branch == branch && h.at.After(at) {
+			at, ok = h.at, true
+		}
+	}
+	return at, ok
+}
+
+// branchKey is the key invariant 1 allows one open PR for: the head branch, which Kustos
+// derives from the target (kustos/<cluster>/<detector>/<namespace>/<name>).
+func branchKey(head string) string { return head }
+
+// expiryBranch is the head branch of a preview's removal PR (--group-by=none).
+func expiryBranch(ns, name string) string {
+	return "kustos/" + clusterName + "/expiry/" + ns + "/" + name
+}
+
+// quotaBranchPrefix starts the head branch of a tenant's quota PRs.
+func quotaBranchPrefix(ns string) string { return "kustos/" + clusterName + "/quota/" + ns + "/" }
+
+// ObservePRs checks one snapshot of every pull request and of the branches the fake human
+// pushed to (heads: branch → head commit, "" when deleted), taken at now: invariants 1, 2
+// and 6.
+func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	open := map[string][]int{}
+	for _, p := range prs {
+		if p.State == "open" {
+			k := branchKey(p.Head)
+			open[k] = append(open[k], p.Number)
+		}
+		if p.Merged {
+			if _, seen := c.merged[p.Number]; !seen {
+				c.merged[p.Number] = now
+				c.checkMergeLocked(now, p)
+			}
+		}
+		c.prs[p.Number] = p
+	}
+	for k, ns := range open {
+		if len(ns) > 1 {
+			sort.Ints(ns)
+			c.violateLocked(now, invOnePR, "%d open PRs for %s: %v", len(ns), k, ns)
+		}
+	}
+	for _, h := range c.human {
+		if h.resolved {
+			continue
+		}
+		if c.branchMergedLocked(h.branch) {
+			h.resolved = true
+			continue
+		}
+		head, ok := heads[h.branch]
+		if !ok {
+			continue
+		}
+		if head == "" {
+			h.resolved = true
+			continue
+		}
+		if head != h.sha && !c.isAncestor(h.sha, head) {
+			h.resolved = true
+			c.violateLocked(now, invForeign, "the human's commit %s on %s (pushed %s) is no longer on the branch (head %s)",
+				short(h.sha), h.branch, h.at.Format("15:04:05"), short(head))
+		}
+	}
+	c.prevPoll = now
+}
+
+func (c *Checker) branchMergedLocked(branch string) bool {
+	for n := range c.merged {
+		if c.prs[n].Head == branch {
+			return true
+		}
+	}
+	return false
+}
+
+// checkMergeLocked: invariant 2. A preview's removal merged (between the previous snapshot
+// and now) while a deadline set more than grace before the previous snapshot was still ahead.
+func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
+	for _, pv := range c.previews {
+		if p.Head != expiryBranch(pv.ns, pv.name) {
+			continue
+		}
+		var inForce *deadline
+		for i := range pv.deadlines {
+			if d := &pv.deadlines[i]; d.set.Before(c.prevPoll.Add(-c.grace)) {
+				inForce = d
+			}
+		}
+		if inForce != nil && inForce.expiresAt.After(now.Add(time.Second)) {
+			c.violateLocked(now, invExtended, "PR #%d removing %s/%s merged by %s, but its deadline is %s (set %s)",
+				p.Number, pv.ns, pv.name, now.Format("15:04:05"), inForce.expiresAt.Format("15:04:05"), inForce.set.Format("15:04:05"))
+		}
+	}
+}
+
+// Due are the actions due at now that no pull request has proposed or done yet: previews
+// still in the cluster past their deadline by more than slack with no PR opened since their
+// last extension, and tenants over quota since before now-slack (overSince) with no quota PR.
+func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]time.Time) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var due []string
+	for _, pv := range c.previews {
+		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 {
+			continue
+		}
+		last := pv.deadlines[len(pv.deadlines)-1]
+		if now.Before(last.expiresAt.Add(slack)) {
+			continue
+		}
+		if !c.proposedLocked(func(head string) bool { return head == expiryBranch(pv.ns, pv.name) }, last.set) {
+			due = append(due, fmt.Sprintf("preview %s/%s due %s (deadline set %s): no removal PR", pv.ns, pv.name,
+				last.expiresAt.Format("15:04:05"), last.set.Format("15:04:05")))
+		}
+	}
+	for ns, since := range overSince {
+		if c.nsGone[ns] || now.Before(since.Add(slack)) {
+			continue
+		}
+		if !c.proposedLocked(func(head string) bool { return strings.HasPrefix(head, quotaBranchPrefix(ns)) }, time.Time{}) {
+			due = append(due, fmt.Sprintf("tenant %s over quota since %s: no quota PR", ns, since.Format("15:04:05")))
+		}
+	}
+	sort.Strings(due)
+	return due
+}
+
+func (c *Checker) proposedLocked(head func(string) bool, after time.Time) bool {
+	for _, p := range c.prs {
+		if head(p.Head) && !p.Created.Before(after.Add(-2*time.Second)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Stalled are the open PRs older than age that nobody but Kustos touched since they opened: once the faults stop,
+// each must be merged or withdrawn.
+func (c *Checker) Stalled(now time.Time, age time.Duration) []string {
+	c.mu.Lock()
+	var out []string
+	var heads []githubtest.PullRequest
+	for _, p := range c.prs {
+		if p.State == "open" && now.Sub(p.Created) > age {
+			heads = append(heads, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range heads {
+		if at, ok := c.TouchedAt(p.Head); !ok || at.Before(p.Created) {
+			out = append(out, fmt.Sprintf("#%d %s (mergeable_state %s)", p.Number, p.Head, p.MergeableState))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MergeLatencies are, for each merged PR, the time from its creation to the look that first
+// saw it merged.
+func (c *Checker) MergeLatencies() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for n, at := range c.merged {
+		out = append(out, at.Sub(c.prs[n].Created))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}

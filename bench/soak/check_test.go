@@ -1,0 +1,167 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+)
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+// history is a recorded run fed to the checker, one step a second.
+type history struct {
+	name string
+	feed func(c *Checker)
+	want string // the invariant that must be reported; "" for none
+	// detail must be in the violation's text.
+	detail string
+}
+
+func pr(n int, head, state string, merged bool, created time.Time) githubtest.PullRequest {
+	return githubtest.PullRequest{Number: n, Head: head, State: state, Merged: merged, Created: created}
+}
+
+// parents is a commit graph for isAncestor: commit → parents.
+type parents map[string][]string
+
+func (p parents) isAncestor(a, b string) bool {
+	if a == b {
+		return true
+	}
+	for _, q := range p[b] {
+		if p.isAncestor(a, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestChecker(t *testing.T) {
+	branch := expiryBranch("t-001", "p-001")
+	graph := parents{"kustos1": {"base"}, "human1": {"kustos1"}, "kustos2": {"human1"}, "rebuilt": {"base"}}
+	for _, h := range []history{
+		{name: "quiet run", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
+			c.ExpectDelete("t-001", "p-001")
+			c.Deleted("t-001", "p-001", at(42))
+		}},
+		{name: "two open PRs for one key", want: invOnePR, detail: "2 open PRs for " + branch + ": [3 4]", feed: func(c *Checker) {
+			c.ObservePRs(at(1), []githubtest.PullRequest{pr(4, branch, "open", false, at(1)), pr(3, branch, "open", false, at(0))}, nil)
+		}},
+		{name: "a deletion no merged PR explains", want: invDeleted, detail: "t-001/p-001 was deleted", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.Deleted("t-001", "p-001", at(31))
+		}},
+		{name: "deletion with the namespace", feed: func(c *Checker) {
+			c.ExpectNamespaceGone("t-001")
+			c.Deleted("t-001", "web", at(31))
+		}},
+		{name: "removal merged after an extension", want: invExtended, detail: "PR #1 removing t-001/p-001", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.Deadline("t-001", "p-001", at(90), at(32))
+			c.ObservePRs(at(45), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.ObservePRs(at(46), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
+		}},
+		{name: "an extension racing the merge, inside the grace", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.Deadline("t-001", "p-001", at(90), at(38))
+			c.ObservePRs(at(41), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
+		}},
+		{name: "a human's commit kept under Kustos's", feed: func(c *Checker) {
+			c.HumanPushed(branch, "human1", at(10))
+			c.ObservePRs(at(11), nil, map[string]string{branch: "human1"})
+			c.ObservePRs(at(12), nil, map[string]string{branch: "kustos2"})
+			c.ObservePRs(at(13), nil, map[string]string{branch: ""})
+		}},
+		{name: "a human's commit force-pushed over", want: invForeign, detail: "the human's commit human1 on " + branch, feed: func(c *Checker) {
+			c.HumanPushed(branch, "human1", at(10))
+			c.ObservePRs(at(11), nil, map[string]string{branch: "human1"})
+			c.ObservePRs(at(12), nil, map[string]string{branch: "rebuilt"})
+		}},
+	} {
+		t.Run(h.name, func(t *testing.T) {
+			c := NewChecker(42, 5*time.Second, graph.isAncestor, func(string, ...any) {})
+			h.feed(c)
+			vs := c.Violations()
+			if h.want == "" {
+				if len(vs) > 0 {
+					t.Fatalf("violations %+v, want none", vs)
+				}
+				return
+			}
+			if len(vs) != 1 || vs[0].Invariant != h.want || !strings.Contains(vs[0].Detail, h.detail) {
+				t.Fatalf("violations %+v, want one %s with %q", vs, h.want, h.detail)
+			}
+		})
+	}
+}
+
+func TestCheckerLiveness(t *testing.T) {
+	c := NewChecker(42, 5*time.Second, parents{}.isAncestor, func(string, ...any) {})
+	c.Deadline("t-001", "p-001", at(30), at(0))
+	c.Deadline("t-001", "p-002", at(30), at(0))
+	c.Deadline("t-001", "p-003", at(30), at(0))
+	c.Deadline("t-001", "p-003", at(60), at(40)) // extended after its first PR
+	over := map[string]time.Time{"t-002": at(0), "t-003": at(0)}
+	c.ObservePRs(at(45), []githubtest.PullRequest{
+		pr(1, expiryBranch("t-001", "p-001"), "open", false, at(35)),
+		pr(2, expiryBranch("t-001", "p-003"), "closed", false, at(35)),
+		pr(3, quotaBranchPrefix("t-002")+"compute", "closed", true, at(20)),
+		pr(4, "kustos/soak/quota/t-0030/compute", "open", false, at(20)),
+	}, nil)
+	want := []string{
+		"preview t-001/p-002 due 10:00:30 (deadline set 10:00:00): no removal PR",
+		"preview t-001/p-003 due 10:01:00 (deadline set 10:00:40): no removal PR",
+		"tenant t-003 over quota since 10:00:00: no quota PR",
+	}
+	if got := c.Due(at(130), 60*time.Second, over); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("due:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// p-003 not yet due: the slack after its new deadline has not passed.
+	if got := c.Due(at(95), 60*time.Second, map[string]time.Time{}); len(got) != 1 {
+		t.Errorf("due at 95s: %q, want only p-002", got)
+	}
+	c.HumanPushed(expiryBranch("t-001", "p-001"), "h", at(50))
+	if got := c.Stalled(at(130), 60*time.Second); len(got) != 1 || !strings.HasPrefix(got[0], "#4 ") {
+		t.Errorf("stalled %q, want #4 only (#1 carries a human's commit)", got)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	k := t.TempDir() + "/kustos"
+	if err := writeExecutable(k); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(breakEnv, "")
+	o, err := parseFlags([]string{"-kustos", k, "-seed", "7"}, io.Discard)
+	if err != nil || o.duration != 20*time.Minute || o.settle != 5*time.Minute || o.seed != 7 || o.replicas != 2 {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+	if o, err := parseFlags([]string{"-kustos", k, "-duration", "3m"}, io.Discard); err != nil || o.settle != 90*time.Second || o.seed == 0 {
+		t.Errorf("-duration 3m: settle %s, seed %d, %v", o.settle, o.seed, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"-kustos", k, "-duration", "30s"}, "", "-duration must be at least 1m"},
+		{[]string{"-kustos", k, "-duration", "2m", "-settle", "2m"}, "", "-settle"},
+		{[]string{"-kustos", k, "-replicas", "0"}, "", "-replicas"},
+		{[]string{"-kustos", k}, "everything", breakEnv},
+	} {
+		t.Setenv(breakEnv, tc.env)
+		if _, err := parseFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %s: %v, want %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}

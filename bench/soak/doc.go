@@ -1,0 +1,87 @@
+// Command soak is a randomized soak of the whole system: faults no one scripted, injected while
+// a random workload runs, and Kustos's promises checked all along from outside, in the manner of
+// etcd's robustness tests. `make soak` runs it for SOAK_DURATION (20m) with SOAK_SEED, the -seed flag
+// (empty: an RNG seed from the clock). The RNG seed is printed first; given back, it replays
+// the same workload and faults (the timing of the processes, and so the interleaving, is not
+// replayed):
+//
+//	go run ./bench/soak -kustos bin/kustos -duration 20m -seed 42
+//
+// TestSoakSmoke runs it for three minutes (`make e2e`, `make test`).
+//
+// # The system
+//
+// etcd, kube-apiserver and kube-controller-manager (internal/testenv; the quota, ReplicaSet and
+// namespace controllers are the real ones), and the GitHub-compatible test server
+// (internal/gitops/githubtest) over HTTP with GitHub's secondary rate limits enforced, holding
+// acme/gitops with a required check. -replicas (2) `kustos run` processes (bench/internal/
+// kustosproc) share one state namespace with leader election on, in PR mode with auto-merge:
+// the quota and expiry detectors, --group-by=none, --pr-poll-interval=3s, a warning 10 s before
+// a deadline and the removal at least 5 s after it, --max-new-prs-per-hour=0, and
+// --allow-delete=expiry:apps/deployments (every preview has a manifest in Git, so nothing may
+// be deleted directly; were it, the check below would see it).
+//
+// Around Kustos the bench plays the rest of the world: a CI that reports the required check
+// green on each new PR head one to six seconds after it appears; a GitOps tool that every two
+// seconds applies each tenant's quota from the base branch and prunes a preview whose manifest
+// a merged PR removed; a human (below).
+//
+// # The workload
+//
+// One action every -tick (3 s), drawn by the seeded RNG: a tenant appears (its quota.yaml and
+// kustomization in Git, then its namespace and ResourceQuota requests.cpu 4 in the cluster) or
+// disappears (namespace deleted, then its files); a tenant is pushed over its quota (a
+// Deployment of four 1500m pods: the quota controller counts them, the ReplicaSet controller
+// reports FailedCreate); a preview is created (a Deployment with kustos.io/owner and
+// kustos.io/expires-at 20 to 60 s ahead, in Git first); a preview's deadline is moved later in
+// Git and then in the cluster, at whatever moment it falls (before its warning, after it, while
+// its removal PR is open); a human closes a random open PR, or pushes a commit of their own
+// onto its branch. The human closes a PR they pushed to 45 s later, so that it does not hold a
+// place under --max-open-prs for the rest of the run. No deadline falls in the settle period.
+//
+// # The faults
+//
+// One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
+// Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
+// secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or (at most
+// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later. The last -settle of the
+// run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
+//
+// # The invariants
+//
+// Checked every second from the server's pull requests and branches, the API server's watch of
+// Deployments and the workload's own record (Checker, which does no I/O; TestChecker feeds it
+// recorded histories, a broken one for each invariant). Each violation is logged at once with
+// the RNG seed and the time, and fails the run:
+//
+//   - one-open-pr: never two open PRs for one branch key (Kustos derives the branch from the
+//     target);
+//   - no-merge-extended: no removal PR merged while the preview's deadline, as set more than 5 s
+//     before the previous look, was still ahead (an extension made inside those seconds may
+//     lose the race honestly);
+//   - deleted-via-pr: no Deployment deleted except by the GitOps tool after a merged PR removed
+//     its manifest, or with its tenant's namespace;
+//   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
+//     the branch is merged or deleted;
+//   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
+//     with no removal PR since its last extension, a tenant over quota for 15 s with no quota
+//     PR) and no PR only Kustos touched stays open; the time that takes is the convergence
+//     figure, and if the settle period ends first the run fails with what was left;
+//   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
+//     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
+//     the median of the readings from a sixth to a third of it;
+//   - github-contract and replica-exited: the server's own contract checks, and a replica that
+//     exits without being killed.
+//
+// KUSTOS_SOAK_BREAK=overwrite (read by this bench only) makes the fake human force-push over
+// its own commit on a Kustos branch once: that run must fail with foreign-commit-kept, which
+// shows the check working end to end.
+//
+// # The report
+//
+// A Markdown table on standard output (and -out): faults by kind, workload actions by kind,
+// PRs opened, merged and closed, GitHub REST requests (and those a fault answered), the
+// server's secondary-limit answers, the convergence time, each replica life's heap after GC, and
+// the violations with the command that replays the run. Kustos's output (one log per replica
+// life) is kept when the run fails or with -keep-logs.
+package main

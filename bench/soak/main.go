@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/kustos-dev/kustos/bench/internal/harness"
+)
+
+const (
+	clusterName    = "soak"
+	stateNamespace = "kustos-soak"
+	ghOwner        = "acme"
+	ghRepo         = "gitops"
+	baseBranch     = "main"
+	requiredCheck  = "ci/validate"
+	stopGrace      = 30 * time.Second
+)
+
+// breakEnv names the deliberately broken mode: the fake human itself force-pushes over a
+// commit it pushed onto a Kustos branch, so that the run shows invariant 6's checker catching
+// an overwrite. It is read by this bench only; Kustos never sees it.
+const breakEnv = "KUSTOS_SOAK_BREAK"
+
+type options struct {
+	harness.Flags
+
+	logLevel  string
+	duration  time.Duration
+	seed      uint64
+	replicas  int
+	tick      time.Duration
+	maxTenant int
+	// settle is the last part of the run: no new faults and no new workload; the invariants,
+	// liveness included, are checked until the end.
+	settle  time.Duration
+	verbose bool
+	// broken: the fake human overwrites its own commit on a Kustos branch (breakEnv).
+	broken string
+}
+
+func main() {
+	harness.Main(harness.Bench[options]{Name: "soak", Parse: parseFlags, ManyLogs: true, Run: run})
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := harness.NewFlagSet("soak", stderr)
+	var o options
+	o.Register(fs, harness.BinHelp+"; also kube-controller-manager", harness.KeepLogsHelp)
+	fs.DurationVar(&o.duration, "duration", 20*time.Minute, "how long the run lasts, the settle period at its end included")
+	seed := fs.Uint64("seed", 0, "seed of the workload's and the faults' RNG (0: from the clock); printed at the start, so a run can be replayed")
+	fs.IntVar(&o.replicas, "replicas", 2, "Kustos replicas, with leader election")
+	fs.DurationVar(&o.tick, "tick", 3*time.Second, "time between two workload actions")
+	fs.IntVar(&o.maxTenant, "tenants", 6, "most tenant namespaces alive at once")
+	fs.DurationVar(&o.settle, "settle", 0, "the last part of the run, without faults or new workload, in which everything due must be proposed or done (0: a third of -duration, from 90s to 5m)")
+	fs.BoolVar(&o.verbose, "v", false, "log each workload action on a named object (tenant, preview, PR)")
+	harness.LogLevelFlag(fs, &o.logLevel)
+	o.logLevel = "info"
+	if err := o.Parse(fs, args); err != nil {
+		return o, err
+	}
+	o.seed = *seed
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
+	}
+	if o.settle == 0 {
+		o.settle = min(max(o.duration/3, 90*time.Second), 5*time.Minute)
+	}
+	o.broken = os.Getenv(breakEnv)
+	switch {
+	case o.duration < time.Minute:
+		return o, errors.New("-duration must be at least 1m")
+	case o.settle < 30*time.Second || o.settle >= o.duration:
+		return o, errors.New("-settle must be at least 30s and below -duration")
+	case o.replicas < 1 || o.maxTenant < 1 || o.tick <= 0:
+		return o, errors.New("-replicas and -tenants must be at least 1, -tick positive")
+	case o.broken != "" && o.broken != "overwrite":
+		return o, errors.New(breakEnv + " must be empty or overwrite")
+	}
+	return o, nil
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kustos-dev/kustos/bench/internal/harness"
+	"github.com/kustos-dev/kustos/internal/testenv"
+)
+
+func writeExecutable(p string) error { return os.WriteFile(p, []byte("#!/bin/sh\necho v0\n"), 0o755) }
+
+// TestSoakSmoke is the soak for three minutes, on the real control plane with the real kustos
+// binary (built here): 75 s of faults and workload, 105 s to converge, no
+// violation. `go test -short` leaves it out.
+func TestSoakSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-minute soak; -short leaves it out")
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustos := filepath.Join(t.TempDir(), "kustos")
+	build := exec.Command("go", "build", "-o", kustos, "./cmd/kustos")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv(breakEnv, "")
+	t.Setenv("TMPDIR", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	b := harness.Bench[options]{Name: "soak", Parse: parseFlags, ManyLogs: true, Run: run}
+	code := harness.Run(b, []string{"-kustos", kustos, "-duration", "3m", "-settle", "105s", "-seed", "20261129", "-v"}, &stdout, &stderr)
+	t.Logf("report:\n%s", stdout.String())
+	if code != 0 || !strings.Contains(stdout.String(), "| invariant violations | 0 |") {
+		t.Fatalf("exit code %d; log:\n%s", code, stderr.String())
+	}
+}

@@ -1,0 +1,537 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+)
+
+const (
+	annotationOwner     = "kustos.io/owner"
+	annotationExpiresAt = "kustos.io/expires-at"
+	owner               = "soak@example.com"
+)
+
+// world is the workload: tenants with their quotas and previews, kept the same in Git (the
+// base branch of the GitHub-compatible server) and in the cluster, as a GitOps tool would.
+type world struct {
+	cs         *kubernetes.Clientset
+	gh         *githubtest.Server
+	maxTenants int
+	chaosEnd   time.Time // when the workload stops
+	verbose    bool      // log each action on a named object
+	check      *Checker
+	logf       func(string, ...any)
+
+	mu        sync.Mutex
+	rng       *rand.Rand
+	next      int
+	tenants   map[string]*tenant
+	overSince map[string]time.Time // tenants pushed over quota, since when
+	actions   map[string]int       // workload actions by kind
+	ciSeen    map[string]bool      // PR heads the fake CI has reported on
+}
+
+type tenant struct {
+	ns       string
+	born     time.Time
+	previews map[string]bool // names alive in Git
+}
+
+func newWorld(cs *kubernetes.Clientset, gh *githubtest.Server, check *Checker, seed uint64, maxTenants int, chaosEnd time.Time, logf func(string, ...any)) *world {
+	return &world{cs: cs, gh: gh, maxTenants: maxTenants, chaosEnd: chaosEnd, check: check, logf: logf, rng: rand.New(rand.NewPCG(seed, seed^0x50a4)),
+		tenants: map[string]*tenant{}, overSince: map[string]time.Time{}, actions: map[string]int{}, ciSeen: map[string]bool{}}
+}
+
+func (w *world) count(kind string) {
+	w.mu.Lock()
+	w.actions[kind]++
+	w.mu.Unlock()
+}
+
+func tenantDir(ns string) string { return "clusters/" + clusterName + "/" + ns + "/" }
+
+func previewPath(ns, name string) string { return tenantDir(ns) + "previews/" + name + ".yaml" }
+
+func quotaManifest(cpu string) string {
+	return `# Team quota. Owned by the platform team; Kustos may raise it through pull requests.
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: compute   # referenced by the team's runbook
+spec:
+  hard:
+    requests.cpu: "` + cpu + `"   # keep quoted
+    pods: "50"
+`
+}
+
+// previewManifest names its namespace itself: the tenant's kustomization lists only its quota,
+// so that the workload's edits of previews never race Kustos's edits of the kustomization.
+func previewManifest(ns, name string, expiresAt time.Time) string {
+	return `# A preview environment; it goes away at its deadline unless extended.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + name + `
+  namespace: ` + ns + `
+  annotations:
+    ` + annotationOwner + `: ` + owner + `
+    ` + annotationExpiresAt + `: "` + expiresAt.UTC().Format(time.RFC3339) + `"
+spec:
+  replicas: 0
+`
+}
+
+func deployment(ns, name string, replicas int32, cpu string, annotations map[string]string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+			},
+		},
+	}
+}
+
+// step does one random workload action.
+func (w *world) step(ctx context.Context) {
+	w.mu.Lock()
+	n := len(w.tenants)
+	r := w.rng.IntN(100)
+	w.mu.Unlock()
+	var err error
+	var kind string
+	switch {
+	case n < 2 || r < 8:
+		kind, err = "tenant-created", w.createTenant(ctx)
+	case r < 13:
+		kind, err = "tenant-deleted", w.deleteTenant(ctx)
+	case r < 25:
+		kind, err = "quota-pushed-over", w.pushOverQuota(ctx)
+	case r < 60:
+		kind, err = "preview-created", w.createPreview(ctx)
+	case r < 78:
+		kind, err = "preview-extended", w.extendPreview(ctx)
+	case r < 89:
+		kind, err = "human-closed-pr", w.humanClose()
+	default:
+		kind, err = "human-pushed-to-pr", w.humanPush("")
+	}
+	switch {
+	case errors.Is(err, errNothing):
+	case err != nil:
+		w.logf("workload %s: %v", kind, err)
+	default:
+		w.count(kind)
+	}
+}
+
+// note logs one workload action on a named object, for reading a failed run afterwards.
+func (w *world) note(format string, a ...any) {
+	if w.verbose {
+		w.logf("workload: "+format, a...)
+	}
+}
+
+var errNothing = errors.New("nothing to act on")
+
+func (w *world) pickTenant(minAge time.Duration) *tenant {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var names []string
+	for ns, t := range w.tenants {
+		if time.Since(t.born) >= minAge {
+			names = append(names, ns)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return w.tenants[names[w.rng.IntN(len(names))]]
+}
+
+func (w *world) createTenant(ctx context.Context) error {
+	w.mu.Lock()
+	if len(w.tenants) >= w.maxTenants {
+		w.mu.Unlock()
+		return errNothing
+	}
+	w.next++
+	ns := fmt.Sprintf("t-%03d", w.next)
+	w.mu.Unlock()
+	dir := tenantDir(ns)
+	if err := catch(func() {
+		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "add tenant "+ns, map[string]string{
+			dir + "kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + ns + "\nresources:\n  - quota.yaml\n",
+			dir + "quota.yaml":         quotaManifest("4"),
+		})
+	}); err != nil {
+		return err
+	}
+	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "compute"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.cpu": resource.MustParse("4"), "pods": resource.MustParse("50")}}}
+	if _, err := w.cs.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.tenants[ns] = &tenant{ns: ns, born: time.Now(), previews: map[string]bool{}}
+	w.mu.Unlock()
+	w.note("tenant %s created", ns)
+	return nil
+}
+
+func (w *world) deleteTenant(ctx context.Context) error {
+	t := w.pickTenant(90 * time.Second)
+	if t == nil {
+		return errNothing
+	}
+	w.mu.Lock()
+	if len(w.tenants) <= 2 {
+		w.mu.Unlock()
+		return errNothing
+	}
+	delete(w.tenants, t.ns)
+	delete(w.overSince, t.ns)
+	var paths []string
+	for p := range t.previews {
+		paths = append(paths, previewPath(t.ns, p))
+	}
+	w.mu.Unlock()
+	w.check.ExpectNamespaceGone(t.ns)
+	w.note("tenant %s deleted, with previews %v", t.ns, paths)
+	if err := w.cs.CoreV1().Namespaces().Delete(ctx, t.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	dir := tenantDir(t.ns)
+	return catch(func() {
+		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "remove tenant "+t.ns, nil, append(paths, dir+"kustomization.yaml", dir+"quota.yaml")...)
+	})
+}
+
+// pushOverQuota gives a tenant a Deployment whose pods do not all fit its quota: the quota
+// controller counts them, the ReplicaSet controller reports FailedCreate.
+func (w *world) pushOverQuota(ctx context.Context) error {
+	t := w.pickTenant(0)
+	if t == nil {
+		return errNothing
+	}
+	w.mu.Lock()
+	_, already := w.overSince[t.ns]
+	w.mu.Unlock()
+	if already {
+		return errNothing
+	}
+	if _, err := w.cs.AppsV1().Deployments(t.ns).Create(ctx, deployment(t.ns, "web", 4, "1500m", nil), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.overSince[t.ns] = time.Now()
+	w.mu.Unlock()
+	w.note("tenant %s pushed over its quota", t.ns)
+	return nil
+}
+
+// deadline is a new random deadline 20 to 60 seconds ahead, no later than 5 seconds before
+// the settle period: nothing falls due once the faults have stopped, so that the time the
+// system takes to finish what is due measures convergence. ok is false when too little of the
+// workload's time is left.
+func (w *world) deadline() (time.Time, bool) {
+	w.mu.Lock()
+	d := time.Duration(20+w.rng.IntN(41)) * time.Second
+	w.mu.Unlock()
+	now := time.Now()
+	exp := now.Add(d)
+	if last := w.chaosEnd.Add(-5 * time.Second); exp.After(last) {
+		exp = last
+	}
+	exp = exp.Truncate(time.Second)
+	return exp, exp.Sub(now) >= 15*time.Second
+}
+
+func (w *world) createPreview(ctx context.Context) error {
+	t := w.pickTenant(0)
+	if t == nil {
+		return errNothing
+	}
+	exp, ok := w.deadline()
+	if !ok {
+		return errNothing
+	}
+	w.mu.Lock()
+	w.next++
+	name := fmt.Sprintf("p-%03d", w.next)
+	w.mu.Unlock()
+	now := time.Now()
+	if err := catch(func() {
+		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "add preview "+name, map[string]string{previewPath(t.ns, name): previewManifest(t.ns, name, exp)})
+	}); err != nil {
+		return err
+	}
+	w.check.Deadline(t.ns, name, exp, now)
+	w.note("preview %s/%s created, deadline %s", t.ns, name, exp.Format("15:04:05"))
+	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: owner, annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
+	if _, err := w.cs.AppsV1().Deployments(t.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.tenants[t.ns] != nil {
+		t.previews[name] = true
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// extendPreview moves a live preview's deadline later, in Git and then in the cluster, at a
+// random moment: before its warning, after it, or while its removal PR is open.
+func (w *world) extendPreview(ctx context.Context) error {
+	t := w.pickTenant(0)
+	if t == nil {
+		return errNothing
+	}
+	w.mu.Lock()
+	var names []string
+	for p := range t.previews {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	w.mu.Unlock()
+	if len(names) == 0 {
+		return errNothing
+	}
+	name := names[w.intn(len(names))]
+	path := previewPath(t.ns, name)
+	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
+		return errNothing // removed by a merged PR; the sync prunes it
+	}
+	exp, ok := w.deadline()
+	if !ok {
+		return errNothing
+	}
+	now := time.Now()
+	// The deadline counts from the moment it is in Git (the GitOps tool's source) and the
+	// cluster: it is recorded before either is written, so a merge racing the write is
+	// judged against the checker's grace, not missed.
+	w.check.Deadline(t.ns, name, exp, now)
+	w.note("preview %s/%s extended to %s", t.ns, name, exp.Format("15:04:05"))
+	if err := catch(func() {
+		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "extend preview "+name, map[string]string{path: previewManifest(t.ns, name, exp)})
+	}); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationExpiresAt, exp.UTC().Format(time.RFC3339))
+	_, err := w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (w *world) intn(n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.IntN(n)
+}
+
+func (w *world) openPRs() []githubtest.PullRequest {
+	var out []githubtest.PullRequest
+	for _, p := range w.gh.PRs(ghOwner, ghRepo) {
+		if p.State == "open" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// humanClose closes a random open Kustos PR, as a reviewer who declines it.
+func (w *world) humanClose() error {
+	open := w.openPRs()
+	if len(open) == 0 {
+		return errNothing
+	}
+	p := open[w.intn(len(open))]
+	w.note("the human closes #%d %s", p.Number, p.Head)
+	return catch(func() { w.gh.ClosePR(ghOwner, ghRepo, p.Number) })
+}
+
+// humanPush pushes a commit of a human's onto a random open Kustos PR's branch (onto branch if
+// given): a file outside the cluster's path, so nothing of Kustos's conflicts with it.
+func (w *world) humanPush(branch string) error {
+	if branch == "" {
+		open := w.openPRs()
+		if len(open) == 0 {
+			return errNothing
+		}
+		branch = open[w.intn(len(open))].Head
+	}
+	if w.gh.BranchSHA(ghOwner, ghRepo, branch) == "" {
+		return errNothing
+	}
+	var sha string
+	now := time.Now()
+	if err := catch(func() {
+		sha = w.gh.PushBaseCommit(ghOwner, ghRepo, branch, "a reviewer's note", map[string]string{
+			"notes/" + fmt.Sprint(now.UnixNano()) + ".md": "Reviewed by a human.\n"})
+	}); err != nil {
+		return err
+	}
+	w.check.HumanPushed(branch, sha, now)
+	w.note("the human pushed %s onto %s", short(sha), branch)
+	return nil
+}
+
+// breakOverwrite is the deliberately broken mode: the fake human pushes onto a Kustos branch
+// and then force-moves the branch back over its own commit, which invariant 6 must catch.
+func (w *world) breakOverwrite(ctx context.Context) error {
+	open := w.openPRs()
+	if len(open) == 0 {
+		return errNothing
+	}
+	p := open[0]
+	before := w.gh.BranchSHA(ghOwner, ghRepo, p.Head)
+	if err := w.humanPush(p.Head); err != nil {
+		return err
+	}
+	// A force-push through the REST API, as any client holding a token can make.
+	gh, err := github.NewClient(nil).WithAuthToken(w.gh.Token()).WithEnterpriseURLs(w.gh.URL(), w.gh.URL())
+	if err != nil {
+		return err
+	}
+	_, _, err = gh.Git.UpdateRef(ctx, ghOwner, ghRepo, &github.Reference{Ref: github.String("refs/heads/" + p.Head),
+		Object: &github.GitObject{SHA: github.String(before)}}, true)
+	return err
+}
+
+// tidy: the human who pushed onto a PR's branch closes it after a while, as a reviewer who
+// took the change over by hand would; Kustos leaves such a PR alone, and it must not hold a
+// place under --max-open-prs for the rest of the run.
+func (w *world) tidy() {
+	for _, p := range w.openPRs() {
+		if at, ok := w.check.TouchedAt(p.Head); ok && at.After(p.Created) && time.Since(at) > 45*time.Second {
+			if catch(func() { w.gh.ClosePR(ghOwner, ghRepo, p.Number) }) == nil {
+				w.count("human-closed-own-pr")
+			}
+		}
+	}
+}
+
+// ci is the repository's CI: it reports the required check as passed on every new PR head, a
+// few seconds after it appears.
+func (w *world) ci(ctx context.Context) {
+	for _, p := range w.openPRs() {
+		w.mu.Lock()
+		seen := w.ciSeen[p.HeadSHA]
+		w.ciSeen[p.HeadSHA] = true
+		delay := time.Duration(1+w.rng.IntN(6)) * time.Second
+		w.mu.Unlock()
+		if seen {
+			continue
+		}
+		sha := p.HeadSHA
+		time.AfterFunc(delay, func() {
+			if ctx.Err() == nil {
+				_ = catch(func() { w.gh.SetCheck(ghOwner, ghRepo, sha, requiredCheck, "success") })
+			}
+		})
+	}
+}
+
+// sync is the GitOps tool: it applies each tenant's quota from the base branch and prunes the
+// previews whose manifest a merged PR removed.
+func (w *world) sync(ctx context.Context) {
+	w.mu.Lock()
+	type item struct{ ns, name string }
+	var previews []item
+	var tenants []string
+	for ns, t := range w.tenants {
+		tenants = append(tenants, ns)
+		for p := range t.previews {
+			previews = append(previews, item{ns, p})
+		}
+	}
+	w.mu.Unlock()
+	for _, ns := range tenants {
+		text, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, tenantDir(ns)+"quota.yaml")
+		if !ok {
+			continue
+		}
+		var q corev1.ResourceQuota
+		if err := yaml.Unmarshal([]byte(text), &q); err != nil {
+			w.logf("sync: %s quota.yaml: %v", ns, err)
+			continue
+		}
+		cur, err := w.cs.CoreV1().ResourceQuotas(ns).Get(ctx, "compute", metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		want, have := q.Spec.Hard[corev1.ResourceRequestsCPU], cur.Spec.Hard[corev1.ResourceRequestsCPU]
+		if want.IsZero() || want.Cmp(have) == 0 {
+			continue
+		}
+		cur.Spec.Hard[corev1.ResourceRequestsCPU] = want
+		if _, err := w.cs.CoreV1().ResourceQuotas(ns).Update(ctx, cur, metav1.UpdateOptions{}); err == nil {
+			w.count("sync-quota-applied")
+		}
+	}
+	for _, p := range previews {
+		if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, previewPath(p.ns, p.name)); ok {
+			continue
+		}
+		w.check.ExpectDelete(p.ns, p.name)
+		err := w.cs.AppsV1().Deployments(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			continue
+		}
+		w.mu.Lock()
+		if t := w.tenants[p.ns]; t != nil {
+			delete(t.previews, p.name)
+		}
+		w.mu.Unlock()
+		w.count("sync-preview-pruned")
+	}
+}
+
+func (w *world) overQuota() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]time.Time{}
+	for k, v := range w.overSince {
+		out[k] = v
+	}
+	return out
+}
+
+func (w *world) actionCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range w.actions {
+		out[k] = v
+	}
+	return out
+}
