@@ -302,7 +302,7 @@ func TestShrinkDirect(t *testing.T) {
 			owned := false
 			for _, m := range q.ManagedFields {
 				if m.Manager == direct.DefaultFieldManager && m.Operation == metav1.ManagedFieldsOperationUpdate && m.FieldsV1 != nil {
-					owned = strings.Contains(string(m.FieldsV1.Raw), `"f:requests.cpu"`) && !strings.Contains(string(m.FieldsV1.Raw), `"f:status"`)
+					owned = strings.Contains(m.FieldsV1.GetRawString(), `"f:requests.cpu"`) && !strings.Contains(m.FieldsV1.GetRawString(), `"f:status"`)
 				}
 			}
 			if !owned {
