@@ -191,19 +191,7 @@ func keepRefusal(err error) (int, string, bool) {
 	return 0, "", false
 }
 
-// keepServe answers KeepPath: GET shows, POST keeps.
-func (s *Server) keepServe(w http.ResponseWriter, r *http.Request, c Client) {
-	switch r.Method {
-	case http.MethodGet:
-		s.keepGet(w, r)
-	case http.MethodPost:
-		s.keepPost(w, r, c)
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	}
-}
-
+// keepGet shows what a keep link would do; keepPost keeps.
 func (s *Server) keepGet(w http.ResponseWriter, r *http.Request) {
 	l, code, err := s.checkKeep(r.URL.Query())
 	if err != nil {
@@ -308,11 +296,7 @@ func (s *Server) keptEvent(ctx context.Context, l keepLink, until time.Time) {
 
 // keepLimited limits one verified keep link, from whatever addresses it comes (see linkLimited).
 func (s *Server) keepLimited(w http.ResponseWriter, l keepLink) bool {
-	if rec, ok := w.(*recorder); ok {
-		rec.link = "keep:" + l.claim.ID
-	}
-	_, links := s.limiters()
-	return s.limited(w, links, "link", string(l.key)+"#"+l.claim.ID)
+	return s.tokenLimited(w, "keep:", l.key, l.claim.ID)
 }
 
 // describeTarget names the target of k on a page.

@@ -130,19 +130,7 @@ func resumeRefusal(err error) (int, string, bool) {
 	return 0, "", false
 }
 
-// resumeServe answers ResumePath: GET shows, POST asks for the resume.
-func (s *Server) resumeServe(w http.ResponseWriter, r *http.Request, c Client) {
-	switch r.Method {
-	case http.MethodGet:
-		s.resumeGet(w, r)
-	case http.MethodPost:
-		s.resumePost(w, r, c)
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	}
-}
-
+// resumeGet shows what a resume link would restore; resumePost asks for the resume.
 func (s *Server) resumeGet(w http.ResponseWriter, r *http.Request) {
 	l, code, err := s.checkResume(r.URL.Query())
 	if err != nil {
@@ -247,11 +235,7 @@ func (s *Server) resumedEvent(ctx context.Context, l resumeLink, st inactivity.S
 // resumeLimited limits one verified resume link, from whatever addresses it comes (see
 // linkLimited).
 func (s *Server) resumeLimited(w http.ResponseWriter, l resumeLink) bool {
-	if rec, ok := w.(*recorder); ok {
-		rec.link = "resume:" + l.claim.ID
-	}
-	_, links := s.limiters()
-	return s.limited(w, links, "link", string(l.key)+"#"+l.claim.ID)
+	return s.tokenLimited(w, "resume:", l.key, l.claim.ID)
 }
 
 type resumeData struct {

@@ -162,19 +162,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.ownerPage(w, r)
 		return
 	}
-	if r.URL.Path == KeepPath {
-		s.keepServe(w, r, c)
-		return
-	}
-	if r.URL.Path == ResumePath {
-		s.resumeServe(w, r, c)
-		return
+	// Every link: GET shows what it would do, POST does it.
+	get, post := s.get, s.post
+	switch r.URL.Path {
+	case KeepPath:
+		get, post = s.keepGet, s.keepPost
+	case ResumePath:
+		get, post = s.resumeGet, s.resumePost
 	}
 	switch r.Method {
 	case http.MethodGet:
-		s.get(w, r)
+		get(w, r)
 	case http.MethodPost:
-		s.post(w, r, c)
+		post(w, r, c)
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -317,11 +317,17 @@ func gone(rec state.Record, l link) bool {
 // links has its own. (Guessing a token is bounded by its 256-bit MAC, not by a rate: a limit
 // per environment that also stopped valid tokens would let anyone lock its owner out.)
 func (s *Server) linkLimited(w http.ResponseWriter, l link) bool {
+	return s.tokenLimited(w, "", l.key, l.claim.ID)
+}
+
+// tokenLimited is linkLimited for any kind of link: the token id named kind (extension links
+// have none) in the access log, and its own bucket.
+func (s *Server) tokenLimited(w http.ResponseWriter, kind string, key lifecycle.Key, id string) bool {
 	if rec, ok := w.(*recorder); ok {
-		rec.link = l.claim.ID
+		rec.link = kind + id
 	}
 	_, links := s.limiters()
-	return s.limited(w, links, "link", string(l.key)+"#"+l.claim.ID)
+	return s.limited(w, links, "link", string(key)+"#"+id)
 }
 
 // extend records the extension in the Key's Lease: the new deadline and the token's id, in
