@@ -82,8 +82,10 @@ func TestInactivityKeep(t *testing.T) {
 	if kept[0].InvolvedObject.Name != "idle" || kept[0].InvolvedObject.APIVersion != "apps/v1" || !strings.Contains(kept[0].Message, "2m") {
 		t.Errorf("OwnerKept: %+v %s", kept[0].InvolvedObject, kept[0].Message)
 	}
+	// The alert's count is not asked for: the notice goes out before the Lease records it, and
+	// an owner who keeps at once can be first (the count starts over after the keep anyway).
 	b := bag(t, k.opts.StateNamespace, ns, "idle")
-	if b["kept-until"] == "" || b["keep-tokens"] == "" || b["alerts-sent"] != "1" {
+	if b["kept-until"] == "" || b["keep-tokens"] == "" {
 		t.Errorf("Lease after the keep: %v", b)
 	}
 	alerts := len(kustosEvents(t, ns, inactivity.ReasonInactive))

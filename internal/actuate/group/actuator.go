@@ -376,7 +376,8 @@ func (a *Actuator) stillOpen(ctx context.Context, key lifecycle.Key, rec state.G
 	return st.State == lifecycle.ProposalOpen, nil
 }
 
-// Status reads pull request number, once per StatusTTL for all the members that ask.
+// Status reads pull request number, once per StatusTTL for all the members that ask (every
+// time while GitHub computes its mergeability).
 func (a *Actuator) Status(ctx context.Context, key lifecycle.Key, number int) (lifecycle.ProposalState, error) {
 	now := a.now()
 	a.mu.Lock()
@@ -397,6 +398,12 @@ func (a *Actuator) Status(ctx context.Context, key lifecycle.Key, number int) (l
 	if a.forgotten[number] != epoch {
 		// Kustos changed the pull request (merged it) while this read was under way: the
 		// answer may be from before; the next member reads it again.
+		return st, nil
+	}
+	if st.State == lifecycle.ProposalOpen && st.Mergeable == nil {
+		// GitHub is computing mergeability (after any move of the head or the base, so after
+		// every merge into the base): the next read learns the answer and must reach GitHub,
+		// or each open pull request waits a TTL after every merge.
 		return st, nil
 	}
 	if a.status == nil {
