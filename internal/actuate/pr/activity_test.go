@@ -72,10 +72,8 @@ func TestActivity(t *testing.T) {
 			var b strings.Builder
 			writeEvidence(&b, []map[string]string{tc.e}, tc.charts)
 			out := b.String()
-			section := out
 			if i := strings.Index(out, "#### Activity per source"); i >= 0 {
-				section = out[i:]
-				if n := checkActivity(t, section); n != tc.wantCharts {
+				if n := checkActivity(t, out[i:]); n != tc.wantCharts {
 					t.Errorf("%d charts, want %d:\n%s", n, tc.wantCharts, out)
 				}
 			} else if tc.wantCharts > 0 {
