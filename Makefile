@@ -30,7 +30,7 @@ FUZZ_TARGETS := \
   ./internal/submit:FuzzParseOffset,FuzzParseCompletion \
   ./internal/vsphere:FuzzParseNotes \
   ./internal/actuate/gate:FuzzCheckDestination \
-  ./internal/actuate/pr:FuzzChart
+  ./internal/actuate/pr:FuzzChart,FuzzActivityChart
 
 export KUSTOS_TESTBIN := $(BIN)
 

@@ -468,6 +468,12 @@ func TestInactivityPRMode(t *testing.T) {
 		!strings.Contains(p.Body, "kustos.io/inactivity-ignore=true") || strings.Contains(p.Body, "resizer.io") {
 		t.Errorf("PR head %q, body:\n%s", p.Head, p.Body)
 	}
+	// The evidence a reviewer reads at a glance: each source's last activity, and its chart.
+	for _, want := range []string{"#### Activity per source", "| `nginx` | ", "| `bastion` | ", "```mermaid\nxychart-beta\n    title \"Idle per source (hours)\""} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("the PR body lacks %q:\n%s", want, p.Body)
+		}
+	}
 	vm, ok := g.s.FileAt(ghOwner, ghRepo, p.Head, dir+"vm.yaml")
 	if !ok || !strings.Contains(vm, "replicas: 0") || !strings.Contains(vm, "# ana's VM for the networking lab") {
 		t.Errorf("vm.yaml on the PR branch:\n%s", vm)

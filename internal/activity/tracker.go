@@ -132,6 +132,9 @@ type SourceStatus struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	Detail string `json:"detail,omitempty"`
+	// Last is the target's last activity this source saw within what the tracker remembers
+	// (the lookback); zero: none. A pause's evidence shows it per source.
+	Last time.Time `json:"last,omitzero"`
 }
 
 // Activity is what is known of one target's use.
@@ -173,6 +176,7 @@ func (t *Tracker) Lookup(refs map[string]Ref) Activity {
 			allCovered = false
 			continue
 		}
+		a.Sources[len(a.Sources)-1].Last = s.last[ref]
 		if at := s.last[ref]; at.After(a.Last) {
 			a.Last = at
 		}

@@ -150,3 +150,37 @@ func TestTrackerCoverageAfterOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestLookupPerSource: a target's activity names each source's last activity, so that a pause's
+// evidence can say which source saw the target last and when; a source that saw none within
+// what it remembers has none.
+func TestLookupPerSource(t *testing.T) {
+	t0 := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	vm1, vm2 := Ref{Namespace: "lab", Name: "vm-1"}, Ref{Namespace: "lab", Name: "vm-2"}
+	tr := &Tracker{Lookback: 14 * 24 * time.Hour}
+	tr.Observe(Result{At: t0, Window: 14 * 24 * time.Hour, Sources: []SourceResult{
+		{Name: "nginx", Status: StatusOK, Last: map[Ref]time.Time{vm1: t0.Add(-3 * time.Hour), vm2: t0.Add(-time.Hour)}},
+		{Name: "bastion", Status: StatusOK, Last: map[Ref]time.Time{vm2: t0.Add(-2 * time.Hour)}},
+	}})
+	tests := []struct {
+		name string
+		ref  Ref
+		want map[string]time.Time
+	}{
+		{name: "seen by nginx only", ref: vm1, want: map[string]time.Time{"nginx": t0.Add(-3 * time.Hour), "bastion": {}}},
+		{name: "seen by both", ref: vm2, want: map[string]time.Time{"nginx": t0.Add(-time.Hour), "bastion": t0.Add(-2 * time.Hour)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tr.Lookup(map[string]Ref{"nginx": tc.ref, "bastion": tc.ref})
+			if len(a.Sources) != 2 {
+				t.Fatalf("sources = %+v", a.Sources)
+			}
+			for _, s := range a.Sources {
+				if !s.Last.Equal(tc.want[s.Name]) {
+					t.Errorf("%s: last = %s, want %s", s.Name, s.Last, tc.want[s.Name])
+				}
+			}
+		})
+	}
+}

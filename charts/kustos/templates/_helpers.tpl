@@ -117,8 +117,8 @@ skipped). Each failure names the value and what to do about it.
 {{- end }}
 {{- with .Values.inactivity }}
 {{- if .enabled }}
-{{- if not .prometheusURL }}
-{{- fail "\n\ninactivity.enabled needs inactivity.prometheusURL: activity comes from Prometheus." }}
+{{- if not (include "kustos.prometheusURL" $) }}
+{{- fail "\n\ninactivity.enabled needs prometheus.url (or the older inactivity.prometheusURL): activity comes from Prometheus." }}
 {{- end }}
 {{- if and .templateRefField (not .templateKind) }}
 {{- fail (printf "\n\ninactivity.templateRefField=%s needs inactivity.templateKind, the group/version/Kind of the object it names." .templateRefField) }}
@@ -171,7 +171,7 @@ Name of the Secret holding the extension links' key.
 The pod mounts Secrets or ConfigMaps: "true" or "".
 */}}
 {{- define "kustos.hasVolumes" -}}
-{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled .Values.vsphere.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
+{{- if or (eq (toString .Values.mode) "pr") (include "kustos.cleanerAuthorMounted" .) (and (include "kustos.webhookEnabled" .) .Values.webhook.certManager.enabled) (include "kustos.extensionKeyMounted" .) (include "kustos.notifyTokenEnabled" .) (include "kustos.mailPasswordEnabled" .) (include "kustos.mailTemplatesEnabled" .) .Values.inactivity.enabled (include "kustos.prometheusURL" .) .Values.vsphere.enabled .Values.extraVolumes .Values.extraVolumeMounts }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -329,4 +329,31 @@ rule of their own.
 {{- end }}
 {{- end }}
 {{- $out | toJson }}
+{{- end }}
+
+{{/*
+The Prometheus URL Kustos asks (--prometheus-url), for the inactivity detector's sources and the
+quota detector's usage windows: prometheus.url, else the older inactivity.prometheusURL; "" for
+none. Both set and different is refused: one of them would be ignored without a word.
+*/}}
+{{- define "kustos.prometheusURL" -}}
+{{- $new := .Values.prometheus.url -}}
+{{- $old := .Values.inactivity.prometheusURL -}}
+{{- if and $new $old (ne $new $old) -}}
+{{- fail (printf "\n\nprometheus.url and inactivity.prometheusURL differ (%q, %q): Kustos asks one Prometheus; set prometheus.url only." $new $old) -}}
+{{- end -}}
+{{- $new | default $old -}}
+{{- end }}
+
+{{/*
+How Prometheus is reached, as JSON: prometheus.auth when it sets a token or a CA, else the older
+inactivity.prometheusAuth (whole blocks, never mixed: a key of one block never names a Secret
+of the other).
+*/}}
+{{- define "kustos.prometheusAuth" -}}
+{{- $a := .Values.prometheus.auth -}}
+{{- if not (or $a.serviceAccountToken $a.bearerTokenSecret $a.caConfigMap) -}}
+{{- $a = .Values.inactivity.prometheusAuth -}}
+{{- end -}}
+{{- toJson $a -}}
 {{- end }}

@@ -34,5 +34,6 @@
 //
 // The title, body and commit message are pure functions of the Change (render.go,
 // render_group.go); chart.go draws a quota's usage window, carried in its evidence, as a
-// Mermaid chart built from parsed values only, so that tenant text cannot escape it.
+// Mermaid chart built from parsed values only, so that tenant text cannot escape it, and
+// activity.go likewise an inactivity pause's last activity per source against its timeout.
 package pr

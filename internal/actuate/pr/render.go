@@ -230,7 +230,9 @@ func Body(c lifecycle.Change, ed *yamledit.Result, loc index.Location, cluster s
 
 // writeEvidence renders the quota table (resource, used, hard, %, threshold, proposed) when the
 // evidence has resources, with the usage window of those that carry one (up to charts charts),
-// a key/value table otherwise, and deficit owners with their events.
+// a key/value table otherwise, each followed by its activity per source when it carries one (an
+// inactivity pause or deletion, charted within the same budget), and deficit owners with their
+// events.
 func writeEvidence(b *strings.Builder, ev []map[string]string, charts int) {
 	if len(ev) == 0 {
 		return
@@ -255,8 +257,13 @@ func writeEvidence(b *strings.Builder, ev []map[string]string, charts int) {
 			if len(ev) > 1 {
 				fmt.Fprintf(b, "Finding %d:\n\n", i+1)
 			}
+			_, withActivity := parseSources(e["sources"])
 			keys := make([]string, 0, len(e))
 			for k := range e {
+				if withActivity && activityKeys[k] {
+					// Shown by the activity section below, readably.
+					continue
+				}
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
@@ -265,6 +272,9 @@ func writeEvidence(b *strings.Builder, ev []map[string]string, charts int) {
 				fmt.Fprintf(b, "| %s | %s |\n", cell(k), cell(e[k]))
 			}
 			b.WriteString("\n")
+			if _, drew := writeActivity(b, e, charts); drew {
+				charts--
+			}
 		}
 	}
 	for _, e := range ev {

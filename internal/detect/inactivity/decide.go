@@ -2,6 +2,7 @@ package inactivity
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/activity"
@@ -529,8 +530,40 @@ func change(s Snapshot, reason, why string, idleSince time.Time) *lifecycle.Chan
 		c.Summary = fmt.Sprintf("%s is paused (%s): %s", s.Target, describePause(s.Settings.Pause), why)
 	}
 	ev["message"] = c.Summary
+	activityEvidence(ev, s.Activity, s.Policy.Timeout)
 	c.Evidence = []map[string]string{ev}
 	return c
+}
+
+// activityEvidence adds what the pull request shows per source (internal/actuate/pr draws
+// it): "sources" is each source's last activity of the target in configuration order,
+// "name=<RFC 3339>", "name=" for none within what the tracker remembers, "name=?" for a source
+// that did not answer at the last check; "checkedAt" that check; "coveredSince" since when every
+// source collected (only when all answered); "timeout" the policy's. Source names are
+// [a-z0-9_-] (activity.LoadConfig), so the list needs no quoting.
+func activityEvidence(ev map[string]string, a activity.Activity, timeout time.Duration) {
+	if timeout > 0 {
+		ev["timeout"] = lifecycle.FormatDuration(timeout)
+	}
+	if a.CheckedAt.IsZero() || len(a.Sources) == 0 {
+		return
+	}
+	ev["checkedAt"] = a.CheckedAt.UTC().Format(time.RFC3339)
+	if a.Known() {
+		ev["coveredSince"] = a.CoveredSince.UTC().Format(time.RFC3339)
+	}
+	parts := make([]string, 0, len(a.Sources))
+	for _, src := range a.Sources {
+		switch {
+		case src.Status != activity.StatusOK:
+			parts = append(parts, src.Name+"=?")
+		case src.Last.IsZero():
+			parts = append(parts, src.Name+"=")
+		default:
+			parts = append(parts, src.Name+"="+src.Last.UTC().Format(time.RFC3339))
+		}
+	}
+	ev["sources"] = strings.Join(parts, ",")
 }
 
 // PauseEdit is the Edit that pauses a target.
