@@ -448,13 +448,14 @@ func setupDetectors(ctx context.Context, sh *shared) error {
 
 // addSweepers adds the Lease sweeps: state's GoneSweeper for the per-object detectors' Leases
 // whose object is gone, and its NamespaceSweeper for a gone namespace's (releasing its pull
-// request in PR mode).
+// request in PR mode), woken by each Namespace deletion.
 func addSweepers(sh *shared) error {
 	o, mgr := sh.o, sh.mgr
 	if err := addGoneSweeper(mgr, o, sh.store, sh.live); err != nil {
 		return err
 	}
-	return mgr.Add(&state.NamespaceSweeper{Store: sh.store, Live: mgr.GetAPIReader(), Release: sh.release, Interval: o.LeaseSweepInterval, Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")})
+	return mgr.Add(&state.NamespaceSweeper{Store: sh.store, Live: mgr.GetAPIReader(), Release: sh.release, Interval: o.LeaseSweepInterval,
+		Namespaces: mgr.GetCache(), Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")})
 }
 
 // kindsIf are kinds when their detector is on, else none.

@@ -649,8 +649,20 @@ func (s *Store) ListOwned(ctx context.Context, id string) ([]Record, error) {
 // the resourceVersion listed, so a Lease written in the meantime survives.
 func (s *Store) Sweep(ctx context.Context, namespaceExists func(context.Context, string) (bool, error),
 	release func(context.Context, Record) error) (int, error) {
+	return s.sweep(ctx, client.MatchingLabels{LabelManagedBy: ManagedByValue}, namespaceExists, release)
+}
+
+// SweepNamespace is Sweep for the Leases of the targets in namespace alone (the sweep of a
+// namespace just deleted).
+func (s *Store) SweepNamespace(ctx context.Context, namespace string, namespaceExists func(context.Context, string) (bool, error),
+	release func(context.Context, Record) error) (int, error) {
+	return s.sweep(ctx, client.MatchingLabels{LabelManagedBy: ManagedByValue, LabelTargetNamespace: namespace}, namespaceExists, release)
+}
+
+func (s *Store) sweep(ctx context.Context, labels client.MatchingLabels, namespaceExists func(context.Context, string) (bool, error),
+	release func(context.Context, Record) error) (int, error) {
 	var leases coordinationv1.LeaseList
-	if err := s.Writer.List(ctx, &leases, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
+	if err := s.Writer.List(ctx, &leases, client.InNamespace(s.Namespace), labels); err != nil {
 		return 0, fmt.Errorf("listing state leases in %s: %w", s.Namespace, err)
 	}
 	deleted := 0

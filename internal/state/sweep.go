@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -19,7 +23,9 @@ import (
 
 // NamespaceSweeper deletes state Leases of namespaces that no longer exist, so that they do not
 // pile up in the controller's namespace, and the Leases of groups no target needs. It runs on the
-// leader only, once at start and then every Interval.
+// leader only, once at start and then every Interval, and at once when told that a namespace
+// is gone (NamespaceGone): an open pull request of a deleted namespace is closed then, not up
+// to an Interval later.
 type NamespaceSweeper struct {
 	Store *Store
 	// Live reads the namespaces: the API server, not a cache.
@@ -27,9 +33,111 @@ type NamespaceSweeper struct {
 	// Release closes the open PR of a Lease whose namespace is gone (PR mode; nil otherwise).
 	Release  func(context.Context, Record) error
 	Interval time.Duration
+	// Recheck is how long after a namespace's sweep it is swept once more (0:
+	// DefaultGoneRecheck): a proposal under way when the namespace went can be opened and
+	// recorded after the first sweep.
+	Recheck time.Duration
+	// Namespaces, when set, is the manager's cache: its Namespace informer tells the sweeper
+	// of each deletion (NamespaceGone).
+	Namespaces NamespaceDeletions
 	// Swept, when set, counts the Leases deleted.
 	Swept prometheus.Counter
 	Log   logr.Logger
+
+	mu     sync.Mutex
+	gone   map[string]time.Time // namespace → when to sweep it
+	wakeup chan struct{}
+}
+
+// DefaultGoneRecheck is NamespaceSweeper.Recheck's default.
+const DefaultGoneRecheck = time.Minute
+
+// NamespaceGone asks for a sweep of namespace's Leases now and once more after Recheck. It
+// never blocks; calls in a burst (a tenant's namespaces deleted together) share sweeps.
+func (s *NamespaceSweeper) NamespaceGone(namespace string) {
+	s.mu.Lock()
+	if s.gone == nil {
+		s.gone = map[string]time.Time{}
+	}
+	s.gone[namespace] = time.Time{}
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *NamespaceSweeper) wake() {
+	select {
+	case s.wakeups() <- struct{}{}:
+	default: // a wake-up is already waiting; its sweep takes this namespace too
+	}
+}
+
+func (s *NamespaceSweeper) wakeups() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wakeup == nil {
+		s.wakeup = make(chan struct{}, 1)
+	}
+	return s.wakeup
+}
+
+// due takes the namespaces due for a sweep at now and says when the next one falls due (zero:
+// none waiting).
+func (s *NamespaceSweeper) due(now time.Time) (names []string, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recheck := s.Recheck
+	if recheck <= 0 {
+		recheck = DefaultGoneRecheck
+	}
+	for ns, at := range s.gone {
+		switch {
+		case at.IsZero(): // told now: sweep, and once more after recheck
+			names = append(names, ns)
+			s.gone[ns] = now.Add(recheck)
+		case !at.After(now): // the second sweep
+			names = append(names, ns)
+			delete(s.gone, ns)
+		}
+	}
+	for _, at := range s.gone {
+		if at.After(now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	sort.Strings(names)
+	return names, next
+}
+
+// NamespaceDeletions is what the sweeper needs of the manager's cache: the informer of
+// Namespaces, to hear of their deletion.
+type NamespaceDeletions interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// WatchDeletions calls NamespaceGone for every Namespace the informer of c sees deleted.
+func (s *NamespaceSweeper) WatchDeletions(ctx context.Context, c NamespaceDeletions) error {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	inf, err := c.GetInformer(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("watching namespace deletions: %w", err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.onDelete})
+	if err != nil {
+		return fmt.Errorf("watching namespace deletions: %w", err)
+	}
+	return nil
+}
+
+// onDelete is the informer's delete handler: the object, or the tombstone of one whose
+// deletion the watch missed.
+func (s *NamespaceSweeper) onDelete(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if o, ok := obj.(metav1.Object); ok && o.GetName() != "" {
+		s.NamespaceGone(o.GetName())
+	}
 }
 
 var _ manager.LeaderElectionRunnable = (*NamespaceSweeper)(nil)
@@ -39,30 +147,67 @@ func (s *NamespaceSweeper) NeedLeaderElection() bool { return true }
 
 // Start sweeps until ctx ends; a failed sweep is logged and tried again at the next tick.
 func (s *NamespaceSweeper) Start(ctx context.Context) error {
-	t := time.NewTicker(s.Interval)
-	defer t.Stop()
+	if s.Namespaces != nil {
+		if err := s.WatchDeletions(ctx, s.Namespaces); err != nil {
+			return err
+		}
+	}
+	wakeup := s.wakeups()
+	tick := time.NewTicker(s.Interval)
+	defer tick.Stop()
+	recheck := time.NewTimer(s.Interval)
+	defer recheck.Stop()
+	s.sweepAll(ctx)
 	for {
-		n, err := s.Store.Sweep(ctx, s.namespaceExists, s.Release)
-		if err != nil {
-			s.Log.Error(err, "lease sweep failed; will try again")
-		}
-		if n > 0 {
-			s.count(n)
-			s.Log.Info("deleted state leases of deleted namespaces", "count", n)
-		}
-		g, err := s.Store.SweepGroups(ctx)
-		if err != nil {
-			s.Log.Error(err, "group lease sweep failed; will try again")
-		}
-		if g > 0 {
-			s.count(g)
-			s.Log.Info("deleted the leases of groups no target needs", "count", g)
-		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-tick.C:
+			s.sweepAll(ctx)
+		case <-wakeup:
+		case <-recheck.C:
 		}
+		if next := s.sweepGone(ctx); !next.IsZero() {
+			recheck.Reset(time.Until(next))
+		} else {
+			recheck.Stop()
+		}
+	}
+}
+
+// sweepGone sweeps the namespaces told gone that are due, and says when the next is due.
+func (s *NamespaceSweeper) sweepGone(ctx context.Context) time.Time {
+	names, next := s.due(time.Now())
+	for _, ns := range names {
+		n, err := s.Store.SweepNamespace(ctx, ns, s.namespaceExists, s.Release)
+		if err != nil {
+			s.Log.Error(err, "lease sweep of a deleted namespace failed; the periodic sweep tries again", "namespace", ns)
+		}
+		if n > 0 {
+			s.count(n)
+			s.Log.Info("deleted state leases of a deleted namespace", "namespace", ns, "count", n)
+		}
+	}
+	return next
+}
+
+// sweepAll is one periodic pass: every namespace's Leases, then the groups'.
+func (s *NamespaceSweeper) sweepAll(ctx context.Context) {
+	n, err := s.Store.Sweep(ctx, s.namespaceExists, s.Release)
+	if err != nil {
+		s.Log.Error(err, "lease sweep failed; will try again")
+	}
+	if n > 0 {
+		s.count(n)
+		s.Log.Info("deleted state leases of deleted namespaces", "count", n)
+	}
+	g, err := s.Store.SweepGroups(ctx)
+	if err != nil {
+		s.Log.Error(err, "group lease sweep failed; will try again")
+	}
+	if g > 0 {
+		s.count(g)
+		s.Log.Info("deleted the leases of groups no target needs", "count", g)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -92,6 +94,90 @@ func TestLegacyQuotaOwners(t *testing.T) {
 			n, err := LegacyQuotaOwners(ctx, k8s, tc.name)
 			if err != nil || n != tc.want {
 				t.Errorf("LegacyQuotaOwners(%s) = %d, %v; want %d", tc.name, n, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNamespaceSweeperToldGone: a namespace told gone is swept at once, not at the next tick
+// (an hour here), its open proposal released first; and once more after Recheck, for a
+// proposal that was under way when the namespace went and was recorded after the first sweep.
+// A namespace told gone that exists (created again since) keeps its Leases.
+func TestNamespaceSweeperToldGone(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	gone := fmt.Sprintf("told-gone-%d", os.Getpid()%10000)
+	held := func(name string) {
+		t.Helper()
+		rec, _ := s.Get(ctx, lifecycle.NewKey(quotaDetector, gone, name))
+		rec, err := s.MarkModified(ctx, rec, t0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Lock(ctx, rec, "pr-7", "{}", "abc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(ns, name string) bool {
+		rec, _ := s.Get(ctx, lifecycle.NewKey(quotaDetector, ns, name))
+		return rec.Exists()
+	}
+	waitGone := func(ns, name string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); exists(ns, name); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the Lease of %s/%s is still there", ns, name)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var released []lifecycle.Key
+	sw := &NamespaceSweeper{Store: s, Live: k8s, Interval: time.Hour, Recheck: 500 * time.Millisecond, Log: logr.Discard(),
+		Release: func(_ context.Context, rec Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			released = append(released, rec.Key)
+			return nil
+		}}
+	run, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = sw.Start(run) }()
+	time.Sleep(200 * time.Millisecond) // the first pass at start is over
+
+	held("compute")
+	rec, _ := s.Get(ctx, lifecycle.NewKey(quotaDetector, s.Namespace, "compute"))
+	if _, err := s.MarkModified(ctx, rec, t0, ""); err != nil {
+		t.Fatal(err)
+	}
+	sw.NamespaceGone(gone)
+	sw.NamespaceGone(s.Namespace) // it exists: told gone by mistake, or created again
+	waitGone(gone, "compute")
+	held("in-flight") // recorded after the first sweep
+	waitGone(gone, "in-flight")
+	if !exists(s.Namespace, "compute") {
+		t.Error("the Lease of a namespace that exists was swept")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(released) != 2 || released[0] != lifecycle.NewKey(quotaDetector, gone, "compute") || released[1] != lifecycle.NewKey(quotaDetector, gone, "in-flight") {
+		t.Errorf("released %v, want the two held Leases of %s in turn", released, gone)
+	}
+}
+
+// TestNamespaceSweeperOnDelete: the informer's delete handler tells the sweeper the name,
+// from the object or from a tombstone.
+func TestNamespaceSweeperOnDelete(t *testing.T) {
+	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	for name, obj := range map[string]any{
+		"object":    ns,
+		"tombstone": toolscache.DeletedFinalStateUnknown{Key: "a", Obj: ns},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sw := &NamespaceSweeper{}
+			sw.onDelete(obj)
+			names, _ := sw.due(time.Now())
+			if len(names) != 1 || names[0] != "a" {
+				t.Errorf("due %v, want [a]", names)
 			}
 		})
 	}
