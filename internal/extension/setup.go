@@ -75,7 +75,8 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 // Detectors are the detectors whose links the server answers, and what it needs beyond the
 // flags to serve them on a manager.
 type Detectors struct {
-	// Expiry: the expiry detector runs; its extension links and the owner's page are served.
+	// Expiry: the expiry detector runs; its extension links and the owner's page are served
+	// (the page also with Inactivity alone).
 	// WriteBack: the mode carries Changes out (not observer mode): an extension is written back
 	// where the environment is declared (without the expiry detector nothing writes it back),
 	// and an inactivity pause can be resumed (observer mode pauses nothing).
@@ -110,8 +111,8 @@ func (e Options) AddServer(ctx context.Context, mgr ctrl.Manager, d Detectors) (
 	if err != nil {
 		return nil, err
 	}
-	if !d.Expiry {
-		srv.Owners = nil // the owner's page lists the expiry detector's deadlines
+	if !d.Expiry && d.Inactivity == nil {
+		srv.Owners = nil // the owner's page lists the expiry detector's deadlines and the inactivity detector's targets
 	}
 	if d.Inactivity != nil {
 		if srv.Keep, err = NewKeeper(*d.Inactivity, mgr.GetRESTMapper()); err != nil {
