@@ -83,7 +83,8 @@ type Detectors struct {
 	Expiry, WriteBack bool
 	// Inactivity, when set, are the inactivity detector's options: its alerts' keep links are
 	// served (NewKeeper), each keep an OwnerKept Event by Reporter, and with WriteBack its pause
-	// notices' resume links, each resume an OwnerResumed Event.
+	// notices' resume links, each resume an OwnerResumed Event (and each extension an
+	// OwnerExtended Event).
 	Inactivity *inactivity.Options
 	Reporter   EventReporter
 	// Live reads (and creates once) --extension-key-secret. StateNamespace holds the Leases;
@@ -110,6 +111,9 @@ func (e Options) AddServer(ctx context.Context, mgr ctrl.Manager, d Detectors) (
 	srv, err := e.NewServer(key, flag, store, d.Expiry && d.WriteBack, d.Now, d.Log)
 	if err != nil {
 		return nil, err
+	}
+	if d.Expiry {
+		srv.Reporter, srv.Mapper = d.Reporter, mgr.GetRESTMapper() // an extension is an OwnerExtended Event
 	}
 	if !d.Expiry && d.Inactivity == nil {
 		srv.Owners = nil // the owner's page lists the expiry detector's deadlines and the inactivity detector's targets
