@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	extsrv "github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
+	"github.com/kustos-dev/kustos/internal/statusreport"
 )
 
 // consolePage reads the owner's page at link as JSON; the row of name (nil: not on it).
@@ -116,4 +118,17 @@ func TestConsoleResume(t *testing.T) {
 		e := consolePage(t, page, "idle")
 		return e != nil && e.State == extsrv.StateRunning && e.Resume == "" && e.PausedSince.IsZero()
 	})
+
+	// kustos status's audit finds the resume among the owner actions, by the Event's reason.
+	a, err := statusreport.GatherOwnerActions(context.Background(), k8s, statusreport.DefaultOwnerActions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range a.Last {
+		found = found || (l.Action == "resume" && l.Target == "Deployment.apps/"+ns+"/idle")
+	}
+	if a.Counts["resume"] < 1 || !found {
+		t.Errorf("owner actions: %+v", a)
+	}
 }
