@@ -57,8 +57,8 @@ var consolePausedAt = now.Add(-5 * time.Hour)
 
 // consoleRecords are ana's environments in every state the page shows, and one of bo's.
 func consoleRecords() []state.Record {
-	alertedOf := func(sent, max int) inactivity.State {
-		return inactivity.State{UID: "u", LastActivity: idleSince, AlertsFor: idleSince, AlertsSent: sent, MaxAlerts: max, LastAlertAt: alertAt, Owner: keepOwner}
+	alertedOf := func(sent, maxAlerts int) inactivity.State {
+		return inactivity.State{UID: "u", LastActivity: idleSince, AlertsFor: idleSince, AlertsSent: sent, MaxAlerts: maxAlerts, LastAlertAt: alertAt, Owner: keepOwner}
 	}
 	paused := func() inactivity.State {
 		st := alertedOf(2, 2)
