@@ -16,7 +16,10 @@
 // own so it never works as an extension token), minted into every notice by OwnerPages and working
 // at most --owner-page-link-ttl past it; GET only reads, finding the owner's Leases by their
 // kustos.io/owner-id label. An environment is warned from the moment its warning is recorded in the
-// Lease, before the warning is sent.
+// Lease, before the warning is sent. The page also lists the owner's inactivity targets (console.go)
+// in their state, with the keep buttons of an alert not answered yet and the resume button of a
+// pause Kustos made: the same one-time keep and resume links as the mails, minted on GET and
+// spent only by POST /keep and /resume.
 //
 // Keep links (/keep, keep.go) answer an inactivity alert: keep the target for one of
 // --inactivity-keep-periods. Their tokens are of a third kind (a MAC label of their own) over the
@@ -37,6 +40,6 @@
 // NewServer builds the Server they describe); Listener serves it on every replica; NoticeLinks
 // are the links a warning carries. Options.Channels (setup.go) builds the owners' channels
 // (notify's chain) with the server on a manager, for the detectors that are on (Detectors): the
-// keep links need only the inactivity detector, the extension links, their write-back and the
-// owner's page the expiry detector.
+// keep links need only the inactivity detector, the extension links and their write-back the
+// expiry detector, the owner's page either.
 package extension

@@ -58,7 +58,7 @@ type KindMapper interface {
 // ownerActions counts what owners made Kustos do through their links, by action.
 var ownerActions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "kustos_owner_actions_total",
-	Help: "Owner actions carried out through one-time links, by action (keep, resume).",
+	Help: "Owner actions carried out through one-time links, by action (extend, keep, resume).",
 }, []string{"action"})
 
 func init() { ctrlmetrics.Registry.MustRegister(ownerActions) }
@@ -279,19 +279,25 @@ func (s *Server) keptEvent(ctx context.Context, l keepLink, until time.Time) {
 	if s.Keep.Reporter == nil {
 		return
 	}
-	p, _ := l.key.Parts()
-	kind, group, _ := strings.Cut(p.KindGroup, ".")
-	apiVersion := group
-	if s.Keep.Mapper != nil {
-		if m, err := s.Keep.Mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err == nil {
-			apiVersion = m.GroupVersionKind.GroupVersion().String()
-		}
-	}
-	ref := corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: p.Namespace, Name: p.Name}
+	ref := targetRef(l.key, s.Keep.Mapper)
 	msg := fmt.Sprintf("kept by its owner for %s, until %s: not alerted, paused or deleted before then (kustos.io/inactivity-timeout is unchanged)", l.period.Name, until.Format(time.RFC3339))
 	if err := s.Keep.Reporter.Notify(ctx, ref, corev1.EventTypeNormal, ReasonOwnerKept, msg, "owner-kept|"+string(l.key)+"|"+l.claim.ID, s.Now()); err != nil {
 		s.Log.Error(err, "writing the OwnerKept Event", "key", string(l.key))
 	}
+}
+
+// targetRef is the Event reference of k's target; mapper (nil: none) names its kind's version,
+// else the reference names the group only.
+func targetRef(k lifecycle.Key, mapper KindMapper) corev1.ObjectReference {
+	p, _ := k.Parts()
+	kind, group, _ := strings.Cut(p.KindGroup, ".")
+	apiVersion := group
+	if mapper != nil {
+		if m, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err == nil {
+			apiVersion = m.GroupVersionKind.GroupVersion().String()
+		}
+	}
+	return corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: p.Namespace, Name: p.Name}
 }
 
 // keepLimited limits one verified keep link, from whatever addresses it comes (see linkLimited).

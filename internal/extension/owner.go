@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kustos-dev/kustos/internal/detect/expiry"
+	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
 )
@@ -49,8 +50,12 @@ type OwnerPage struct {
 	Environments []OwnerEnvironment `json:"environments"`
 }
 
-// OwnerEnvironment is one environment on the owner's page.
+// OwnerEnvironment is one environment on the owner's page: a lifetime the expiry detector
+// keeps (Deadline, Extend) or a target the inactivity detector watches (the fields after
+// Extend; console.go).
 type OwnerEnvironment struct {
+	// Detector is the detector the row is about: expiry or inactivity.
+	Detector  string `json:"detector"`
 	Kind      string `json:"kind"`
 	Group     string `json:"group,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -58,15 +63,43 @@ type OwnerEnvironment struct {
 	// Label is how the owner knows an environment whose name is an id (a VM: its name, folder
 	// and datacenter; the name is its UUID); empty for the others.
 	Label string `json:"label,omitempty"`
-	// Deadline is the effective deadline (an extension included).
-	Deadline time.Time `json:"deadline"`
+	// Deadline is the effective deadline (an extension included); expiry only.
+	Deadline time.Time `json:"deadline,omitzero"`
 	State    string    `json:"state"`
-	// PullRequest is the open pull request's number (state pr-open).
+	// PullRequest is the open pull request's number (states pr-open, resume-proposed).
 	PullRequest int `json:"pullRequest,omitempty"`
 	// Extend are one-time extension links (GET shows, POST extends) for the deadline the owner
 	// was warned about: none before the warning, after an extension (until the next warning)
 	// or once removed.
 	Extend []Link `json:"extend"`
+
+	// IdleSince is when the idle period the alerts are about began (alerted, kept, paused);
+	// LastActivity the latest use the Lease records (it is written when it moved by 5% of the
+	// timeout, at most an hour: it can be that much behind).
+	IdleSince    time.Time `json:"idleSince,omitzero"`
+	LastActivity time.Time `json:"lastActivity,omitzero"`
+	// Alerts is how many alerts were sent about the idle period, of MaxAlerts before the pause
+	// or deletion.
+	Alerts    int `json:"alerts,omitempty"`
+	MaxAlerts int `json:"maxAlerts,omitempty"`
+	// KeptUntil: the owner kept the target until then (state kept).
+	KeptUntil time.Time `json:"keptUntil,omitzero"`
+	// PausedSince, PauseField, PauseFrom: the pause Kustos decided (when, the field it set and
+	// the value it held before, which a resume restores: spec.replicas and 3).
+	PausedSince time.Time `json:"pausedSince,omitzero"`
+	PauseField  string    `json:"pauseField,omitempty"`
+	PauseFrom   string    `json:"pauseFrom,omitempty"`
+	// ResumeRequested is when the owner asked for the resume (carried out at the next look, or
+	// proposed: resume-proposed).
+	ResumeRequested time.Time `json:"resumeRequested,omitzero"`
+	// Keep are one-time keep links (GET shows, POST keeps) answering the last alert, as the
+	// alert's mail carries them: only while that alert is not answered (console.go).
+	Keep []Link `json:"keep,omitempty"`
+	// Resume is a one-time resume link (GET shows, POST asks) for the pause Kustos made, as the
+	// pause notice carries it; only in a mode that pauses.
+	Resume string `json:"resume,omitempty"`
+	// Note says what the state means when it is not obvious (observer mode: nothing to undo).
+	Note string `json:"note,omitempty"`
 }
 
 // OwnerPageLink is the link to the page of owner (as written in kustos.io/owner) that works
@@ -174,8 +207,8 @@ func (s *Server) ownerPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.ownerPageOf(c, recs)
 	if err != nil {
-		s.Log.Error(err, "minting the owner's page extension links", "owner", c.Owner)
-		fail(http.StatusServiceUnavailable, "Please try again", "Kustos could not make the extension links just now; the link still works.")
+		s.Log.Error(err, "minting the owner's page links", "owner", c.Owner)
+		fail(http.StatusServiceUnavailable, "Please try again", "Kustos could not make the page's links just now; the link still works.")
 		return
 	}
 	if asJSON {
@@ -184,7 +217,7 @@ func (s *Server) ownerPage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	if err := ownerTemplate.Execute(w, ownerData{OwnerPage: p, ExtendURL: s.BaseURL + "/extend"}); err != nil {
+	if err := ownerTemplate.Execute(w, ownerData{OwnerPage: p, ExtendURL: s.BaseURL + "/extend", KeepURL: s.BaseURL + KeepPath, ResumeURL: s.BaseURL + ResumePath}); err != nil {
 		s.Log.Error(err, "writing the owner's page")
 	}
 }
@@ -195,6 +228,19 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 	p := OwnerPage{Expires: c.Expires, Environments: []OwnerEnvironment{}}
 	for _, rec := range recs {
 		parts, ok := rec.Key.Parts()
+		if ok && parts.Detector == inactivity.DetectorName {
+			e, ok, err := s.inactivityEnvironment(c, rec, parts)
+			if err != nil {
+				return p, err
+			}
+			if ok {
+				if p.Owner == "" {
+					p.Owner = rec.Bag[lifecycle.BagOwner]
+				}
+				p.Environments = append(p.Environments, e)
+			}
+			continue
+		}
 		if !ok || parts.Detector != expiry.DetectorName {
 			continue
 		}
@@ -213,7 +259,7 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 			continue
 		}
 		kind, group, _ := strings.Cut(parts.KindGroup, ".")
-		e := OwnerEnvironment{Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Label: st.Label, Deadline: deadline, Extend: []Link{}}
+		e := OwnerEnvironment{Detector: expiry.DetectorName, Kind: kind, Group: group, Namespace: parts.Namespace, Name: parts.Name, Label: st.Label, Deadline: deadline, Extend: []Link{}}
 		n, pr := state.HolderNumber(rec.Holder)
 		// Warned from the moment the warning is recorded (the deadline it is about), before it
 		// is sent: the mail goes out after that write and is marked sent (WarnedAt) after the
@@ -251,8 +297,13 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 		}
 		p.Environments = append(p.Environments, e)
 	}
+	// Lifetimes first, soonest deadline first; then the inactivity rows in Key order (as listed).
 	sort.SliceStable(p.Environments, func(i, j int) bool {
-		return p.Environments[i].Deadline.Before(p.Environments[j].Deadline)
+		a, b := p.Environments[i], p.Environments[j]
+		if a.Detector != b.Detector {
+			return a.Detector == expiry.DetectorName
+		}
+		return a.Deadline.Before(b.Deadline)
 	})
 	return p, nil
 }
@@ -291,7 +342,23 @@ func queryOf(link string) url.Values {
 
 type ownerData struct {
 	OwnerPage
-	ExtendURL string
+	ExtendURL, KeepURL, ResumeURL string
+}
+
+// Lifetimes and Inactivity are the page's two tables.
+func (d ownerData) Lifetimes() []OwnerEnvironment { return d.of(expiry.DetectorName) }
+func (d ownerData) Inactivity() []OwnerEnvironment {
+	return d.of(inactivity.DetectorName)
+}
+
+func (d ownerData) of(detector string) []OwnerEnvironment {
+	var out []OwnerEnvironment
+	for _, e := range d.Environments {
+		if e.Detector == detector {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
@@ -303,12 +370,13 @@ var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
 <title>Your environments · Kustos</title></head>
 <body style="font-family: sans-serif; max-width: 60em; margin: 2em auto">
 <h1>Your environments</h1>
-{{if .Owner}}<p>The environments of <strong>{{.Owner}}</strong> that Kustos keeps a lifetime for. This link works until {{rfc3339 .Expires}}.</p>{{end}}
-{{if .Environments}}
+{{if .Owner}}<p>The environments of <strong>{{.Owner}}</strong> that Kustos keeps a lifetime for or watches for inactivity. This link works until {{rfc3339 .Expires}}.</p>{{end}}
+{{with .Lifetimes}}
+<h2>Lifetimes</h2>
 <table style="border-collapse: collapse" cellpadding="6">
 <thead><tr><th align="left">Kind</th><th align="left">Namespace</th><th align="left">Name</th><th align="left">Deadline</th><th align="left">State</th><th align="left">Extend</th></tr></thead>
 <tbody>
-{{- range .Environments}}
+{{- range .}}
 <tr style="border-top: 1px solid #d0d7de">
 <td>{{.Kind}}{{with .Group}}.{{.}}{{end}}</td><td>{{.Namespace}}</td><td>{{if .Label}}{{.Label}}{{else}}{{.Name}}{{end}}</td><td>{{rfc3339 .Deadline}}</td>
 <td>{{.State}}{{with .PullRequest}} (pull request #{{.}}){{end}}</td>
@@ -318,6 +386,32 @@ var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
 </tr>
 {{- end}}
 </tbody></table>
-{{else}}<p>Kustos keeps no environments of yours with a lifetime.</p>{{end}}
+{{end}}
+{{with .Inactivity}}
+<h2>Inactivity</h2>
+<table style="border-collapse: collapse" cellpadding="6">
+<thead><tr><th align="left">Kind</th><th align="left">Namespace</th><th align="left">Name</th><th align="left">Idle since</th><th align="left">State</th><th align="left">Actions</th></tr></thead>
+<tbody>
+{{- range .}}{{$e := .}}
+<tr style="border-top: 1px solid #d0d7de">
+<td>{{.Kind}}{{with .Group}}.{{.}}{{end}}</td><td>{{.Namespace}}</td><td>{{.Name}}</td>
+<td>{{if not .IdleSince.IsZero}}{{rfc3339 .IdleSince}}{{else if not .LastActivity.IsZero}}used at {{rfc3339 .LastActivity}} or later{{end}}</td>
+<td>{{.State}}{{if eq .State "alerted"}} (alert {{.Alerts}}{{with .MaxAlerts}} of {{.}}{{end}}){{end}}
+{{- if eq .State "kept"}} until {{rfc3339 .KeptUntil}}{{end}}
+{{- with .PullRequest}} (pull request #{{.}}){{end}}
+{{- if not .PausedSince.IsZero}}{{if eq .State "paused" "resume-proposed"}}: since {{rfc3339 .PausedSince}}, {{.PauseField}}: {{.PauseFrom}} before the pause{{end}}{{end}}
+{{- if not .ResumeRequested.IsZero}}; resume asked at {{rfc3339 .ResumeRequested}}{{end}}
+{{- with .Note}}<br><small>{{.}}</small>{{end}}</td>
+<td>{{range .Keep}}<form method="post" action="{{$.KeepURL}}" style="display: inline">
+<input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">
+<button type="submit">Keep for {{.Period}}</button></form> {{end}}
+{{- with .Resume}}<form method="post" action="{{$.ResumeURL}}" style="display: inline">
+<input type="hidden" name="key" value="{{linkKey .}}"><input type="hidden" name="token" value="{{linkToken .}}">
+<button type="submit">Resume ({{$e.PauseField}} back to {{$e.PauseFrom}})</button></form>{{end}}</td>
+</tr>
+{{- end}}
+</tbody></table>
+{{end}}
+{{if not .Environments}}<p>Kustos keeps no environments of yours with a lifetime, and none of yours was alerted for inactivity.</p>{{end}}
 </body></html>
 `))

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
@@ -216,15 +215,7 @@ func (s *Server) resumedEvent(ctx context.Context, l resumeLink, st inactivity.S
 	if s.Resume.Reporter == nil {
 		return
 	}
-	p, _ := l.key.Parts()
-	kind, group, _ := strings.Cut(p.KindGroup, ".")
-	apiVersion := group
-	if s.Resume.Mapper != nil {
-		if m, err := s.Resume.Mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err == nil {
-			apiVersion = m.GroupVersionKind.GroupVersion().String()
-		}
-	}
-	ref := corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: p.Namespace, Name: p.Name}
+	ref := targetRef(l.key, s.Resume.Mapper)
 	msg := fmt.Sprintf("its owner asked to resume it: %s goes back to %s, as it was before Kustos paused it at %s; it counts as used now",
 		st.PauseField, st.PauseFrom, st.PausedAt.UTC().Format(time.RFC3339))
 	if err := s.Resume.Reporter.Notify(ctx, ref, corev1.EventTypeNormal, ReasonOwnerResumed, msg, "owner-resumed|"+string(l.key)+"|"+l.claim.ID, s.Now()); err != nil {

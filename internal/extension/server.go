@@ -89,6 +89,11 @@ type Server struct {
 	OwnerPageTTL time.Duration
 	Log          logr.Logger
 
+	// Reporter writes the OwnerExtended Event on an environment extended through a link (nil:
+	// none); Mapper names the version of its kind in it (nil: the reference names the group).
+	Reporter EventReporter
+	Mapper   KindMapper
+
 	// Keep, when set, serves the keep links of inactivity alerts (KeepPath).
 	Keep *Keeper
 	// Resume, when set, serves the resume links of inactivity pauses (ResumePath); only in a mode
@@ -282,6 +287,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 		return
 	}
 	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID, "client", c.Key(), "until", until.Format(time.RFC3339))
+	ownerActions.WithLabelValues("extend").Inc()
+	s.extendedEvent(r.Context(), l, until)
 	// A lifetime Kustos keeps itself (a VM's) is not written back anywhere.
 	s.page(w, http.StatusOK, pageData{Title: "Extended", Environment: describe(l.key, st), NewDeadline: until.Format(time.RFC3339), Done: true, WriteBack: s.WriteBack && st.Kept.IsZero()})
 }

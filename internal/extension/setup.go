@@ -75,14 +75,16 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 // Detectors are the detectors whose links the server answers, and what it needs beyond the
 // flags to serve them on a manager.
 type Detectors struct {
-	// Expiry: the expiry detector runs; its extension links and the owner's page are served.
+	// Expiry: the expiry detector runs; its extension links and the owner's page are served
+	// (the page also with Inactivity alone).
 	// WriteBack: the mode carries Changes out (not observer mode): an extension is written back
 	// where the environment is declared (without the expiry detector nothing writes it back),
 	// and an inactivity pause can be resumed (observer mode pauses nothing).
 	Expiry, WriteBack bool
 	// Inactivity, when set, are the inactivity detector's options: its alerts' keep links are
 	// served (NewKeeper), each keep an OwnerKept Event by Reporter, and with WriteBack its pause
-	// notices' resume links, each resume an OwnerResumed Event.
+	// notices' resume links, each resume an OwnerResumed Event (and each extension an
+	// OwnerExtended Event).
 	Inactivity *inactivity.Options
 	Reporter   EventReporter
 	// Live reads (and creates once) --extension-key-secret. StateNamespace holds the Leases;
@@ -110,8 +112,11 @@ func (e Options) AddServer(ctx context.Context, mgr ctrl.Manager, d Detectors) (
 	if err != nil {
 		return nil, err
 	}
-	if !d.Expiry {
-		srv.Owners = nil // the owner's page lists the expiry detector's deadlines
+	if d.Expiry {
+		srv.Reporter, srv.Mapper = d.Reporter, mgr.GetRESTMapper() // an extension is an OwnerExtended Event
+	}
+	if !d.Expiry && d.Inactivity == nil {
+		srv.Owners = nil // the owner's page lists the expiry detector's deadlines and the inactivity detector's targets
 	}
 	if d.Inactivity != nil {
 		if srv.Keep, err = NewKeeper(*d.Inactivity, mgr.GetRESTMapper()); err != nil {

@@ -36,6 +36,11 @@ quotas; 40 blocked by window"; -o json: a last line {"totals":{…}} as kustos r
 it): kustos recommend's decision, with run's default flags, over the cluster's quotas and the
 usage windows the state Leases keep (a window read from Prometheus counts as incomplete here).
 
+Then what owners did through their links (extend, keep, resume): the count of each and the last
+five (action, target, when), from the OwnerExtended, OwnerKept and OwnerResumed Events Kustos
+wrote, as long as the API server keeps them (--event-ttl; -o json: a last line
+{"ownerActions":{…}}).
+
 With --orphans it prints instead the objects the expiry detector leaves alone: Namespaces and
 objects of --lifecycle-kinds without an owner (kustos.io/owner) or a lifetime (kustos.io/ttl,
 kustos.io/expires-at, --default-ttl), and those whose expiry metadata cannot be used. Give it
@@ -138,6 +143,16 @@ func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, se
 		return 0
 	}
 	if err := PrintReclaim(stdout, totals, out); err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	// The audit too: without the right to list Events the rows and totals still stand.
+	actions, err := GatherOwnerActions(ctx, c, DefaultOwnerActions)
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status: owner actions left out:", err)
+		return 0
+	}
+	if err := PrintOwnerActions(stdout, actions, out); err != nil {
 		fmt.Fprintln(stderr, "kustos status:", err)
 		return 1
 	}

@@ -61,6 +61,9 @@ type State struct {
 	AlertsFor   time.Time
 	AlertsSent  int
 	LastAlertAt time.Time
+	// MaxAlerts is, while alerted, how many alerts the target gets in all before the pause or
+	// deletion (its policy's, as of the last look): the owner's page says "alert 1 of 3".
+	MaxAlerts int
 	// ProbeFailedAt is when an exam endpoint's failures reached --probe-failures: the
 	// termination is due from then on (decided once the pipeline's last decision is later).
 	ProbeFailedAt time.Time
@@ -102,6 +105,7 @@ const (
 	bagLastActivity  = "last-activity"
 	bagAlertsFor     = "alerts-for"
 	bagAlertsSent    = "alerts-sent"
+	bagMaxAlerts     = "max-alerts"
 	bagLastAlertAt   = "last-alert-at"
 	bagProbeFailedAt = "probe-failed-at"
 	bagPaused        = "paused"
@@ -129,6 +133,7 @@ func ParseState(bag map[string]string) (State, []string) {
 		ProbeFailedAt: r.Time(bagProbeFailedAt),
 		LastProbeAt:   r.Time(bagLastProbeAt),
 		AlertsSent:    r.Count(bagAlertsSent, 1000),
+		MaxAlerts:     r.Count(bagMaxAlerts, 1000),
 		ProbeFailures: r.Count(bagProbeFailures, 1000),
 		Paused:        bag[bagPaused] == "true",
 		ProbeArmed:    bag[bagProbeArmed] == "true",
@@ -154,6 +159,9 @@ func (s State) Bag() map[string]string {
 	b.Time(bagProbeFailedAt, s.ProbeFailedAt)
 	b.Time(bagLastProbeAt, s.LastProbeAt)
 	b.Count(bagAlertsSent, s.AlertsSent)
+	if s.AlertsSent > 0 {
+		b.Count(bagMaxAlerts, s.MaxAlerts)
+	}
 	b.Count(bagProbeFailures, s.ProbeFailures)
 	b.Time(bagKeptUntil, s.KeptUntil)
 	b.Time(bagKeptAt, s.KeptAt)
@@ -267,6 +275,10 @@ const margin = time.Minute
 func Decide(s Snapshot) Verdict {
 	d := decide(s)
 	recordOwner(&d.State, s.Policy.Owner)
+	d.State.MaxAlerts = 0
+	if d.State.AlertsSent > 0 {
+		d.State.MaxAlerts = s.Policy.MaxAlerts
+	}
 	return d
 }
 

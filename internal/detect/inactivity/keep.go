@@ -97,10 +97,12 @@ func addKeepLinks(out *lifecycle.Decision, links KeepLinks, key lifecycle.Key, d
 	}
 }
 
-// recordOwner keeps the owner in the state while the target is alerted, kept or paused (and
-// only then: a target nobody was told about needs no owner in its Lease).
+// recordOwner keeps the owner in the state while the target is alerted, kept or paused, and
+// while the state remembers links its owner used (a keep or a resume): the owner's page lists
+// the target by it, so an owner who kept or resumed it sees it running again. Only then: a
+// target nobody was told about needs no owner in its Lease.
 func recordOwner(st *State, owner string) {
-	if st.AlertsFor.IsZero() && st.KeptUntil.IsZero() && st.PausedAt.IsZero() {
+	if st.AlertsFor.IsZero() && st.KeptUntil.IsZero() && st.PausedAt.IsZero() && st.KeepTokens == "" && st.ResumeTokens == "" {
 		st.Owner = ""
 		return
 	}

@@ -79,3 +79,45 @@ func TestOwnerRecordedWhileAlerted(t *testing.T) {
 		t.Errorf("used again: owner %q, alerts %d", d3.State.Owner, d3.State.AlertsSent)
 	}
 }
+
+// TestOwnerPageState: what the owner's page needs from the Lease. An alerted target's state
+// records the alerts it will get in all (max-alerts, for "alert 1 of 3"), written only while
+// alerted; a target its owner kept or resumed with a link stays named (and so on the owner's
+// page, as running again) after it is used again, while the used link ids are remembered; one
+// nobody acted on does not.
+func TestOwnerPageState(t *testing.T) {
+	day := 24 * time.Hour
+	idle := t0.Add(7 * day)
+	d := Decide(base(idle))
+	if !d.Alert || d.State.MaxAlerts != 3 {
+		t.Fatalf("alerted: alert %v, max alerts %d, want 3", d.Alert, d.State.MaxAlerts)
+	}
+	if got := d.State.Bag()["max-alerts"]; got != "3" {
+		t.Errorf("bag max-alerts %q, want 3", got)
+	}
+	if back, bad := ParseState(d.State.Bag()); back.MaxAlerts != 3 || len(bad) != 0 {
+		t.Errorf("parsed back: max alerts %d, bad %v", back.MaxAlerts, bad)
+	}
+	for _, tc := range []struct {
+		name      string
+		edit      func(*State)
+		wantOwner string
+	}{
+		{name: "used again, no link used", edit: func(*State) {}, wantOwner: ""},
+		{name: "used again after a keep", edit: func(s *State) { s.KeepTokens = "0123456789abcdef" }, wantOwner: "ana@example.org"},
+		{name: "running again after a resume", edit: func(s *State) { s.ResumeTokens = "0123456789abcdef" }, wantOwner: "ana@example.org"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base(idle.Add(2 * time.Hour))
+			s.State, s.Activity.Last = d.State, idle.Add(time.Hour)
+			tc.edit(&s.State)
+			got := Decide(s)
+			if got.State.Owner != tc.wantOwner || got.State.AlertsSent != 0 {
+				t.Errorf("owner %q (want %q), alerts %d", got.State.Owner, tc.wantOwner, got.State.AlertsSent)
+			}
+			if _, ok := got.State.Bag()["max-alerts"]; ok {
+				t.Errorf("max-alerts written while not alerted: %v", got.State.Bag())
+			}
+		})
+	}
+}
