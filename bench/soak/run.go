@@ -244,8 +244,12 @@ func run(s *harness.Session, o options) harness.Result {
 			check.Violate(now, invLiveness, "PR %s still open at the end, untouched by the human", d)
 		}
 		if converged < 0 {
+			stalled := check.Stalled(now, 0)
 			check.Violate(now, invLiveness, "not converged within the %s after the faults stopped: due %s; open %s", o.settle,
-				joinLines(check.Due(now, convergeSlack, w.overQuota())), joinLines(check.Stalled(now, 0)))
+				joinLines(check.Due(now, convergeSlack, w.overQuota())), joinLines(stalled))
+			for _, l := range logsAbout(s.LogDir, stalled) {
+				logf("%s", l)
+			}
 		}
 	}
 	out.prs = map[string]int{}
