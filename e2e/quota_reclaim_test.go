@@ -9,10 +9,14 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/kustos-dev/kustos/internal/activity"
+	"github.com/kustos-dev/kustos/internal/activity/promtest"
 	"github.com/kustos-dev/kustos/internal/app"
+	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/state"
 	"github.com/kustos-dev/kustos/internal/statusreport"
@@ -85,7 +89,7 @@ func TestReclaimableFromLeaseWindow(t *testing.T) {
 			t.Errorf("kustos_quota_shrink_blocked{gate=cooldown} = %v (present %v), want 0", v, ok)
 		}
 		if day == 2 {
-			totals, err := statusreport.GatherReclaim(context.Background(), k8s, stateNS, time.Now().Add(offset))
+			totals, err := statusreport.GatherReclaim(context.Background(), k8s, stateNS, nil, time.Now().Add(offset))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,5 +101,67 @@ func TestReclaimableFromLeaseWindow(t *testing.T) {
 			}
 		}
 		k.stop()
+	}
+}
+
+// TestStatusReclaimFromPrometheus: `kustos status --prometheus-url` sizes the quotas from the
+// window Prometheus holds, as the controller does with it. A quota of 10Gi of requests.storage
+// (one 1Gi claim) whose 15 days of history in Prometheus peak at 2Gi has a target of 2Gi × 1.25
+// = 2560Mi and gives back 10Gi − 2560Mi = 7680Mi, held back by no gate; without Prometheus, with
+// no Lease keeping a window, the same quota counts as held back by window.
+func TestStatusReclaimFromPrometheus(t *testing.T) {
+	stateNS := newNamespace(t, "kustos-state", nil)
+	ns := newNamespace(t, "reclaim-prom", nil)
+	const res = corev1.ResourceRequestsStorage
+	end := historyEnd()
+	h := &promtest.History{}
+	peakAt := utcMidnight(end.Add(-peakDaysAgo * 24 * time.Hour)).Add(12 * time.Hour)
+	for at := end.Add(-15 * 24 * time.Hour); !at.After(end); at = at.Add(historyStep) {
+		used := float64(1 << 30)
+		if !at.Before(peakAt) && !at.After(peakAt.Add(30*time.Minute)) {
+			used = 2 << 30
+		}
+		h.Add("kube_resourcequota", "gauge", map[string]string{"namespace": ns, "resourcequota": "storage", "resource": string(res), "type": "used"},
+			promtest.Sample{At: at, Value: used})
+	}
+	prom := promtest.Start(t, promtest.Options{History: h})
+	newQuota(t, ns, "storage", rl(string(res), "10Gi"))
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: rl("storage", "1Gi")},
+		},
+	}
+	if err := k8s.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitUsed(t, ns, "storage", res, "1Gi")
+
+	for _, tc := range []struct {
+		name        string
+		url         string
+		reclaimable int64
+		window      int
+	}{
+		{"prometheus", prom.URL, 7680 << 20, 0},
+		{"no window", "", -1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := cli.WindowSource{Access: activity.Access{URL: tc.url}}
+			history, err := src.History()
+			if err != nil {
+				t.Fatal(err)
+			}
+			totals, err := statusreport.GatherReclaim(context.Background(), k8s, stateNS, history, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tot := totals[res]
+			if tot == nil || tot.Quotas != 1 || tot.Blocked[quota.GateWindow] != tc.window ||
+				(tc.reclaimable >= 0 && tot.Reclaimable.Value() != tc.reclaimable) {
+				t.Errorf("totals of %s: %+v, want %d bytes in one quota, %d blocked by window", res, tot, tc.reclaimable, tc.window)
+			}
+		})
 	}
 }

@@ -10,11 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/cli"
 	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/manifest"
-	"github.com/kustos-dev/kustos/internal/quotahistory"
 )
 
 // Exit codes of Run.
@@ -67,35 +65,24 @@ func NewCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := manifest.NewCommand(name, "[-f FILE|-]... [--threshold N] [--increment X] [--cooldown D] [--now RFC3339]",
 		"decide offline from Kubernetes objects in YAML or JSON files", longText, stderr)
 	var q cli.Quota
-	var prom activity.Access
+	var window cli.WindowSource
 	fs := cmd.Flags()
 	q.AddFlags(fs)
 	q.AddWindowFlags(fs)
 	// Every shrink is printed, held back or not: the opt-in has nothing to decide here, and is
 	// accepted only so that run's flags can be given as they are.
 	_ = fs.MarkHidden("enable-shrink")
-	// The same names as run's, so that the controller's flags can be given as they are.
-	cli.InGroup(fs, cli.GroupPrometheus, func() {
-		fs.StringVar(&prom.URL, "prometheus-url", "", "read each quota's usage window from this Prometheus (kube-state-metrics' kube_resourcequota), as the controller does with it; without it, from the state Leases of the input (basic auth: https://user:password@host)")
-		fs.StringVar(&prom.BearerTokenFile, "prometheus-bearer-token-file", "", "file whose content is sent as a bearer token with the Prometheus query")
-		fs.StringVar(&prom.CAFile, "prometheus-ca-file", "", "PEM file of the CA that signs the https Prometheus server's certificate")
-	})
+	window.AddFlags(fs, "from the state Leases of the input")
 	cmd.Run = func(now time.Time) int {
 		if q.Cooldown < 0 {
 			return cmd.Fail("invalid --cooldown %s: must not be negative", q.Cooldown)
 		}
 		opt := Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown, Window: q.Window}
-		if prom.URL != "" {
-			if err := prom.Validate(); err != nil {
-				return cmd.Fail("%v", err)
-			}
-			h, err := quotahistory.NewPrometheus(prom, quotahistory.Options{})
-			if err != nil {
-				return cmd.Fail("%v", err)
-			}
-			opt.History = h
+		h, err := window.History()
+		if err != nil {
+			return cmd.Fail("%v", err)
 		}
-		// The command's only wait is the Prometheus query, bounded by quotahistory's timeout.
+		opt.History = h
 		return recommend(context.Background(), opt, cmd.Files, stdin, stdout, stderr)
 	}
 	return cmd.Cobra

@@ -21,9 +21,10 @@ import (
 // GatherReclaim is what the quotas could give back, per resource: `kustos recommend`'s
 // decision (quota.Decide, with run's default flags) over the cluster's Namespaces,
 // ResourceQuotas and FailedCreate Events and the usage windows the state Leases of namespace
-// keep. A quota whose window Kustos reads from Prometheus has none in its Lease: its shrinks
-// count as held back by window here (kustos recommend --prometheus-url reads that window).
-func GatherReclaim(ctx context.Context, c client.Reader, namespace string, now time.Time) (quota.ReclaimTotals, error) {
+// keep, or Prometheus (history, when not nil, as --prometheus-url). A quota whose window Kustos
+// reads from Prometheus has none in its Lease: without history its shrinks count as held back
+// by window.
+func GatherReclaim(ctx context.Context, c client.Reader, namespace string, history quota.History, now time.Time) (quota.ReclaimTotals, error) {
 	var objs []recommend.Object
 	var namespaces corev1.NamespaceList
 	if err := c.List(ctx, &namespaces); err != nil {
@@ -60,7 +61,7 @@ func GatherReclaim(ctx context.Context, c client.Reader, namespace string, now t
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
 	q.AddFlags(fs) // run's defaults: nothing is parsed
 	q.AddWindowFlags(fs)
-	res := recommend.Recommend(ctx, objs, recommend.Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown, Window: q.Window})
+	res := recommend.Recommend(ctx, objs, recommend.Options{Now: now, Defaults: q.Defaults, Cooldown: q.Cooldown, Window: q.Window, History: history})
 	return res.Totals, nil
 }
 

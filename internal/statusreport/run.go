@@ -34,7 +34,9 @@ per line.
 Then what the quotas could give back, per resource ("requests.cpu: 184 reclaimable in 61
 quotas; 40 blocked by window"; -o json: a last line {"totals":{…}} as kustos recommend prints
 it): kustos recommend's decision, with run's default flags, over the cluster's quotas and the
-usage windows the state Leases keep (a window read from Prometheus counts as incomplete here).
+usage windows the state Leases keep, or with --prometheus-url the one Prometheus holds, as the
+controller reads it (without it, a window the controller reads from Prometheus counts as
+incomplete here).
 
 Then what owners did through their links (extend, keep, resume): the count of each and the last
 five (action, target, when), from the OwnerExtended, OwnerKept and OwnerResumed Events Kustos
@@ -59,6 +61,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		out         = "table"
 		listOrphans bool
 		e           cli.Expiry
+		window      cli.WindowSource
 		selector    string
 	)
 	cmd := &cobra.Command{
@@ -79,7 +82,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 			if ns == "" && !listOrphans {
 				return cli.Usagef("need -n/--namespace, the namespace Kustos runs in: the kubeconfig context names none and $POD_NAMESPACE is not set")
 			}
-			return cli.ExitCode(status(cfg, ns, out, listOrphans, e, sel, stdout, stderr))
+			return cli.ExitCode(status(cfg, ns, out, listOrphans, e, sel, &window, stdout, stderr))
 		},
 	}
 	fs := cmd.Flags()
@@ -90,6 +93,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		fs.StringVar(&selector, "namespace-selector", "", "with --orphans: only the namespaces this label selector selects (the controller's --namespace-selector)")
 	})
 	e.AddScopeFlags(fs)
+	window.AddFlags(fs, "from the daily peaks the state Leases keep (a quota whose window the controller reads from Prometheus has none there)")
 	return cmd
 }
 
@@ -98,7 +102,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	return cli.ExecuteAlone(NewCommand(stdout, stderr), "kustos status", args, stdout, stderr)
 }
 
-func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, sel labels.Selector, stdout, stderr io.Writer) int {
+func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, sel labels.Selector, window *cli.WindowSource, stdout, stderr io.Writer) int {
 	kinds, settings := e.Kinds, e.Settings
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
@@ -137,7 +141,12 @@ func status(cfg *rest.Config, ns, out string, listOrphans bool, e cli.Expiry, se
 	}
 	// The totals are a summary beside the rows: without the right to list quotas the rows
 	// still stand.
-	totals, err := GatherReclaim(ctx, c, ns, time.Now())
+	history, err := window.History()
+	if err != nil {
+		fmt.Fprintln(stderr, "kustos status:", err)
+		return 1
+	}
+	totals, err := GatherReclaim(ctx, c, ns, history, time.Now())
 	if err != nil {
 		fmt.Fprintln(stderr, "kustos status: reclaimable totals left out:", err)
 		return 0
