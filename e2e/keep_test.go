@@ -18,7 +18,8 @@ import (
 // TestInactivityKeep: an idle environment's first alert reaches its owner's webhook with a keep
 // link per period; GET on one changes nothing; POST keeps the environment: an OwnerKept Event,
 // no further alert and no pause though the pause was due seconds later, and the Lease records
-// the keep; the same link again is 409.
+// the keep; the same link again is 409. Once the keep ends, the alerts start over: a new first
+// alert, and no pause with it.
 func TestInactivityKeep(t *testing.T) {
 	live := startLiveActivity(t, true)
 	ns := newNamespace(t, "inactivity-keep", map[string]string{inactivity.AnnotationTimeout: "4s"})
@@ -29,7 +30,7 @@ func TestInactivityKeep(t *testing.T) {
 		inactivityOptions(t, live.prom.URL, sourcesWithRange(t, "3s"))(o)
 		// Alerts 5 s apart: the pause is due 10 s after the first, time enough to click.
 		o.Inactivity.Settings.NotificationInterval = 5 * time.Second
-		o.Inactivity.KeepPeriods = []string{"1m", "2m"}
+		o.Inactivity.KeepPeriods = []string{"1m", "20s"}
 		o.Inactivity.KeepMax = 5 * time.Minute
 		expiryOptions(o)
 		o.Expiry.Extension = ext.options([]string{"1m"})
@@ -53,14 +54,14 @@ func TestInactivityKeep(t *testing.T) {
 			t.Errorf("the alert Event carries a link: %s", e.Message)
 		}
 	}
-	link := alert.Links[1].URL // 2m
+	link := alert.Links[1].URL // 20s
 	resp, err := http.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Keep for 2m") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Keep for 20s") {
 		t.Fatalf("GET: %s\n%s", resp.Status, body)
 	}
 	if b := bag(t, k.opts.StateNamespace, ns, "idle"); b["kept-until"] != "" {
@@ -79,7 +80,7 @@ func TestInactivityKeep(t *testing.T) {
 		t.Fatalf("POST: %d", code)
 	}
 	kept := waitEvents(t, ns, extsrv.ReasonOwnerKept, 1)
-	if kept[0].InvolvedObject.Name != "idle" || kept[0].InvolvedObject.APIVersion != "apps/v1" || !strings.Contains(kept[0].Message, "2m") {
+	if kept[0].InvolvedObject.Name != "idle" || kept[0].InvolvedObject.APIVersion != "apps/v1" || !strings.Contains(kept[0].Message, "20s") {
 		t.Errorf("OwnerKept: %+v %s", kept[0].InvolvedObject, kept[0].Message)
 	}
 	// The alert's count is not asked for: the notice goes out before the Lease records it, and
@@ -102,5 +103,22 @@ func TestInactivityKeep(t *testing.T) {
 	}
 	if code := post(); code != http.StatusConflict {
 		t.Errorf("the same link again: %d, want 409", code)
+	}
+	// The keep ends 20 s after the click, about 8 s from here: the alerts start over, and the
+	// owner gets alert 1 again (a new notice, not one deduplicated as the first), before any pause.
+	eventually(t, "alert 1 again at the webhook after the keep", func() bool {
+		n := 0
+		for _, a := range sink.notices(inactivity.NoticeAlert) {
+			if strings.Contains(a.Subject, "(alert 1 of 2)") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if got := replicas(t, ns, "idle"); got != 1 {
+		t.Errorf("paused at the end of the keep (%d replicas), want alerted first", got)
+	}
+	if b := bag(t, k.opts.StateNamespace, ns, "idle"); b["kept-until"] != "" {
+		t.Errorf("Lease after the keep ended: %v", b)
 	}
 }

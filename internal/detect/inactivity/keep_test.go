@@ -121,3 +121,38 @@ func TestOwnerPageState(t *testing.T) {
 		})
 	}
 }
+
+// TestAlertAfterKeepIsNew: once a keep has ended the alerts start over from the first, about
+// the same idle time. The first alert after the keep must not carry the id of the first alert
+// before it: the Event and the notice are deduplicated by id, so the owner would get no alert
+// before the last one (seen on the real API server: alert 2 of 2, then the pause). Two looks at
+// the same alert keep one id.
+func TestAlertAfterKeepIsNew(t *testing.T) {
+	day := 24 * time.Hour
+	now := t0.Add(7 * day)
+	key := lifecycle.KeyFor(DetectorName, target)
+	before := Decide(base(now))
+	if !before.Alert || before.State.AlertsSent != 1 {
+		t.Fatalf("no first alert: %+v", before)
+	}
+	s := base(now.Add(2 * day))
+	s.State = before.State
+	s.State.Keep("k1", now.Add(day), now.Add(time.Hour))
+	after := Decide(s)
+	if !after.Alert || after.State.AlertsSent != 1 {
+		t.Fatalf("the keep ended, and no first alert again: %+v", after)
+	}
+	id := func(d Verdict) string {
+		out := Findings(key, target, policy(), s.Activity, d, s.Now)
+		if len(out.Findings) != 1 || out.Findings[0].Notice == nil || out.Findings[0].Notice.ID != out.Findings[0].ID {
+			t.Fatalf("findings = %+v, want one alert whose notice has the Event's id", out.Findings)
+		}
+		return out.Findings[0].ID
+	}
+	if a, b := id(before), id(after); a == b {
+		t.Errorf("the first alert after the keep has the id of the one before it: %s", a)
+	}
+	if a, b := id(after), id(after); a != b {
+		t.Errorf("one alert, two ids: %s, %s", a, b)
+	}
+}

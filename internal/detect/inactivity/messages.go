@@ -21,6 +21,12 @@ func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity
 	if d.Alert {
 		idle := d.IdleSince.UTC().Format(time.RFC3339)
 		id := "inactivity-alert|" + string(key) + "|" + idle + "|" + strconv.Itoa(d.State.AlertsSent)
+		if k := d.State.KeptAt; !k.IsZero() && k.After(d.IdleSince) {
+			// After a keep the alerts start over about the same idle time: without the keep in
+			// it, alert n would carry the id of alert n before the keep, and the Event and the
+			// notice, deduplicated by id, would never reach the owner.
+			id += "|kept " + k.UTC().Format(time.RFC3339Nano)
+		}
 		msg := AlertMessage(target, p, d)
 		out.Findings = append(out.Findings, lifecycle.Finding{Reason: ReasonInactive, Message: msg, ID: id,
 			Notice: &lifecycle.Notice{ID: id, Kind: NoticeAlert, To: p.OwnerAddress, Owner: p.Owner,
