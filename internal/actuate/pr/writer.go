@@ -28,6 +28,7 @@ type GitHub interface {
 	GetRef(ctx context.Context, branch string) (*gh.Reference, error)
 	CreateRef(ctx context.Context, branch, sha string) (*gh.Reference, error)
 	UpdateRef(ctx context.Context, branch, sha string, force bool) (*gh.Reference, error)
+	UpdateRefFrom(ctx context.Context, branch, from, sha string) error
 	GetCommit(ctx context.Context, sha string) (*gh.Commit, error)
 	CreateTree(ctx context.Context, baseTree string, entries []*gh.TreeEntry) (*gh.Tree, error)
 	CreateCommit(ctx context.Context, message, tree string, parents []string) (*gh.Commit, error)
@@ -359,8 +360,15 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 			return fmt.Errorf("pr: %s: %w", key, err)
 		}
 		if pr != nil {
-			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
-				return fmt.Errorf("pr: %s: %w", key, err)
+			// Only from the head just checked: a person's commit pushed since is kept, and the
+			// next look finds it (GitHub's REST API has no compare-and-set for a branch; the
+			// client reads it again right before the update, see github.ErrRefMoved).
+			if err := w.gh.UpdateRefFrom(ctx, branch, res.HeadSHA, sha); err != nil {
+				if errors.Is(err, github.ErrRefMoved) && !w.headIsOwn(ctx, branch, key) {
+					return fmt.Errorf("%w: pull request #%d (%s) moved while Kustos rebuilt it: %w; Kustos leaves it to people",
+						ErrForeignHead, pr.GetNumber(), pr.GetHTMLURL(), err)
+				}
+				return fmt.Errorf("pr: %s: %w", key, err) // moved by Kustos itself: look again
 			}
 			res.Rebuilt = true
 		} else if _, err := w.gh.CreateRef(ctx, branch, sha); err != nil {
@@ -404,6 +412,17 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 		}
 	}
 	return nil
+}
+
+// headIsOwn reports whether branch's head is a commit Kustos wrote for key (false when it
+// cannot be read: a person's commit is then assumed, and left alone).
+func (w *Writer) headIsOwn(ctx context.Context, branch string, key lifecycle.Key) bool {
+	ref, err := w.gh.GetRef(ctx, branch)
+	if err != nil {
+		return false
+	}
+	cm, err := w.gh.GetCommit(ctx, ref.GetObject().GetSHA())
+	return err == nil && IsOwnCommit(cm, key)
 }
 
 // commit creates one tree on the base's tree holding every file change (a deleted file is an

@@ -33,6 +33,16 @@ type lossy struct {
 	mu     sync.Mutex
 	method string
 	suffix string
+	// before, when set, runs once before the next request whose method and path suffix are
+	// beforeMethod and beforeSuffix goes out: someone else acting at that moment.
+	before                     func()
+	beforeMethod, beforeSuffix string
+}
+
+func (l *lossy) armBefore(method, suffix string, f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.beforeMethod, l.beforeSuffix, l.before = method, suffix, f
 }
 
 func (l *lossy) arm(method, suffix string) {
@@ -42,6 +52,17 @@ func (l *lossy) arm(method, suffix string) {
 }
 
 func (l *lossy) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	before := l.before
+	if before != nil && r.Method == l.beforeMethod && strings.HasSuffix(r.URL.Path, l.beforeSuffix) {
+		l.before = nil
+	} else {
+		before = nil
+	}
+	l.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	resp, err := http.DefaultTransport.RoundTrip(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -670,5 +691,34 @@ func TestProposeNeverOverwritesAHumanCommit(t *testing.T) {
 	}
 	if own, err := w.OwnCommit(ctx, lifecycle.NewKey("quota", "team-b", "compute"), second); err != nil || own {
 		t.Errorf("OwnCommit(Kustos's commit, another key) = %v, %v; want false", own, err)
+	}
+}
+
+// TestProposeKeepsACommitPushedDuringTheRebuild: a person pushes onto the open PR's branch after
+// Propose checked that its head is Kustos's own and before the rebuild moves the branch (here:
+// as the client reads the branch right before the update). The update is refused with
+// ErrForeignHead and the person's commit stays the head: GitHub's REST API would have
+// overwritten it, as a force-update has no compare-and-set.
+func TestProposeKeepsACommitPushedDuringTheRebuild(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w := e.writer(Config{})
+	if _, err := w.Propose(ctx, quotaChange("10", "12"), ProposeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := e.s.BranchSHA(owner, repoName, branch)
+	var human string
+	e.lossy.armBefore(http.MethodGet, "/git/ref/heads/"+branch, func() {
+		human = e.s.PushBaseCommit(owner, repoName, branch, "a person's fix", map[string]string{"NOTES.md": "keep me\n"})
+	})
+	_, err := w.Propose(ctx, quotaChange("10", "14"), ProposeOptions{Head: first})
+	if !errors.Is(err, ErrForeignHead) || !strings.Contains(err.Error(), "moved while Kustos rebuilt it") {
+		t.Fatalf("Propose = %v; want ErrForeignHead from the guarded update", err)
+	}
+	if human == "" {
+		t.Fatal("the branch was not read before its update; the test proves nothing")
+	}
+	if got := e.s.BranchSHA(owner, repoName, branch); got != human {
+		t.Errorf("branch head %s, want the person's commit %s", got, human)
 	}
 }

@@ -104,6 +104,8 @@ func classify(op string, err error) error {
 		ne    net.Error
 	)
 	switch {
+	case errors.Is(err, ErrRefMoved):
+		ae.kinds = []error{ErrRefMoved}
 	case errors.As(err, &cred):
 		// before the *url.Error around it, which would read as a network fault
 		ae.kinds, ae.StatusCode, ae.Message = []error{ErrCredentials}, cred.StatusCode, cred.detail()

@@ -170,6 +170,7 @@ func (s settings) chain() http.RoundTripper {
 	limits := newRateLimits()
 	var rt http.RoundTripper = &instrumented{next: s.base}
 	rt = &timeoutTransport{next: rt, timeout: s.timeout}
+	rt = &refGuard{next: rt} // under every wait: the branch is read right before its update
 	rt = newPacedTransport(rt, s, limits)
 	rt = &retryTransport{next: rt, s: s, limits: limits}
 	if s.cacheEntries > 0 {

@@ -184,8 +184,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case err != nil:
 			var paced *RateLimitError
-			if errors.As(err, &paced) || ctx.Err() != nil || last || !(safe || neverSent(err)) {
-				// The pacer underneath refused to wait that long: requeue, do not retry.
+			if errors.As(err, &paced) || errors.Is(err, ErrRefMoved) || ctx.Err() != nil || last || !(safe || neverSent(err)) {
+				// The pacer underneath refused to wait that long, or the branch moved under an
+				// update: requeue, do not retry.
 				return nil, err
 			}
 			wait, reason = t.backoff(attempt), "network"
