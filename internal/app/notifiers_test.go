@@ -17,9 +17,9 @@ import (
 
 // TestNotifiersCarryOwnerPagesForEveryDetector: the owners' channels are built once, before any
 // detector is set up, and with the extension server on every notice they carry (the expiry and
-// the inactivity detector's alike, whichever is set up first) gets the owner's page link; the
-// page needs the expiry detector, so without it the notices carry none. The server runs for the
-// inactivity detector alone too: its alerts' keep links need nothing of the expiry detector.
+// the inactivity detector's alike, whichever is set up first) gets the owner's page link. The
+// server and the page run for the inactivity detector alone too: the page lists its targets, and
+// its alerts' keep links need nothing of the expiry detector.
 func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
@@ -32,7 +32,7 @@ func TestNotifiersCarryOwnerPagesForEveryDetector(t *testing.T) {
 		keepLinks  bool
 	}{
 		{"expiry and inactivity", true, true, true},
-		{"inactivity alone", false, false, true},
+		{"inactivity alone", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Nothing is started: the manager only collects the runnables.
