@@ -1,10 +1,12 @@
 // Command kustos-demo is `make demo`: it shows Kustos doing its main job with no cluster and no
 // credentials. It starts a real control plane (etcd, kube-apiserver, kube-controller-manager from
 // bin/), runs the kustos binary in observer mode against it, creates a few tenant namespaces,
-// prints what Kustos recommended — the Events and the JSON log lines. Then, in PR mode, it starts a
-// local GitHub-compatible server (internal/gitops/githubtest) holding a small GitOps repository,
-// runs a second kustos with --mode=pr --enable-auto-merge, prints the pull request it opens (title,
-// body, diff), turns the required check green and prints the merge. The same PR-mode Kustos then
+// prints what Kustos recommended — the Events and the JSON log lines, among them the shrink of an
+// over-sized quota sized from its usage window in a real Prometheus (backfilled history). Then, in
+// PR mode, it starts a local GitHub-compatible server (internal/gitops/githubtest) holding a small
+// GitOps repository, runs a second kustos with --mode=pr --enable-auto-merge, prints the pull
+// request it opens (title, body, diff), turns the required check green and prints the merge, and
+// the shrink's pull request with the chart of its usage window. The same PR-mode Kustos then
 // runs the Cleaner act: a Knative-shaped preview environment that is not in Git, the example
 // Cleaner over it, the value of its condition, the exact second the monotonic search scheduled, the
 // deletion at that second and the CloudEvent a local sdk-go sink received. Then the expiry act:
@@ -12,8 +14,8 @@
 // a webhook, a link clicked and written back to Git by a pull request, the other preview removed by
 // a pull request at its deadline. Then the inactivity act: a real Prometheus scraping
 // ingress-nginx's and the bastion's metrics (an exporter plays them), two lab environments in Git,
-// one used and one idle, the idle one's alerts (Events, and notices at a webhook) and its pause
-// (spec.replicas: 0) by a pull request. Last, the vSphere act: govmomi's vCenter simulator in this
+// one used and one idle, the idle one's alerts (Events, and notices at a webhook), its pause
+// (spec.replicas: 0) by a pull request, and its owner resuming it by the pause notice's link. Last, the vSphere act: govmomi's vCenter simulator in this
 // process, lab VMs with an owner and a lifetime in their notes, one extended by its owner's link,
 // one quarantined (powered off, renamed, moved), one without notes reported as an orphan. It shuts
 // everything down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
@@ -244,7 +246,7 @@ and log lines). PR mode, with a GitHub App, comes after it there.
 `
 
 // observerAct is the demo's first act: Kustos in observer mode, the Events and log lines it
-// writes about four tenants. It stops its Kustos before returning: one Kustos per cluster from
+// writes about five tenants. It stops its Kustos before returning: one Kustos per cluster from
 // here on, or the observer would report (CleanupDue) the Cleaner that the PR-mode Kustos acts on,
 // and both would write its status.
 func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, usage *quotaUsage) (err error) {
