@@ -324,7 +324,11 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	fmt.Fprintf(out, "     %s (used, %d requests so far): no alert, no notice, no pull request; spec.replicas %d\n",
 		labUsed, sent.Load(), ptr.Deref(d.Spec.Replicas, 1))
 
-	resume, err := ownerResumes(ctx, a, c, s, hook, dir, p.Number)
+	shown := map[string]string{} // the Events above, by UID: their messages
+	for _, e := range evs {
+		shown[string(e.UID)] = e.Message
+	}
+	resume, err := ownerResumes(ctx, a, c, s, hook, dir, p.Number, shown)
 	if err != nil {
 		return err
 	}
@@ -338,8 +342,9 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 // merged pause, Kustos sees the desktop paused and sends its owner the pause notice with a
 // one-time resume link; she POSTs it, Kustos writes OwnerResumed and proposes spec.replicas: 1
 // back by a pull request (PR mode: Kustos never scales what Git defines), merged once the check
-// is green and synced by the GitOps tool. paused is the pause's pull request.
-func ownerResumes(ctx context.Context, a *act, c client.Client, s *githubtest.Server, h *hook, dir string, paused int) (githubtest.PullRequest, error) {
+// is green and synced by the GitOps tool. paused is the pause's pull request; shown are the
+// Events printed already (by UID: their message), not printed again.
+func ownerResumes(ctx context.Context, a *act, c client.Client, s *githubtest.Server, h *hook, dir string, paused int, shown map[string]string) (githubtest.PullRequest, error) {
 	out := a.out
 	var p githubtest.PullRequest
 	a.step("the GitOps tool syncs the merge (the demo plays it): " + labIdle + " scaled to 0; Kustos sees the pause and sends its owner the notice with a resume link")
@@ -445,6 +450,9 @@ func ownerResumes(ctx context.Context, a *act, c client.Client, s *githubtest.Se
 		evs = evs[:0]
 		resumed := false
 		for _, e := range all {
+			if msg, ok := shown[string(e.UID)]; ok && msg == e.Message {
+				continue
+			}
 			if e.Namespace == labNamespace && !eventTime(e).Before(synced.Truncate(time.Second)) {
 				evs = append(evs, e)
 				resumed = resumed || e.Reason == extension.ReasonOwnerResumed
