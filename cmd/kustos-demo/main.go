@@ -252,7 +252,7 @@ and log lines). PR mode, with a GitHub App, comes after it there.
 func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, usage *quotaUsage) (err error) {
 	out := a.out
 	start := time.Now()
-	usage.start(a)
+	usage.start(a) //nolint:contextcheck // test tooling: promtest bounds its own start and stops with the TB's cleanups
 	a.step("starting kustos run --prometheus-url=" + usage.s.URL + " (observer mode, the default; the quota usage history from Prometheus)")
 	stop, err := a.startKustos("kustos (observer mode)", kustosBin, []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + stateNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--prometheus-url=" + usage.s.URL})

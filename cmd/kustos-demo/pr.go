@@ -94,7 +94,7 @@ func (g *gitHub) finish() error { return g.tb.finish() }
 func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub, usage *quotaUsage, next func() error) error {
 	out, s, tb, tokenFile := a.out, g.s, g.tb, g.tokenFile
 	a.watch(prTenant, shrinkTenant, prStateNamespace)
-	usage.start(a)
+	usage.start(a) //nolint:contextcheck // test tooling: promtest bounds its own start and stops with the TB's cleanups
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func (u *quotaUsage) start(a *act) {
 		historyDays, shrinkTenant, historyStep))
 	end := time.Now().Add(-time.Minute).Truncate(time.Minute) // history ends before Prometheus starts
 	h, peakAt := shrinkHistory(end)
-	u.s = promtest.Start(u.tb, promtest.Options{History: h}) //nolint:contextcheck // test tooling: it bounds its own start and stops with the TB's cleanups
+	u.s = promtest.Start(u.tb, promtest.Options{History: h})
 	u.peakAt = peakAt
 	fmt.Fprintf(a.out, "     %s holds kube_resourcequota{namespace=%q,resourcequota=\"compute\",resource=\"requests.cpu\",type=\"used\"}:\n", u.s.URL, shrinkTenant)
 	fmt.Fprintf(a.out, "       1 core, but 2 cores for half an hour at %s; the hard value, 10, all along\n", u.peakAt.UTC().Format("2006-01-02 15:04 UTC"))
