@@ -18,16 +18,17 @@ import (
 )
 
 // actDeadlines are each act's own deadline, sized for a loaded 2-core machine (`make demo` beside
-// `make test`): several times what the act takes on a quiet one (observer 8s, pr 10s, cleaner
-// 15s, expiry 30s, inactivity 30s, vsphere 30s). One overall deadline made the last act pay for the earlier
-// acts' slowness, and named none. setup is starting the control plane.
+// `make test`): several times what the act takes on a quiet one (observer 8s, pr 14s, cleaner
+// 15s, expiry 30s, inactivity 42s with the owner's resume, vsphere 30s). One overall deadline made
+// the last act pay for the earlier acts' slowness, and named none. setup is starting the control
+// plane.
 var actDeadlines = map[string]time.Duration{
 	actSetup:      3 * time.Minute,
 	actObserver:   2 * time.Minute,
 	actPR:         2 * time.Minute,
 	actCleaner:    2 * time.Minute,
 	actExpiry:     3 * time.Minute,
-	actInactivity: 3 * time.Minute,
+	actInactivity: 4 * time.Minute,
 	actVSphere:    3 * time.Minute,
 }
 

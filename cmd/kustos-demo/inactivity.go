@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +24,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/activity"
 	"github.com/kustos-dev/kustos/internal/activity/promtest"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
+	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
@@ -162,6 +165,11 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	if err != nil {
 		return err
 	}
+	// The extension server: the pause notice's resume link points at it.
+	keyFile, extAddr, err := extensionServer(dir, "demo-resume-key-0123456789abcdef0123456")
+	if err != nil {
+		return err
+	}
 	args := []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + labStateNS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--mode=pr", "--github-api-url=" + s.URL(), "--github-token-file=" + tokenFile,
@@ -172,13 +180,14 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 		"--inactivity-check-interval=" + labCheck.String(), "--activity-min-step=1s",
 		fmt.Sprintf("--max-alerts=%d", labMaxAlerts), "--notification-interval=" + labInterval.String(),
 		"--notify-webhook-url=" + hook.url,
+		"--extension-addr=" + extAddr, "--extension-url=http://" + extAddr, "--extension-key-file=" + keyFile,
 		// A successful check and a decision log at debug only: without them, a failure report's
 		// log tail would show start-up lines and nothing of what the checks found.
 		"--log-level=debug"}
 	// The timeout is the environments' own (kustos.io/inactivity-timeout, in Git), not
 	// --inactivity-timeout: that would apply to every Deployment of the cluster, the observer
 	// act's team-b/web included (not in Git: it would be paused directly).
-	a.step(fmt.Sprintf("starting kustos run --mode=pr --group-window=2s --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=…",
+	a.step(fmt.Sprintf("starting kustos run --mode=pr --group-window=2s --enable-inactivity --prometheus-url=%s --inactivity-config=$TMP/sources.yaml (nginx and bastion, minRange: %s) --inactivity-check-interval=%s --activity-min-step=1s --max-alerts=%d --notification-interval=%s --notify-webhook-url=… --extension-addr=…",
 		prom.URL, labMinRange, labCheck, labMaxAlerts, labInterval))
 	stop, err := a.startKustos("kustos (inactivity)", kustosBin, args)
 	if err != nil {
@@ -314,9 +323,169 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "     %s (used, %d requests so far): no alert, no notice, no pull request; spec.replicas %d\n",
 		labUsed, sent.Load(), ptr.Deref(d.Spec.Replicas, 1))
+
+	shown := map[string]string{} // the Events above, by UID: their messages
+	for _, e := range evs {
+		shown[string(e.UID)] = e.Message
+	}
+	resume, err := ownerResumes(ctx, a, c, s, hook, dir, p.Number, shown)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Summary (inactivity): Prometheus was asked once per source every %s for both desktops; %s, idle for its %s timeout, was alerted %d times, %s apart (each waits for an activity check at or after its time) (Events, and notices at the owner's webhook), then its pause — spec.replicas: 0 — was proposed by pull request #%d, comments kept, and merged once %s passed; %s, used every second, got nothing. Nothing was changed in the cluster by Kustos: the GitOps tool syncs the merge.\n",
-		labCheck, labIdle, labTimeout, labMaxAlerts, labInterval, p.Number, requiredCheck, labUsed)
+	fmt.Fprintf(out, "Summary (inactivity): Prometheus was asked once per source every %s for both desktops; %s, idle for its %s timeout, was alerted %d times, %s apart (each waits for an activity check at or after its time) (Events, and notices at the owner's webhook), then its pause — spec.replicas: 0 — was proposed by pull request #%d, comments kept, and merged once %s passed; %s, used every second, got nothing. Once paused, its owner got a one-time resume link, used it, and pull request #%d set spec.replicas back to 1. Nothing was changed in the cluster by Kustos: the GitOps tool syncs the merges.\n",
+		labCheck, labIdle, labTimeout, labMaxAlerts, labInterval, p.Number, requiredCheck, labUsed, resume.Number)
+	return nil
+}
+
+// ownerResumes is the end of the inactivity act: the GitOps tool (the demo plays it) syncs the
+// merged pause, Kustos sees the desktop paused and sends its owner the pause notice with a
+// one-time resume link; she POSTs it, Kustos writes OwnerResumed and proposes spec.replicas: 1
+// back by a pull request (PR mode: Kustos never scales what Git defines), merged once the check
+// is green and synced by the GitOps tool. paused is the pause's pull request; shown are the
+// Events printed already (by UID: their message), not printed again.
+func ownerResumes(ctx context.Context, a *act, c client.Client, s *githubtest.Server, h *hook, dir string, paused int, shown map[string]string) (githubtest.PullRequest, error) {
+	out := a.out
+	var p githubtest.PullRequest
+	a.step("the GitOps tool syncs the merge (the demo plays it): " + labIdle + " scaled to 0; Kustos sees the pause and sends its owner the notice with a resume link")
+	synced := time.Now()
+	if err := scaleLab(ctx, c, labIdle, 0); err != nil {
+		return p, err
+	}
+	var notice lifecycle.Notice
+	if err := poll(ctx, func() (bool, error) {
+		ns, _ := h.unique(inactivity.NoticePaused)
+		if len(ns) > 0 {
+			notice = ns[0]
+		}
+		return len(ns) > 0, nil
+	}); err != nil {
+		return p, fmt.Errorf("no pause notice at the webhook: %w", err)
+	}
+	if notice.Target.Name != labIdle || len(notice.Links) != 1 || !strings.Contains(notice.Links[0].URL, extension.ResumePath+"?") {
+		return p, fmt.Errorf("pause notice without one resume link for %s: %+v", labIdle, notice)
+	}
+	fmt.Fprintf(out, "     webhook received %q for %s, sent at %s (%s after the sync):\n", notice.Subject, notice.To, clock(notice.At), notice.At.Sub(synced).Round(time.Second))
+	fmt.Fprintf(out, "       %s\n", notice.Text)
+	fmt.Fprintf(out, "       [%s] %s\n", notice.Links[0].Label, shortenToken(notice.Links[0].URL))
+
+	a.step("ana presses the button of her resume link (POST)")
+	u, err := url.Parse(notice.Links[0].URL)
+	if err != nil {
+		return p, err
+	}
+	code, body, err := httpDo(http.MethodPost, u.Scheme+"://"+u.Host+u.Path, u.Query())
+	if err != nil {
+		return p, err
+	}
+	if code != http.StatusOK {
+		return p, fmt.Errorf("POST the resume link: %d %s", code, pageText(body))
+	}
+	fmt.Fprintf(out, "     POST → %d %s\n", code, pageText(body))
+	if code, _, err = httpDo(http.MethodPost, u.Scheme+"://"+u.Host+u.Path, u.Query()); err != nil {
+		return p, err
+	}
+	if code != http.StatusConflict {
+		return p, fmt.Errorf("POST the same resume link again: %d, want %d (each link works once)", code, http.StatusConflict)
+	}
+	fmt.Fprintf(out, "     POST the same link again → %d (each link works once)\n", code)
+
+	a.step("waiting for Kustos's resume pull request")
+	if err := poll(ctx, func() (bool, error) {
+		for _, pr := range s.PRs(ghOwner, ghRepo) {
+			if pr.Number != paused && strings.Contains(pr.Head, "inactivity") && pr.HeadSHA != "" && (pr.State == "open" || pr.Merged) {
+				p = pr
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return p, fmt.Errorf("no resume pull request: %w", err)
+	}
+	path := labDir + labIdle + ".yaml"
+	before, _ := s.FileAt(ghOwner, ghRepo, p.BaseSHA, path)
+	after, _ := s.FileAt(ghOwner, ghRepo, p.HeadSHA, path)
+	diff, err := unifiedDiff(filepath.Join(dir, fmt.Sprint(p.Number)), path, version{before, true}, version{after, true})
+	if err != nil {
+		return p, err
+	}
+	if !strings.Contains(after, "replicas: 1") {
+		return p, fmt.Errorf("the resume pull request #%d does not set spec.replicas: 1:\n%s", p.Number, after)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Pull request #%d (%s → %s):\n", p.Number, p.Head, p.Base)
+	fmt.Fprintln(out, "  Title: "+p.Title)
+	fmt.Fprintln(out, "  Diff:")
+	fmt.Fprint(out, indent(diff, "    "))
+	fmt.Fprintln(out)
+
+	a.step(fmt.Sprintf("check %s turns green: waiting for Kustos to merge; the GitOps tool syncs it", requiredCheck))
+	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
+	if err := poll(ctx, func() (bool, error) {
+		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
+		if !ok || cur.State == "closed" && !cur.Merged {
+			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
+		}
+		p = cur
+		return cur.Merged, nil
+	}); err != nil {
+		return p, fmt.Errorf("resume not merged: %w", err)
+	}
+	fmt.Fprintf(out, "     merged #%d as %s: %s\n", p.Number, short(p.MergeCommitSHA), firstLine(s.CommitMessage(ghOwner, ghRepo, p.MergeCommitSHA)))
+	if err := scaleLab(ctx, c, labIdle, 1); err != nil {
+		return p, err
+	}
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: labNamespace, Name: labIdle}, &d); err != nil {
+		return p, err
+	}
+	fmt.Fprintf(out, "     %s: spec.replicas %d again\n", labIdle, ptr.Deref(d.Spec.Replicas, 1))
+
+	var evs []corev1.Event
+	if err := poll(ctx, func() (bool, error) {
+		all, err := kustosEvents(ctx, c)
+		if err != nil {
+			return false, err
+		}
+		evs = evs[:0]
+		resumed := false
+		for _, e := range all {
+			if msg, ok := shown[string(e.UID)]; ok && msg == e.Message {
+				continue
+			}
+			if e.Namespace == labNamespace && !eventTime(e).Before(synced.Truncate(time.Second)) {
+				evs = append(evs, e)
+				resumed = resumed || e.Reason == extension.ReasonOwnerResumed
+			}
+		}
+		return resumed, nil
+	}); err != nil {
+		return p, fmt.Errorf("no %s event: %w", extension.ReasonOwnerResumed, err)
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Events written by Kustos in %s since the sync:\n", labNamespace)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LAST SEEN\tOBJECT\tTYPE\tREASON\tMESSAGE")
+	for _, e := range evs {
+		fmt.Fprintf(tw, "  %s\t%s/%s\t%s\t%s\t%s\n", clock(eventTime(e)), strings.ToLower(e.InvolvedObject.Kind),
+			e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
+	}
+	_ = tw.Flush()
+	return p, nil
+}
+
+// scaleLab sets a lab desktop's spec.replicas, as the GitOps tool does when it syncs a merge.
+func scaleLab(ctx context.Context, c client.Client, name string, replicas int32) error {
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: labNamespace, Name: name}, &d); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(replicas)
+	if err := c.Patch(ctx, &d, patch); err != nil {
+		return fmt.Errorf("scaling %s to %d: %w", name, replicas, err)
+	}
 	return nil
 }
 

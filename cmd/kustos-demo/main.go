@@ -1,10 +1,12 @@
 // Command kustos-demo is `make demo`: it shows Kustos doing its main job with no cluster and no
 // credentials. It starts a real control plane (etcd, kube-apiserver, kube-controller-manager from
 // bin/), runs the kustos binary in observer mode against it, creates a few tenant namespaces,
-// prints what Kustos recommended — the Events and the JSON log lines. Then, in PR mode, it starts a
-// local GitHub-compatible server (internal/gitops/githubtest) holding a small GitOps repository,
-// runs a second kustos with --mode=pr --enable-auto-merge, prints the pull request it opens (title,
-// body, diff), turns the required check green and prints the merge. The same PR-mode Kustos then
+// prints what Kustos recommended — the Events and the JSON log lines, among them the shrink of an
+// over-sized quota sized from its usage window in a real Prometheus (backfilled history). Then, in
+// PR mode, it starts a local GitHub-compatible server (internal/gitops/githubtest) holding a small
+// GitOps repository, runs a second kustos with --mode=pr --enable-auto-merge, prints the pull
+// request it opens (title, body, diff), turns the required check green and prints the merge, and
+// the shrink's pull request with the chart of its usage window. The same PR-mode Kustos then
 // runs the Cleaner act: a Knative-shaped preview environment that is not in Git, the example
 // Cleaner over it, the value of its condition, the exact second the monotonic search scheduled, the
 // deletion at that second and the CloudEvent a local sdk-go sink received. Then the expiry act:
@@ -12,8 +14,8 @@
 // a webhook, a link clicked and written back to Git by a pull request, the other preview removed by
 // a pull request at its deadline. Then the inactivity act: a real Prometheus scraping
 // ingress-nginx's and the bastion's metrics (an exporter plays them), two lab environments in Git,
-// one used and one idle, the idle one's alerts (Events, and notices at a webhook) and its pause
-// (spec.replicas: 0) by a pull request. Last, the vSphere act: govmomi's vCenter simulator in this
+// one used and one idle, the idle one's alerts (Events, and notices at a webhook), its pause
+// (spec.replicas: 0) by a pull request, and its owner resuming it by the pause notice's link. Last, the vSphere act: govmomi's vCenter simulator in this
 // process, lab VMs with an owner and a lifetime in their notes, one extended by its owner's link,
 // one quarantined (powered off, renamed, moved), one without notes reported as an orphan. It shuts
 // everything down at the end. -acts runs some of the acts only (e.g. -acts inactivity).
@@ -28,6 +30,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +55,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
+	"github.com/kustos-dev/kustos/internal/detect/quota"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -114,6 +118,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 	ctx := context.Background() // each act bounds itself (acts.run)
 	r := newActs(out, timeout)
 	gh := &gitHub{tb: &demoTB{}}
+	usage := &quotaUsage{tb: gh.tb} // Prometheus with team-f's quota usage, for the observer and PR acts
 	var env *testenv.Env
 	var c client.Client
 	stopEnv := func() error {
@@ -167,7 +172,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 
 	if acts[actObserver] {
 		if err := r.run(ctx, actObserver, func(ctx context.Context, a *act) error {
-			return observerAct(ctx, a, kustosBin, env.Kubeconfig, c)
+			return observerAct(ctx, a, kustosBin, env.Kubeconfig, c, usage)
 		}); err != nil {
 			return err
 		}
@@ -177,7 +182,7 @@ func demo(kustosBin string, timeout time.Duration, acts map[string]bool, out, er
 			if err := gh.start(a); err != nil {
 				return err
 			}
-			return quotaAct(ctx, a, kustosBin, env.Kubeconfig, c, gh, func() error {
+			return quotaAct(ctx, a, kustosBin, env.Kubeconfig, c, gh, usage, func() error {
 				if !acts[actCleaner] {
 					return nil
 				}
@@ -241,15 +246,16 @@ and log lines). PR mode, with a GitHub App, comes after it there.
 `
 
 // observerAct is the demo's first act: Kustos in observer mode, the Events and log lines it
-// writes about four tenants. It stops its Kustos before returning: one Kustos per cluster from
+// writes about five tenants. It stops its Kustos before returning: one Kustos per cluster from
 // here on, or the observer would report (CleanupDue) the Cleaner that the PR-mode Kustos acts on,
 // and both would write its status.
-func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client) (err error) {
+func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, usage *quotaUsage) (err error) {
 	out := a.out
 	start := time.Now()
-	a.step("starting kustos run (observer mode, the default)")
+	usage.start(a) //nolint:contextcheck // test tooling: promtest bounds its own start and stops with the TB's cleanups
+	a.step("starting kustos run --prometheus-url=" + usage.s.URL + " (observer mode, the default; the quota usage history from Prometheus)")
 	stop, err := a.startKustos("kustos (observer mode)", kustosBin, []string{"run", "--kubeconfig=" + kubeconfig, "--state-namespace=" + stateNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0"})
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--prometheus-url=" + usage.s.URL})
 	if err != nil {
 		return err
 	}
@@ -268,6 +274,7 @@ func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cl
 		{name: "team-d", about: `85% used, with a typo in resizer.io/cpu-threshold: "ninety"`,
 			annotations: map[string]string{"resizer.io/cpu-threshold": "ninety"},
 			hard:        rl("requests.cpu", "10"), pods: []corev1.ResourceList{rl("cpu", "8500m")}},
+		shrinkTenantSpec(),
 	}
 	for _, t := range tenants {
 		a.watch(t.name)
@@ -287,18 +294,19 @@ func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cl
 		if events, err = kustosEvents(ctx, c); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
+		seen, shrink := map[string]bool{}, false
 		for _, e := range events {
-			if e.Reason == "QuotaResizeRecommended" {
+			if e.Reason == quota.ReasonQuotaResizeRecommended && want[e.Namespace] {
 				seen[e.Namespace] = true
 			}
+			shrink = shrink || e.Reason == quota.ReasonQuotaShrinkRecommended && e.Namespace == shrinkTenant
 		}
-		if len(seen) >= len(want) {
+		if len(seen) >= len(want) && shrink {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no recommendation for every tenant: %w", ctx.Err())
+			return fmt.Errorf("no recommendation for every tenant (grow: %d of %d, %s's shrink: %v): %w", len(seen), len(want), shrinkTenant, shrink, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -319,14 +327,25 @@ func observerAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c cl
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Recommendation log lines (JSON, one per recommendation):")
 	recs := 0
+	var shrink map[string]any
 	sc := bufio.NewScanner(strings.NewReader(a.logs.String()))
 	for sc.Scan() {
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "recommendation" {
 			fmt.Fprintln(out, "  "+sc.Text())
 			recs++
+			if m["reason"] == quota.ReasonQuotaShrinkRecommended && m["namespace"] == shrinkTenant {
+				shrink = m
+			}
 		}
 	}
+	if shrink == nil {
+		return fmt.Errorf("no recommendation log line for %s's shrink", shrinkTenant)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "%s's shrink, from its usage window (%s, complete: %v): target = max(peak %v, used %v) × (1 + headroom %v) = %v; passed the gates %v; shaped by %v (at most 25%% less per step) → %v; held back by: %s.\n",
+		shrinkTenant, shrinkWindow, shrink["windowComplete"], shrink["peak"], shrink["used"], shrink["headroom"], shrink["target"],
+		strings.ReplaceAll(fmt.Sprint(shrink["checked"]), ",", ", "), shrink["gates"], shrink["recommended"], cmp.Or(fmt.Sprint(shrink["blocked"]), "nothing"))
 
 	for _, e := range events {
 		if e.Namespace == "team-c" {
@@ -350,11 +369,19 @@ type tenant struct {
 	hard        corev1.ResourceList
 	pods        []corev1.ResourceList
 	deployment  *deployment
+	// podsFirst creates the pods before the quota: its first status counts them, and Kustos's
+	// first look at it sees them used.
+	podsFirst bool
 }
 
 func (t tenant) create(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.name, Annotations: t.annotations}}); err != nil {
 		return err
+	}
+	if t.podsFirst {
+		if err := t.createPods(ctx, c); err != nil {
+			return err
+		}
 	}
 	if err := c.Create(ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: t.name, Name: "compute"},
@@ -377,11 +404,8 @@ func (t tenant) create(ctx context.Context, c client.Client) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	for i, req := range t.pods {
-		if err := c.Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: t.name, Name: fmt.Sprintf("app-%d", i)},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", Resources: corev1.ResourceRequirements{Requests: req}}}},
-		}); err != nil {
+	if !t.podsFirst {
+		if err := t.createPods(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -398,6 +422,18 @@ func (t tenant) create(ctx context.Context, c client.Client) error {
 						Resources: corev1.ResourceRequirements{Requests: rl("cpu", d.cpu)}}}},
 				},
 			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t tenant) createPods(ctx context.Context, c client.Client) error {
+	for i, req := range t.pods {
+		if err := c.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: t.name, Name: fmt.Sprintf("app-%d", i)},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1", Resources: corev1.ResourceRequirements{Requests: req}}}},
 		}); err != nil {
 			return err
 		}

@@ -63,13 +63,16 @@ func (g *gitHub) start(a *act) error {
 	s := githubtest.New(g.tb, githubtest.Options{})
 	files := map[string]string{
 		"README.md":                        "# GitOps\n",
-		"clusters/demo/kustomization.yaml": "resources:\n  - " + prTenant + "\n",
+		"clusters/demo/kustomization.yaml": "resources:\n  - " + prTenant + "\n  - " + shrinkTenant + "\n",
 		"clusters/demo/" + prTenant + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + prTenant + "\nresources:\n  - quota.yaml\n",
 		quotaPath: quotaManifest,
+		"clusters/demo/" + shrinkTenant + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: " + shrinkTenant + "\nresources:\n  - quota.yaml\n",
+		shrinkQuotaPath: shrinkQuotaManifest,
 	}
 	s.SeedRepo(ghOwner, ghRepo, baseBranch, files)
 	s.SetRequiredChecks(ghOwner, ghRepo, requiredCheck)
-	for _, p := range []string{"clusters/demo/kustomization.yaml", "clusters/demo/" + prTenant + "/kustomization.yaml", quotaPath} {
+	for _, p := range []string{"clusters/demo/kustomization.yaml", "clusters/demo/" + prTenant + "/kustomization.yaml", quotaPath,
+		"clusters/demo/" + shrinkTenant + "/kustomization.yaml", shrinkQuotaPath} {
 		fmt.Fprintf(out, "     %s\n", p)
 	}
 	fmt.Fprintf(out, "     branch protection on %s requires the check %s\n", baseBranch, requiredCheck)
@@ -88,9 +91,10 @@ func (g *gitHub) finish() error { return g.tb.finish() }
 // quotaAct is the demo's second act: Kustos in PR mode against the local GitHub-compatible
 // server. Once the PR is merged, it runs next (the Cleaner act) with the same Kustos, and stops
 // that Kustos before returning.
-func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub, next func() error) error {
+func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c client.Client, g *gitHub, usage *quotaUsage, next func() error) error {
 	out, s, tb, tokenFile := a.out, g.s, g.tb, g.tokenFile
-	a.watch(prTenant, prStateNamespace)
+	a.watch(prTenant, shrinkTenant, prStateNamespace)
+	usage.start(a) //nolint:contextcheck // test tooling: promtest bounds its own start and stops with the TB's cleanups
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prStateNamespace}}); err != nil {
 		return err
 	}
@@ -106,6 +110,8 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=demo", "--git-path=clusters/demo/", "--pr-labels=kustos,quota-resize",
 		"--enable-auto-merge", "--pr-poll-interval=" + prPollInterval.String(), "--cleaner-author-key-file=" + authorKeyFile,
+		// team-f's usage window (its namespace opts in to shrinking: no --enable-shrink).
+		"--prometheus-url=" + usage.s.URL,
 		// The Cleaner act's CloudEvent sink listens on loopback, which a tenant's sink may not
 		// reach unless the operator allows it.
 		"--allowed-destinations=127.0.0.1/32",
@@ -119,28 +125,21 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 	}
 	defer stop()
 
-	a.step("creating tenant:")
+	a.step("creating tenants:")
 	t := tenant{name: prTenant, about: "the quota of " + quotaPath + " (requests.cpu 10), pods use 8500m (85%)",
 		hard: rl("requests.cpu", "10", "pods", "50"), pods: []corev1.ResourceList{rl("cpu", "8500m")}}
 	fmt.Fprintf(out, "     %-7s %s\n", t.name, t.about)
 	if err := t.create(ctx, c); err != nil {
 		return fmt.Errorf("tenant %s: %w", t.name, err)
 	}
+	if err := createShrinkTenant(ctx, a, c); err != nil {
+		return err
+	}
 
-	a.step("waiting for Kustos's pull request")
-	var p githubtest.PullRequest
-	if err := poll(ctx, func() (bool, error) {
-		prs := s.PRs(ghOwner, ghRepo)
-		if len(prs) > 1 {
-			return false, fmt.Errorf("want one pull request, got %d: %+v", len(prs), prs)
-		}
-		if len(prs) == 1 && prs[0].State == "open" {
-			p = prs[0]
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
-		return fmt.Errorf("no pull request: %w", err)
+	a.step("waiting for Kustos's pull request for " + prTenant)
+	p, err := waitQuotaPR(ctx, s, prTenant)
+	if err != nil {
+		return err
 	}
 	before, ok := s.FileAt(ghOwner, ghRepo, p.BaseSHA, quotaPath)
 	if !ok {
@@ -234,18 +233,48 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "Summary (PR mode): one pull request #%d, comments kept, merged by Kustos once %s passed; the cluster's quota is left to the GitOps controller.\n",
-		p.Number, requiredCheck)
+	shrink, err := showShrinkPR(ctx, a, s, tb.TempDir())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "Summary (PR mode): pull request #%d, comments kept, merged by Kustos once %s passed; %s's shrink, pull request #%d, waits for its check and a reviewer; the cluster's quotas are left to the GitOps controller.\n",
+		p.Number, requiredCheck, shrinkTenant, shrink.Number)
 
 	if err := next(); err != nil {
 		return err
 	}
 	stop()
 	// The Cleaner's targets are not in the repository: they were deleted directly, no PR.
-	if n := len(s.PRs(ghOwner, ghRepo)); n != 1 {
-		return fmt.Errorf("want exactly one pull request in the end, got %d", n)
+	if n := len(s.PRs(ghOwner, ghRepo)); n != 2 {
+		return fmt.Errorf("want exactly two pull requests in the end (%s's grow, %s's shrink), got %d", prTenant, shrinkTenant, n)
 	}
 	return nil
+}
+
+// waitQuotaPR waits for the one open pull request of namespace ns's quota.
+func waitQuotaPR(ctx context.Context, s *githubtest.Server, ns string) (githubtest.PullRequest, error) {
+	var p githubtest.PullRequest
+	err := poll(ctx, func() (bool, error) {
+		var mine []githubtest.PullRequest
+		for _, pr := range s.PRs(ghOwner, ghRepo) {
+			if strings.Contains(pr.Head, "/quota/"+ns+"/") {
+				mine = append(mine, pr)
+			}
+		}
+		if len(mine) > 1 {
+			return false, fmt.Errorf("want one pull request for %s, got %d: %+v", ns, len(mine), mine)
+		}
+		if len(mine) == 1 && mine[0].State == "open" && mine[0].HeadSHA != "" {
+			p = mine[0]
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return p, fmt.Errorf("no pull request for %s: %w", ns, err)
+	}
+	return p, nil
 }
 
 // poll calls cond every 250ms until it is true, fails, or ctx ends.
