@@ -76,7 +76,7 @@ func TargetFields(p Pause, templateRef []string) [][]string {
 func Vocabulary() lifecycle.Vocabulary {
 	return lifecycle.Vocabulary{
 		Proposed: ReasonProposed, Merged: ReasonMerged, Declined: ReasonDeclined, Applied: ReasonApplied,
-		MergedNote:   "the target is paused or deleted when the GitOps tool syncs the merge",
+		MergedNote:   "the change (a pause, a deletion or a resume) takes effect when the GitOps tool syncs the merge",
 		DeclinedNote: declinedNote,
 	}
 }
