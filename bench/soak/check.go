@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	prw "github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
 
@@ -243,13 +244,42 @@ func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads 
 			h.resolved = true
 			continue
 		}
-		if head != h.sha && !c.isAncestor(h.sha, head) {
+		if head != h.sha && !c.isAncestor(h.sha, head) && !c.keptLocked(h, heads) {
 			h.resolved = true
 			c.violateLocked(now, invForeign, "the human's commit %s on %s (pushed %s) is no longer on the branch (head %s)",
 				short(h.sha), h.branch, h.at.Format("15:04:05"), short(head))
 		}
 	}
 	c.prevPoll = now
+}
+
+// keptLocked: h's commit is on the branch where Kustos keeps a person's commits before it
+// reuses the branch of a closed pull request (pr.KeptBranch, named after the head it kept: one
+// of the human's commits on that branch). Kept, it is not lost.
+func (c *Checker) keptLocked(h *humanCommit, heads map[string]string) bool {
+	for _, o := range c.human {
+		if o.branch != h.branch {
+			continue
+		}
+		if k := heads[prw.KeptBranch(h.branch, o.sha)]; k != "" && (k == h.sha || c.isAncestor(h.sha, k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeptBranches are the branches where Kustos would keep the human's commits of branch
+// (prw.KeptBranch of each): ObservePRs wants their heads too.
+func (c *Checker) KeptBranches(branch string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, h := range c.human {
+		if h.branch == branch {
+			out = append(out, prw.KeptBranch(branch, h.sha))
+		}
+	}
+	return out
 }
 
 func (c *Checker) branchMergedLocked(branch string) bool {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	prw "github.com/kustos-dev/kustos/internal/actuate/pr"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
 
@@ -43,7 +44,7 @@ func (p parents) isAncestor(a, b string) bool {
 
 func TestChecker(t *testing.T) {
 	branch := expiryBranch("t-001", "p-001")
-	graph := parents{"kustos1": {"base"}, "human1": {"kustos1"}, "kustos2": {"human1"}, "rebuilt": {"base"}}
+	graph := parents{"kustos1": {"base"}, "human1": {"kustos1"}, "human2": {"human1"}, "kustos2": {"human1"}, "rebuilt": {"base"}}
 	for _, h := range []history{
 		{name: "quiet run", feed: func(c *Checker) {
 			c.Deadline("t-001", "p-001", at(30), at(0))
@@ -81,6 +82,12 @@ func TestChecker(t *testing.T) {
 			c.ObservePRs(at(11), nil, map[string]string{branch: "human1"})
 			c.ObservePRs(at(12), nil, map[string]string{branch: "kustos2"})
 			c.ObservePRs(at(13), nil, map[string]string{branch: ""})
+		}},
+		{name: "a human's commit kept aside before the branch is reused", feed: func(c *Checker) {
+			c.HumanPushed(branch, "human1", at(10))
+			c.HumanPushed(branch, "human2", at(11))
+			c.ObservePRs(at(12), nil, map[string]string{branch: "human2"})
+			c.ObservePRs(at(13), nil, map[string]string{branch: "rebuilt", prw.KeptBranch(branch, "human2"): "human2"})
 		}},
 		{name: "a human's commit force-pushed over", want: invForeign, detail: "the human's commit human1 on " + branch, feed: func(c *Checker) {
 			c.HumanPushed(branch, "human1", at(10))

@@ -202,6 +202,9 @@ func run(s *harness.Session, o options) harness.Result {
 		heads := map[string]string{}
 		for _, h := range check.humanBranches() {
 			heads[h] = gh.BranchSHA(ghOwner, ghRepo, h)
+			for _, k := range check.KeptBranches(h) {
+				heads[k] = gh.BranchSHA(ghOwner, ghRepo, k)
+			}
 		}
 		check.ObservePRs(now, prs, heads)
 		for _, e := range tb.takeErrs() {

@@ -98,6 +98,9 @@ type Result struct {
 	// replica). Committed: it wrote a new commit to the branch; Rebuilt: that commit replaced one
 	// on an older base or with other content. Edited: it updated the title or body.
 	Created, Adopted, Committed, Rebuilt, Edited bool
+	// KeptBranch is where the commit someone else had pushed onto the branch (of a closed pull
+	// request) was kept before this proposal reused the branch ("" when there was none).
+	KeptBranch string
 }
 
 // Reporter writes Events, deduplicated by id (observe.Recorder).
@@ -375,11 +378,16 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 			if !errors.Is(err, github.ErrAlreadyExists) {
 				return fmt.Errorf("pr: %s: %w", key, err)
 			}
-			// Left by a crash before the PR, or by a PR closed earlier: our commit replaces it.
-			if _, err := w.gh.UpdateRef(ctx, branch, sha, true); err != nil {
+			// Left by a crash before the PR, or by a PR closed earlier: our commit replaces it,
+			// after a commit someone else pushed there is kept on a branch of its own.
+			head, kept, err := w.keepForeignHead(ctx, branch, key)
+			if err != nil {
 				return fmt.Errorf("pr: %s: %w", key, err)
 			}
-			res.Rebuilt = true
+			if err := w.gh.UpdateRefFrom(ctx, branch, head, sha); err != nil {
+				return fmt.Errorf("pr: %s: %w", key, err)
+			}
+			res.Rebuilt, res.KeptBranch = true, kept
 		}
 		res.Committed, res.HeadSHA = true, sha
 	}
@@ -412,6 +420,41 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 		}
 	}
 	return nil
+}
+
+// KeptBranch is where Kustos keeps a commit someone else pushed onto branch (head sha) before
+// its next proposal reuses the branch: branch-kept-<the commit's first 12 hex digits>.
+func KeptBranch(branch, sha string) string {
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	return branch + "-kept-" + sha
+}
+
+// keepForeignHead reads the head of branch, which no open pull request holds (the branch of
+// a closed one, or left by a crash before the pull request), and, when it is not a commit
+// Kustos wrote for key, keeps it on KeptBranch first: the proposal about to reuse the branch
+// must not take a person's commits off every branch (the closed pull request still shows
+// them, but nothing would lead to them). It returns the head read and the branch kept ("" for
+// Kustos's own head).
+func (w *Writer) keepForeignHead(ctx context.Context, branch string, key lifecycle.Key) (head, kept string, err error) {
+	ref, err := w.gh.GetRef(ctx, branch)
+	if err != nil {
+		return "", "", err
+	}
+	head = ref.GetObject().GetSHA()
+	cm, err := w.gh.GetCommit(ctx, head)
+	if err != nil {
+		return "", "", err
+	}
+	if IsOwnCommit(cm, key) {
+		return head, "", nil
+	}
+	kept = KeptBranch(branch, head)
+	if _, err := w.gh.CreateRef(ctx, kept, head); err != nil && !errors.Is(err, github.ErrAlreadyExists) {
+		return "", "", fmt.Errorf("keeping the commit %s someone else pushed onto %s: %w", head, branch, err)
+	}
+	return head, kept, nil
 }
 
 // headIsOwn reports whether branch's head is a commit Kustos wrote for key (false when it

@@ -722,3 +722,38 @@ func TestProposeKeepsACommitPushedDuringTheRebuild(t *testing.T) {
 		t.Errorf("branch head %s, want the person's commit %s", got, human)
 	}
 }
+
+// TestProposeKeepsTheCommitsOfAClosedPR: a person pushed onto Kustos's PR branch, and the PR was
+// closed; a later proposal of the same key reuses the branch, but keeps the person's commit on
+// KeptBranch first. A branch whose head is Kustos's own is reused as it is, with no kept branch.
+func TestProposeKeepsTheCommitsOfAClosedPR(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w := e.writer(Config{})
+	res, err := w.Propose(ctx, quotaChange("10", "12"), ProposeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	human := e.s.PushBaseCommit(owner, repoName, branch, "a person's note", map[string]string{"NOTES.md": "mine\n"})
+	e.s.ClosePR(owner, repoName, res.Number)
+	res, err = NewWriter(e.gh, e.repo, w.cfg).Propose(ctx, quotaChange("10", "14"), ProposeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created || res.KeptBranch != KeptBranch(branch, human) {
+		t.Fatalf("Propose over a closed PR's branch = %+v; want a new PR and the person's commit kept", res)
+	}
+	if got := e.s.BranchSHA(owner, repoName, KeptBranch(branch, human)); got != human {
+		t.Errorf("%s at %q, want the person's commit %s", KeptBranch(branch, human), got, human)
+	}
+	if got := e.s.BranchSHA(owner, repoName, branch); got == human || got != res.HeadSHA {
+		t.Errorf("branch at %s, want Kustos's new commit %s", got, res.HeadSHA)
+	}
+
+	// Closed again with Kustos's own head: reused with nothing kept.
+	e.s.ClosePR(owner, repoName, res.Number)
+	res, err = NewWriter(e.gh, e.repo, w.cfg).Propose(ctx, quotaChange("10", "16"), ProposeOptions{})
+	if err != nil || !res.Created || res.KeptBranch != "" {
+		t.Errorf("Propose over a closed PR's branch with Kustos's own head = %+v, %v; want a new PR, nothing kept", res, err)
+	}
+}
