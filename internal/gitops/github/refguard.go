@@ -54,7 +54,7 @@ func (g *refGuard) head(update *http.Request) (string, error) {
 	u := *update.URL
 	u.Path = strings.Replace(u.Path, "/git/refs/", "/git/ref/", 1)
 	u.RawPath = ""
-	get, err := http.NewRequestWithContext(update.Context(), http.MethodGet, u.String(), nil)
+	get, err := http.NewRequestWithContext(update.Context(), http.MethodGet, u.String(), http.NoBody)
 	if err != nil {
 		return "", err
 	}
