@@ -258,15 +258,8 @@ func inactivityAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c 
 	fmt.Fprintln(out)
 
 	a.step(fmt.Sprintf("check %s turns green: waiting for Kustos to merge", requiredCheck))
-	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
-	if err := poll(ctx, func() (bool, error) {
-		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
-		if !ok || cur.State == "closed" && !cur.Merged {
-			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
-		}
-		p = cur
-		return cur.Merged, nil
-	}); err != nil {
+	p, err = greenAndMerged(ctx, s, p)
+	if err != nil {
 		return fmt.Errorf("not merged: %w", err)
 	}
 	fmt.Fprintf(out, "     merged #%d as %s: %s\n", p.Number, short(p.MergeCommitSHA), firstLine(s.CommitMessage(ghOwner, ghRepo, p.MergeCommitSHA)))
@@ -420,15 +413,8 @@ func ownerResumes(ctx context.Context, a *act, c client.Client, s *githubtest.Se
 	fmt.Fprintln(out)
 
 	a.step(fmt.Sprintf("check %s turns green: waiting for Kustos to merge; the GitOps tool syncs it", requiredCheck))
-	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
-	if err := poll(ctx, func() (bool, error) {
-		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
-		if !ok || cur.State == "closed" && !cur.Merged {
-			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
-		}
-		p = cur
-		return cur.Merged, nil
-	}); err != nil {
+	p, err = greenAndMerged(ctx, s, p)
+	if err != nil {
 		return p, fmt.Errorf("resume not merged: %w", err)
 	}
 	fmt.Fprintf(out, "     merged #%d as %s: %s\n", p.Number, short(p.MergeCommitSHA), firstLine(s.CommitMessage(ghOwner, ghRepo, p.MergeCommitSHA)))

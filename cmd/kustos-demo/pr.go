@@ -183,18 +183,8 @@ func quotaAct(ctx context.Context, a *act, kustosBin, kubeconfig string, c clien
 		return fmt.Errorf("%s missing on the PR branch %s", quotaPath, p.Head)
 	}
 	a.step(fmt.Sprintf("check %s turns green on %s: waiting for Kustos to merge", requiredCheck, short(p.HeadSHA)))
-	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
-	if err := poll(ctx, func() (bool, error) {
-		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
-		if !ok {
-			return false, fmt.Errorf("PR #%d disappeared", p.Number)
-		}
-		if cur.State == "closed" && !cur.Merged {
-			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
-		}
-		p = cur
-		return cur.Merged, nil
-	}); err != nil {
+	p, err = greenAndMerged(ctx, s, p)
+	if err != nil {
 		return fmt.Errorf("not merged: %w", err)
 	}
 	merged, ok := s.FileAt(ghOwner, ghRepo, baseBranch, quotaPath)
@@ -278,6 +268,24 @@ func waitQuotaPR(ctx context.Context, s *githubtest.Server, ns string) (githubte
 }
 
 // poll calls cond every 250ms until it is true, fails, or ctx ends.
+// greenAndMerged reports the required check green on p's head (the CI) and waits until Kustos
+// has merged p; it returns p as merged.
+func greenAndMerged(ctx context.Context, s *githubtest.Server, p githubtest.PullRequest) (githubtest.PullRequest, error) {
+	s.SetCheck(ghOwner, ghRepo, p.HeadSHA, requiredCheck, "success")
+	err := poll(ctx, func() (bool, error) {
+		cur, ok := s.PR(ghOwner, ghRepo, p.Number)
+		if !ok {
+			return false, fmt.Errorf("PR #%d disappeared", p.Number)
+		}
+		if cur.State == "closed" && !cur.Merged {
+			return false, fmt.Errorf("PR #%d was closed without merging", p.Number)
+		}
+		p = cur
+		return cur.Merged, nil
+	})
+	return p, err
+}
+
 func poll(ctx context.Context, cond func() (bool, error)) error {
 	for {
 		done, err := cond()
