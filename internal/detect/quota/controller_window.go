@@ -81,7 +81,13 @@ func (r *Reconciler) decide(q *corev1.ResourceQuota, p Policy, failures []Failur
 	case change == nil && (r.Observe || p.Window.Shrink):
 		change = verdict.ShrinkChange()
 	}
-	if d.Withdraw == "" && change == nil && v.Proposed != nil && IsShrink(*v.Proposed) {
+	switch {
+	case d.Withdraw != "" || change != nil || v.Proposed == nil || !IsShrink(*v.Proposed):
+	case !r.Observe && !p.Window.Shrink:
+		// The namespace (resizer.io/shrink: "false") or the operator (--enable-shrink) took the
+		// opt-in back while the shrink was open: it is not wanted any more.
+		d.Withdraw = "shrinking is no longer opted in (resizer.io/shrink on the Namespace, or --enable-shrink)"
+	default:
 		// No grow, and no shrink to replace it with: the open shrink stays unless usage rose
 		// into the band or a gate that speaks of need now holds it back.
 		d.Withdraw = shrinkUnwanted(verdict, *v.Proposed, q.Status.Hard, q.Status.Used, p, window)
