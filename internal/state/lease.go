@@ -685,14 +685,17 @@ func (s *Store) sweep(ctx context.Context, labels client.MatchingLabels, namespa
 		if exists {
 			continue
 		}
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && release != nil {
+		held := l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+		if (held || l.Annotations[AnnotationPending] != "") && release != nil {
+			// A pending decision too: its proposal may have been opened by a replica that
+			// crashed before the Lease could name it.
 			key := lifecycle.Key(l.Annotations[AnnotationKey])
 			if l.Labels[LabelRole] == RoleGroup {
 				key = lifecycle.Key(l.Annotations[AnnotationGroup])
 			}
 			rec, _ := recordFromLease(key, l)
 			if err := release(ctx, rec); err != nil {
-				errs = append(errs, fmt.Errorf("state lease %s/%s holds %s: %w", l.Namespace, l.Name, *l.Spec.HolderIdentity, err))
+				errs = append(errs, fmt.Errorf("state lease %s/%s holds %s: %w", l.Namespace, l.Name, holderOrPending(l), err))
 				continue
 			}
 		}
@@ -705,6 +708,14 @@ func (s *Store) sweep(ctx context.Context, labels client.MatchingLabels, namespa
 		}
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// holderOrPending names what a Lease being released holds, for an error.
+func holderOrPending(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		return *l.Spec.HolderIdentity
+	}
+	return "a pending decision"
 }
 
 // SweepGone deletes the state Leases whose target is gone for good, as gone says: Keys of

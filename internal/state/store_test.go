@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -242,9 +243,19 @@ func TestSweep(t *testing.T) {
 	write("gone-open", "pr-4")
 	write("gone-stuck", "pr-5")
 	write("here", "pr-6")
+	// A decision pending, no holder: a replica may have opened its proposal and crashed
+	// before the Lease named it, so the release looks for it too.
+	rec, _ := s.Get(ctx, lifecycle.NewKey("quota", "gone-pending", "compute"))
+	if _, err := s.MarkModified(ctx, rec, t0, `{"key":"quota/gone-pending/compute"}`); err != nil {
+		t.Fatal(err)
+	}
 	exists := func(_ context.Context, ns string) (bool, error) { return ns == "here", nil }
 	var released []string
 	release := func(_ context.Context, r Record) error {
+		if r.Holder == "" {
+			released = append(released, "pending:"+string(r.Key))
+			return nil
+		}
 		released = append(released, r.Holder)
 		if r.Holder == "pr-5" {
 			return errors.New("GitHub is down")
@@ -252,13 +263,14 @@ func TestSweep(t *testing.T) {
 		return nil
 	}
 	n, err := s.Sweep(ctx, exists, release)
-	if n != 2 || err == nil || !strings.Contains(err.Error(), "pr-5") {
-		t.Fatalf("Sweep = %d, %v; want 2 deleted and an error naming pr-5", n, err)
+	if n != 3 || err == nil || !strings.Contains(err.Error(), "pr-5") {
+		t.Fatalf("Sweep = %d, %v; want 3 deleted and an error naming pr-5", n, err)
 	}
-	if strings.Join(released, ",") != "pr-4,pr-5" {
-		t.Errorf("released %v, want pr-4 and pr-5 (never pr-6 of an existing namespace)", released)
+	sort.Strings(released)
+	if strings.Join(released, ",") != "pending:quota/gone-pending/compute,pr-4,pr-5" {
+		t.Errorf("released %v, want the pending decision's, pr-4 and pr-5 (never pr-6 of an existing namespace)", released)
 	}
-	for ns, want := range map[string]bool{"gone-idle": false, "gone-open": false, "gone-stuck": true, "here": true} {
+	for ns, want := range map[string]bool{"gone-idle": false, "gone-open": false, "gone-pending": false, "gone-stuck": true, "here": true} {
 		rec, _ := s.Get(ctx, lifecycle.NewKey("quota", ns, "compute"))
 		if rec.Exists() != want {
 			t.Errorf("lease of %s exists=%v, want %v", ns, rec.Exists(), want)

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -182,7 +183,12 @@ func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error
 func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 	n, ok := state.HolderNumber(rec.Holder)
 	if !ok {
-		return nil // not a PR holder: nothing to close
+		// No PR holder; but a decision left pending by a replica that crashed may have opened
+		// its PR before the Lease could name it, and nothing would ever close it.
+		var err error
+		if n, err = m.pendingPR(ctx, rec); err != nil || n == 0 {
+			return err
+		}
 	}
 	_, ns, _ := state.SplitKey(rec.Key)
 	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
@@ -190,6 +196,20 @@ func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 		comment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
 	}
 	return m.GitHub.ClosePR(ctx, n, comment)
+}
+
+// pendingPR is the open PR of rec's pending decision (0: none pending, a group's, or none open).
+func (m *Mode) pendingPR(ctx context.Context, rec state.Record) (int, error) {
+	if rec.Pending == "" || rec.Key.IsGroup() {
+		return 0, nil
+	}
+	var c lifecycle.Change
+	if json.Unmarshal([]byte(rec.Pending), &c) != nil || c.Key != rec.Key {
+		return 0, nil // unreadable: nothing to find it by
+	}
+	// A grouped member's decision opens its group's pull request, not one on its own branch:
+	// none is found there, and the group Lease's release closes the group's.
+	return m.Writer.OpenFor(ctx, c)
 }
 
 // credentialCheckTimeout bounds the start-up check of the GitHub credentials.

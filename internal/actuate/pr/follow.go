@@ -38,3 +38,16 @@ func (w *Writer) StatusOf(ctx context.Context, key lifecycle.Key, number int) (P
 	w.Track(key, number)
 	return w.Status(ctx, key)
 }
+
+// OpenFor is the number of the open PR of c's branch that carries c's key (0: none): one a
+// replica opened for c and crashed before its Lease named it.
+func (w *Writer) OpenFor(ctx context.Context, c lifecycle.Change) (int, error) {
+	p, err := w.gh.FindOpenPR(ctx, w.Branch(c))
+	if err != nil {
+		return 0, fmt.Errorf("pr: %s: %w", c.Key, err)
+	}
+	if p == nil || checkMarker(p, c.Key) != nil {
+		return 0, nil
+	}
+	return p.GetNumber(), nil
+}

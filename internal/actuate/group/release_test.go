@@ -1,0 +1,68 @@
+package group
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/kustos-dev/kustos/internal/actuate/pr"
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/state"
+)
+
+// TestReleasePendingPR: the namespace of a target is gone. Release closes the pull request its
+// Lease holds, and also the one a replica opened for a pending decision and crashed before the
+// Lease could name it (no holder, the decision still pending): nothing else would ever close
+// it. A pending decision with no pull request, and a Lease with neither, close nothing.
+func TestReleasePendingPR(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	m := &Mode{Writer: w.writer, GitHub: w.gh}
+	change := func(name string) lifecycle.Change {
+		return *w.request("team-a", name, false).Decide(lifecycle.View{}).Change
+	}
+	pending := func(c lifecycle.Change) state.Record {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return state.Record{Key: c.Key, Pending: string(b)}
+	}
+	crashed := change("preview-1") // opened, then the replica died before the Lease named it
+	res, err := w.writer.Propose(ctx, crashed, pr.ProposeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := change("preview-2")
+	res2, err := w.writer.Propose(ctx, held, pr.ProposeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		rec    state.Record
+		closed int
+	}{
+		{"pending decision, its PR open", pending(crashed), res.Number},
+		{"holder", state.Record{Key: held.Key, Holder: state.HolderOf(res2.Number)}, res2.Number},
+		{"pending decision, no PR", pending(change("preview-3")), 0},
+		{"nothing pending, no holder", state.Record{Key: change("preview-4").Key}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := m.Release(ctx, tc.rec); err != nil {
+				t.Fatal(err)
+			}
+			if tc.closed == 0 {
+				return
+			}
+			if p, ok := w.s.PR(owner, repo, tc.closed); !ok || p.State != "closed" || p.Merged {
+				t.Errorf("PR #%d: %+v, want closed unmerged", tc.closed, p)
+			}
+		})
+	}
+	for _, p := range w.s.PRs(owner, repo) {
+		if p.State == "closed" && p.Number != res.Number && p.Number != res2.Number {
+			t.Errorf("PR #%d closed, which no released Lease proposed", p.Number)
+		}
+	}
+}
