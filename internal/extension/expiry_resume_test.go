@@ -156,3 +156,44 @@ func TestExpiryResume(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerPageExpiryPaused: the owner's page shows an environment paused at its deadline as
+// paused, with one resume button per period (the notice's links, to /resume), until a resume is
+// asked; without a Resumer (observer mode paused nothing) it stays "removed".
+func TestOwnerPageExpiryPaused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		resumer bool
+		asked   bool
+		state   string
+		buttons int
+	}{
+		{name: "paused: resume buttons", resumer: true, state: StatePaused, buttons: 3},
+		{name: "resume asked: no buttons", resumer: true, asked: true, state: StateWarned, buttons: 0},
+		{name: "no resumer", state: StateRemoved, buttons: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			st := expiry.State{WarningFor: deadline, WarnedAt: now, NotifiedFor: deadline, Owner: "ana", Deadline: deadline,
+				PausedAt: deadline.Add(time.Minute), PauseFrom: "3", PauseUID: "u1"}
+			if tc.asked {
+				if _, err := st.RequestResume("00000000000000aa", st.PausedAt, 24*time.Hour, deadline.Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				st.Deadline, st.WarningFor = st.ExtendedUntil, st.ExtendedUntil // the look after it
+			}
+			h.store.Put(state.Record{Key: key, Bag: st.Bag()})
+			h.srv.Owners = memOwners{h}
+			if tc.resumer {
+				h.srv.Resume = &Resumer{}
+			}
+			e := h.ownerPage()
+			if e.State != tc.state || len(e.ResumeFor) != tc.buttons {
+				t.Fatalf("page: %+v, want state %s with %d resume buttons", e, tc.state, tc.buttons)
+			}
+			if tc.buttons > 0 && (!strings.Contains(e.ResumeFor[0].URL, ResumePath+"?") || e.PauseFrom != "3" || e.PauseField != expiry.PauseField) {
+				t.Errorf("resume buttons: %+v", e)
+			}
+		})
+	}
+}
