@@ -307,7 +307,13 @@ func scale(t *testing.T, ns, name string, n int32) {
 // bag is the inactivity state in a target's Lease.
 func bag(t *testing.T, stateNS, ns, name string) map[string]string {
 	t.Helper()
-	key := lifecycle.KeyFor(inactivity.DetectorName, lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: name})
+	return detectorBag(t, stateNS, inactivity.DetectorName, ns, name)
+}
+
+// detectorBag is the detector's state in the Lease of the Deployment ns/name.
+func detectorBag(t *testing.T, stateNS, detector, ns, name string) map[string]string {
+	t.Helper()
+	key := lifecycle.KeyFor(detector, lifecycle.Target{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: name})
 	var leases coordinationv1.LeaseList
 	if err := k8s.List(context.Background(), &leases, client.InNamespace(stateNS)); err != nil {
 		t.Fatal(err)

@@ -110,6 +110,12 @@ func setupExpiry(sh *shared) error {
 			HasState:     cachedState.Has,
 			Now:          o.Now,
 			Log:          o.Log.WithName("expiry"),
+			ResumeLinks:  nt.ExpiryResumeLinks,
+		}
+		if o.Mode != ModeObserve {
+			// A pause records spec.replicas, read live (only of targets whose lifetime ends in a
+			// pause) so that its owner can resume it; observer mode pauses nothing.
+			r.Scale = mgr.GetAPIReader()
 		}
 		if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 			return fmt.Errorf("setting up the expiry detector for %s: %w", k, err)

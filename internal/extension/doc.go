@@ -32,7 +32,10 @@
 // are of a fourth kind (a MAC label of their own) over the target's Key, the owner's id, the pause
 // they answer and an expiry; the request is recorded in the target's Lease with the link's id in
 // one conditional write (each works once), and the inactivity detector carries it out, told at
-// once by ResumeRecorded (its LeaseTrigger).
+// once by ResumeRecorded (its LeaseTrigger). An expiry pause's resume links are extensions too,
+// one per period (a token kind of their own whose MAC covers the period): the request and the
+// moved deadline are recorded in one write, and the expiry detector, told by Recorded, restores
+// the replicas with the new deadline.
 //
 // The package records the extension in the Lease; the expiry detector writes it back where
 // the environment is declared (kustos.io/expires-at, through a pull request for Git), told at

@@ -24,11 +24,20 @@ func FuzzVerify(f *testing.F) {
 	f.Add(good, string(key), "3d", 0, byte(0))
 	f.Add("a.b.c.d", "expiry/x", "1w", 3, byte('x'))
 	f.Add("", "", "", 0, byte(0))
+	resume, err := s.MintExpiryResume(key, "ana", "3d", deadline, deadline.Add(time.Hour))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(resume, string(key), "3d", 1, byte('x'))
 	f.Fuzz(func(t *testing.T, token, k, period string, at int, b byte) {
 		if _, err := s.Verify(token, key, period, now); err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrForged) && !errors.Is(err, ErrExpired) {
 			t.Fatalf("verify %q: unexpected error %v", token, err)
 		}
 		_, _ = s.Verify(token, lifecycle.Key(k), period, now)
+		// The resume token of an expiry pause is read from the same kind of link.
+		if _, err := s.VerifyExpiryResume(token, lifecycle.Key(k), period, now); err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrForged) && !errors.Is(err, ErrExpired) {
+			t.Fatalf("verify expiry resume %q: unexpected error %v", token, err)
+		}
 		if good == "" {
 			return
 		}

@@ -98,6 +98,10 @@ type OwnerEnvironment struct {
 	// Resume is a one-time resume link (GET shows, POST asks) for the pause Kustos made, as the
 	// pause notice carries it; only in a mode that pauses.
 	Resume string `json:"resume,omitempty"`
+	// ResumeFor are the one-time resume links of an environment paused at its deadline, one per
+	// extension period (each resumes it and moves its deadline), as its pause notice carries
+	// them; only in a mode that pauses, and until a resume is asked.
+	ResumeFor []Link `json:"resumeFor,omitempty"`
 	// Note says what the state means when it is not obvious (observer mode: nothing to undo).
 	Note string `json:"note,omitempty"`
 }
@@ -295,6 +299,17 @@ func (s *Server) ownerPageOf(c OwnerClaim, recs []state.Record) (OwnerPage, erro
 			}
 			e.Extend = ls
 		}
+		if e.State == StateRemoved && s.Resume != nil && !st.PausedAt.IsZero() && st.ResumeAt.IsZero() {
+			// Paused at this deadline, not removed: resumable, like its notice's links say.
+			ls, err := s.ResumeLinks(rec.Key, st.Owner, st.PausedAt, now.Add(expiry.ResumeLinkTTL))
+			if err != nil {
+				return p, err
+			}
+			e.State, e.PausedSince, e.PauseField, e.PauseFrom = StatePaused, st.PausedAt, expiry.PauseField, st.PauseFrom
+			for _, l := range ls {
+				e.ResumeFor = append(e.ResumeFor, Link{Period: strings.TrimPrefix(l.Label, "Resume for "), URL: l.URL})
+			}
+		}
 		p.Environments = append(p.Environments, e)
 	}
 	// Lifetimes first, soonest deadline first; then the inactivity rows in Key order (as listed).
@@ -382,7 +397,9 @@ var ownerTemplate = template.Must(template.New("owner").Funcs(template.FuncMap{
 <td>{{.State}}{{with .PullRequest}} (pull request #{{.}}){{end}}</td>
 <td>{{range .Extend}}<form method="post" action="{{$.ExtendURL}}" style="display: inline">
 <input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">
-<button type="submit">Extend by {{.Period}}</button></form> {{else}}{{if ne .State "removed"}}extension links come with the warning{{end}}{{end}}</td>
+<button type="submit">Extend by {{.Period}}</button></form> {{else}}{{range .ResumeFor}}<form method="post" action="{{$.ResumeURL}}" style="display: inline">
+<input type="hidden" name="key" value="{{linkKey .URL}}"><input type="hidden" name="period" value="{{.Period}}"><input type="hidden" name="token" value="{{linkToken .URL}}">
+<button type="submit">Resume for {{.Period}}</button></form> {{else}}{{if ne .State "removed"}}extension links come with the warning{{end}}{{end}}{{end}}</td>
 </tr>
 {{- end}}
 </tbody></table>

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/state"
@@ -42,9 +44,24 @@ type Resumer struct {
 // ResumeLinks are a pause notice's resume links for key, issued to owner (as recorded in the
 // target's state), answering the pause decided at pausedAt; they work until expires, and once.
 // None without a Resumer (observer mode has none: nothing was paused).
+//
+// An expiry pause's links are resumes and extensions in one: one per extension period ("Resume
+// for 3d"), each moving the deadline as the extension link of its period would.
 func (s *Server) ResumeLinks(key lifecycle.Key, owner string, pausedAt, expires time.Time) ([]lifecycle.NoticeLink, error) {
 	if s.Resume == nil {
 		return nil, nil
+	}
+	if p, _ := key.Parts(); p.Detector == expiry.DetectorName {
+		var out []lifecycle.NoticeLink
+		for _, period := range s.Periods {
+			tok, err := s.Signer.MintExpiryResume(key, owner, period.Name, pausedAt, expires)
+			if err != nil {
+				return nil, err
+			}
+			q := url.Values{"key": {string(key)}, "period": {period.Name}, "token": {tok}}
+			out = append(out, lifecycle.NoticeLink{Label: expiry.NoticeResumeLabel(period.Name), URL: s.BaseURL + ResumePath + "?" + q.Encode(), Expires: expires.UTC()})
+		}
+		return out, nil
 	}
 	tok, err := s.Signer.MintResume(key, owner, pausedAt, expires)
 	if err != nil {
@@ -66,11 +83,13 @@ func ResumeRecorded(before, after client.Object) (lifecycle.Key, bool) {
 	return lifecycle.Key(key), true
 }
 
-// resumeLink is a resume request's key and token, checked.
+// resumeLink is a resume request's key and token (and, for an expiry pause, the period it
+// extends by), checked.
 type resumeLink struct {
-	key   lifecycle.Key
-	token string
-	claim ResumeClaim
+	key    lifecycle.Key
+	token  string
+	claim  ResumeClaim
+	period Period
 }
 
 // checkResume verifies a resume link's token; the error is what the page says.
@@ -79,10 +98,26 @@ func (s *Server) checkResume(q url.Values) (resumeLink, int, error) {
 	if l.key == "" || l.token == "" {
 		return l, http.StatusBadRequest, errors.New("the link is incomplete: it needs key and token")
 	}
-	if p, ok := l.key.Parts(); !ok || p.Detector != inactivity.DetectorName || p.KindGroup == "" {
-		return l, http.StatusBadRequest, errors.New("the link does not name an environment Kustos watches for inactivity")
+	p, ok := l.key.Parts()
+	if !ok || (p.Detector != inactivity.DetectorName && p.Detector != expiry.DetectorName) || p.KindGroup == "" {
+		return l, http.StatusBadRequest, errors.New("the link does not name an environment Kustos pauses")
 	}
-	c, err := s.Signer.VerifyResume(l.token, l.key, s.Now())
+	var c ResumeClaim
+	var err error
+	if p.Detector == expiry.DetectorName {
+		name := q.Get("period")
+		d, perr := lifecycle.ParseDuration(name)
+		if name == "" || perr != nil {
+			return l, http.StatusBadRequest, errors.New("the link is incomplete: it needs key, period and token")
+		}
+		c, err = s.Signer.VerifyExpiryResume(l.token, l.key, name, s.Now())
+		if err == nil && (d <= 0 || d > s.Max) {
+			return l, http.StatusForbidden, fmt.Errorf("an extension by %s is more than allowed (at most %s)", name, s.Max)
+		}
+		l.period = Period{Name: name, D: d}
+	} else {
+		c, err = s.Signer.VerifyResume(l.token, l.key, s.Now())
+	}
 	switch {
 	case errors.Is(err, ErrExpired):
 		return l, http.StatusGone, errors.New("this link has expired; the environment can still be restarted by hand")
@@ -93,23 +128,47 @@ func (s *Server) checkResume(q url.Values) (resumeLink, int, error) {
 	return l, 0, nil
 }
 
+// resumeView is what a resume link restores (and, for an expiry pause, until when the target
+// then runs), for its page, its log line and its Event.
+type resumeView struct {
+	Field, Value string
+	PausedAt     time.Time
+	// Until is the deadline an expiry resume moves to (zero: an inactivity resume).
+	Until time.Time
+}
+
 // resumable says whether the link l may ask to resume the target whose Lease is rec: the Lease
 // is there (a removed target's is swept), the link is unused, issued to the owner the state
 // names now, and the state records the pause it answers (not resumed since, not paused again,
-// not deleted and created again: the detector drops the record of another UID).
-func resumable(rec state.Record, l resumeLink, now time.Time) (inactivity.State, error) {
+// not deleted and created again: the detector drops the record of another UID). It returns
+// what the resume does and the Lease's bag that records the request.
+func resumable(rec state.Record, l resumeLink, now time.Time) (resumeView, map[string]string, error) {
 	if len(rec.Bag) == 0 && rec.LastModified.IsZero() {
-		return inactivity.State{}, errGone
+		return resumeView{}, nil, errGone
+	}
+	if p, _ := l.key.Parts(); p.Detector == expiry.DetectorName {
+		st, _ := expiry.ParseState(rec.Bag)
+		if slices.Contains(st.UsedTokens, l.claim.ID) {
+			return resumeView{}, nil, errUsed
+		}
+		if KeepOwner(st.Owner) != l.claim.Owner && !st.PausedAt.IsZero() {
+			return resumeView{}, nil, errNotOwner
+		}
+		v := resumeView{Field: expiry.PauseField, Value: st.PauseFrom, PausedAt: st.PausedAt}
+		until, err := st.RequestResume(l.claim.ID, l.claim.PausedAt, l.period.D, now)
+		v.Until = until
+		return v, st.Bag(), err
 	}
 	st, _ := inactivity.ParseState(rec.Bag)
+	v := resumeView{Field: st.PauseField, Value: st.PauseFrom, PausedAt: st.PausedAt}
 	if st.ResumeTokenUsed(l.claim.ID) {
-		return st, errUsed
+		return v, nil, errUsed
 	}
 	if KeepOwner(st.Owner) != l.claim.Owner && !st.PausedAt.IsZero() {
-		return st, errNotOwner
+		return v, nil, errNotOwner
 	}
 	err := st.RequestResume(l.claim.ID, l.claim.PausedAt, now)
-	return st, err
+	return v, st.Bag(), err
 }
 
 // resumeRefusal is the status and the page's message for a refused resume.
@@ -144,14 +203,14 @@ func (s *Server) resumeGet(w http.ResponseWriter, r *http.Request) {
 		s.resumePage(w, http.StatusServiceUnavailable, resumeData{Title: "Please try again", Message: "Kustos could not read the environment just now; the link still works."})
 		return
 	}
-	st, err := resumable(rec, l, s.Now())
+	v, _, err := resumable(rec, l, s.Now())
 	if err != nil {
 		code, msg, _ := resumeRefusal(err)
 		s.resumePage(w, code, resumeData{Title: "Cannot resume", Message: msg})
 		return
 	}
 	s.resumePage(w, http.StatusOK, resumeData{Title: "Resume " + describeTarget(l.key), Environment: describeTarget(l.key),
-		Field: st.PauseField, Value: st.PauseFrom, Key: string(l.key), Token: l.token})
+		Field: v.Field, Value: v.Value, Key: string(l.key), Token: l.token, Period: l.period.Name, Until: untilText(v.Until)})
 }
 
 func (s *Server) resumePost(w http.ResponseWriter, r *http.Request, c Client) {
@@ -168,7 +227,7 @@ func (s *Server) resumePost(w http.ResponseWriter, r *http.Request, c Client) {
 	if s.resumeLimited(w, l) {
 		return
 	}
-	st, err := s.resume(r.Context(), l)
+	v, err := s.resume(r.Context(), l)
 	if code, msg, ok := resumeRefusal(err); ok {
 		s.Log.Info("resume refused", "key", string(l.key), "owner", l.claim.Owner, "link", l.claim.ID, "client", c.Key(), "why", err.Error())
 		s.resumePage(w, code, resumeData{Title: "Cannot resume", Message: msg})
@@ -183,41 +242,45 @@ func (s *Server) resumePost(w http.ResponseWriter, r *http.Request, c Client) {
 	}
 	ownerActions.WithLabelValues("resume").Inc()
 	s.Log.Info("resume asked by the target's owner", "key", string(l.key), "owner", l.claim.Owner, "link", l.claim.ID, "client", c.Key(),
-		"field", st.PauseField, "restores", st.PauseFrom)
-	s.resumedEvent(r.Context(), l, st)
-	s.resumePage(w, http.StatusOK, resumeData{Title: "Resuming", Environment: describeTarget(l.key), Field: st.PauseField, Value: st.PauseFrom, Done: true})
+		"field", v.Field, "restores", v.Value, "until", untilText(v.Until))
+	s.resumedEvent(r.Context(), l, v)
+	s.resumePage(w, http.StatusOK, resumeData{Title: "Resuming", Environment: describeTarget(l.key), Field: v.Field, Value: v.Value, Until: untilText(v.Until), Done: true})
 }
 
 // resume records the request in the target's Lease with the link's id, in one write conditional
 // on the version read, so a link works once even when two replicas receive it at once.
-func (s *Server) resume(ctx context.Context, l resumeLink) (inactivity.State, error) {
+func (s *Server) resume(ctx context.Context, l resumeLink) (resumeView, error) {
 	for attempt := 0; ; attempt++ {
 		rec, err := s.Store.Get(ctx, l.key)
 		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
-			return inactivity.State{}, err
+			return resumeView{}, err
 		}
-		st, err := resumable(rec, l, s.Now())
+		v, bag, err := resumable(rec, l, s.Now())
 		if err != nil {
-			return st, err
+			return v, err
 		}
-		if _, err = s.Store.SetBag(ctx, rec, st.Bag()); err == nil {
-			return st, nil
+		if _, err = s.Store.SetBag(ctx, rec, bag); err == nil {
+			return v, nil
 		}
 		if !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) || attempt >= 4 {
-			return inactivity.State{}, err
+			return resumeView{}, err
 		}
 	}
 }
 
 // resumedEvent writes the OwnerResumed Event on the target. The request is recorded already: a
 // failed Event is logged, and the owner still sees the request done.
-func (s *Server) resumedEvent(ctx context.Context, l resumeLink, st inactivity.State) {
+func (s *Server) resumedEvent(ctx context.Context, l resumeLink, v resumeView) {
 	if s.Resume.Reporter == nil {
 		return
 	}
 	ref := targetRef(l.key, s.Resume.Mapper)
 	msg := fmt.Sprintf("its owner asked to resume it: %s goes back to %s, as it was before Kustos paused it at %s; it counts as used now",
-		st.PauseField, st.PauseFrom, st.PausedAt.UTC().Format(time.RFC3339))
+		v.Field, v.Value, v.PausedAt.UTC().Format(time.RFC3339))
+	if !v.Until.IsZero() {
+		msg = fmt.Sprintf("its owner asked to resume it for %s: %s goes back to %s, as it was before Kustos paused it at %s; it now expires at %s",
+			l.period.Name, v.Field, v.Value, v.PausedAt.UTC().Format(time.RFC3339), untilText(v.Until))
+	}
 	if err := s.Resume.Reporter.Notify(ctx, ref, corev1.EventTypeNormal, ReasonOwnerResumed, msg, "owner-resumed|"+string(l.key)+"|"+l.claim.ID, s.Now()); err != nil {
 		s.Log.Error(err, "writing the OwnerResumed Event", "key", string(l.key))
 	}
@@ -231,7 +294,17 @@ func (s *Server) resumeLimited(w http.ResponseWriter, l resumeLink) bool {
 
 type resumeData struct {
 	Title, Message, Environment, Field, Value, Key, Token string
-	Done                                                  bool
+	// Period and Until: an expiry resume's extension (empty for an inactivity resume).
+	Period, Until string
+	Done          bool
+}
+
+// untilText is an expiry resume's new deadline on a page ("" for none).
+func untilText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 var resumeTemplate = template.Must(template.New("resume").Parse(`<!doctype html>
@@ -240,11 +313,12 @@ var resumeTemplate = template.Must(template.New("resume").Parse(`<!doctype html>
 <body style="font-family: sans-serif; max-width: 40em; margin: 2em auto">
 <h1>{{.Title}}</h1>
 {{if .Message}}<p>{{.Message}}</p>{{end}}
-{{if .Done}}<p>{{.Environment}} is resumed: {{.Field}} goes back to <strong>{{.Value}}</strong> (a pull request when Git defines it). It counts as used from now on.</p>
-{{else if .Token}}<p>{{.Environment}} was paused because it was not used. Resuming sets {{.Field}} back to <strong>{{.Value}}</strong>, as it was before the pause.</p>
-<form method="post" action="resume">
-<input type="hidden" name="key" value="{{.Key}}"><input type="hidden" name="token" value="{{.Token}}">
-<button type="submit">Resume</button>
+{{if .Done}}<p>{{.Environment}} is resumed: {{.Field}} goes back to <strong>{{.Value}}</strong> (a pull request when Git defines it).{{if .Until}} It now expires at <strong>{{.Until}}</strong>.{{else}} It counts as used from now on.{{end}}</p>
+{{else if .Token}}{{if .Until}}<p>{{.Environment}} was paused when it expired. Resuming sets {{.Field}} back to <strong>{{.Value}}</strong>, as it was before the pause, and extends it by {{.Period}}: it then expires at <strong>{{.Until}}</strong>.</p>
+{{else}}<p>{{.Environment}} was paused because it was not used. Resuming sets {{.Field}} back to <strong>{{.Value}}</strong>, as it was before the pause.</p>
+{{end}}<form method="post" action="resume">
+<input type="hidden" name="key" value="{{.Key}}">{{if .Period}}<input type="hidden" name="period" value="{{.Period}}">{{end}}<input type="hidden" name="token" value="{{.Token}}">
+<button type="submit">Resume{{if .Period}} for {{.Period}}{{end}}</button>
 </form>{{end}}
 </body></html>
 `))

@@ -18,13 +18,20 @@ import (
 // that no other kind of token ever verifies as a resume token, nor a resume token as another kind.
 const resumeTokenPrefix = "r1"
 
-// ResumeClaim is what a resume token grants: resuming Key (an inactivity target) from the pause
-// Kustos decided at PausedAt, to the owner whose lifecycle.OwnerID is Owner (noOwner: a target
-// without one); valid until Expires.
+// expiryResumeTokenPrefix starts the resume token of an expiry pause, which is an extension by
+// Period too: its MAC's label ("kustos-expiry-resume-v1") covers the period of its link, so
+// neither a longer period nor an inactivity resume token verifies in its place.
+const expiryResumeTokenPrefix = "r2"
+
+// ResumeClaim is what a resume token grants: resuming Key (an inactivity or expiry target) from
+// the pause Kustos decided at PausedAt, to the owner whose lifecycle.OwnerID is Owner (noOwner:
+// a target without one); valid until Expires. Period is the extension an expiry resume grants
+// with it (empty for an inactivity resume).
 type ResumeClaim struct {
 	ID       string
 	Key      lifecycle.Key
 	Owner    string
+	Period   string
 	PausedAt time.Time
 	Expires  time.Time
 }
@@ -33,20 +40,49 @@ type ResumeClaim struct {
 // to owner (as recorded); it expires at expires. The id is random: the target's Lease records
 // used ids. The token carries the owner's id, never the owner.
 func (s *Signer) MintResume(key lifecycle.Key, owner string, pausedAt, expires time.Time) (string, error) {
+	return s.mintResume(key, owner, "", pausedAt, expires)
+}
+
+// MintExpiryResume makes a one-time token for resuming key from the expiry pause decided at
+// pausedAt and extending it by period (the link names the period; the token's MAC covers it).
+func (s *Signer) MintExpiryResume(key lifecycle.Key, owner, period string, pausedAt, expires time.Time) (string, error) {
+	return s.mintResume(key, owner, period, pausedAt, expires)
+}
+
+func (s *Signer) mintResume(key lifecycle.Key, owner, period string, pausedAt, expires time.Time) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	c := ResumeClaim{ID: hex.EncodeToString(b[:]), Key: key, Owner: KeepOwner(owner),
+	c := ResumeClaim{ID: hex.EncodeToString(b[:]), Key: key, Owner: KeepOwner(owner), Period: period,
 		PausedAt: pausedAt.UTC().Truncate(time.Second), Expires: expires.UTC().Truncate(time.Second)}
-	return strings.Join([]string{resumeTokenPrefix, c.ID, c.Owner, unix(c.PausedAt), unix(c.Expires), s.resumeMAC(c)}, "."), nil
+	return strings.Join([]string{resumePrefix(period), c.ID, c.Owner, unix(c.PausedAt), unix(c.Expires), s.resumeMAC(c)}, "."), nil
+}
+
+func resumePrefix(period string) string {
+	if period != "" {
+		return expiryResumeTokenPrefix
+	}
+	return resumeTokenPrefix
 }
 
 // VerifyResume checks a resume token against the key of its link at now, in constant time;
 // every error wraps ErrMalformed, ErrForged or ErrExpired.
 func (s *Signer) VerifyResume(token string, key lifecycle.Key, now time.Time) (ResumeClaim, error) {
+	return s.verifyResume(token, key, "", now)
+}
+
+// VerifyExpiryResume is VerifyResume for the token of an expiry pause's link of period.
+func (s *Signer) VerifyExpiryResume(token string, key lifecycle.Key, period string, now time.Time) (ResumeClaim, error) {
+	if period == "" {
+		return ResumeClaim{}, ErrMalformed
+	}
+	return s.verifyResume(token, key, period, now)
+}
+
+func (s *Signer) verifyResume(token string, key lifecycle.Key, period string, now time.Time) (ResumeClaim, error) {
 	parts := strings.Split(token, ".")
-	if len(token) > 200 || len(parts) != 6 || parts[0] != resumeTokenPrefix || len(parts[1]) != 16 {
+	if len(token) > 200 || len(parts) != 6 || parts[0] != resumePrefix(period) || len(parts[1]) != 16 {
 		return ResumeClaim{}, ErrMalformed
 	}
 	if _, err := hex.DecodeString(parts[1]); err != nil {
@@ -65,7 +101,7 @@ func (s *Signer) VerifyResume(token string, key lifecycle.Key, now time.Time) (R
 		}
 		ts[i] = time.Unix(n, 0).UTC()
 	}
-	c := ResumeClaim{ID: parts[1], Key: key, Owner: parts[2], PausedAt: ts[0], Expires: ts[1]}
+	c := ResumeClaim{ID: parts[1], Key: key, Owner: parts[2], Period: period, PausedAt: ts[0], Expires: ts[1]}
 	if !hmac.Equal([]byte(parts[5]), []byte(s.resumeMAC(c))) {
 		return ResumeClaim{}, ErrForged
 	}
@@ -78,7 +114,11 @@ func (s *Signer) VerifyResume(token string, key lifecycle.Key, now time.Time) (R
 func (s *Signer) resumeMAC(c ResumeClaim) string {
 	h := hmac.New(sha256.New, s.key)
 	// Length-prefixed fields: no two claims share an encoding.
-	for _, f := range []string{"kustos-resume-v1", c.ID, string(c.Key), c.Owner, unix(c.PausedAt), unix(c.Expires)} {
+	fields := []string{"kustos-resume-v1", c.ID, string(c.Key), c.Owner, unix(c.PausedAt), unix(c.Expires)}
+	if c.Period != "" {
+		fields = append([]string{"kustos-expiry-resume-v1", c.Period}, fields[1:]...)
+	}
+	for _, f := range fields {
 		fmt.Fprintf(h, "%d:%s|", len(f), f)
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kustos-dev/kustos/internal/detect/expiry"
 	"github.com/kustos-dev/kustos/internal/detect/inactivity"
 	"github.com/kustos-dev/kustos/internal/keyring"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -35,6 +36,9 @@ type Channels struct {
 	// ResumeLinks mints an inactivity pause notice's resume links (nil: the server serves
 	// none).
 	ResumeLinks inactivity.ResumeLinks
+	// ExpiryResumeLinks mints the resume links of an expiry pause's notice, one per extension
+	// period (nil: the server serves none).
+	ExpiryResumeLinks expiry.ResumeLinks
 }
 
 // Channels builds the owners' channels chain configures, with the server the flags describe
@@ -63,6 +67,9 @@ func (e Options) Channels(ctx context.Context, mgr ctrl.Manager, chain notify.Ch
 	}
 	if out.Server.Resume != nil {
 		out.ResumeLinks = out.Server.ResumeLinks
+		if d.Expiry {
+			out.ExpiryResumeLinks = out.Server.ResumeLinks
+		}
 	}
 	if out.Server.Owners != nil && out.Notifier != nil {
 		// Every notice about an owner's environment (expiry's and inactivity's) carries a new
@@ -125,9 +132,10 @@ func (e Options) AddServer(ctx context.Context, mgr ctrl.Manager, d Detectors) (
 		if srv.Keep != nil {
 			srv.Keep.Reporter = d.Reporter
 		}
-		if d.WriteBack {
-			srv.Resume = &Resumer{Reporter: d.Reporter, Mapper: mgr.GetRESTMapper()}
-		}
+	}
+	if (d.Inactivity != nil || d.Expiry) && d.WriteBack {
+		// Both detectors' pauses can be resumed (observer mode pauses nothing).
+		srv.Resume = &Resumer{Reporter: d.Reporter, Mapper: mgr.GetRESTMapper()}
 	}
 	if err := mgr.Add(&Listener{Addr: e.Addr, Handler: srv, Log: d.Log}); err != nil {
 		return nil, err

@@ -2,15 +2,18 @@ package expiry
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"maps"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,8 +98,14 @@ type Reconciler struct {
 	// of the API server): a target that is no longer scheduled (opted out, never, an orphan)
 	// goes through the pipeline only then, so its Lease forgets its owner and deadline.
 	HasState func(ctx context.Context, key lifecycle.Key) bool
-	Now      func() time.Time
-	Log      logr.Logger
+	// Scale, when set, reads spec.replicas of a Scalable target whose lifetime ends in a pause
+	// (the API server, or a cache of full objects): its pause records the value, and a resume
+	// restores it. Nil: pauses record nothing and cannot be resumed.
+	Scale client.Reader
+	// ResumeLinks, when set, puts resume links into the notice that a target was paused.
+	ResumeLinks ResumeLinks
+	Now         func() time.Time
+	Log         logr.Logger
 
 	mu sync.Mutex
 	// orphans are the orphans' keys, hashed: only counted (the gauge), and held for every
@@ -125,7 +134,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Scheduled, or it was (its Lease exists): then Decide clears the owner and deadline the
 	// Lease recorded, so the former owner's page no longer lists it, and withdraws a removal
 	// it proposed.
-	pipelineReq := decideRequest(key, g.target, g.uid, g.now, g.policy, r.Settings, r.Links, log)
+	pause, err := r.pausable(ctx, req.NamespacedName, g.policy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	pipelineReq := decideRequest(key, g.target, g.uid, g.now, g.policy, r.Settings, r.Links, pause, log)
 	pipelineReq.AutoMerge = r.AutoMerge
 	pipelineReq.Group = r.Grouping.For(DetectorName, g.target, g.policy.Owner, r.GroupWindow)
 	res, err := r.Pipeline.Run(ctx, pipelineReq)
@@ -270,4 +283,35 @@ func (r *Reconciler) objectsOfNamespace(ctx context.Context, ns client.Object) [
 	}
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Name < reqs[j].Name })
 	return reqs
+}
+
+// pausable reads spec.replicas of a target whose lifetime ends in a pause (see Scale).
+func (r *Reconciler) pausable(ctx context.Context, n types.NamespacedName, p Policy) (Pausable, error) {
+	if r.Scale == nil || !r.Scalable || p.Action != ActionPause {
+		return Pausable{}, nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(r.Kind)
+	if err := r.Scale.Get(ctx, n, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Pausable{}, nil
+		}
+		return Pausable{}, fmt.Errorf("reading spec.replicas of %s: %w", n, err)
+	}
+	return Pausable{Replicas: replicasOf(obj), ResumeLinks: r.ResumeLinks}, nil
+}
+
+// replicasOf is obj's spec.replicas as a string; "" when absent or not a number.
+func replicasOf(obj *unstructured.Unstructured) string {
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return ""
+	}
+	switch x := v.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return ""
 }

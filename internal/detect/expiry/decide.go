@@ -81,6 +81,12 @@ type State struct {
 	// Kept is the lifetime Kustos keeps for a target whose metadata can be lost where it is
 	// declared (a VM's notes, reset by a snapshot rollback); zero for everything else.
 	Kept Kept
+	// PausedAt, PauseFrom, PauseUID: the pause at the deadline Kustos decided (when, what
+	// spec.replicas was then, of which object): what a resume restores, and never more.
+	// ResumeAt: the owner asked, with a resume link of that pause, to resume the target then
+	// (the link's id is among UsedTokens, its extension in ExtendedUntil).
+	PausedAt, ResumeAt  time.Time
+	PauseFrom, PauseUID string
 }
 
 // Kept is a lifetime remembered in the target's Lease from the first time it was seen: the
@@ -113,6 +119,10 @@ const (
 	bagKeptOwner        = "kept-owner"
 	bagKeptTTL          = "kept-ttl"
 	bagKeptSince        = "kept-since"
+	bagPausedAt         = "paused-at"
+	bagPauseFrom        = "pause-from"
+	bagPauseUID         = "pause-uid"
+	bagResumeAt         = "resume-at"
 )
 
 // maxKept bounds a kept owner or TTL (they come from a VM's notes).
@@ -134,6 +144,10 @@ func ParseState(bag map[string]string) (State, []string) {
 		Label:            bag[bagLabel],
 		WarningAttempts:  r.Count(bagWarningAttempts, math.MaxInt32),
 		Kept:             Kept{Owner: bag[bagKeptOwner], TTL: bag[bagKeptTTL], Since: r.Time(bagKeptSince)},
+		PausedAt:         r.Time(bagPausedAt),
+		ResumeAt:         r.Time(bagResumeAt),
+		PauseFrom:        bag[bagPauseFrom],
+		PauseUID:         bag[bagPauseUID],
 	}
 	if v := bag[bagUsedTokens]; v != "" {
 		s.UsedTokens = splitTokens(v)
@@ -168,6 +182,13 @@ func (s State) Bag() map[string]string {
 	if s.Label != "" {
 		b[bagLabel] = lifecycle.Clip(s.Label, maxKept)
 	}
+	b.Time(bagPausedAt, s.PausedAt)
+	b.Time(bagResumeAt, s.ResumeAt)
+	for k, v := range map[string]string{bagPauseFrom: s.PauseFrom, bagPauseUID: s.PauseUID} {
+		if v != "" {
+			b[k] = lifecycle.Clip(v, maxKept)
+		}
+	}
 	return b
 }
 
@@ -186,6 +207,9 @@ type Snapshot struct {
 	// Proposed is the Change of the proposal the Key holds (PR mode; nil: none).
 	Proposed *lifecycle.Change
 	Settings Settings
+	// Replicas is spec.replicas of a target whose lifetime ends in a pause, as a string ("":
+	// not read, or another action): what a pause records, and what a resume checks.
+	Replicas string
 }
 
 // Verdict is what Decide concluded for one target (the detector's own result; the pipeline
@@ -210,6 +234,12 @@ type Verdict struct {
 	// lifetime or owner removed, opted out): the pipeline closes that pull request instead
 	// of following it to a merge.
 	Withdraw string
+	// ResumeRefused says why a resume the owner asked for is not done (an Event on the
+	// target); ResumeRefusedID names it. Empty: none refused.
+	ResumeRefused, ResumeRefusedID string
+	// PauseNotice: tell the owner the target was paused, with resume links (SendDone of a
+	// pause Kustos recorded).
+	PauseNotice bool
 }
 
 // retryBase is the first wait before a warning whose sending was interrupted (a crash, a mail
@@ -238,6 +268,10 @@ func Decide(s Snapshot) Verdict {
 				d.At.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
 		}
 	}
+	if !s.Policy.Ignored && !s.Policy.Never {
+		resume(s, &d)
+	}
+	d.PauseNotice = d.SendDone && d.Action == ActionPause && !d.State.PausedAt.IsZero() && d.State.ResumeAt.IsZero()
 	return d
 }
 
@@ -343,6 +377,9 @@ func schedule(s Snapshot) Verdict {
 		return d
 	}
 	d.Change = change(s, d)
+	if d.Action == ActionPause {
+		recordPause(s, st)
+	}
 	return d
 }
 

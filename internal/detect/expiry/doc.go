@@ -14,7 +14,8 @@
 // Where things are: controller.go sets the detector up (the Reconciler, its watches) and holds
 // Reconcile; gather.go is what a reconcile reads (the object, its Namespace, the scope, the
 // policy and its problems); request.go is what it hands the pipeline (Decide over the Lease);
-// messages.go the warning and done texts and their Notices; supersede.go which Change replaces
+// messages.go the warning and done texts and their Notices; resume.go the record of a pause and
+// its owner's resume (an extension too), with the pause notice's links; supersede.go which Change replaces
 // which; helm.go the same for helm releases; options.go the detector's flags (Options:
 // Validate, SettingsFor, the Settings the mode and the notifiers complete, and CacheWatches).
 package expiry

@@ -113,7 +113,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if !scheduled(policy) {
 		if hasState(ctx, r.HasState, key) {
 			// It was scheduled: Decide clears what its Lease recorded (see Reconciler).
-			res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
+			res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, Pausable{}, log))
 			detectkit.CountCommitted(DetectorName, res)
 			return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 		}
@@ -139,7 +139,7 @@ func (r *HelmReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, r.Reporter.Notify(ctx, releaseRef, corev1.EventTypeWarning, ReasonReleaseOutsideNamespace, msg,
 			"expiry-outside|"+req.Namespace+"|"+req.Name+"|"+msg, now)
 	}
-	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, log))
+	res, err := r.Pipeline.Run(ctx, decideRequest(key, target, "", now, policy, r.Settings, r.Links, Pausable{}, log))
 	detectkit.CountCommitted(DetectorName, res)
 	return reconcile.Result{RequeueAfter: res.RequeueAfter}, err
 }

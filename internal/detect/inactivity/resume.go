@@ -1,7 +1,6 @@
 package inactivity
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 )
 
@@ -109,14 +109,12 @@ const ReasonResume = "InactivityResume"
 // the pause); the request is dropped.
 const ReasonResumeRefused = "InactivityResumeRefused"
 
-// Why a resume link's request is not recorded (RequestResume).
+// Why a resume link's request is not recorded (RequestResume): detectkit's, shared with the
+// expiry detector's pauses.
 var (
-	// ErrResumeUsed: the link was used already.
-	ErrResumeUsed = errors.New("resume link used already")
-	// ErrResumeAsked: a resume of this pause was asked already (with another of its links).
-	ErrResumeAsked = errors.New("resume asked already")
-	// ErrNotPaused: the target is not (or no longer) in the pause the link answers.
-	ErrNotPaused = errors.New("not in the pause the link answers")
+	ErrResumeUsed  = detectkit.ErrResumeUsed
+	ErrResumeAsked = detectkit.ErrResumeAsked
+	ErrNotPaused   = detectkit.ErrNotPaused
 )
 
 // maxResumeTokens bounds the remembered resume link ids, like maxKeepTokens.
@@ -131,13 +129,8 @@ func (s State) ResumeTokenUsed(id string) bool {
 // pausedAt, asked at now for the target to run again. The link must answer the pause the state
 // records, which no resume was asked of yet.
 func (s *State) RequestResume(id string, pausedAt, now time.Time) error {
-	switch {
-	case s.ResumeTokenUsed(id):
-		return ErrResumeUsed
-	case s.PausedAt.IsZero() || !s.PausedAt.Equal(pausedAt):
-		return ErrNotPaused
-	case !s.ResumeAt.IsZero():
-		return ErrResumeAsked
+	if err := detectkit.CheckResume(s.ResumeTokenUsed(id), s.PausedAt, s.ResumeAt, pausedAt); err != nil {
+		return err
 	}
 	ids := []string{}
 	if s.ResumeTokens != "" {
