@@ -106,7 +106,8 @@ func TestInactivityResume(t *testing.T) {
 // TestInactivityResumePRMode: a VM defined in Git with 3 replicas is paused by a merged pull
 // request (the GitOps tool syncs it: scaled to zero here); its owner's resume link brings a second
 // pull request that sets `replicas: 3` back in the manifest, comments kept, merged with
-// auto-merge; Kustos never scales the Git-managed VM itself.
+// auto-merge; Kustos never scales the Git-managed VM itself. The owner's page (from the pause
+// notice) shows the VM paused with a resume link, and running once the resume is synced.
 func TestInactivityResumePRMode(t *testing.T) {
 	live := startLiveActivity(t, true)
 	ns := newNamespace(t, "inactivity-resume-pr", nil)
@@ -147,6 +148,14 @@ func TestInactivityResumePRMode(t *testing.T) {
 		return len(ns) > 0
 	})
 
+	if pause.OwnerPage == nil {
+		t.Fatal("the pause notice carries no owner's page link")
+	}
+	page := pause.OwnerPage.URL
+	if e := consolePage(t, page, "vm"); e == nil || e.State != extsrv.StatePaused || e.Resume == "" {
+		t.Fatalf("the owner's page before the resume: %+v, want paused with a resume link", e)
+	}
+
 	u, _ := url.Parse(pause.Links[0].URL)
 	resp, err := http.PostForm("http://"+u.Host+u.Path, u.Query())
 	if err != nil {
@@ -180,4 +189,10 @@ func TestInactivityResumePRMode(t *testing.T) {
 	if len(g.prs()) != 2 {
 		t.Errorf("pull requests: %+v, want the pause and the resume", g.prs())
 	}
+	// The GitOps tool syncs the resume: the owner's page says the VM runs again.
+	scale(t, ns, "vm", 3)
+	eventually(t, "the owner's page showing the VM running", func() bool {
+		e := consolePage(t, page, "vm")
+		return e != nil && e.State == extsrv.StateRunning
+	})
 }
