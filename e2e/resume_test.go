@@ -107,7 +107,8 @@ func TestInactivityResume(t *testing.T) {
 // request (the GitOps tool syncs it: scaled to zero here); its owner's resume link brings a second
 // pull request that sets `replicas: 3` back in the manifest, comments kept, merged with
 // auto-merge; Kustos never scales the Git-managed VM itself. The owner's page (from the pause
-// notice) shows the VM paused with a resume link, and running once the resume is synced.
+// notice) shows the VM paused with a resume link, which the owner uses, and running once the
+// resume is synced.
 func TestInactivityResumePRMode(t *testing.T) {
 	live := startLiveActivity(t, true)
 	ns := newNamespace(t, "inactivity-resume-pr", nil)
@@ -152,11 +153,13 @@ func TestInactivityResumePRMode(t *testing.T) {
 		t.Fatal("the pause notice carries no owner's page link")
 	}
 	page := pause.OwnerPage.URL
-	if e := consolePage(t, page, "vm"); e == nil || e.State != extsrv.StatePaused || e.Resume == "" {
+	e := consolePage(t, page, "vm")
+	if e == nil || e.State != extsrv.StatePaused || e.Resume == "" {
 		t.Fatalf("the owner's page before the resume: %+v, want paused with a resume link", e)
 	}
 
-	u, _ := url.Parse(pause.Links[0].URL)
+	// The owner resumes from the page (its button posts the link the page shows).
+	u, _ := url.Parse(e.Resume)
 	resp, err := http.PostForm("http://"+u.Host+u.Path, u.Query())
 	if err != nil {
 		t.Fatal(err)
