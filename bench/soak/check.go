@@ -73,13 +73,31 @@ type Checker struct {
 	human      []*humanCommit
 	violations []Violation
 	reported   map[string]bool // invariant+detail already reported once
+
+	// Invariant 4, once WatchMail turned it on.
+	mailOn                    bool
+	notifyInterval, sendSlack time.Duration
+	byName                    map[string]string   // preview name → ns/name
+	mailSeen                  map[string]bool     // Mailpit IDs
+	warnings                  map[string]*warning // ns/name@deadline
+	pending                   []pendingMerge
 }
 
 // NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
 func NewChecker(seed uint64, grace time.Duration, isAncestor func(a, b string) bool, logf func(string, ...any)) *Checker {
 	return &Checker{seed: seed, grace: grace, isAncestor: isAncestor, logf: logf,
 		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, previews: map[string]*preview{},
-		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{}}
+		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{},
+		byName: map[string]string{}, mailSeen: map[string]bool{}, warnings: map[string]*warning{}}
+}
+
+// WatchMail turns invariant 4 on: Kustos acts no less than interval after a warning was
+// delivered (less slack, what its send may take after it decided), and a warning is due by the
+// deadline it names.
+func (c *Checker) WatchMail(interval, slack time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mailOn, c.notifyInterval, c.sendSlack = true, interval, slack
 }
 
 func (c *Checker) violateLocked(at time.Time, inv, format string, a ...any) {
@@ -117,6 +135,7 @@ func (c *Checker) Deadline(ns, name string, expiresAt, at time.Time) {
 	if p == nil {
 		p = &preview{ns: ns, name: name}
 		c.previews[k] = p
+		c.byName[name] = k
 	}
 	p.deadlines = append(p.deadlines, deadline{set: at, expiresAt: expiresAt})
 }
@@ -264,9 +283,12 @@ func (c *Checker) branchMergedLocked(branch string) bool {
 // checkMergeLocked: invariant 2. A preview's removal merged (between the previous snapshot
 // and now) while a deadline set more than grace before the previous snapshot was still ahead.
 func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
-	for _, pv := range c.previews {
+	for k, pv := range c.previews {
 		if p.Head != expiryBranch(pv.ns, pv.name) {
 			continue
+		}
+		if c.mailOn {
+			c.pending = append(c.pending, pendingMerge{number: p.Number, key: k, at: now})
 		}
 		var inForce *deadline
 		for i := range pv.deadlines {
@@ -309,6 +331,7 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 			due = append(due, fmt.Sprintf("tenant %s over quota since %s: no quota PR", ns, since.Format("15:04:05")))
 		}
 	}
+	due = append(due, c.unwarnedLocked(now, slack)...)
 	sort.Strings(due)
 	return due
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +22,7 @@ import (
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -36,6 +39,12 @@ const (
 	stallAge = 90 * time.Second
 	// convergeSlack: the run has converged once nothing has been overdue for longer than this.
 	convergeSlack = 15 * time.Second
+	// mailBatchWindow is --notify-mail-batch-window: Kustos's batching stays on, short, since
+	// each message goes to one preview's owner anyway. With the SMTP exchange it is what a
+	// warning's delivery may lag behind the moment Kustos counts its notification interval
+	// from (mailSendSlack).
+	mailBatchWindow = time.Second
+	mailSendSlack   = 2 * time.Second
 )
 
 // outcome is what the run measured, for the report.
@@ -53,6 +62,7 @@ type outcome struct {
 	secondary              map[string]int
 	heaps                  []heapSummary
 	dueAtEnd, stalledAtEnd []string
+	mails                  int // messages Mailpit received
 }
 
 type heapSummary struct {
@@ -104,6 +114,24 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 
 	check := NewChecker(o.seed, 5*time.Second, isAncestorFunc(gh), logf)
+	check.WatchMail(notifyInterval, mailSendSlack)
+
+	// The owners' mail server, behind a proxy the faults can take down.
+	if o.BinDir != "" && os.Getenv(testenv.EnvTestBin) == "" {
+		if err := os.Setenv(testenv.EnvTestBin, o.BinDir); err != nil {
+			return harness.Result{Err: err}
+		}
+	}
+	var mp *mailpittest.Server
+	if err := catch(func() { mp = mailpittest.Start(tb) }); err != nil {
+		return harness.Result{Err: err}
+	}
+	smtp, err := newSMTPProxy(fmt.Sprintf("127.0.0.1:%d", mp.Port))
+	if err != nil {
+		return harness.Result{Err: err}
+	}
+	defer smtp.close()
+	mb := &mailbox{api: mp.API, hc: &http.Client{}}
 
 	// Every Deployment deletion, as the API server reports it: invariant 3.
 	inf := informers.NewSharedInformerFactory(cs, 0)
@@ -123,7 +151,7 @@ func run(s *harness.Session, o options) harness.Result {
 	inf.Start(infCtx.Done())
 	inf.WaitForCacheSync(infCtx.Done())
 
-	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore)
+	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port())
 	var reps []*replica
 	for i := range o.replicas {
 		addr, err := kmetrics.FreeAddr(ctx)
@@ -148,7 +176,7 @@ func run(s *harness.Session, o options) harness.Result {
 	chaosEnd := end.Add(-o.settle)
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
 	w.verbose = o.verbose
-	f := newFaults(gh, reps, o.seed, logf)
+	f := newFaults(gh, reps, smtp, o.seed, logf)
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
@@ -196,6 +224,7 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 	})
 	converged := time.Duration(-1)
+	var mailCount atomic.Int64
 	observe := func() {
 		now := time.Now()
 		prs := gh.PRs(ghOwner, ghRepo)
@@ -222,6 +251,20 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 	}
 	every(runCtx, time.Second, observe)
+	// Invariant 4: the owners' mailbox.
+	readMail := func() {
+		now := time.Now()
+		ms, err := mb.list(runCtx)
+		if err != nil {
+			if runCtx.Err() == nil {
+				logf("reading the mailbox: %v", err)
+			}
+			return
+		}
+		check.ObserveMail(now, ms)
+		mailCount.Store(int64(len(ms)))
+	}
+	every(runCtx, 2*time.Second, readMail)
 	every(runCtx, time.Minute, func() {
 		a := w.actionCounts()
 		logf("progress: %d PRs, %d violations, faults %v, actions %v", len(gh.PRs(ghOwner, ghRepo)), len(check.Violations()), f.countsCopy(), a)
@@ -231,9 +274,12 @@ func run(s *harness.Session, o options) harness.Result {
 	interrupted := ctx.Err() != nil
 	now := time.Now()
 	observe()
+	if !interrupted {
+		readMail()
+	}
 
 	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
-		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy()}
+		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load())}
 	if !interrupted {
 		out.dueAtEnd = check.Due(now, dueSlack, w.overQuota())
 		out.stalledAtEnd = check.Stalled(now, stallAge)

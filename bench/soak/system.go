@@ -184,8 +184,12 @@ func (r *replica) readHeap(ctx context.Context) {
 }
 
 // kustosArgs are the flags every replica runs with.
-func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn time.Duration) []string {
+func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn time.Duration, smtpPort int) []string {
 	return []string{
+		// Warnings by mail to each preview's owner, through the proxy that can take the mail
+		// server away.
+		"--notify-mail-host=127.0.0.1", fmt.Sprintf("--notify-mail-port=%d", smtpPort), "--notify-mail-tls=none",
+		"--notify-mail-from=Kustos <kustos@example.com>", "--notify-mail-batch-window=" + mailBatchWindow.String(),
 		"--kubeconfig=" + kubeconfig, "--state-namespace=" + stateNamespace,
 		"--leader-elect=true", "--health-probe-bind-address=0", "--log-level=" + logLevel,
 		"--mode=pr", "--github-api-url=" + apiURL, "--github-token-file=" + tokenFile,

@@ -25,7 +25,6 @@ import (
 const (
 	annotationOwner     = "kustos.io/owner"
 	annotationExpiresAt = "kustos.io/expires-at"
-	owner               = "soak@example.com"
 )
 
 // world is the workload: tenants with their quotas and previews, kept the same in Git (the
@@ -92,7 +91,7 @@ metadata:
   name: ` + name + `
   namespace: ` + ns + `
   annotations:
-    ` + annotationOwner + `: ` + owner + `
+    ` + annotationOwner + `: ` + ownerOf(name) + `
     ` + annotationExpiresAt + `: "` + expiresAt.UTC().Format(time.RFC3339) + `"
 spec:
   replicas: 0
@@ -295,7 +294,7 @@ func (w *world) createPreview(ctx context.Context) error {
 	}
 	w.check.Deadline(t.ns, name, exp, now)
 	w.note("preview %s/%s created, deadline %s", t.ns, name, exp.Format("15:04:05"))
-	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: owner, annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
+	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: ownerOf(name), annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
 	if _, err := w.cs.AppsV1().Deployments(t.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
 	}
