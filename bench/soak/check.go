@@ -67,6 +67,8 @@ type Checker struct {
 	prevPoll   time.Time
 	prs        map[int]githubtest.PullRequest // the last snapshot of each PR
 	merged     map[int]time.Time              // when each PR was first seen merged
+	closed     map[int]time.Time              // when each PR was first seen closed
+	closes     []humanCommit                  // PRs the fake human closed: branch and time
 	previews   map[string]*preview            // ns/name
 	expectDel  map[string]bool                // ns/name the soak deletes itself (a merged PR synced)
 	nsGone     map[string]bool                // namespaces the soak deletes (tenant teardown)
@@ -86,7 +88,7 @@ type Checker struct {
 // NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
 func NewChecker(seed uint64, grace time.Duration, isAncestor func(a, b string) bool, logf func(string, ...any)) *Checker {
 	return &Checker{seed: seed, grace: grace, isAncestor: isAncestor, logf: logf,
-		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, previews: map[string]*preview{},
+		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, closed: map[int]time.Time{}, previews: map[string]*preview{},
 		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{},
 		byName: map[string]string{}, mailSeen: map[string]bool{}, warnings: map[string]*warning{}}
 }
@@ -175,6 +177,39 @@ func (c *Checker) HumanPushed(branch, sha string, at time.Time) {
 	c.human = append(c.human, &humanCommit{branch: branch, sha: sha, at: at})
 }
 
+// HumanClosed records that the fake human closed the PR of branch at at.
+func (c *Checker) HumanClosed(branch string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closes = append(c.closes, humanCommit{branch: branch, at: at})
+}
+
+// humanTouchedLocked reports whether the fake human closed, or pushed onto, a PR of branch
+// that was open at since or opened later: Kustos leaves such a PR alone, and takes a close as
+// the owner's team declining the removal.
+func (c *Checker) humanTouchedLocked(branch string, since time.Time) bool {
+	for _, h := range c.closes {
+		if h.branch == branch && !h.at.Before(since) {
+			return true
+		}
+	}
+	for _, h := range c.human {
+		if h.branch != branch {
+			continue
+		}
+		if !h.at.Before(since) {
+			return true
+		}
+		for n, p := range c.prs {
+			closed, ok := c.closed[n]
+			if p.Head == branch && !p.Created.After(h.at) && (!ok || !closed.Before(since)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Touched reports whether the fake human pushed onto branch.
 func (c *Checker) Touched(branch string) bool {
 	_, ok := c.TouchedAt(branch)
@@ -238,6 +273,9 @@ func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads 
 				c.checkMergeLocked(now, p)
 			}
 		}
+		if _, seen := c.closed[p.Number]; !seen && p.State == "closed" {
+			c.closed[p.Number] = now
+		}
 		c.prs[p.Number] = p
 	}
 	for k, ns := range open {
@@ -283,6 +321,9 @@ func (c *Checker) branchMergedLocked(branch string) bool {
 // checkMergeLocked: invariant 2. A preview's removal merged (between the previous snapshot
 // and now) while a deadline set more than grace before the previous snapshot was still ahead.
 func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
+	if !isRemoval(p) {
+		return // an extension written back: nothing removed
+	}
 	for k, pv := range c.previews {
 		if p.Head != expiryBranch(pv.ns, pv.name) {
 			continue

@@ -22,7 +22,10 @@
 // be deleted directly; were it, the check below would see it). Expiry warnings go by mail to
 // each preview's owner (its own address, soak+<preview>@example.com, so that one message holds
 // one preview's notices) through a real Mailpit (bin/mailpit), behind a TCP proxy of the soak's
-// that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s).
+// that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s). Every
+// replica serves the extension links (--extension-addr, periods 20s and 40s) behind one front
+// door of the soak's (--extension-url), as an Ingress would, forwarding to the first replica
+// that answers.
 //
 // Around Kustos the bench plays the rest of the world: a CI that reports the required check
 // green on each new PR head one to six seconds after it appears; a GitOps tool that every two
@@ -38,9 +41,13 @@
 // reports FailedCreate); a preview is created (a Deployment with kustos.io/owner and
 // kustos.io/expires-at 20 to 60 s ahead, in Git first); a preview's deadline is moved later in
 // Git and then in the cluster, at whatever moment it falls (before its warning, after it, while
-// its removal PR is open); a human closes a random open PR, or pushes a commit of their own
-// onto its branch. The human closes a PR they pushed to 45 s later, so that it does not hold a
-// place under --max-open-prs for the rest of the run. No deadline falls in the settle period.
+// its removal PR is open), always later than it was; or, half of the time once a warning about
+// its current deadline has arrived, by its owner through one of the warning's links (read from
+// Mailpit: GET, then POST of the page's form, as a browser; a link whose new deadline would fall
+// in the settle period is not used), and the same POST once more, which must answer 409; a
+// human closes a random open PR, or pushes a commit of their own onto its branch. The human
+// closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
+// for the rest of the run. No deadline falls in the settle period.
 //
 // # The faults
 //
@@ -62,7 +69,11 @@
 //     target);
 //   - no-merge-extended: no removal PR merged while the preview's deadline, as set more than 5 s
 //     before the previous look, was still ahead (an extension made inside those seconds may
-//     lose the race honestly);
+//     lose the race honestly); an extension through a link counts from the moment its POST was
+//     sent, and a merged PR that writes such an extension back into Git (same branch, its body
+//     says it edits) is no removal;
+//   - link-used-once: the second POST of a link that extended answers 409 (429 and 503 are
+//     asked again);
 //   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered
 //     at most twice (a crash between the send and its record sends it once more), every time
 //     under the Message-ID its notice id gives; and no removal PR is merged less than
@@ -75,7 +86,8 @@
 //     the branch is merged or deleted;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
 //     with no removal PR since its last extension, or with no warning delivered about
-//     that deadline whatever the mail server went through, a tenant over quota for 15 s with no
+//     that deadline whatever the mail server went through, unless the human closed or pushed
+//     onto its removal PR since, a tenant over quota for 15 s with no
 //     quota PR) and no PR only Kustos touched stays open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -146,4 +148,15 @@ func (m mailbox) text(ctx context.Context, id string) (string, error) {
 	var msg struct{ Text string }
 	err := m.get(ctx, "/api/v1/message/"+id, &msg)
 	return msg.Text, err
+}
+
+// extendLinks are the extension links in a warning's text part ("- [Extend by 20s](URL)").
+var extendLink = regexp.MustCompile(`\]\((https?://[^)\s]+/extend\?[^)\s]+)\)`)
+
+func extendLinks(text string) []string {
+	var out []string
+	for _, m := range extendLink.FindAllStringSubmatch(text, -1) {
+		out = append(out, strings.ReplaceAll(m[1], "&amp;", "&"))
+	}
+	return out
 }

@@ -6,13 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/notify"
 )
 
 // Invariant 4 and the extension links, as the report and each violation name them.
 const (
-	invNotice = "notice-once" // (4) each warning delivered at most twice, as one notice, before its removal
+	invNotice = "notice-once"    // (4) each warning delivered at most twice, as one notice, before its removal
+	invReplay = "link-used-once" // a used extension link answers 409
 )
 
 // Mail is one message Mailpit received, as its API lists it.
@@ -74,6 +76,12 @@ func warningDeadline(subject string) (time.Time, bool) {
 func warningMessageID(ns, name string, deadline time.Time) string {
 	key := lifecycle.KeyFor("expiry", lifecycle.Target{Kind: "Deployment", Group: "apps", Namespace: ns, Name: name})
 	return notify.MessageID("expiry-warning|" + string(key) + "|" + deadline.UTC().Format(time.RFC3339))
+}
+
+// isRemoval tells a preview's removal PR from the PR that writes an extension made through a
+// link back into Git (same branch, an edit of the manifest): by what its body says it does.
+func isRemoval(p githubtest.PullRequest) bool {
+	return !strings.Contains(p.Body, "### What\n\nEdits ")
 }
 
 // ObserveMail checks the messages Mailpit holds, listed at now: invariant 4. Each expiry warning
@@ -147,8 +155,41 @@ func (c *Checker) ObserveMail(now time.Time, ms []Mail) {
 	c.pending = keep
 }
 
+// LinkReplayed records the answer to a POST of an extension link already used with success:
+// anything but 409 is a violation.
+func (c *Checker) LinkReplayed(ns, name string, status int, at time.Time) {
+	if status == 409 {
+		return
+	}
+	c.Violate(at, invReplay, "the used extension link of %s/%s answered %d to a second POST, not 409", ns, name, status)
+}
+
+// WarningMail is the Mailpit ID of a warning about ns/name's deadline d, once one arrived.
+func (c *Checker) WarningMail(ns, name string, d time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.warnings[ns+"/"+name+"@"+d.UTC().Format(time.RFC3339)]
+	if w == nil {
+		return "", false
+	}
+	return w.mails[0], true
+}
+
+// CurrentDeadline is ns/name's last deadline.
+func (c *Checker) CurrentDeadline(ns, name string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pv := c.previews[ns+"/"+name]
+	if pv == nil || len(pv.deadlines) == 0 {
+		return time.Time{}, false
+	}
+	return pv.deadlines[len(pv.deadlines)-1].expiresAt, true
+}
+
 // unwarnedLocked are the previews whose last deadline passed more than slack ago without a
-// warning about it delivered: liveness, whatever the mail server went through.
+// warning about it delivered: liveness, whatever the mail server went through. A preview whose
+// removal PR the human closed or pushed onto since that deadline was set is left out: Kustos
+// leaves the PR alone and, once it is closed, the preview too, unwarned.
 func (c *Checker) unwarnedLocked(now time.Time, slack time.Duration) []string {
 	if !c.mailOn {
 		return nil
@@ -159,7 +200,7 @@ func (c *Checker) unwarnedLocked(now time.Time, slack time.Duration) []string {
 			continue
 		}
 		last := pv.deadlines[len(pv.deadlines)-1]
-		if now.Before(last.expiresAt.Add(slack)) {
+		if now.Before(last.expiresAt.Add(slack)) || c.humanTouchedLocked(expiryBranch(pv.ns, pv.name), last.set) {
 			continue
 		}
 		if c.warnings[k+"@"+last.expiresAt.UTC().Format(time.RFC3339)] == nil {

@@ -64,6 +64,24 @@ func TestCheckerNotices(t *testing.T) {
 			}
 			c.ObserveMail(at(33), nil)
 		}},
+		{name: "an extension written back is no removal", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObserveMail(at(21), []Mail{warn("m1", id, 20)})
+			c.Deadline("t-001", "p-001", at(90), at(22)) // through a link
+			merged(c, 40, "### What\n\nEdits `x`")
+			c.ObserveMail(at(42), nil)
+		}},
+		{name: "removal merged after a link's extension", want: invExtended, detail: "PR #1 removing t-001/p-001", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObserveMail(at(21), []Mail{warn("m1", id, 20)})
+			c.Deadline("t-001", "p-001", at(90), at(26)) // through a link, the removal PR open
+			merged(c, 40, "### What\n\nDeletes `x`")
+			c.ObserveMail(at(42), nil)
+		}},
+		{name: "a used link refused", feed: func(c *Checker) { c.LinkReplayed("t-001", "p-001", 409, at(1)) }},
+		{name: "a used link honoured again", want: invReplay, detail: "answered 200 to a second POST", feed: func(c *Checker) {
+			c.LinkReplayed("t-001", "p-001", 200, at(1))
+		}},
 	} {
 		t.Run(h.name, func(t *testing.T) {
 			c := NewChecker(42, 5*time.Second, parents{}.isAncestor, func(string, ...any) {})
@@ -97,5 +115,14 @@ func TestCheckerUnwarned(t *testing.T) {
 	want := "preview t-001/p-002 due 10:00:30: no warning delivered about it"
 	if got := c.Due(at(100), 60*time.Second, nil); strings.Join(got, "\n") != want {
 		t.Errorf("due: %q, want %q", got, want)
+	}
+	// Extended while its removal PR is open; the human pushes onto that PR, then closes it:
+	// Kustos leaves the PR, and then the preview, alone.
+	c.Deadline("t-001", "p-002", at(80), at(50))
+	c.HumanPushed(expiryBranch("t-001", "p-002"), "h", at(60))
+	for _, d := range c.Due(at(150), 60*time.Second, nil) {
+		if strings.Contains(d, "no warning") {
+			t.Errorf("due after the human took the PR: %q, want no warning due", d)
+		}
 	}
 }

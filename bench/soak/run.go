@@ -132,6 +132,10 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 	defer smtp.close()
 	mb := &mailbox{api: mp.API, hc: &http.Client{}}
+	keyFile := filepath.Join(s.LogDir, "extension-key")
+	if err := os.WriteFile(keyFile, []byte("soak-extension-key-0123456789abcdef0123\n"), 0o600); err != nil {
+		return harness.Result{Err: err}
+	}
 
 	// Every Deployment deletion, as the API server reports it: invariant 3.
 	inf := informers.NewSharedInformerFactory(cs, 0)
@@ -151,18 +155,31 @@ func run(s *harness.Session, o options) harness.Result {
 	inf.Start(infCtx.Done())
 	inf.WaitForCacheSync(infCtx.Done())
 
-	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port())
 	var reps []*replica
+	var extAddrs []string
 	for i := range o.replicas {
 		addr, err := kmetrics.FreeAddr(ctx)
 		if err != nil {
 			return harness.Result{Err: err}
 		}
-		r := &replica{id: i + 1, bin: o.Kustos, args: args, logDir: s.LogDir, metrics: addr}
+		ext, err := kmetrics.FreeAddr(ctx)
+		if err != nil {
+			return harness.Result{Err: err}
+		}
+		extAddrs = append(extAddrs, ext)
+		reps = append(reps, &replica{id: i + 1, bin: o.Kustos, logDir: s.LogDir, metrics: addr, ext: ext})
+	}
+	door, err := newFrontDoor(extAddrs)
+	if err != nil {
+		return harness.Result{Err: err}
+	}
+	defer door.close()
+	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
+	for _, r := range reps {
+		r.args = args
 		if err := r.start(); err != nil {
 			return harness.Result{Err: err}
 		}
-		reps = append(reps, r)
 	}
 	defer func() {
 		for _, r := range reps {
@@ -176,6 +193,7 @@ func run(s *harness.Session, o options) harness.Result {
 	chaosEnd := end.Add(-o.settle)
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
 	w.verbose = o.verbose
+	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
