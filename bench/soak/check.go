@@ -68,19 +68,39 @@ type Checker struct {
 	prevPoll   time.Time
 	prs        map[int]githubtest.PullRequest // the last snapshot of each PR
 	merged     map[int]time.Time              // when each PR was first seen merged
+	closed     map[int]time.Time              // when each PR was first seen closed
+	closes     []humanCommit                  // PRs the fake human closed: branch and time
 	previews   map[string]*preview            // ns/name
 	expectDel  map[string]bool                // ns/name the soak deletes itself (a merged PR synced)
 	nsGone     map[string]bool                // namespaces the soak deletes (tenant teardown)
 	human      []*humanCommit
 	violations []Violation
 	reported   map[string]bool // invariant+detail already reported once
+
+	// Invariant 4, once WatchMail turned it on.
+	mailOn                    bool
+	notifyInterval, sendSlack time.Duration
+	byName                    map[string]string   // preview name → ns/name
+	mailSeen                  map[string]bool     // Mailpit IDs
+	warnings                  map[string]*warning // ns/name@deadline
+	pending                   []pendingMerge
 }
 
 // NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
 func NewChecker(seed uint64, grace time.Duration, isAncestor func(a, b string) bool, logf func(string, ...any)) *Checker {
 	return &Checker{seed: seed, grace: grace, isAncestor: isAncestor, logf: logf,
-		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, previews: map[string]*preview{},
-		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{}}
+		prs: map[int]githubtest.PullRequest{}, merged: map[int]time.Time{}, closed: map[int]time.Time{}, previews: map[string]*preview{},
+		expectDel: map[string]bool{}, nsGone: map[string]bool{}, reported: map[string]bool{},
+		byName: map[string]string{}, mailSeen: map[string]bool{}, warnings: map[string]*warning{}}
+}
+
+// WatchMail turns invariant 4 on: Kustos acts no less than interval after a warning was
+// delivered (less slack, what its send may take after it decided), and a warning is due by the
+// deadline it names.
+func (c *Checker) WatchMail(interval, slack time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mailOn, c.notifyInterval, c.sendSlack = true, interval, slack
 }
 
 func (c *Checker) violateLocked(at time.Time, inv, format string, a ...any) {
@@ -118,6 +138,7 @@ func (c *Checker) Deadline(ns, name string, expiresAt, at time.Time) {
 	if p == nil {
 		p = &preview{ns: ns, name: name}
 		c.previews[k] = p
+		c.byName[name] = k
 	}
 	p.deadlines = append(p.deadlines, deadline{set: at, expiresAt: expiresAt})
 }
@@ -155,6 +176,39 @@ func (c *Checker) HumanPushed(branch, sha string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.human = append(c.human, &humanCommit{branch: branch, sha: sha, at: at})
+}
+
+// HumanClosed records that the fake human closed the PR of branch at at.
+func (c *Checker) HumanClosed(branch string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closes = append(c.closes, humanCommit{branch: branch, at: at})
+}
+
+// humanTouchedLocked reports whether the fake human closed, or pushed onto, a PR of branch
+// that was open at since or opened later: Kustos leaves such a PR alone, and takes a close as
+// the owner's team declining the removal.
+func (c *Checker) humanTouchedLocked(branch string, since time.Time) bool {
+	for _, h := range c.closes {
+		if h.branch == branch && !h.at.Before(since) {
+			return true
+		}
+	}
+	for _, h := range c.human {
+		if h.branch != branch {
+			continue
+		}
+		if !h.at.Before(since) {
+			return true
+		}
+		for n, p := range c.prs {
+			closed, ok := c.closed[n]
+			if p.Head == branch && !p.Created.After(h.at) && (!ok || !closed.Before(since)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Touched reports whether the fake human pushed onto branch.
@@ -219,6 +273,9 @@ func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads 
 				c.merged[p.Number] = now
 				c.checkMergeLocked(now, p)
 			}
+		}
+		if _, seen := c.closed[p.Number]; !seen && p.State == "closed" {
+			c.closed[p.Number] = now
 		}
 		c.prs[p.Number] = p
 	}
@@ -294,9 +351,15 @@ func (c *Checker) branchMergedLocked(branch string) bool {
 // checkMergeLocked: invariant 2. A preview's removal merged (between the previous snapshot
 // and now) while a deadline set more than grace before the previous snapshot was still ahead.
 func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
-	for _, pv := range c.previews {
+	if !isRemoval(p) {
+		return // an extension written back: nothing removed
+	}
+	for k, pv := range c.previews {
 		if p.Head != expiryBranch(pv.ns, pv.name) {
 			continue
+		}
+		if c.mailOn {
+			c.pending = append(c.pending, pendingMerge{number: p.Number, key: k, at: now})
 		}
 		var inForce *deadline
 		for i := range pv.deadlines {
@@ -339,6 +402,7 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 			due = append(due, fmt.Sprintf("tenant %s over quota since %s: no quota PR", ns, since.Format("15:04:05")))
 		}
 	}
+	due = append(due, c.unwarnedLocked(now, slack)...)
 	sort.Strings(due)
 	return due
 }

@@ -19,7 +19,13 @@
 // the quota and expiry detectors, --group-by=none, --pr-poll-interval=3s, a warning 10 s before
 // a deadline and the removal at least 5 s after it, --max-new-prs-per-hour=0, and
 // --allow-delete=expiry:apps/deployments (every preview has a manifest in Git, so nothing may
-// be deleted directly; were it, the check below would see it).
+// be deleted directly; were it, the check below would see it). Expiry warnings go by mail to
+// each preview's owner (its own address, soak+<preview>@example.com, so that one message holds
+// one preview's notices) through a real Mailpit (bin/mailpit), behind a TCP proxy of the soak's
+// that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s). Every
+// replica serves the extension links (--extension-addr, periods 20s and 40s) behind one front
+// door of the soak's (--extension-url), as an Ingress would, forwarding to the first replica
+// that answers.
 //
 // Around Kustos the bench plays the rest of the world: a CI that reports the required check
 // green on each new PR head one to six seconds after it appears; a GitOps tool that every two
@@ -35,16 +41,21 @@
 // reports FailedCreate); a preview is created (a Deployment with kustos.io/owner and
 // kustos.io/expires-at 20 to 60 s ahead, in Git first); a preview's deadline is moved later in
 // Git and then in the cluster, at whatever moment it falls (before its warning, after it, while
-// its removal PR is open); a human closes a random open PR, or pushes a commit of their own
-// onto its branch. The human closes a PR they pushed to 45 s later, so that it does not hold a
-// place under --max-open-prs for the rest of the run. No deadline falls in the settle period.
+// its removal PR is open), always later than it was; or, half of the time once a warning about
+// its current deadline has arrived, by its owner through one of the warning's links (read from
+// Mailpit: GET, then POST of the page's form, as a browser; a link whose new deadline would fall
+// in the settle period is not used), and the same POST once more, which must answer 409; a
+// human closes a random open PR, or pushes a commit of their own onto its branch. The human
+// closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
+// for the rest of the run. No deadline falls in the settle period.
 //
 // # The faults
 //
 // One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or (at most
-// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later. The last -settle of the
+// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later; or the mail server is down
+// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds). The last -settle of the
 // run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
 //
 // # The invariants
@@ -58,14 +69,26 @@
 //     target);
 //   - no-merge-extended: no removal PR merged while the preview's deadline, as set more than 5 s
 //     before the previous look, was still ahead (an extension made inside those seconds may
-//     lose the race honestly);
+//     lose the race honestly); an extension through a link counts from the moment its POST was
+//     sent, and a merged PR that writes such an extension back into Git (same branch, its body
+//     says it edits) is no removal;
+//   - link-used-once: the second POST of a link that extended answers 409 (429 and 503 are
+//     asked again);
+//   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered
+//     at most twice (a crash between the send and its record sends it once more), every time
+//     under the Message-ID its notice id gives; and no removal PR is merged less than
+//     --notification-interval after the preview's first warning reached Mailpit (less 2 s:
+//     Kustos counts the interval from its decision to send, before the batch window and the
+//     SMTP exchange), judged once the mailbox (read every 2 s) was read after the merge;
 //   - deleted-via-pr: no Deployment deleted except by the GitOps tool after a merged PR removed
 //     its manifest, or with its tenant's namespace;
 //   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
 //     the branch is merged or deleted;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
-//     with no removal PR since its last extension, a tenant over quota for 15 s with no quota
-//     PR) and no PR only Kustos touched stays open; the time that takes is the convergence
+//     with no removal PR since its last extension, or with no warning delivered about
+//     that deadline whatever the mail server went through, unless the human closed or pushed
+//     onto its removal PR since, a tenant over quota for 15 s with no
+//     quota PR) and no PR only Kustos touched stays open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
@@ -80,7 +103,7 @@
 // # The report
 //
 // A Markdown table on standard output (and -out): faults by kind, workload actions by kind,
-// PRs opened, merged and closed, GitHub REST requests (and those a fault answered), the
+// PRs opened, merged and closed, the owners' mail Mailpit received, GitHub REST requests (and those a fault answered), the
 // server's secondary-limit answers, the convergence time, each replica life's heap after GC, and
 // the violations with the command that replays the run. Kustos's output (one log per replica
 // life) is kept when the run fails or with -keep-logs.

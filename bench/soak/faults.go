@@ -15,6 +15,7 @@ const (
 	faultGitHubSlow      = "github-slow"
 	faultGitHubSecondary = "github-secondary-limit"
 	faultReplicaKill     = "replica-sigkill"
+	faultMailDown        = "mail-down"
 )
 
 // faults injects a random fault every few seconds until ctx ends: a GitHub fault on one
@@ -22,6 +23,7 @@ const (
 // restarted after a moment.
 type faults struct {
 	gh       *githubtest.Server
+	smtp     *smtpProxy
 	replicas []*replica
 	logf     func(string, ...any)
 
@@ -32,8 +34,8 @@ type faults struct {
 	last     time.Time // when the last fault ended
 }
 
-func newFaults(gh *githubtest.Server, replicas []*replica, seed uint64, logf func(string, ...any)) *faults {
-	return &faults{gh: gh, replicas: replicas, logf: logf, rng: rand.New(rand.NewPCG(seed, seed^0xfa17)), counts: map[string]int{}}
+func newFaults(gh *githubtest.Server, replicas []*replica, smtp *smtpProxy, seed uint64, logf func(string, ...any)) *faults {
+	return &faults{gh: gh, smtp: smtp, replicas: replicas, logf: logf, rng: rand.New(rand.NewPCG(seed, seed^0xfa17)), counts: map[string]int{}}
 }
 
 func (f *faults) dur(lo, hi int) time.Duration {
@@ -90,6 +92,15 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 				restart(rep)
 				f.ended()
 			}()
+		case r >= 88 && f.smtp != nil:
+			// The owners' mail server goes away: every SMTP connection cut, new ones too.
+			hold := f.dur(3, 15)
+			f.logf("fault: %s for %s", faultMailDown, hold)
+			f.count(faultMailDown)
+			f.smtp.setDown(true)
+			sleep(ctx, hold)
+			f.smtp.setDown(false)
+			f.ended()
 		default:
 			spec := githubtest.FaultSpec{PathPattern: endpoints[f.intn(len(endpoints))], Times: -1}
 			kind := faultGitHub5xx

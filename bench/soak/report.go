@@ -19,6 +19,7 @@ func render(o outcome) string {
 	if n := len(o.mergeLatency); n > 0 {
 		row("PR opened → merged", fmt.Sprintf("median %s, max %s (%d merged)", o.mergeLatency[n/2].Round(time.Second), o.mergeLatency[n-1].Round(time.Second), n))
 	}
+	row("owners' mail received (warnings and removal notices)", fmt.Sprint(o.mails))
 	row("GitHub REST requests", fmt.Sprintf("%d (%d answered by an injected fault)", o.ghRequests, o.ghFaulted))
 	sec := 0
 	for _, n := range o.secondary {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,6 +22,7 @@ import (
 	"github.com/kustos-dev/kustos/bench/internal/harness"
 	"github.com/kustos-dev/kustos/bench/internal/kmetrics"
 	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
+	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -36,6 +39,12 @@ const (
 	stallAge = 90 * time.Second
 	// convergeSlack: the run has converged once nothing has been overdue for longer than this.
 	convergeSlack = 15 * time.Second
+	// mailBatchWindow is --notify-mail-batch-window: Kustos's batching stays on, short, since
+	// each message goes to one preview's owner anyway. With the SMTP exchange it is what a
+	// warning's delivery may lag behind the moment Kustos counts its notification interval
+	// from (mailSendSlack).
+	mailBatchWindow = time.Second
+	mailSendSlack   = 2 * time.Second
 )
 
 // outcome is what the run measured, for the report.
@@ -53,6 +62,7 @@ type outcome struct {
 	secondary              map[string]int
 	heaps                  []heapSummary
 	dueAtEnd, stalledAtEnd []string
+	mails                  int // messages Mailpit received
 }
 
 type heapSummary struct {
@@ -104,6 +114,28 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 
 	check := NewChecker(o.seed, 5*time.Second, isAncestorFunc(gh), logf)
+	check.WatchMail(notifyInterval, mailSendSlack)
+
+	// The owners' mail server, behind a proxy the faults can take down.
+	if o.BinDir != "" && os.Getenv(testenv.EnvTestBin) == "" {
+		if err := os.Setenv(testenv.EnvTestBin, o.BinDir); err != nil {
+			return harness.Result{Err: err}
+		}
+	}
+	var mp *mailpittest.Server
+	if err := catch(func() { mp = mailpittest.Start(tb) }); err != nil {
+		return harness.Result{Err: err}
+	}
+	smtp, err := newSMTPProxy(fmt.Sprintf("127.0.0.1:%d", mp.Port))
+	if err != nil {
+		return harness.Result{Err: err}
+	}
+	defer smtp.close()
+	mb := &mailbox{api: mp.API, hc: &http.Client{}}
+	keyFile := filepath.Join(s.LogDir, "extension-key")
+	if err := os.WriteFile(keyFile, []byte("soak-extension-key-0123456789abcdef0123\n"), 0o600); err != nil {
+		return harness.Result{Err: err}
+	}
 
 	// Every Deployment deletion, as the API server reports it: invariant 3.
 	inf := informers.NewSharedInformerFactory(cs, 0)
@@ -123,18 +155,31 @@ func run(s *harness.Session, o options) harness.Result {
 	inf.Start(infCtx.Done())
 	inf.WaitForCacheSync(infCtx.Done())
 
-	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore)
 	var reps []*replica
+	var extAddrs []string
 	for i := range o.replicas {
 		addr, err := kmetrics.FreeAddr(ctx)
 		if err != nil {
 			return harness.Result{Err: err}
 		}
-		r := &replica{id: i + 1, bin: o.Kustos, args: args, logDir: s.LogDir, metrics: addr}
+		ext, err := kmetrics.FreeAddr(ctx)
+		if err != nil {
+			return harness.Result{Err: err}
+		}
+		extAddrs = append(extAddrs, ext)
+		reps = append(reps, &replica{id: i + 1, bin: o.Kustos, logDir: s.LogDir, metrics: addr, ext: ext})
+	}
+	door, err := newFrontDoor(extAddrs)
+	if err != nil {
+		return harness.Result{Err: err}
+	}
+	defer door.close()
+	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
+	for _, r := range reps {
+		r.args = args
 		if err := r.start(); err != nil {
 			return harness.Result{Err: err}
 		}
-		reps = append(reps, r)
 	}
 	defer func() {
 		for _, r := range reps {
@@ -148,7 +193,8 @@ func run(s *harness.Session, o options) harness.Result {
 	chaosEnd := end.Add(-o.settle)
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
 	w.verbose = o.verbose
-	f := newFaults(gh, reps, o.seed, logf)
+	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
+	f := newFaults(gh, reps, smtp, o.seed, logf)
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
@@ -196,6 +242,7 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 	})
 	converged := time.Duration(-1)
+	var mailCount atomic.Int64
 	observe := func() {
 		now := time.Now()
 		prs := gh.PRs(ghOwner, ghRepo)
@@ -225,6 +272,20 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 	}
 	every(runCtx, time.Second, observe)
+	// Invariant 4: the owners' mailbox.
+	readMail := func() {
+		now := time.Now()
+		ms, err := mb.list(runCtx)
+		if err != nil {
+			if runCtx.Err() == nil {
+				logf("reading the mailbox: %v", err)
+			}
+			return
+		}
+		check.ObserveMail(now, ms)
+		mailCount.Store(int64(len(ms)))
+	}
+	every(runCtx, 2*time.Second, readMail)
 	every(runCtx, time.Minute, func() {
 		a := w.actionCounts()
 		logf("progress: %d PRs, %d violations, faults %v, actions %v", len(gh.PRs(ghOwner, ghRepo)), len(check.Violations()), f.countsCopy(), a)
@@ -234,9 +295,12 @@ func run(s *harness.Session, o options) harness.Result {
 	interrupted := ctx.Err() != nil
 	now := time.Now()
 	observe()
+	if !interrupted {
+		readMail()
+	}
 
 	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
-		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy()}
+		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load())}
 	if !interrupted {
 		out.dueAtEnd = check.Due(now, dueSlack, w.overQuota())
 		out.stalledAtEnd = check.Stalled(now, stallAge)

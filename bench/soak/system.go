@@ -107,6 +107,7 @@ type replica struct {
 	args    []string
 	logDir  string
 	metrics string // host:port of /metrics
+	ext     string // host:port of the extension server
 
 	mu     sync.Mutex
 	proc   *kustosproc.Process
@@ -126,7 +127,7 @@ func (r *replica) start() error {
 	defer r.mu.Unlock()
 	r.lives++
 	log := filepath.Join(r.logDir, fmt.Sprintf("kustos-%d-%d.log", r.id, r.lives))
-	p, err := kustosproc.Start(r.bin, append(append([]string(nil), r.args...), "--metrics-bind-address="+r.metrics), log)
+	p, err := kustosproc.Start(r.bin, append(append([]string(nil), r.args...), "--metrics-bind-address="+r.metrics, "--extension-addr="+r.ext), log)
 	if err != nil {
 		return err
 	}
@@ -184,8 +185,14 @@ func (r *replica) readHeap(ctx context.Context) {
 }
 
 // kustosArgs are the flags every replica runs with.
-func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn time.Duration) []string {
+func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn time.Duration, smtpPort int, extURL, extKeyFile string) []string {
 	return []string{
+		// Warnings by mail to each preview's owner (through the proxy that can take the mail
+		// server away), with extension links served by every replica behind one front door.
+		"--notify-mail-host=127.0.0.1", fmt.Sprintf("--notify-mail-port=%d", smtpPort), "--notify-mail-tls=none",
+		"--notify-mail-from=Kustos <kustos@example.com>", "--notify-mail-batch-window=" + mailBatchWindow.String(),
+		"--extension-url=" + extURL, "--extension-key-file=" + extKeyFile,
+		"--extension-periods=" + strings.Join(extensionPeriods, ","), "--extension-max=1m",
 		"--kubeconfig=" + kubeconfig, "--state-namespace=" + stateNamespace,
 		"--leader-elect=true", "--health-probe-bind-address=0", "--log-level=" + logLevel,
 		"--mode=pr", "--github-api-url=" + apiURL, "--github-token-file=" + tokenFile,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -25,7 +26,6 @@ import (
 const (
 	annotationOwner     = "kustos.io/owner"
 	annotationExpiresAt = "kustos.io/expires-at"
-	owner               = "soak@example.com"
 )
 
 // world is the workload: tenants with their quotas and previews, kept the same in Git (the
@@ -38,6 +38,10 @@ type world struct {
 	verbose    bool      // log each action on a named object
 	check      *Checker
 	logf       func(string, ...any)
+	// mail and owner, when set, are the owners' mailbox and browser: some extensions go
+	// through the links in the warnings.
+	mail  *mailbox
+	owner *browser
 
 	mu        sync.Mutex
 	rng       *rand.Rand
@@ -92,7 +96,7 @@ metadata:
   name: ` + name + `
   namespace: ` + ns + `
   annotations:
-    ` + annotationOwner + `: ` + owner + `
+    ` + annotationOwner + `: ` + ownerOf(name) + `
     ` + annotationExpiresAt + `: "` + expiresAt.UTC().Format(time.RFC3339) + `"
 spec:
   replicas: 0
@@ -133,7 +137,10 @@ func (w *world) step(ctx context.Context) {
 	case r < 60:
 		kind, err = "preview-created", w.createPreview(ctx)
 	case r < 78:
-		kind, err = "preview-extended", w.extendPreview(ctx)
+		// Half of the extensions go through a warning's link when one has arrived.
+		if kind, err = w.extendThroughLink(ctx, r < 69); errors.Is(err, errNothing) {
+			kind, err = "preview-extended", w.extendPreview(ctx)
+		}
 	case r < 89:
 		kind, err = "human-closed-pr", w.humanClose()
 	default:
@@ -295,7 +302,7 @@ func (w *world) createPreview(ctx context.Context) error {
 	}
 	w.check.Deadline(t.ns, name, exp, now)
 	w.note("preview %s/%s created, deadline %s", t.ns, name, exp.Format("15:04:05"))
-	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: owner, annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
+	d := deployment(t.ns, name, 0, "100m", map[string]string{annotationOwner: ownerOf(name), annotationExpiresAt: exp.UTC().Format(time.RFC3339)})
 	if _, err := w.cs.AppsV1().Deployments(t.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -330,8 +337,8 @@ func (w *world) extendPreview(ctx context.Context) error {
 		return errNothing // removed by a merged PR; the sync prunes it
 	}
 	exp, ok := w.deadline()
-	if !ok {
-		return errNothing
+	if cur, known := w.check.CurrentDeadline(t.ns, name); !ok || known && !exp.After(cur) {
+		return errNothing // an extension moves the deadline later
 	}
 	now := time.Now()
 	// The deadline counts from the moment it is in Git (the GitOps tool's source) and the
@@ -376,6 +383,7 @@ func (w *world) humanClose() error {
 	}
 	p := open[w.intn(len(open))]
 	w.note("the human closes #%d %s", p.Number, p.Head)
+	w.check.HumanClosed(p.Head, time.Now())
 	return catch(func() { w.gh.ClosePR(ghOwner, ghRepo, p.Number) })
 }
 
@@ -433,6 +441,7 @@ func (w *world) breakOverwrite(ctx context.Context) error {
 func (w *world) tidy() {
 	for _, p := range w.openPRs() {
 		if at, ok := w.check.TouchedAt(p.Head); ok && at.After(p.Created) && time.Since(at) > 45*time.Second {
+			w.check.HumanClosed(p.Head, time.Now())
 			if catch(func() { w.gh.ClosePR(ghOwner, ghRepo, p.Number) }) == nil {
 				w.count("human-closed-own-pr")
 			}
@@ -534,4 +543,78 @@ func (w *world) actionCounts() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// extendThroughLink is the owner extending a preview through its warning (when try and a
+// warning about the preview's current deadline has arrived): GET on one of its links, then
+// POST of the page's form, at whatever moment (the removal PR may be open), and the same POST
+// once more, which must be refused as a used link. errNothing: no preview to extend so.
+func (w *world) extendThroughLink(ctx context.Context, try bool) (string, error) {
+	const kind = "preview-extended-link"
+	if !try || w.mail == nil {
+		return kind, errNothing
+	}
+	t := w.pickTenant(0)
+	if t == nil {
+		return kind, errNothing
+	}
+	w.mu.Lock()
+	var names []string
+	for p := range t.previews {
+		names = append(names, p)
+	}
+	w.mu.Unlock()
+	sort.Strings(names)
+	if len(names) == 0 {
+		return kind, errNothing
+	}
+	name := names[w.intn(len(names))]
+	cur, ok := w.check.CurrentDeadline(t.ns, name)
+	if !ok {
+		return kind, errNothing
+	}
+	id, ok := w.check.WarningMail(t.ns, name, cur)
+	if !ok {
+		return kind, errNothing
+	}
+	text, err := w.mail.text(ctx, id)
+	if err != nil {
+		return kind, err
+	}
+	// A link whose new deadline falls before the settle period, as the workload's own do.
+	var links []string
+	for _, l := range extendLinks(text) {
+		d, err := linkPeriod(l)
+		if err == nil && maxTime(cur, time.Now()).Add(d+time.Second).Before(w.chaosEnd.Add(-5*time.Second)) {
+			links = append(links, l)
+		}
+	}
+	if len(links) == 0 {
+		return kind, errNothing
+	}
+	link := links[w.intn(len(links))]
+	code, _, err := w.owner.retrying(ctx, http.MethodGet, link)
+	if err != nil || code != http.StatusOK {
+		w.note("the owner's GET of %s/%s's link: %d %v", t.ns, name, code, err)
+		return kind + "-refused", nil
+	}
+	set := time.Now()
+	code, body, err := w.owner.retrying(ctx, http.MethodPost, link)
+	if err != nil || code != http.StatusOK {
+		// Refused (the removal happened, or another link was used): nothing changed.
+		w.note("the owner's POST of %s/%s's link: %d %v", t.ns, name, code, err)
+		return kind + "-refused", nil
+	}
+	until, err := extendedUntil(body)
+	if err != nil {
+		return kind, err
+	}
+	w.check.Deadline(t.ns, name, until, set)
+	w.note("preview %s/%s extended through its link to %s", t.ns, name, until.Format("15:04:05"))
+	code, _, err = w.owner.retrying(ctx, http.MethodPost, link)
+	if err != nil {
+		return kind, fmt.Errorf("replaying %s/%s's link: %w", t.ns, name, err)
+	}
+	w.check.LinkReplayed(t.ns, name, code, time.Now())
+	return kind, nil
 }
