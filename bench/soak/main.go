@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -52,7 +53,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 20*time.Minute, "how long the run lasts, the settle period at its end included")
 	seed := fs.Uint64("seed", 0, "seed of the workload's and the faults' RNG (0: from the clock); printed at the start, so a run can be replayed")
 	fs.IntVar(&o.replicas, "replicas", 2, "Kustos replicas, with leader election")
-	fs.DurationVar(&o.tick, "tick", 3*time.Second, "time between two workload actions")
+	fs.DurationVar(&o.tick, "tick", 0, "time between two workload actions (0: 3s, or longer for a long run, so that it makes at most "+fmt.Sprint(maxActions)+" and its content-creating GitHub requests stay under the 500 an hour the server enforces, as GitHub does)")
 	fs.IntVar(&o.maxTenant, "tenants", 6, "most tenant namespaces alive at once")
 	fs.DurationVar(&o.settle, "settle", 0, "the last part of the run, without faults or new workload, in which everything due must be proposed or done (0: a third of -duration, from 90s to 5m)")
 	fs.BoolVar(&o.verbose, "v", false, "log each workload action on a named object (tenant, preview, PR)")
@@ -68,6 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.settle == 0 {
 		o.settle = min(max(o.duration/3, 90*time.Second), 5*time.Minute)
 	}
+	if o.tick == 0 {
+		o.tick = defaultTick(o.duration - o.settle)
+	}
 	o.broken = os.Getenv(breakEnv)
 	switch {
 	case o.duration < time.Minute:
@@ -80,4 +84,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New(breakEnv + " must be empty or overwrite")
 	}
 	return o, nil
+}
+
+// maxActions bounds the workload actions of a run whose -tick is not given. Each preview costs
+// Kustos about six content-creating GitHub requests (tree, commit, branch, pull request, labels,
+// merge), and GitHub allows 500 of them an hour (the server enforces it): past about 150
+// actions a run asks more of GitHub than GitHub gives, and every proposal after the limit waits
+// for the hour to pass, which no liveness bound can allow for.
+const maxActions = 140
+
+// defaultTick is 3 s, or the tick that spreads maxActions over a longer workload period.
+func defaultTick(workload time.Duration) time.Duration {
+	return max(3*time.Second, (workload / maxActions).Round(100*time.Millisecond))
 }
