@@ -34,7 +34,9 @@
 //
 // # The workload
 //
-// One action every -tick (3 s; longer in a run of over about ten minutes, so that at most 140 actions keep Kustos's content-creating GitHub requests under the 500 an hour GitHub allows), drawn by the seeded RNG: a tenant appears (its quota.yaml and
+// One action every -tick (3 s; longer in a run of over about ten minutes, so that at most 140
+// actions keep Kustos's content-creating GitHub requests under the 500 an hour GitHub allows),
+// drawn by the seeded RNG: a tenant appears (its quota.yaml and
 // kustomization in Git, then its namespace and ResourceQuota requests.cpu 4 in the cluster) or
 // disappears (namespace deleted, then its files); a tenant is pushed over its quota (a
 // Deployment of four 1500m pods: the quota controller counts them, the ReplicaSet controller
