@@ -46,8 +46,11 @@ func (w *Writer) OpenFor(ctx context.Context, c lifecycle.Change) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pr: %s: %w", c.Key, err)
 	}
-	if p == nil || checkMarker(p, c.Key) != nil {
+	if p == nil {
 		return 0, nil
+	}
+	if err := checkMarker(p, c.Key); err != nil {
+		return 0, nil //nolint:nilerr // another key's PR on a branch two keys share: not c's to close
 	}
 	return p.GetNumber(), nil
 }
