@@ -207,8 +207,10 @@ type events struct {
 	ids     map[string]bool
 	reasons []string
 	records int
-	// failReason, when set, fails the next Event with that reason (the API server refused it).
+	// failReason, when set, fails the next Event with that reason (the API server refused it),
+	// with failErr (nil: errCrash).
 	failReason string
+	failErr    error
 }
 
 func newEvents() *events { return &events{ids: map[string]bool{}} }
@@ -230,6 +232,10 @@ func (e *events) Notify(_ context.Context, _ corev1.ObjectReference, _, reason, 
 	defer e.mu.Unlock()
 	if e.failReason != "" && e.failReason == reason {
 		e.failReason = ""
+		if err := e.failErr; err != nil {
+			e.failErr = nil
+			return err
+		}
 		return errCrash
 	}
 	if !e.ids[id] {

@@ -476,9 +476,15 @@ func (r *run) proposedAs(ctx context.Context, c lifecycle.Change, res lifecycle.
 	msg := fmt.Sprintf("Pull request #%d proposes %s: %s", res.Number, describe(c), res.URL)
 	if err := r.notify(ctx, corev1.EventTypeNormal, p.Vocab.Proposed, msg,
 		fmt.Sprintf("proposed|%s|%d|%s", c.Key, res.Number, describe(c))); err != nil {
+		if namespaceGone(err) {
+			return r.orphaned(ctx, res.Number, err)
+		}
 		return endStop, err
 	}
 	if r.rec, err = p.Store.Lock(ctx, r.rec, state.HolderOf(res.Number), string(proposed), res.HeadSHA); err != nil {
+		if apierrors.IsNotFound(err) {
+			return r.orphaned(ctx, res.Number, err)
+		}
 		return r.conflictOr(err)
 	}
 	tracked.proposalOpen(p.trackKey(c.Key), res.Number, time.Time{}, r.req.Now, p.pollInterval())
@@ -799,6 +805,25 @@ func (r *run) merge(ctx context.Context) (end, error) {
 	}
 	r.out.RequeueAfter = minPositive(minPositive(p.pollInterval(), retry), r.decision.RequeueAfter)
 	return endStop, nil
+}
+
+// orphaned closes the proposal number just opened for a target whose namespace went while it
+// was being opened: the Event about it was refused (the namespace is gone or terminating), or
+// the Lease that would name it was deleted by the sweep of that namespace. No Lease would ever
+// name the proposal, so nothing else would close it.
+func (r *run) orphaned(ctx context.Context, number int, cause error) (end, error) {
+	r.log.Info("the target's namespace went while its pull request was opened; closing it", "number", number, "cause", cause.Error())
+	if err := r.p.Proposals.Withdraw(ctx, r.req.Key, number, "the namespace of its target no longer exists", r.req.Group); err != nil &&
+		!errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+		return r.forgeError("closing the pull request of a namespace gone", err)
+	}
+	return endStop, nil
+}
+
+// namespaceGone: the API server refused a write in the target's namespace because the
+// namespace is gone or being deleted.
+func namespaceGone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
 // next ends a step that wrote the Lease: on success Run looks again; a conflict retries soon.

@@ -268,6 +268,25 @@ func TestRun(t *testing.T) {
 					t.Errorf("PRs created %d, holder %q", w.forge.next, w.rec().Holder)
 				}
 			}},
+		{"pr: the namespace went while the PR was opened (its Event refused): the PR is withdrawn", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.events.failReason = "Proposed"
+				w.events.failErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team-a")
+			}, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.forge.openPRs() != 0 {
+					t.Errorf("PRs created %d, open %d; want the one opened, closed", w.forge.next, w.forge.openPRs())
+				}
+			}},
+		{"pr: the Lease was swept while the PR was opened (its lock refused): the PR is withdrawn", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.store.FailNext("Lock", apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x"))
+			}, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.forge.openPRs() != 0 {
+					t.Errorf("PRs created %d, open %d; want the one opened, closed", w.forge.next, w.forge.openPRs())
+				}
+			}},
 		{"pr: crash before the lock, then a human closes the PR: no second PR", "pr", false,
 			[]step{want(12), crashBefore("Lock"), run("a"), human("close"), run("a"), run("a")},
 			func(t *testing.T, w *world) {
