@@ -36,27 +36,53 @@ func (g *refGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if want == "" || req.Method != http.MethodPatch || endpointTemplate(req.URL.Path) != "/repos/:owner/:repo/git/refs/:ref" {
 		return g.next.RoundTrip(req)
 	}
-	got, err := g.head(req)
-	if err != nil {
+	got, refused, err := g.head(req)
+	switch {
+	case err != nil:
 		closeBody(req)
 		return nil, err
-	}
-	if got != want {
+	case refused != nil:
+		// GitHub refused the read (a rate limit, a 5xx, the branch gone): its answer is the
+		// update's, for the layers above to wait, retry or report as they would the update's.
+		closeBody(req)
+		return refused, nil
+	case got != want && got != updateSHA(req):
 		closeBody(req)
 		return nil, fmt.Errorf("%w: it points at %s, not %s", ErrRefMoved, got, want)
 	}
+	// From the head expected, or already at the new one (an earlier attempt of this update
+	// landed and its answer was lost): sending it (again) changes nothing else.
 	return g.next.RoundTrip(req)
 }
 
+// updateSHA is the commit an update of a ref moves it to ("" when its body cannot be read).
+func updateSHA(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	var u struct {
+		SHA string `json:"sha"`
+	}
+	if json.NewDecoder(io.LimitReader(body, 1<<16)).Decode(&u) != nil {
+		return ""
+	}
+	return u.SHA
+}
+
 // head reads the branch the update names (GET …/git/ref/heads/<branch>, with the update's
-// credentials).
-func (g *refGuard) head(update *http.Request) (string, error) {
+// credentials); refused is GitHub's answer when it is not 200.
+func (g *refGuard) head(update *http.Request) (sha string, refused *http.Response, err error) {
 	u := *update.URL
 	u.Path = strings.Replace(u.Path, "/git/refs/", "/git/ref/", 1)
 	u.RawPath = ""
 	get, err := http.NewRequestWithContext(update.Context(), http.MethodGet, u.String(), http.NoBody)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, h := range []string{"Authorization", "Accept", "User-Agent", "X-GitHub-Api-Version"} {
 		if v := update.Header.Get(h); v != "" {
@@ -65,29 +91,21 @@ func (g *refGuard) head(update *http.Request) (string, error) {
 	}
 	resp, err := g.next.RoundTrip(get)
 	if err != nil {
-		return "", fmt.Errorf("reading the branch before moving it: %w", err)
+		return "", nil, fmt.Errorf("reading the branch before moving it: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", resp, nil
 	}
 	defer drain(resp)
-	if resp.StatusCode != http.StatusOK {
-		// Gone (404), or GitHub failing: the update would fail or overwrite blindly.
-		return "", &refReadError{status: resp.StatusCode}
-	}
 	var ref struct {
 		Object struct {
 			SHA string `json:"sha"`
 		} `json:"object"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ref); err != nil {
-		return "", fmt.Errorf("reading the branch before moving it: %w", err)
+		return "", nil, fmt.Errorf("reading the branch before moving it: %w", err)
 	}
-	return ref.Object.SHA, nil
-}
-
-// refReadError: the read of the branch before its update was answered with status.
-type refReadError struct{ status int }
-
-func (e *refReadError) Error() string {
-	return fmt.Sprintf("reading the branch before moving it: GitHub answered %d", e.status)
+	return ref.Object.SHA, nil, nil
 }
 
 // UpdateRefFrom force-moves branch to sha only if it still points at from (read just before the

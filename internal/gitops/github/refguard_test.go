@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 )
 
 // pushDuring is a base transport that, the first time a branch update goes out, lets a person's
@@ -106,4 +109,72 @@ func TestUpdateRefFrom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loseFirstAnswer carries the first branch update out on the server and answers it 502: the
+// update landed, its answer was lost.
+type loseFirstAnswer struct {
+	next http.RoundTripper
+	once sync.Once
+}
+
+func (l *loseFirstAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPatch && endpointTemplate(req.URL.Path) == "/repos/:owner/:repo/git/refs/:ref" {
+		lost := false
+		l.once.Do(func() { lost = true })
+		if lost {
+			drain(resp)
+			return &http.Response{StatusCode: http.StatusBadGateway, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+		}
+	}
+	return resp, err
+}
+
+// TestUpdateRefFromRetries: the guard's own read and a retry of an update behave as the update
+// would. An update that landed but whose answer was lost is retried and succeeds (the branch is
+// already at the new commit: no ErrRefMoved); a read of the branch answered with a secondary
+// rate limit is waited out and retried like the update itself; a branch deleted is not found.
+func TestUpdateRefFromRetries(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T, opts ...Option) (*Client, string, string) {
+		c, _, _, ours := limitedServerClient(t, opts...)
+		if _, err := c.CreateRef(ctx, "kustos/x", ours); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := c.GetCommit(ctx, ours)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rebuilt, err := c.CreateCommit(ctx, "rebuilt", cm.GetTree().GetSHA(), []string{cm.Parents[0].GetSHA()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, ours, rebuilt.GetSHA()
+	}
+	t.Run("answer lost", func(t *testing.T) {
+		c, ours, rebuilt := setup(t, WithBaseTransport(&loseFirstAnswer{next: http.DefaultTransport}))
+		if err := c.UpdateRefFrom(ctx, "kustos/x", ours, rebuilt); err != nil {
+			t.Fatalf("UpdateRefFrom after a lost answer = %v, want success", err)
+		}
+	})
+	t.Run("read rate limited", func(t *testing.T) {
+		c, s, _, ours := limitedServerClient(t)
+		if _, err := c.CreateRef(ctx, "kustos/x", ours); err != nil {
+			t.Fatal(err)
+		}
+		s.Inject(githubtest.FaultSpec{Method: http.MethodGet, PathPattern: "/repos/{owner}/{repo}/git/ref/{ref}", Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+		if err := c.UpdateRefFrom(ctx, "kustos/x", ours, ours); err != nil {
+			t.Fatalf("UpdateRefFrom after a rate-limited read = %v, want it waited out and done", err)
+		}
+	})
+	t.Run("branch gone", func(t *testing.T) {
+		c, ours, rebuilt := setup(t)
+		if err := c.DeleteRef(ctx, "kustos/x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.UpdateRefFrom(ctx, "kustos/x", ours, rebuilt); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("UpdateRefFrom of a deleted branch = %v, want ErrNotFound", err)
+		}
+	})
 }
