@@ -31,6 +31,8 @@ type world struct {
 	wants  *lifecycle.Change
 	// withdraw is what the detector says when it wants no change (Decision.Withdraw).
 	withdraw string
+	// bag is the detector's memory it asks to keep with that (Decision.Bag; nil: none).
+	bag map[string]string
 	mode     string // observe or pr
 	auto     bool
 	// cooldown is the detector's: no new Change this long after the last one (none while a
@@ -101,7 +103,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 		Decide: func(v View) Decision {
 			w.views = append(w.views, v)
 			if wants == nil {
-				return Decision{Withdraw: w.withdraw}
+				return Decision{Withdraw: w.withdraw, Bag: w.bag}
 			}
 			if !v.ProposalOpen && !v.LastModified.IsZero() && w.now.Sub(v.LastModified) < w.cooldown {
 				return Decision{RequeueAfter: v.LastModified.Add(w.cooldown).Sub(w.now)}
@@ -452,6 +454,14 @@ func TestRun(t *testing.T) {
 				r := w.rec()
 				if w.forge.merges != 0 || w.events.count(ReasonForeignCommit) != 1 || cpuOfJSON(r.Proposed) != 12 || w.forge.prs[testKey].head != "human-2" {
 					t.Errorf("merges %d, events %s, record %+v", w.forge.merges, w.events, r)
+				}
+			}},
+		{"pr: a withdrawal of a PR a person pushed onto leaves it to people, on the next leader too, after its memory is kept", "pr", false,
+			[]step{want(12), run("a"), human("push"), run("a"), withdraw, run("a"), die("a"),
+				func(w *world) { w.bag = map[string]string{"extended-until": "later"} }, run("b")},
+			func(t *testing.T, w *world) {
+				if w.forge.openPRs() != 1 || w.events.count(ReasonWithdrawn) != 0 || w.rec().Holder != "pr-1" {
+					t.Errorf("open %d, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.events, w.rec())
 				}
 			}},
 		// A stop, a failed Event write or a Lease conflict (the extension server writes the same
