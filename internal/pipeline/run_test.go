@@ -32,9 +32,9 @@ type world struct {
 	// withdraw is what the detector says when it wants no change (Decision.Withdraw).
 	withdraw string
 	// bag is the detector's memory it asks to keep with that (Decision.Bag; nil: none).
-	bag map[string]string
-	mode     string // observe or pr
-	auto     bool
+	bag  map[string]string
+	mode string // observe or pr
+	auto bool
 	// cooldown is the detector's: no new Change this long after the last one (none while a
 	// proposal is open, like the quota detector).
 	cooldown time.Duration
