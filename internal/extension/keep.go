@@ -201,9 +201,9 @@ func (s *Server) keepGet(w http.ResponseWriter, r *http.Request) {
 	if s.keepLimited(w, l) {
 		return
 	}
-	rec, err := s.Store.Get(r.Context(), l.key)
-	if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
-		s.keepPage(w, http.StatusServiceUnavailable, keepData{Title: "Please try again", Message: "Kustos could not read the environment just now; the link still works."})
+	rec, err := s.linkLease(r.Context(), l.key)
+	if err != nil {
+		s.keepPage(w, http.StatusServiceUnavailable, keepData{Title: retryTitle, Message: readRetryMessage})
 		return
 	}
 	if _, err := keepable(rec, l); err != nil {
@@ -239,7 +239,7 @@ func (s *Server) keepPost(w http.ResponseWriter, r *http.Request, c Client) {
 		// Never the token or the link: the key finds the environment, the token's id (useless
 		// without its MAC) names the link.
 		s.Log.Error(err, "keep failed", "key", string(l.key), "owner", l.claim.Owner, "period", l.period.Name, "link", l.claim.ID)
-		s.keepPage(w, http.StatusServiceUnavailable, keepData{Title: "Please try again", Message: "Kustos could not record the keep just now; the link still works."})
+		s.keepPage(w, http.StatusServiceUnavailable, keepData{Title: retryTitle, Message: "Kustos could not record the keep just now; the link still works."})
 		return
 	}
 	ownerActions.WithLabelValues("keep").Inc()
@@ -253,8 +253,8 @@ func (s *Server) keepPost(w http.ResponseWriter, r *http.Request, c Client) {
 // it at the same time.
 func (s *Server) keep(ctx context.Context, l keepLink) (time.Time, error) {
 	for attempt := 0; ; attempt++ {
-		rec, err := s.Store.Get(ctx, l.key)
-		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
+		rec, err := s.linkLease(ctx, l.key)
+		if err != nil {
 			return time.Time{}, err
 		}
 		st, err := keepable(rec, l)

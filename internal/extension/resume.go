@@ -198,9 +198,9 @@ func (s *Server) resumeGet(w http.ResponseWriter, r *http.Request) {
 	if s.resumeLimited(w, l) {
 		return
 	}
-	rec, err := s.Store.Get(r.Context(), l.key)
-	if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
-		s.resumePage(w, http.StatusServiceUnavailable, resumeData{Title: "Please try again", Message: "Kustos could not read the environment just now; the link still works."})
+	rec, err := s.linkLease(r.Context(), l.key)
+	if err != nil {
+		s.resumePage(w, http.StatusServiceUnavailable, resumeData{Title: retryTitle, Message: readRetryMessage})
 		return
 	}
 	v, _, err := resumable(rec, l, s.Now())
@@ -237,7 +237,7 @@ func (s *Server) resumePost(w http.ResponseWriter, r *http.Request, c Client) {
 		// Never the token or the link: the key finds the environment, the token's id (useless
 		// without its MAC) names the link.
 		s.Log.Error(err, "resume failed", "key", string(l.key), "owner", l.claim.Owner, "link", l.claim.ID)
-		s.resumePage(w, http.StatusServiceUnavailable, resumeData{Title: "Please try again", Message: "Kustos could not record the resume just now; the link still works."})
+		s.resumePage(w, http.StatusServiceUnavailable, resumeData{Title: retryTitle, Message: "Kustos could not record the resume just now; the link still works."})
 		return
 	}
 	ownerActions.WithLabelValues("resume").Inc()
@@ -251,8 +251,8 @@ func (s *Server) resumePost(w http.ResponseWriter, r *http.Request, c Client) {
 // on the version read, so a link works once even when two replicas receive it at once.
 func (s *Server) resume(ctx context.Context, l resumeLink) (resumeView, error) {
 	for attempt := 0; ; attempt++ {
-		rec, err := s.Store.Get(ctx, l.key)
-		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
+		rec, err := s.linkLease(ctx, l.key)
+		if err != nil {
 			return resumeView{}, err
 		}
 		v, bag, err := resumable(rec, l, s.Now())

@@ -228,9 +228,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if s.linkLimited(w, l) {
 		return
 	}
-	rec, err := s.Store.Get(r.Context(), l.key)
-	if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
-		s.page(w, http.StatusServiceUnavailable, pageData{Title: "Please try again", Message: "Kustos could not read the environment just now; the link still works."})
+	rec, err := s.linkLease(r.Context(), l.key)
+	if err != nil {
+		s.page(w, http.StatusServiceUnavailable, pageData{Title: retryTitle, Message: readRetryMessage})
 		return
 	}
 	if gone(rec, l) {
@@ -283,7 +283,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, c Client) {
 		// Never log the token or the link: the key is enough to find the environment, and the
 		// token's id (useless without its MAC) names the link.
 		s.Log.Error(err, "extension failed", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID)
-		s.page(w, http.StatusServiceUnavailable, pageData{Title: "Please try again", Message: "Kustos could not record the extension just now; the link still works."})
+		s.page(w, http.StatusServiceUnavailable, pageData{Title: retryTitle, Message: "Kustos could not record the extension just now; the link still works."})
 		return
 	}
 	s.Log.Info("environment extended", "key", string(l.key), "period", l.period.Name, "link", l.claim.ID, "client", c.Key(), "until", until.Format(time.RFC3339))
@@ -305,6 +305,24 @@ const extendedMessage = "this environment was already extended for this warning;
 
 // goneMessage is the page of a link whose environment went: a link works past the deadline
 // (its removal may wait for room or for a reviewer), but not after the removal it warned about.
+// retryTitle and readRetryMessage are a link page's answer when Kustos cannot read or write the
+// environment's Lease just now: nothing was spent, the link works later.
+const (
+	retryTitle       = "Please try again"
+	readRetryMessage = "Kustos could not read the environment just now; the link still works."
+)
+
+// linkLease reads the Lease a link acts on. A legacy Lease that several targets could claim
+// (state.ErrUnclaimedLease) is no failure: Get gives the Key's usable record under its
+// alternate name beside it, which the detector uses too.
+func (s *Server) linkLease(ctx context.Context, key lifecycle.Key) (state.Record, error) {
+	rec, err := s.Store.Get(ctx, key)
+	if errors.Is(err, state.ErrUnclaimedLease) {
+		err = nil
+	}
+	return rec, err
+}
+
 const goneMessage = "this link no longer extends anything: the environment was removed (or paused) at the deadline it names"
 
 // gone reports that the removal (or pause) l warned about has happened: the detector told the
@@ -342,8 +360,8 @@ func (s *Server) tokenLimited(w http.ResponseWriter, kind string, key lifecycle.
 // receive it at the same time.
 func (s *Server) extend(ctx context.Context, l link) (time.Time, expiry.State, error) {
 	for attempt := 0; ; attempt++ {
-		rec, err := s.Store.Get(ctx, l.key)
-		if err != nil && !errors.Is(err, state.ErrUnclaimedLease) {
+		rec, err := s.linkLease(ctx, l.key)
+		if err != nil {
 			return time.Time{}, expiry.State{}, err
 		}
 		st, _ := expiry.ParseState(rec.Bag)
