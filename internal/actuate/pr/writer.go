@@ -438,17 +438,9 @@ func KeptBranch(branch, sha string) string {
 // them, but nothing would lead to them). It returns the head read and the branch kept ("" for
 // Kustos's own head).
 func (w *Writer) keepForeignHead(ctx context.Context, branch string, key lifecycle.Key) (head, kept string, err error) {
-	ref, err := w.gh.GetRef(ctx, branch)
-	if err != nil {
-		return "", "", err
-	}
-	head = ref.GetObject().GetSHA()
-	cm, err := w.gh.GetCommit(ctx, head)
-	if err != nil {
-		return "", "", err
-	}
-	if IsOwnCommit(cm, key) {
-		return head, "", nil
+	head, own, err := w.branchHead(ctx, branch, key)
+	if err != nil || own {
+		return head, "", err
 	}
 	kept = KeptBranch(branch, head)
 	if _, err := w.gh.CreateRef(ctx, kept, head); err != nil && !errors.Is(err, github.ErrAlreadyExists) {
@@ -460,12 +452,19 @@ func (w *Writer) keepForeignHead(ctx context.Context, branch string, key lifecyc
 // headIsOwn reports whether branch's head is a commit Kustos wrote for key (false when it
 // cannot be read: a person's commit is then assumed, and left alone).
 func (w *Writer) headIsOwn(ctx context.Context, branch string, key lifecycle.Key) bool {
+	_, own, err := w.branchHead(ctx, branch, key)
+	return err == nil && own
+}
+
+// branchHead reads branch's head commit and whether Kustos wrote it for key (OwnCommit).
+func (w *Writer) branchHead(ctx context.Context, branch string, key lifecycle.Key) (head string, own bool, err error) {
 	ref, err := w.gh.GetRef(ctx, branch)
 	if err != nil {
-		return false
+		return "", false, err
 	}
-	cm, err := w.gh.GetCommit(ctx, ref.GetObject().GetSHA())
-	return err == nil && IsOwnCommit(cm, key)
+	head = ref.GetObject().GetSHA()
+	own, err = w.OwnCommit(ctx, key, head)
+	return head, own, err
 }
 
 // commit creates one tree on the base's tree holding every file change (a deleted file is an
