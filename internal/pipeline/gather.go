@@ -85,9 +85,9 @@ func (p *Pipeline) pendingOf(ctx context.Context, key lifecycle.Key, rec state.R
 	if rec.Pending == "" {
 		return pendingNone, nil, nil
 	}
-	var c lifecycle.Change
 	// Unreadable (a hand edit) is a state plan handles, not an error.
-	if readable := json.Unmarshal([]byte(rec.Pending), &c) == nil && c.Key == key; !readable {
+	c, readable := rec.PendingChange()
+	if !readable || c.Key != key {
 		return pendingUnreadable, nil, nil
 	}
 	if rec.PendingBy == "" || rec.PendingBy == p.Identity {

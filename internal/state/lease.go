@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -204,6 +205,15 @@ type Record struct {
 
 // Exists reports whether the record is stored (false for a Key never seen).
 func (r Record) Exists() bool { return r.lease != nil }
+
+// PendingChange is the pending decision, when there is one and it reads as a Change of this
+// Record's Key; ok is false for none, and for one that does not (a hand edit).
+func (r Record) PendingChange() (c lifecycle.Change, ok bool) {
+	if r.Pending == "" {
+		return c, false
+	}
+	return c, json.Unmarshal([]byte(r.Pending), &c) == nil && c.Key == r.Key
+}
 
 // LeaseName is the name of the Lease that holds (or will hold) the record.
 func (r Record) LeaseName() string {

@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -200,12 +199,9 @@ func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 
 // pendingPR is the open PR of rec's pending decision (0: none pending, a group's, or none open).
 func (m *Mode) pendingPR(ctx context.Context, rec state.Record) (int, error) {
-	if rec.Pending == "" || rec.Key.IsGroup() {
-		return 0, nil
-	}
-	var c lifecycle.Change
-	if err := json.Unmarshal([]byte(rec.Pending), &c); err != nil || c.Key != rec.Key {
-		return 0, nil //nolint:nilerr // unreadable (a hand edit): nothing to find its PR by, and the Lease still goes
+	c, ok := rec.PendingChange()
+	if !ok || rec.Key.IsGroup() {
+		return 0, nil // none, or unreadable (a hand edit): nothing to find its PR by, and the Lease still goes
 	}
 	// A grouped member's decision opens its group's pull request, not one on its own branch:
 	// none is found there, and the group Lease's release closes the group's.
