@@ -56,7 +56,9 @@
 // One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or (at most
-// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later; or the mail server is down
+// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later (any replica in the first
+// half of the faults' time; from then on any but replica 1, the witness, whose life then spans
+// the second half and the settle period, as the heap rule needs); or the mail server is down
 // for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds). The last -settle of the
 // run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
 //
@@ -94,7 +96,8 @@
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
-//     the median of the readings from a sixth to a third of it;
+//     the median of the readings from a sixth to a third of it (in a 20-minute run, at least the
+//     witness's last life is judged);
 //   - github-contract and replica-exited: the server's own contract checks, and a replica that
 //     exits without being killed.
 //

@@ -27,6 +27,12 @@ type faults struct {
 	replicas []*replica
 	logf     func(string, ...any)
 
+	// witness is the replica the kills spare from witnessFrom on (half-way through the faults),
+	// so that one life spans the second half and the settle period: long enough for the heap
+	// rule, which a leak needs time to show against. The other replicas are still killed.
+	witness     *replica
+	witnessFrom time.Time
+
 	mu       sync.Mutex
 	rng      *rand.Rand
 	counts   map[string]int
@@ -79,7 +85,10 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 		overdue := f.lastKill.IsZero() && time.Since(start) > deadline.Sub(start)/2
 		switch {
 		case overdue || r < 25 && time.Since(f.lastKill) > 20*time.Second:
-			rep := f.replicas[f.intn(len(f.replicas))]
+			rep := f.victim(time.Now())
+			if rep == nil {
+				continue
+			}
 			down := f.dur(1, 8)
 			f.logf("fault: SIGKILL replica %d, restarted after %s", rep.id, down)
 			f.count(faultReplicaKill)
@@ -124,6 +133,24 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 			f.ended()
 		}
 	}
+}
+
+// victim draws the replica to kill at now: any, or, from witnessFrom on, any but the witness
+// (nil when the witness is the only replica).
+func (f *faults) victim(now time.Time) *replica {
+	cands := f.replicas
+	if f.witness != nil && !now.Before(f.witnessFrom) {
+		cands = nil
+		for _, r := range f.replicas {
+			if r != f.witness {
+				cands = append(cands, r)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return cands[f.intn(len(cands))]
 }
 
 func (f *faults) ended() {

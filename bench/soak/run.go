@@ -195,6 +195,7 @@ func run(s *harness.Session, o options) harness.Result {
 	w.verbose = o.verbose
 	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
+	f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
