@@ -77,6 +77,15 @@ type Checker struct {
 	violations []Violation
 	reported   map[string]bool // invariant+detail already reported once
 
+	// Which previews a PR removes, once ReadRemovals turned it on: read from its commits
+	// (a merged PR removed the manifests its merge commit deleted; an open one proposes
+	// removing those its head lacks), so that a group's PR, one branch for a tenant's previews,
+	// is judged preview by preview. Without it, a removal PR is the one of the preview's own
+	// branch (--group-by=none) whose body does not say it edits.
+	groupBy     string                          // expiry's --group-by: none or namespace
+	fileAt      func(sha, path string) bool     // the file exists at commit sha
+	firstParent func(sha string) (string, bool) // a commit's first parent
+
 	// Invariant 4, once WatchMail turned it on.
 	mailOn                    bool
 	notifyInterval, sendSlack time.Duration
@@ -244,13 +253,62 @@ func (c *Checker) TouchedAt(branch string) (at time.Time, ok bool) {
 	return at, ok
 }
 
+// ReadRemovals makes the checker read which previews a PR removes from its commits, with
+// expiry grouped by groupBy (none or namespace): fileAt tells whether a file exists at a
+// commit, firstParent gives a commit's first parent.
+func (c *Checker) ReadRemovals(groupBy string, fileAt func(sha, path string) bool, firstParent func(sha string) (string, bool)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.groupBy, c.fileAt, c.firstParent = groupBy, fileAt, firstParent
+}
+
 // branchKey is the key invariant 1 allows one open PR for: the head branch, which Kustos
-// derives from the target (kustos/<cluster>/<detector>/<namespace>/<name>).
+// derives from the target (kustos/<cluster>/<detector>/<namespace>/<name>) or from its group
+// (kustos/<cluster>/<detector>/group-<by>/<value>).
 func branchKey(head string) string { return head }
 
 // expiryBranch is the head branch of a preview's removal PR (--group-by=none).
 func expiryBranch(ns, name string) string {
 	return "kustos/" + clusterName + "/expiry/" + ns + "/" + name
+}
+
+// expiryGroupBranch is the head branch of the removal PR of a tenant's previews
+// (--group-by=namespace).
+func expiryGroupBranch(ns string) string {
+	return "kustos/" + clusterName + "/expiry/group-namespace/" + ns
+}
+
+// removalBranchLocked is the branch the removal of preview ns/name is proposed on.
+func (c *Checker) removalBranchLocked(ns, name string) string {
+	if c.groupBy == "namespace" {
+		return expiryGroupBranch(ns)
+	}
+	return expiryBranch(ns, name)
+}
+
+// mergeRemovedLocked reports whether merged PR p removed preview pv: its merge commit deleted
+// the manifest its first parent (the base right before the merge) held; or, without
+// ReadRemovals, p is of the preview's own branch and its body does not say it edits.
+func (c *Checker) mergeRemovedLocked(p githubtest.PullRequest, pv *preview) bool {
+	if p.Head != c.removalBranchLocked(pv.ns, pv.name) {
+		return false
+	}
+	if c.fileAt == nil {
+		return isRemoval(p)
+	}
+	if p.MergeCommitSHA == "" {
+		return false
+	}
+	path := previewPath(pv.ns, pv.name)
+	parent, ok := c.firstParent(p.MergeCommitSHA)
+	return ok && c.fileAt(parent, path) && !c.fileAt(p.MergeCommitSHA, path)
+}
+
+// proposesRemovalLocked reports whether open PR p proposes removing preview pv (its head lacks
+// the manifest), with ReadRemovals on.
+func (c *Checker) proposesRemovalLocked(p githubtest.PullRequest, pv *preview) bool {
+	return c.fileAt != nil && p.State == "open" && p.Head == c.removalBranchLocked(pv.ns, pv.name) &&
+		p.HeadSHA != "" && !c.fileAt(p.HeadSHA, previewPath(pv.ns, pv.name))
 }
 
 // quotaBranchPrefix starts the head branch of a tenant's quota PRs.
@@ -351,12 +409,9 @@ func (c *Checker) branchMergedLocked(branch string) bool {
 // checkMergeLocked: invariant 2. A preview's removal merged (between the previous snapshot
 // and now) while a deadline set more than grace before the previous snapshot was still ahead.
 func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
-	if !isRemoval(p) {
-		return // an extension written back: nothing removed
-	}
 	for k, pv := range c.previews {
-		if p.Head != expiryBranch(pv.ns, pv.name) {
-			continue
+		if !c.mergeRemovedLocked(p, pv) {
+			continue // another preview's, or an extension written back: nothing removed
 		}
 		if c.mailOn {
 			c.pending = append(c.pending, pendingMerge{number: p.Number, key: k, at: now})
@@ -389,7 +444,20 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 		if now.Before(last.expiresAt.Add(slack)) {
 			continue
 		}
-		if !c.proposedLocked(func(head string) bool { return head == expiryBranch(pv.ns, pv.name) }, last.set) {
+		branch := c.removalBranchLocked(pv.ns, pv.name)
+		if c.groupBy == "namespace" {
+			// A group's PR is not opened for each preview: it is the one open PR of the
+			// branch that proposes the removal, whenever it opened. A person who closed or
+			// pushed onto the group's PR since the deadline was set declined it, for every
+			// preview of the tenant then due (the checker does not tell which were in it).
+			if c.humanTouchedLocked(branch, last.set) || c.anyPRLocked(func(p githubtest.PullRequest) bool { return c.proposesRemovalLocked(p, pv) }) {
+				continue
+			}
+			due = append(due, fmt.Sprintf("preview %s/%s due %s (deadline set %s): no open removal PR of %s proposes it", pv.ns, pv.name,
+				last.expiresAt.Format("15:04:05"), last.set.Format("15:04:05"), branch))
+			continue
+		}
+		if !c.proposedLocked(func(head string) bool { return head == branch }, last.set) {
 			due = append(due, fmt.Sprintf("preview %s/%s due %s (deadline set %s): no removal PR", pv.ns, pv.name,
 				last.expiresAt.Format("15:04:05"), last.set.Format("15:04:05")))
 		}
@@ -405,6 +473,15 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 	due = append(due, c.unwarnedLocked(now, slack)...)
 	sort.Strings(due)
 	return due
+}
+
+func (c *Checker) anyPRLocked(f func(githubtest.PullRequest) bool) bool {
+	for _, p := range c.prs {
+		if f(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Checker) proposedLocked(head func(string) bool, after time.Time) bool {

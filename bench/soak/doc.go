@@ -16,7 +16,9 @@
 // (internal/gitops/githubtest) over HTTP with GitHub's secondary rate limits enforced, holding
 // acme/gitops with a required check. -replicas (2) `kustos run` processes (bench/internal/
 // kustosproc) share one state namespace with leader election on, in PR mode with auto-merge:
-// the quota and expiry detectors, --group-by=none, --pr-poll-interval=3s, a warning 10 s before
+// the quota and expiry detectors, expiry grouped as -group-by says (namespace, Kustos's default:
+// one PR removes a tenant's previews that fall due within --group-window=5s, and takes out one
+// extended meanwhile; none: one PR a preview), --pr-poll-interval=3s, a warning 10 s before
 // a deadline and the removal at least 5 s after it, --max-new-prs-per-hour=0, and
 // --allow-delete=expiry:apps/deployments (every preview has a manifest in Git, so nothing may
 // be deleted directly; were it, the check below would see it). Expiry warnings go by mail to
@@ -71,11 +73,12 @@
 //
 //   - one-open-pr: never two open PRs for one branch key (Kustos derives the branch from the
 //     target);
-//   - no-merge-extended: no removal PR merged while the preview's deadline, as set more than 5 s
+//   - no-merge-extended: no PR merged that removes a preview (its merge commit deletes the
+//     preview's manifest, which the base held right before: read from the commits, so that a
+//     group's PR is judged preview by preview) while the preview's deadline, as set more than 5 s
 //     before the previous look, was still ahead (an extension made inside those seconds may
 //     lose the race honestly); an extension through a link counts from the moment its POST was
-//     sent, and a merged PR that writes such an extension back into Git (same branch, its body
-//     says it edits) is no removal;
+//     sent; a merged PR that writes such an extension back into Git deletes no manifest;
 //   - link-used-once: the second POST of a link that extended answers 409 (429 and 503 are
 //     asked again);
 //   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered
@@ -88,12 +91,14 @@
 //     its manifest, or with its tenant's namespace;
 //   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
 //     the branch is merged or deleted;
-//   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
-//     with no removal PR since its last extension, or with no warning delivered about
-//     that deadline whatever the mail server went through, unless the human closed or pushed
-//     onto its removal PR since, a tenant over quota for 15 s with no
-//     quota PR) and no PR only Kustos touched stays open; the time that takes is the convergence
-//     figure, and if the settle period ends first the run fails with what was left;
+//   - liveness: once the faults stop, nothing stays due (a preview past its deadline with no
+//     removal PR since its last extension — grouped: no open PR of its tenant's group whose
+//     head lacks its manifest — or with no warning delivered about that deadline whatever the
+//     mail server went through, unless the human closed or pushed onto its removal PR since; a
+//     tenant over quota with no quota PR) and no PR only Kustos touched stays open; the time
+//     until nothing is due is the convergence figure, and if the settle period ends first the
+//     run fails with what was left; at the end, whatever is still due by over 60 s is a
+//     violation of its own;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
 //     the median of the readings from a sixth to a third of it (in a 20-minute run, at least the

@@ -38,6 +38,9 @@ type options struct {
 	// liveness included, are checked until the end.
 	settle  time.Duration
 	verbose bool
+	// groupBy is the expiry detector's --group-by: namespace (Kustos's default: one PR for a
+	// tenant's previews) or none (one PR a preview).
+	groupBy string
 	// broken: the fake human overwrites its own commit on a Kustos branch (breakEnv).
 	broken string
 }
@@ -56,6 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.tick, "tick", 0, "time between two workload actions (0: 3s, or longer for a long run, so that it makes at most "+fmt.Sprint(maxActions)+" and its content-creating GitHub requests stay under the 500 an hour the server enforces, as GitHub does)")
 	fs.IntVar(&o.maxTenant, "tenants", 6, "most tenant namespaces alive at once")
 	fs.DurationVar(&o.settle, "settle", 0, "the last part of the run, without faults or new workload, in which everything due must be proposed or done (0: a third of -duration, from 90s to 5m)")
+	fs.StringVar(&o.groupBy, "group-by", "namespace", "the expiry detector's --group-by: namespace (Kustos's default: a tenant's previews are removed by one pull request) or none (one a preview)")
 	fs.BoolVar(&o.verbose, "v", false, "log each workload action on a named object (tenant, preview, PR)")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	o.logLevel = "info"
@@ -80,6 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-settle must be at least 30s and below -duration")
 	case o.replicas < 1 || o.maxTenant < 1 || o.tick <= 0:
 		return o, errors.New("-replicas and -tenants must be at least 1, -tick positive")
+	case o.groupBy != "namespace" && o.groupBy != "none":
+		return o, errors.New("-group-by must be namespace or none")
 	case o.broken != "" && o.broken != "overwrite":
 		return o, errors.New(breakEnv + " must be empty or overwrite")
 	}

@@ -200,7 +200,7 @@ func (c *Checker) unwarnedLocked(now time.Time, slack time.Duration) []string {
 			continue
 		}
 		last := pv.deadlines[len(pv.deadlines)-1]
-		if now.Before(last.expiresAt.Add(slack)) || c.humanTouchedLocked(expiryBranch(pv.ns, pv.name), last.set) {
+		if now.Before(last.expiresAt.Add(slack)) || c.humanTouchedLocked(c.removalBranchLocked(pv.ns, pv.name), last.set) {
 			continue
 		}
 		if c.warnings[k+"@"+last.expiresAt.UTC().Format(time.RFC3339)] == nil {

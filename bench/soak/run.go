@@ -37,14 +37,20 @@ const (
 	dueSlack = 60 * time.Second
 	// stallAge is how long an untouched PR may stay open at the end of the run.
 	stallAge = 90 * time.Second
-	// convergeSlack: the run has converged once nothing has been overdue for longer than this.
-	convergeSlack = 15 * time.Second
+	// convergeSlack: the run has converged once nothing is due at all: every deadline passed
+	// and every push over quota has its PR, and every PR only Kustos touched is merged or
+	// withdrawn. (With a slack, a run whose last removals were still waiting for their PR
+	// at the last fault counted as converged at once.)
+	convergeSlack = 0
 	// mailBatchWindow is --notify-mail-batch-window: Kustos's batching stays on, short, since
 	// each message goes to one preview's owner anyway. With the SMTP exchange it is what a
 	// warning's delivery may lag behind the moment Kustos counts its notification interval
 	// from (mailSendSlack).
 	mailBatchWindow = time.Second
 	mailSendSlack   = 2 * time.Second
+	// groupWindow is --group-window: a tenant's previews falling due within it are removed by
+	// one PR, and the first of them waits that long for its PR.
+	groupWindow = 5 * time.Second
 )
 
 // outcome is what the run measured, for the report.
@@ -115,6 +121,13 @@ func run(s *harness.Session, o options) harness.Result {
 
 	check := NewChecker(o.seed, 5*time.Second, isAncestorFunc(gh), logf)
 	check.WatchMail(notifyInterval, mailSendSlack)
+	check.ReadRemovals(o.groupBy, fileAtFunc(gh), func(sha string) (string, bool) {
+		ps := gh.CommitParents(ghOwner, ghRepo, sha)
+		if len(ps) == 0 {
+			return "", false
+		}
+		return ps[0], true
+	})
 
 	// The owners' mail server, behind a proxy the faults can take down.
 	if o.BinDir != "" && os.Getenv(testenv.EnvTestBin) == "" {
@@ -174,7 +187,7 @@ func run(s *harness.Session, o options) harness.Result {
 		return harness.Result{Err: err}
 	}
 	defer door.close()
-	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
+	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, o.groupBy, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
 	for _, r := range reps {
 		r.args = args
 		if err := r.start(); err != nil {

@@ -185,7 +185,7 @@ func (r *replica) readHeap(ctx context.Context) {
 }
 
 // kustosArgs are the flags every replica runs with.
-func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn time.Duration, smtpPort int, extURL, extKeyFile string) []string {
+func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel, groupBy string, notify, warn time.Duration, smtpPort int, extURL, extKeyFile string) []string {
 	return []string{
 		// Warnings by mail to each preview's owner (through the proxy that can take the mail
 		// server away), with extension links served by every replica behind one front door.
@@ -199,7 +199,7 @@ func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel string, notify, warn tim
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=" + clusterName, "--git-path=clusters/" + clusterName + "/",
 		"--pr-labels=kustos", "--enable-auto-merge", "--pr-poll-interval=3s",
-		"--group-by=none", "--max-open-prs=20", "--max-new-prs-per-hour=0",
+		"--group-by=expiry=" + groupBy, "--group-window=" + groupWindow.String(), "--max-open-prs=20", "--max-new-prs-per-hour=0",
 		"--enable-cleaners=false", "--enable-expiry=true", "--lifecycle-kinds=apps/v1/Deployment",
 		"--expiry-warning-before=" + warn.String(), "--notification-interval=" + notify.String(),
 		// The workload deletes nothing through Kustos directly: every preview has a manifest in
@@ -223,6 +223,24 @@ var endpoints = []string{
 	"/repos/{owner}/{repo}/commits/{ref}/check-runs",
 	"/repos/{owner}/{repo}/commits/{ref}/status",
 	"/repos/{owner}/{repo}/issues/{issue_number}/comments",
+}
+
+// fileAtFunc tells whether a file exists at a commit; commits do not change, so each answer is
+// kept.
+func fileAtFunc(s *githubtest.Server) func(sha, path string) bool {
+	var mu sync.Mutex
+	known := map[string]bool{}
+	return func(sha, path string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		k := sha + ":" + path
+		if v, ok := known[k]; ok {
+			return v
+		}
+		_, ok := s.FileAt(ghOwner, ghRepo, sha, path)
+		known[k] = ok
+		return ok
+	}
 }
 
 // isAncestorFunc walks the first 200 commits below b (breadth first) looking for a.
