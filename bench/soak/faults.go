@@ -14,9 +14,13 @@ const (
 	faultGitHub5xx       = "github-5xx"
 	faultGitHubSlow      = "github-slow"
 	faultGitHubSecondary = "github-secondary-limit"
+	faultGitHubTimeout   = "github-timeout"
 	faultReplicaKill     = "replica-sigkill"
 	faultMailDown        = "mail-down"
 )
+
+// githubTimeout is how long Kustos waits for one GitHub request (its default).
+const githubTimeout = 30 * time.Second
 
 // faults injects a random fault every few seconds until ctx ends: a GitHub fault on one
 // endpoint or on all of them for a while (one at a time), or a replica killed with SIGKILL and
@@ -113,7 +117,7 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 		default:
 			spec := githubtest.FaultSpec{PathPattern: endpoints[f.intn(len(endpoints))], Times: -1}
 			kind := faultGitHub5xx
-			switch r % 3 {
+			switch r % 4 {
 			case 0:
 				spec.Status = []int{500, 502, 503}[f.intn(3)]
 			case 1:
@@ -123,8 +127,15 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 				if f.intn(2) == 0 {
 					spec.Status = 429
 				}
+			case 3:
+				// One or two requests outlast Kustos's 30 s request timeout; the server then
+				// carries them out all the same, so a write's answer is lost, not the write.
+				kind, spec.Delay, spec.Times = faultGitHubTimeout, githubTimeout+5*time.Second, 1+f.intn(2)
 			}
 			hold := f.dur(3, 15)
+			if kind == faultGitHubTimeout {
+				hold = spec.Delay // until the requests it holds are answered
+			}
 			f.logf("fault: %s on %s for %s (status %d, delay %s)", kind, spec.PathPattern, hold, spec.Status, spec.Delay)
 			f.count(kind)
 			f.gh.Inject(spec)
