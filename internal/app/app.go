@@ -315,6 +315,8 @@ type shared struct {
 	signer *authorship.Signer
 	// release gives up a gone namespace's pull request (PR mode; nil otherwise).
 	release func(context.Context, state.Record) error
+	// releaseNamespace closes a gone namespace's group pull requests no Lease names (PR mode).
+	releaseNamespace func(context.Context, string) error
 }
 
 // newShared builds what every part of Kustos on mgr shares: the namespace scope, the live
@@ -395,7 +397,7 @@ func (sh *shared) setMode(ctx context.Context) error {
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
 		m.Actuator.Leases = &state.Store{Reader: sh.mgr.GetAPIReader(), Writer: sh.mgr.GetClient(), Namespace: o.StateNamespace, Identity: sh.base.Identity}
 		sh.base.Actuator, sh.base.Proposals, sh.base.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
-		sh.release = m.Release
+		sh.release, sh.releaseNamespace = m.Release, m.ReleaseNamespace
 	case ModeDirect:
 		sh.base.Actuator = directActuator(sh.live, o.Allow)
 	}
@@ -454,7 +456,7 @@ func addSweepers(sh *shared) error {
 	if err := addGoneSweeper(mgr, o, sh.store, sh.live); err != nil {
 		return err
 	}
-	return mgr.Add(&state.NamespaceSweeper{Store: sh.store, Live: mgr.GetAPIReader(), Release: sh.release, Interval: o.LeaseSweepInterval,
+	return mgr.Add(&state.NamespaceSweeper{Store: sh.store, Live: mgr.GetAPIReader(), Release: sh.release, ReleaseNamespace: sh.releaseNamespace, Interval: o.LeaseSweepInterval,
 		Namespaces: mgr.GetCache(), Swept: metrics.LeasesSwept, Log: o.Log.WithName("sweep")})
 }
 

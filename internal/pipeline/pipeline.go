@@ -861,7 +861,8 @@ func (r *run) forgeError(what string, err error) (end, error) {
 		if d < time.Second {
 			d = time.Second
 		}
-		r.log.Info(what+" failed; rate limited, trying again later", "error", err.Error(), "retryAfter", d.String())
+		// A rate limit, or a write conflict on a group's Lease: the error says which.
+		r.log.Info(what+" failed; trying again later", "error", err.Error(), "retryAfter", d.String())
 		r.out.RequeueAfter = d
 		return endStop, nil
 	}

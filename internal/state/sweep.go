@@ -31,8 +31,13 @@ type NamespaceSweeper struct {
 	// Live reads the namespaces: the API server, not a cache.
 	Live client.Reader
 	// Release closes the open PR of a Lease whose namespace is gone (PR mode; nil otherwise).
-	Release  func(context.Context, Record) error
-	Interval time.Duration
+	Release func(context.Context, Record) error
+	// ReleaseNamespace closes the open PRs of a gone namespace that no Lease may name (PR mode:
+	// its namespace groups' PRs; nil otherwise). It is called at each sweep of a namespace
+	// told gone, the recheck included: a group's PR opened while the first sweep deleted the
+	// group's Lease is recorded nowhere.
+	ReleaseNamespace func(ctx context.Context, namespace string) error
+	Interval         time.Duration
 	// Recheck is how long after a namespace's sweep it is swept once more (0:
 	// DefaultGoneRecheck): a proposal under way when the namespace went can be opened and
 	// recorded after the first sweep.
@@ -187,8 +192,24 @@ func (s *NamespaceSweeper) sweepGone(ctx context.Context) time.Time {
 			s.count(n)
 			s.Log.Info("deleted state leases of a deleted namespace", "namespace", ns, "count", n)
 		}
+		s.releaseNamespace(ctx, ns)
 	}
 	return next
+}
+
+// releaseNamespace hands namespace, if it is gone, to ReleaseNamespace; a failure is logged,
+// and the recheck (or, after it, nothing) tries again.
+func (s *NamespaceSweeper) releaseNamespace(ctx context.Context, ns string) {
+	if s.ReleaseNamespace == nil {
+		return
+	}
+	exists, err := s.namespaceExists(ctx, ns)
+	if err == nil && !exists {
+		err = s.ReleaseNamespace(ctx, ns)
+	}
+	if err != nil {
+		s.Log.Error(err, "closing the pull requests of a deleted namespace failed", "namespace", ns)
+	}
 }
 
 // sweepAll is one periodic pass: every namespace's Leases, then the groups'.

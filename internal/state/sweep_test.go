@@ -132,11 +132,18 @@ func TestNamespaceSweeperToldGone(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var released []lifecycle.Key
+	var namespaces []string // ReleaseNamespace's calls
 	sw := &NamespaceSweeper{Store: s, Live: k8s, Interval: time.Hour, Recheck: 500 * time.Millisecond, Log: logr.Discard(),
 		Release: func(_ context.Context, rec Record) error {
 			mu.Lock()
 			defer mu.Unlock()
 			released = append(released, rec.Key)
+			return nil
+		},
+		ReleaseNamespace: func(_ context.Context, ns string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			namespaces = append(namespaces, ns)
 			return nil
 		}}
 	run, cancel := context.WithCancel(ctx)
@@ -161,6 +168,16 @@ func TestNamespaceSweeperToldGone(t *testing.T) {
 	defer mu.Unlock()
 	if len(released) != 2 || released[0] != lifecycle.NewKey(quotaDetector, gone, "compute") || released[1] != lifecycle.NewKey(quotaDetector, gone, "in-flight") {
 		t.Errorf("released %v, want the two held Leases of %s in turn", released, gone)
+	}
+	// The pull requests no Lease names (a group's, opened while its Lease was swept) are looked
+	// for at each sweep of the gone namespace, and never for the one that exists.
+	for _, ns := range namespaces {
+		if ns != gone {
+			t.Errorf("ReleaseNamespace(%s), a namespace that exists", ns)
+		}
+	}
+	if len(namespaces) != 2 {
+		t.Errorf("ReleaseNamespace called %d times (%v), want 2: at the sweep and at its recheck", len(namespaces), namespaces)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,9 @@ type Mode struct {
 	Actuator *Actuator
 	Writer   *pr.Writer
 	GitHub   *github.Client
+	// ByNamespace are the detectors whose Changes are grouped by namespace (--group-by): the
+	// pull requests ReleaseNamespace looks for.
+	ByNamespace []string
 }
 
 // NewMode builds the PR writer over the GitHub client and a Git reader of the base branch.
@@ -126,8 +130,15 @@ func NewMode(c Options, now func() time.Time, log logr.Logger) (*Mode, error) {
 		budget = &Budget{Counter: gc, HeadPrefix: w.BranchPrefix(), MaxOpen: c.MaxOpenPRs, MaxPerHour: c.MaxNewPRsPerHour,
 			Refresh: c.BudgetRefresh, Recheck: c.BudgetRefresh / 2, Now: now}
 	}
+	var byNamespace []string
+	for d := range lifecycle.DefaultGrouping {
+		if c.GroupingFor(d) == lifecycle.GroupByNamespace {
+			byNamespace = append(byNamespace, d)
+		}
+	}
+	sort.Strings(byNamespace)
 	return &Mode{Actuator: &Actuator{Writer: w, Forge: gc, Budget: budget, AfterPropose: c.AfterPropose, Now: now,
-		Log: log.WithName("proposals")}, GitHub: gc, Writer: w}, nil
+		Log: log.WithName("proposals")}, GitHub: gc, Writer: w, ByNamespace: byNamespace}, nil
 }
 
 // CloneURL is the HTTPS clone URL of repository (owner/name) for the API at apiURL ("":
@@ -192,10 +203,32 @@ func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 	_, ns, _ := state.SplitKey(rec.Key)
 	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
 	if rec.Key.IsGroup() {
-		comment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
+		comment = groupGoneComment
 	}
 	return m.GitHub.ClosePR(ctx, n, comment)
 }
+
+// ReleaseNamespace closes the open pull request of each namespace group of namespace (the
+// detectors in ByNamespace), whatever the Leases say: the one a replica opened and could not
+// record, because it crashed first or because the namespace's sweep had deleted the group's
+// Lease in the meantime, has no Lease to be released by. It is state.NamespaceSweeper's
+// ReleaseNamespace, called once the namespace is gone.
+func (m *Mode) ReleaseNamespace(ctx context.Context, namespace string) error {
+	var errs []error
+	for _, d := range m.ByNamespace {
+		g := lifecycle.GroupKey(d, string(lifecycle.GroupByNamespace), namespace)
+		n, err := m.Writer.OpenForGroup(ctx, g)
+		if err == nil && n != 0 {
+			err = m.GitHub.ClosePR(ctx, n, groupGoneComment)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("closing the pull request of group %s: %w", g, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const groupGoneComment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
 
 // pendingPR is the open PR of rec's pending decision (0: none pending, a group's, or none open).
 func (m *Mode) pendingPR(ctx context.Context, rec state.Record) (int, error) {

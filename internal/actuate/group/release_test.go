@@ -66,3 +66,38 @@ func TestReleasePendingPR(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseNamespaceGroupPR: a namespace group's pull request that no Lease names (its replica
+// crashed before recording it, or the namespace's sweep deleted the group's Lease while it was
+// being opened) is closed once the namespace is gone; another namespace's group keeps its own.
+func TestReleaseNamespaceGroupPR(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	m := &Mode{Writer: w.writer, GitHub: w.gh, ByNamespace: []string{"expiry", "inactivity"}}
+	open := func(ns string) int {
+		t.Helper()
+		c := *w.request(ns, "preview-1", false).Decide(lifecycle.View{}).Change
+		res, err := w.writer.ProposeGroup(ctx, groupOf(ns), []pr.Member{{Change: c}}, "")
+		if err != nil || res.Number == 0 {
+			t.Fatalf("opening the group PR of %s: %+v, %v", ns, res, err)
+		}
+		return res.Number
+	}
+	gone, stays := open("team-a"), open("team-b")
+	if err := m.ReleaseNamespace(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := w.s.PR(owner, repo, gone); p.State != "closed" || p.Merged {
+		t.Errorf("PR #%d of the gone namespace: %s (merged %v), want closed unmerged", gone, p.State, p.Merged)
+	}
+	if p, _ := w.s.PR(owner, repo, stays); p.State != "open" {
+		t.Errorf("PR #%d of another namespace: %s, want open", stays, p.State)
+	}
+	// Again, and for a namespace without a group PR: nothing to close, no error.
+	if err := m.ReleaseNamespace(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ReleaseNamespace(ctx, "team-c"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -42,15 +42,26 @@ func (w *Writer) StatusOf(ctx context.Context, key lifecycle.Key, number int) (P
 // OpenFor is the number of the open PR of c's branch that carries c's key (0: none): one a
 // replica opened for c and crashed before its Lease named it.
 func (w *Writer) OpenFor(ctx context.Context, c lifecycle.Change) (int, error) {
-	p, err := w.gh.FindOpenPR(ctx, w.Branch(c))
+	return w.openOn(ctx, w.Branch(c), c.Key)
+}
+
+// OpenForGroup is the number of the open PR of group g's branch that carries g's key (0:
+// none): one a replica opened for the group before its Lease could name it, or after the
+// Lease was swept.
+func (w *Writer) OpenForGroup(ctx context.Context, g lifecycle.Key) (int, error) {
+	return w.openOn(ctx, w.GroupBranch(g), g)
+}
+
+func (w *Writer) openOn(ctx context.Context, branch string, key lifecycle.Key) (int, error) {
+	p, err := w.gh.FindOpenPR(ctx, branch)
 	if err != nil {
-		return 0, fmt.Errorf("pr: %s: %w", c.Key, err)
+		return 0, fmt.Errorf("pr: %s: %w", key, err)
 	}
 	if p == nil {
 		return 0, nil
 	}
-	if err := checkMarker(p, c.Key); err != nil {
-		return 0, nil //nolint:nilerr // another key's PR on a branch two keys share: not c's to close
+	if err := checkMarker(p, key); err != nil {
+		return 0, nil //nolint:nilerr // another key's PR on a branch two keys share: not key's to close
 	}
 	return p.GetNumber(), nil
 }
