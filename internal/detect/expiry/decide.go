@@ -263,6 +263,10 @@ func Decide(s Snapshot) Verdict {
 			d.Withdraw = fmt.Sprintf("%s now never expires (%s: %s)", s.Target, AnnotationTTL, lifecycle.Never)
 		case d.Next == NextOrphan:
 			d.Withdraw = fmt.Sprintf("%s no longer has an owner and a lifetime", s.Target)
+		case d.Next == NextNone:
+			// Decided already for this deadline, and its pull request no longer open: merged,
+			// or closed by a person, which the pipeline records as a decline once no
+			// withdrawal stands in its way. Nothing is withdrawn.
 		default:
 			d.Withdraw = fmt.Sprintf("%s is not due before %s (its deadline is now %s)", s.Target,
 				d.At.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))

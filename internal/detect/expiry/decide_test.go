@@ -436,6 +436,11 @@ func TestDecideWithdraw(t *testing.T) {
 			s.ProposalOpen, s.LastDecision = true, deadline
 		}), writeBack, ""},
 		{"nothing proposed: nothing to withdraw", snap(deadline.Add(time.Minute), State{}, later), nil, ""},
+		// The pipeline asks before it records the close as a decline: a person's close must
+		// stay a decline, not become Kustos's withdrawal ("not due before 0001-01-01").
+		{"its PR closed by a person, not yet recorded: not withdrawn", snap(deadline.Add(time.Minute), warnedAt(deadline.Add(-72*time.Hour)), func(s *Snapshot) {
+			s.ProposalOpen, s.LastDecision = false, deadline
+		}), removal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.snap
