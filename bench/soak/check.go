@@ -37,6 +37,9 @@ type preview struct {
 	// (in Git and the cluster), oldest first.
 	deadlines []deadline
 	gone      bool
+	// optedOut is when the preview was opted out of expiry (zero: never): from then on it
+	// must never be removed.
+	optedOut time.Time
 }
 
 type deadline struct {
@@ -150,6 +153,23 @@ func (c *Checker) Deadline(ns, name string, expiresAt, at time.Time) {
 		c.byName[name] = k
 	}
 	p.deadlines = append(p.deadlines, deadline{set: at, expiresAt: expiresAt})
+}
+
+// OptOut records that preview ns/name is opted out of expiry from at on.
+func (c *Checker) OptOut(ns, name string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.previews[ns+"/"+name]; p != nil && p.optedOut.IsZero() {
+		p.optedOut = at
+	}
+}
+
+// IsOptedOut reports whether preview ns/name was opted out of expiry.
+func (c *Checker) IsOptedOut(ns, name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.previews[ns+"/"+name]
+	return p != nil && !p.optedOut.IsZero()
 }
 
 // ExpectDelete records that the soak itself deletes ns/name: the fake GitOps tool prunes what
@@ -422,6 +442,10 @@ func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
 				inForce = d
 			}
 		}
+		if !pv.optedOut.IsZero() && pv.optedOut.Before(c.prevPoll.Add(-c.grace)) {
+			c.violateLocked(now, invExtended, "PR #%d removing %s/%s merged by %s, but it was opted out of expiry at %s",
+				p.Number, pv.ns, pv.name, now.Format("15:04:05"), pv.optedOut.Format("15:04:05"))
+		}
 		if inForce != nil && inForce.expiresAt.After(now.Add(time.Second)) {
 			c.violateLocked(now, invExtended, "PR #%d removing %s/%s merged by %s, but its deadline is %s (set %s)",
 				p.Number, pv.ns, pv.name, now.Format("15:04:05"), inForce.expiresAt.Format("15:04:05"), inForce.set.Format("15:04:05"))
@@ -437,7 +461,7 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 	defer c.mu.Unlock()
 	var due []string
 	for _, pv := range c.previews {
-		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 {
+		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 || !pv.optedOut.IsZero() {
 			continue
 		}
 		last := pv.deadlines[len(pv.deadlines)-1]

@@ -77,6 +77,19 @@ func TestChecker(t *testing.T) {
 			c.Deadline("t-001", "p-001", at(90), at(38))
 			c.ObservePRs(at(41), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
 		}},
+		{name: "removal merged after an opt-out", want: invExtended, detail: "opted out of expiry at 10:00:32", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.OptOut("t-001", "p-001", at(32))
+			c.ObservePRs(at(45), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.ObservePRs(at(46), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
+		}},
+		{name: "an opt-out racing the merge, inside the grace", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
+			c.OptOut("t-001", "p-001", at(38))
+			c.ObservePRs(at(41), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
+		}},
 		{name: "a human's commit kept under Kustos's", feed: func(c *Checker) {
 			c.HumanPushed(branch, "human1", at(10))
 			c.ObservePRs(at(11), nil, map[string]string{branch: "human1"})

@@ -45,7 +45,8 @@
 // reports FailedCreate); a preview is created (a Deployment with kustos.io/owner and
 // kustos.io/expires-at 20 to 60 s ahead, in Git first); a preview's deadline is moved later in
 // Git and then in the cluster, at whatever moment it falls (before its warning, after it, while
-// its removal PR is open), always later than it was; or, half of the time once a warning about
+// its removal PR is open), always later than it was; a preview is opted out of expiry
+// (kustos.io/expiration-ignore: "true", in Git and then in the cluster), at any such moment; or, half of the time once a warning about
 // its current deadline has arrived, by its owner through one of the warning's links (read from
 // Mailpit: GET, then POST of the page's form, as a browser; a link whose new deadline would fall
 // in the settle period is not used), and the same POST once more, which must answer 409; a
@@ -80,7 +81,8 @@
 //     group's PR is judged preview by preview) while the preview's deadline, as set more than 5 s
 //     before the previous look, was still ahead (an extension made inside those seconds may
 //     lose the race honestly); an extension through a link counts from the moment its POST was
-//     sent; a merged PR that writes such an extension back into Git deletes no manifest;
+//     sent; a merged PR that writes such an extension back into Git deletes no manifest; nor
+//     merged after the preview was opted out (more than 5 s before the previous look);
 //   - link-used-once: the second POST of a link that extended answers 409 (429 and 503 are
 //     asked again);
 //   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered

@@ -113,6 +113,10 @@ func TestDueGrouped(t *testing.T) {
 			c.ObservePRs(at(31), []githubtest.PullRequest{groupPR(1, "open", false, "head1", "", at(31))}, nil)
 		}, []string{"preview t-001/p-002 due"}},
 		{"no PR", func(c *Checker) { c.Deadline("t-001", "p-001", at(30), at(10)) }, []string{"preview t-001/p-001 due"}},
+		{"opted out: never due", func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(10))
+			c.OptOut("t-001", "p-001", at(20))
+		}, nil},
 		{"the group's PR closed by a person since", func(c *Checker) {
 			c.Deadline("t-001", "p-001", at(30), at(10))
 			c.ObservePRs(at(31), []githubtest.PullRequest{groupPR(1, "open", false, "head1", "", at(31))}, nil)

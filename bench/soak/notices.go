@@ -196,7 +196,7 @@ func (c *Checker) unwarnedLocked(now time.Time, slack time.Duration) []string {
 	}
 	var out []string
 	for k, pv := range c.previews {
-		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 {
+		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 || !pv.optedOut.IsZero() {
 			continue
 		}
 		last := pv.deadlines[len(pv.deadlines)-1]

@@ -89,13 +89,21 @@ spec:
 // previewManifest names its namespace itself: the tenant's kustomization lists only its quota,
 // so that the workload's edits of previews never race Kustos's edits of the kustomization.
 func previewManifest(ns, name string, expiresAt time.Time) string {
+	return previewManifestLabelled(ns, name, expiresAt, "")
+}
+
+// previewManifestLabelled is previewManifest with labels (YAML lines under metadata.labels).
+func previewManifestLabelled(ns, name string, expiresAt time.Time, labels string) string {
+	if labels != "" {
+		labels = "  labels:\n" + labels
+	}
 	return `# A preview environment; it goes away at its deadline unless extended.
 apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: ` + name + `
   namespace: ` + ns + `
-  annotations:
+` + labels + `  annotations:
     ` + annotationOwner + `: ` + ownerOf(name) + `
     ` + annotationExpiresAt + `: "` + expiresAt.UTC().Format(time.RFC3339) + `"
 spec:
@@ -134,8 +142,10 @@ func (w *world) step(ctx context.Context) {
 		kind, err = "tenant-deleted", w.deleteTenant(ctx)
 	case r < 25:
 		kind, err = "quota-pushed-over", w.pushOverQuota(ctx)
-	case r < 60:
+	case r < 57:
 		kind, err = "preview-created", w.createPreview(ctx)
+	case r < 60:
+		kind, err = "preview-opted-out", w.optOutPreview(ctx)
 	case r < 78:
 		// Half of the extensions go through a warning's link when one has arrived.
 		if kind, err = w.extendThroughLink(ctx, r < 69); errors.Is(err, errNothing) {
@@ -336,6 +346,9 @@ func (w *world) extendPreview(ctx context.Context) error {
 	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
 		return errNothing // removed by a merged PR; the sync prunes it
 	}
+	if w.check.IsOptedOut(t.ns, name) {
+		return errNothing // kept for good: nothing to extend
+	}
 	exp, ok := w.deadline()
 	if cur, known := w.check.CurrentDeadline(t.ns, name); !ok || known && !exp.After(cur) {
 		return errNothing // an extension moves the deadline later
@@ -352,6 +365,60 @@ func (w *world) extendPreview(ctx context.Context) error {
 		return err
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationExpiresAt, exp.UTC().Format(time.RFC3339))
+	_, err := w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// labelExpiryIgnore opts a target out of the expiry detector.
+const labelExpiryIgnore = "kustos.io/expiration-ignore"
+
+// optOutPreview opts a random preview out of expiry (kustos.io/expiration-ignore: "true", in
+// Git and then in the cluster), at whatever moment: before its warning, after it, while its
+// removal PR is open. From then on it must never be removed.
+func (w *world) optOutPreview(ctx context.Context) error {
+	t := w.pickTenant(0)
+	if t == nil {
+		return errNothing
+	}
+	w.mu.Lock()
+	var all []string
+	for p := range t.previews {
+		all = append(all, p)
+	}
+	w.mu.Unlock()
+	var names []string
+	for _, p := range all {
+		if !w.check.IsOptedOut(t.ns, p) {
+			names = append(names, p)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return errNothing
+	}
+	name := names[w.intn(len(names))]
+	path := previewPath(t.ns, name)
+	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
+		return errNothing // removed by a merged PR; the sync prunes it
+	}
+	exp, ok := w.check.CurrentDeadline(t.ns, name)
+	if !ok {
+		return errNothing
+	}
+	// Recorded before either write, as a deadline is: a merge racing them is judged against
+	// the checker's grace.
+	w.check.OptOut(t.ns, name, time.Now())
+	w.note("preview %s/%s opted out of expiry", t.ns, name)
+	if err := catch(func() {
+		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "opt preview "+name+" out of expiry",
+			map[string]string{path: previewManifestLabelled(t.ns, name, exp, "    "+labelExpiryIgnore+": \"true\"\n")})
+	}); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, labelExpiryIgnore)
 	_, err := w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
