@@ -433,14 +433,18 @@ func (c *Checker) checkMergeLocked(now time.Time, p githubtest.PullRequest) {
 		if !c.mergeRemovedLocked(p, pv) {
 			continue // another preview's, or an extension written back: nothing removed
 		}
-		if c.mailOn {
-			c.pending = append(c.pending, pendingMerge{number: p.Number, key: k, at: now})
-		}
 		var inForce *deadline
 		for i := range pv.deadlines {
 			if d := &pv.deadlines[i]; d.set.Before(c.prevPoll.Add(-c.grace)) {
 				inForce = d
 			}
+		}
+		if c.mailOn {
+			pm := pendingMerge{number: p.Number, key: k, at: now}
+			if inForce != nil {
+				pm.deadline = inForce.expiresAt
+			}
+			c.pending = append(c.pending, pm)
 		}
 		if !pv.optedOut.IsZero() && pv.optedOut.Before(c.prevPoll.Add(-c.grace)) {
 			c.violateLocked(now, invExtended, "PR #%d removing %s/%s merged by %s, but it was opted out of expiry at %s",

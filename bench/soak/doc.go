@@ -88,7 +88,9 @@
 //   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered
 //     at most twice (a crash between the send and its record sends it once more), every time
 //     under the Message-ID its notice id gives; and no removal PR is merged less than
-//     --notification-interval after the preview's first warning reached Mailpit (less 2 s:
+//     --notification-interval after the warning about the deadline in force at the merge (the
+//     last one set more than 5 s before the previous look) reached Mailpit, nor with no such
+//     warning at all: an extension gets a warning of its own (less 2 s:
 //     Kustos counts the interval from its decision to send, before the batch window and the
 //     SMTP exchange), judged once the mailbox (read every 2 s) was read after the merge;
 //   - deleted-via-pr: no Deployment deleted except by the GitOps tool after a merged PR removed

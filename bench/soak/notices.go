@@ -40,6 +40,9 @@ type pendingMerge struct {
 	number int
 	key    string
 	at     time.Time
+	// deadline is the one in force at the merge: its own warning must have come first (zero:
+	// none set long enough before; any warning of the preview's counts).
+	deadline time.Time
 }
 
 // ownerOf is the owner address of preview name: one address a preview, so that each message
@@ -140,11 +143,16 @@ func (c *Checker) ObserveMail(now time.Time, ms []Mail) {
 		}
 		var first time.Time
 		for _, w := range c.warnings {
-			if w.key == pm.key && (first.IsZero() || w.delivered.Before(first)) {
+			if w.key == pm.key && (pm.deadline.IsZero() || w.deadline.Equal(pm.deadline)) && (first.IsZero() || w.delivered.Before(first)) {
 				first = w.delivered
 			}
 		}
 		switch {
+		case pm.deadline.After(pm.at.Add(time.Second)):
+			// Merged before the deadline in force: no-merge-extended reports it.
+		case first.IsZero() && !pm.deadline.IsZero():
+			c.violateLocked(now, invNotice, "PR #%d removing %s merged by %s, but no warning was delivered about its deadline %s",
+				pm.number, pm.key, pm.at.Format("15:04:05"), pm.deadline.Format("15:04:05"))
 		case first.IsZero():
 			c.violateLocked(now, invNotice, "PR #%d removing %s merged by %s, but no warning was delivered", pm.number, pm.key, pm.at.Format("15:04:05"))
 		case pm.at.Sub(first) < c.notifyInterval-c.sendSlack:

@@ -55,6 +55,13 @@ func TestCheckerNotices(t *testing.T) {
 			merged(c, 31, "")
 			c.ObserveMail(at(33), nil)
 		}},
+		{name: "removed after an extension, warned only about the old deadline", want: invNotice, detail: "no warning was delivered about its deadline 10:01:00", feed: func(c *Checker) {
+			c.Deadline("t-001", "p-001", at(30), at(0))
+			c.ObserveMail(at(21), []Mail{warn("m1", id, 20)})
+			c.Deadline("t-001", "p-001", at(60), at(22))
+			merged(c, 61, "")
+			c.ObserveMail(at(63), nil)
+		}},
 		{name: "removed with no warning delivered", want: invNotice, detail: "no warning was delivered", feed: func(c *Checker) {
 			c.Deadline("t-001", "p-001", at(30), at(0))
 			merged(c, 31, "")
