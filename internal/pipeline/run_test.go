@@ -464,6 +464,15 @@ func TestRun(t *testing.T) {
 					t.Errorf("open %d, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.events, w.rec())
 				}
 			}},
+		{"pr: a withdrawal decided on a read from before a person's push is refused, and the next look leaves the PR to people", "pr", false,
+			[]step{want(12), run("a"), func(w *world) { w.forge.stale = true }, human("push"), withdraw, run("a"),
+				func(w *world) { w.forge.stale = false }, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.openPRs() != 1 || len(w.forge.withdrawn) != 0 || w.events.count(ReasonWithdrawn) != 0 ||
+					w.events.count(ReasonForeignCommit) != 1 || w.rec().Holder != "pr-1" {
+					t.Errorf("open %d, comments %q, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.forge.withdrawn, w.events, w.rec())
+				}
+			}},
 		// A stop, a failed Event write or a Lease conflict (the extension server writes the same
 		// Lease) between pushing a commit and recording it in the Lease: the next run must know
 		// the head as Kustos's own, not disown its own PR.
