@@ -119,9 +119,12 @@ func (p *Pipeline) readProposal(ctx context.Context, rec state.Record, lk *look)
 	}
 	lk.status, lk.read = st, true
 	lk.s.proposal = proposalOf(st.State)
-	if st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
+	followed := st.State == lifecycle.ProposalOpen || st.State == lifecycle.ProposalClosedByHuman
+	if followed && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
 		// Not the head the Lease records: a human's commit, or Kustos's own pushed just
-		// before a crash (or a lost Lease write) kept the Lease from recording it.
+		// before a crash (or a lost Lease write) kept the Lease from recording it. Closed, too:
+		// Kustos closes only a proposal whose head is its own, so a closed one with a human's
+		// head was closed by people, which a withdrawal must not claim as its own.
 		own, err := p.Proposals.OwnCommit(ctx, rec.Key, st.HeadSHA)
 		if err != nil {
 			return &readError{"reading the proposal's head commit", err}

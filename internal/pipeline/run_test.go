@@ -473,6 +473,15 @@ func TestRun(t *testing.T) {
 					t.Errorf("open %d, comments %q, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.forge.withdrawn, w.events, w.rec())
 				}
 			}},
+		{"pr: a PR a person pushed onto and then closed is declined by people, not withdrawn, on the next leader after an extension", "pr", false,
+			[]step{want(12), run("a"), human("push"), run("a"), human("close"), withdraw, die("a"),
+				func(w *world) { w.bag = map[string]string{"extended-until": "later"} }, run("b")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); len(w.forge.withdrawn) != 0 || w.events.count(ReasonWithdrawn) != 0 || w.events.count("Declined") != 1 ||
+					r.Holder != "" || r.ClosedValues == "" {
+					t.Errorf("comments %q, events %s, record %+v; want it unlocked as declined by people", w.forge.withdrawn, w.events, r)
+				}
+			}},
 		// A stop, a failed Event write or a Lease conflict (the extension server writes the same
 		// Lease) between pushing a commit and recording it in the Lease: the next run must know
 		// the head as Kustos's own, not disown its own PR.

@@ -92,6 +92,7 @@ func TestForeignHeadNotWithdrawn(t *testing.T) {
 		then string
 	}{
 		{"a PR a person pushed onto stays open, left to people, on the next leader too", leftOpen},
+		{"a PR a person pushed onto and then closed is declined by that person, not withdrawn by Kustos", closedByIt},
 		{"a withdrawal refused by GitHub, then a person's push: its retry leaves the PR to people", failedOnce},
 		{"a person's push right after a look, then the owner's extension: the withdrawal leaves the PR to people", cachedOnce},
 	} {
