@@ -821,8 +821,9 @@ func (r *run) merge(ctx context.Context) (end, error) {
 // name the proposal, so nothing else would close it.
 func (r *run) orphaned(ctx context.Context, number int, cause error) (end, error) {
 	r.log.Info("the target's namespace went while its pull request was opened; closing it", "number", number, "cause", cause.Error())
+	// Merged first, or a person pushed onto it (left to people): nothing more to do.
 	if err := r.p.Proposals.Withdraw(ctx, r.req.Key, number, "the namespace of its target no longer exists", r.req.Group); err != nil &&
-		!errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+		!errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) && !errors.Is(err, lifecycle.ErrForeignCommit) {
 		return r.forgeError("closing the pull request of a namespace gone", err)
 	}
 	return endStop, nil

@@ -280,6 +280,21 @@ func TestRun(t *testing.T) {
 					t.Errorf("PRs created %d, open %d; want the one opened, closed", w.forge.next, w.forge.openPRs())
 				}
 			}},
+		{"pr: the namespace went while the PR was opened, and a person pushed onto it: left open to people, no error", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.events.failReason = "Proposed"
+				w.events.failErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team-a")
+				w.forge.afterApply = func() { w.forge.afterApply = nil; w.forge.human(testKey, "push", w.now) }
+			}, func(w *world) {
+				if _, err := w.run(w.replica("a")); err != nil {
+					w.t.Errorf("run: %v; want the PR left to people without an error", err)
+				}
+			}},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.forge.openPRs() != 1 || len(w.forge.withdrawn) != 0 {
+					t.Errorf("PRs created %d, open %d, comments %q; want the one opened left open", w.forge.next, w.forge.openPRs(), w.forge.withdrawn)
+				}
+			}},
 		{"pr: the Lease was swept while the PR was opened (its lock refused): the PR is withdrawn", "pr", false,
 			[]step{want(12), func(w *world) {
 				w.store.FailNext("Lock", apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x"))

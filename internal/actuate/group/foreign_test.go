@@ -196,3 +196,38 @@ func closingComments(comments []string) int {
 	}
 	return n
 }
+
+// TestReleaseLeavesPersonsPR: the namespace of a target is gone and its Lease is swept, but a
+// person pushed onto the pull request its Lease holds: Release leaves it open to people (no
+// comment, not closed), and the sweep goes on. Kustos's own is closed as before.
+func TestReleaseLeavesPersonsPR(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	m := &Mode{Writer: w.writer, GitHub: w.gh}
+	for _, tc := range []struct {
+		name    string
+		pushed  bool
+		wantOpn bool
+	}{
+		{"Kustos's own head: closed", false, false},
+		{"a person's commit on it: left open to people", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := *w.soloRequest("team-a", map[bool]int{false: 1, true: 2}[tc.pushed], nil).Decide(lifecycle.View{}).Change
+			res, err := w.writer.Propose(ctx, c, pr.ProposeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.pushed {
+				w.s.PushBaseCommit(owner, repo, res.Branch, "a reviewer's note", map[string]string{"notes/review.md": "Reviewed by a human.\n"})
+			}
+			if err := m.Release(ctx, state.Record{Key: c.Key, Holder: state.HolderOf(res.Number), Head: res.HeadSHA}); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			p, _ := w.s.PR(owner, repo, res.Number)
+			if open := p.State == "open"; open != tc.wantOpn || tc.wantOpn && closingComments(p.Comments) != 0 {
+				t.Errorf("#%d %s, comments %q; want open %v", res.Number, p.State, p.Comments, tc.wantOpn)
+			}
+		})
+	}
+}
