@@ -312,7 +312,9 @@ func schedule(s Snapshot) Verdict {
 		d.Next, d.At = NextWarn, d.Deadline.Add(-s.Settings.WarningBefore)
 		return d
 	}
-	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero()
+	// Sent (WarnedAt) after its latest attempt: a warned-at left from an earlier deadline's
+	// warning (a Lease whose new deadline's record did not clear it) is not this one's.
+	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero() && !st.WarnedAt.Before(st.WarningAttemptAt)
 	warnAt := d.Deadline.Add(-s.Settings.WarningBefore)
 	now := s.Now
 
@@ -329,8 +331,9 @@ func schedule(s Snapshot) Verdict {
 		}
 		d.Next = NextWarn
 		if !st.WarningFor.Equal(d.Deadline) {
-			// Record the attempt first: the next look sends it.
-			st.WarningFor, st.WarningAttemptAt, st.WarningAttempts = d.Deadline, now, 1
+			// Record the attempt first: the next look sends it. Not sent yet: an earlier
+			// deadline's sent time (before an extension) says nothing of this warning.
+			st.WarningFor, st.WarningAttemptAt, st.WarningAttempts, st.WarnedAt = d.Deadline, now, 1, time.Time{}
 			d.At = now
 			return d
 		}
