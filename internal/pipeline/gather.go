@@ -155,6 +155,7 @@ func (lk *look) decide(req Request, rec state.Record) {
 	v := View{LastModified: rec.LastModified, ProposalOpen: open, Declined: !s.holder && rec.ClosedValues != "", Bag: rec.Bag}
 	if open {
 		v.ProposalNumber, _ = state.HolderNumber(rec.Holder)
+		v.LeftToPeople = s.foreignHead
 	}
 	if s.holder && lk.proposed.Key != "" {
 		proposed := lk.proposed

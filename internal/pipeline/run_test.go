@@ -488,6 +488,13 @@ func TestRun(t *testing.T) {
 					t.Errorf("open %d, comments %q, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.forge.withdrawn, w.events, w.rec())
 				}
 			}},
+		{"pr: the detector is told an open PR a person pushed onto is left to people", "pr", false,
+			[]step{want(12), run("a"), func(w *world) { w.views = nil }, run("a"), human("push"), run("a")},
+			func(t *testing.T, w *world) {
+				if n := len(w.views); n < 2 || w.views[0].LeftToPeople || !w.views[n-1].LeftToPeople || !w.views[n-1].ProposalOpen {
+					t.Errorf("the detector's views: %+v; want LeftToPeople only after the push", w.views)
+				}
+			}},
 		{"pr: a PR a person pushed onto and then closed is declined by people, not withdrawn, on the next leader after an extension", "pr", false,
 			[]step{want(12), run("a"), human("push"), run("a"), human("close"), withdraw, die("a"),
 				func(w *world) { w.bag = map[string]string{"extended-until": "later"} }, run("b")},

@@ -23,6 +23,7 @@ func TestExtensionWarnsBeforeNewDeadline(t *testing.T) {
 		pushed bool
 	}{
 		{"the write-back replaces the removal", false},
+		{"a person pushed onto the removal: left to people, no write-back", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -206,7 +206,10 @@ type Snapshot struct {
 	ProposalOpen, Declined bool
 	// Proposed is the Change of the proposal the Key holds (PR mode; nil: none).
 	Proposed *lifecycle.Change
-	Settings Settings
+	// LeftToPeople: that proposal is open with a commit Kustos did not write, which Kustos
+	// leaves to people: an extension cannot be written back on its branch.
+	LeftToPeople bool
+	Settings     Settings
 	// Replicas is spec.replicas of a target whose lifetime ends in a pause, as a string ("":
 	// not read, or another action): what a pause records, and what a resume checks.
 	Replicas string
@@ -304,10 +307,13 @@ func schedule(s Snapshot) Verdict {
 	st := &d.State
 	// What the owner's page lists: whose the target is and when it goes.
 	st.Owner, st.Deadline, st.Label = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC(), lifecycle.Clip(p.Label, maxKept)
-	if s.Settings.CarriesOut && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
+	if s.Settings.CarriesOut && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) &&
+		!s.LeftToPeople {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on
-		// with the schedule of the new deadline.
+		// with the schedule of the new deadline. Not while the removal's pull request is left
+		// to people (the write-back would go on its branch): the schedule of the new deadline
+		// goes on without it, so that its owner is still warned before it.
 		d.Change = writeBack(s, d.Deadline)
 		d.Next, d.At = NextWarn, d.Deadline.Add(-s.Settings.WarningBefore)
 		return d

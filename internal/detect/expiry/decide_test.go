@@ -146,6 +146,9 @@ func TestDecide(t *testing.T) {
 				s.WarnedAt = time.Time{}
 				return s
 			}()},
+		{name: "extended while the removal's pull request is left to people (a person pushed onto it): no write-back on its branch, the schedule of the new deadline",
+			snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)), func(s *Snapshot) { s.ProposalOpen, s.LeftToPeople = true, true }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "extended, observer mode: nothing is written back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
 			func(s *Snapshot) { s.Settings.CarriesOut = false }),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
