@@ -50,6 +50,10 @@ type View struct {
 	// Proposed is the Change the held proposal carries (PR mode; nil without one), for a
 	// detector that withdraws some kinds of proposal and not others.
 	Proposed *Change
+	// LeftToPeople: the open proposal has a commit Kustos did not write (someone pushed onto
+	// it), so Kustos neither updates, merges nor closes it; no Change can be proposed for the
+	// Key while it stays open.
+	LeftToPeople bool
 }
 
 // Decision is a detector's answer for one Key.

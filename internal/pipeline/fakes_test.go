@@ -39,12 +39,16 @@ type forge struct {
 	mergeFirst bool
 	// full, when set, is the budget's answer to a Change that needs a new proposal.
 	full *lifecycle.QueuedError
+	// stale: Status answers the head from before the last push (the actuator's status cache,
+	// read just before it).
+	stale bool
 }
 
 type fakePR struct {
 	number    int
 	state     lifecycle.ProposalStatus
 	head      string
+	before    string // the head before the last push
 	commits   int
 	mergeable string
 	change    lifecycle.Change
@@ -121,6 +125,9 @@ func (f *forge) Status(_ context.Context, key lifecycle.Key, number int) (lifecy
 		return lifecycle.ProposalState{State: lifecycle.ProposalNone}, nil
 	}
 	st := lifecycle.ProposalState{State: p.state, Number: p.number, HeadSHA: p.head, MergeableState: p.mergeable}
+	if f.stale && p.before != "" {
+		st.HeadSHA = p.before
+	}
 	ok := p.mergeable != "dirty"
 	st.Mergeable = &ok
 	return st, nil
@@ -162,6 +169,10 @@ func (f *forge) Withdraw(_ context.Context, key lifecycle.Key, number int, comme
 	if p == nil || p.number != number || p.state != lifecycle.ProposalOpen {
 		return nil // closed already: left alone, like the GitHub client's ClosePR
 	}
+	if !ownSHA(p.head) {
+		// As the actuator, which reads the head afresh: a person pushed onto it.
+		return lifecycle.NewError(fmt.Sprintf("#%d has head %s", number, p.head), lifecycle.ErrForeignCommit)
+	}
 	p.state = lifecycle.ProposalClosedByHuman // what GitHub then reports: closed, not merged
 	f.withdrawn = append(f.withdrawn, comment)
 	if err := f.failWithdraw; err != nil {
@@ -183,7 +194,7 @@ func (f *forge) human(key lifecycle.Key, act string, at time.Time) {
 		p.state = lifecycle.ProposalMerged
 	case "push":
 		p.commits++
-		p.head = fmt.Sprintf("human-%d", p.commits)
+		p.before, p.head = p.head, fmt.Sprintf("human-%d", p.commits)
 	case "dirty", "behind", "blocked":
 		p.mergeable = act
 	}

@@ -119,9 +119,12 @@ func (p *Pipeline) readProposal(ctx context.Context, rec state.Record, lk *look)
 	}
 	lk.status, lk.read = st, true
 	lk.s.proposal = proposalOf(st.State)
-	if st.State == lifecycle.ProposalOpen && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
+	followed := st.State == lifecycle.ProposalOpen || st.State == lifecycle.ProposalClosedByHuman
+	if followed && rec.Head != "" && st.HeadSHA != "" && st.HeadSHA != rec.Head {
 		// Not the head the Lease records: a human's commit, or Kustos's own pushed just
-		// before a crash (or a lost Lease write) kept the Lease from recording it.
+		// before a crash (or a lost Lease write) kept the Lease from recording it. Closed, too:
+		// Kustos closes only a proposal whose head is its own, so a closed one with a human's
+		// head was closed by people, which a withdrawal must not claim as its own.
 		own, err := p.Proposals.OwnCommit(ctx, rec.Key, st.HeadSHA)
 		if err != nil {
 			return &readError{"reading the proposal's head commit", err}
@@ -152,6 +155,7 @@ func (lk *look) decide(req Request, rec state.Record) {
 	v := View{LastModified: rec.LastModified, ProposalOpen: open, Declined: !s.holder && rec.ClosedValues != "", Bag: rec.Bag}
 	if open {
 		v.ProposalNumber, _ = state.HolderNumber(rec.Holder)
+		v.LeftToPeople = s.foreignHead
 	}
 	if s.holder && lk.proposed.Key != "" {
 		proposed := lk.proposed

@@ -60,7 +60,8 @@ type Proposals interface {
 	// target is left in it. A proposal already closed is left alone (so that a retry after a
 	// crash does nothing). One merged with key's Change in it, before the withdrawal took
 	// effect or since, returns an error matching lifecycle.ErrMergedBeforeWithdrawal: the
-	// Change went ahead, which is not a withdrawal.
+	// Change went ahead, which is not a withdrawal. One open with a head Kustos did not write
+	// (a person pushed onto it) is not closed: an error matching lifecycle.ErrForeignCommit.
 	Withdraw(ctx context.Context, key lifecycle.Key, number int, comment string, group lifecycle.Group) error
 	// OwnCommit reports whether the commit sha is one Kustos wrote for key. The pipeline asks
 	// when an open proposal's head is not the one its Lease records: after a crash between
@@ -751,6 +752,13 @@ func (r *run) finishWithdrawal(ctx context.Context, n int, why string) (end, err
 			return endStop, err
 		}
 		return r.unlockMerged(ctx)
+	} else if errors.Is(err, lifecycle.ErrForeignCommit) {
+		// A person pushed onto it since the look read it (or the look read it from a cache):
+		// it is not closed, and the next look, reading it afresh, reports the push and leaves
+		// it to people.
+		r.log.Info("the proposal was not withdrawn: its head is a commit Kustos did not write", "number", n, "error", err.Error())
+		r.out.RequeueAfter = p.pollInterval()
+		return endStop, nil
 	} else if err != nil {
 		return r.forgeError("closing the proposal", err)
 	}
@@ -813,8 +821,9 @@ func (r *run) merge(ctx context.Context) (end, error) {
 // name the proposal, so nothing else would close it.
 func (r *run) orphaned(ctx context.Context, number int, cause error) (end, error) {
 	r.log.Info("the target's namespace went while its pull request was opened; closing it", "number", number, "cause", cause.Error())
+	// Merged first, or a person pushed onto it (left to people): nothing more to do.
 	if err := r.p.Proposals.Withdraw(ctx, r.req.Key, number, "the namespace of its target no longer exists", r.req.Group); err != nil &&
-		!errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) {
+		!errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal) && !errors.Is(err, lifecycle.ErrForeignCommit) {
 		return r.forgeError("closing the pull request of a namespace gone", err)
 	}
 	return endStop, nil

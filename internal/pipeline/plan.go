@@ -55,7 +55,7 @@ type situation struct {
 	closedSincePending bool
 	holder             bool
 	proposal           proposalState
-	// foreignHead: the open proposal's head is not the commit Kustos wrote.
+	// foreignHead: the open (or closed) proposal's head is not the commit Kustos wrote.
 	foreignHead bool
 	mergeable   mergeability
 	// change: the detector's decision asks for a change; supersedes: it supersedes the open
@@ -178,8 +178,9 @@ func planPending(s situation) step {
 // planFollow is plan for an open (or just closed) proposal without a pending decision.
 func planFollow(s situation) step {
 	if s.withdraw && (s.proposal == proposalOpen || s.proposal == proposalClosed) && !s.foreignHead {
-		// Open: closed by Kustos, never merged. Closed: by Kustos before a crash (or by a
-		// human who agrees): not a decline of what is still wanted.
+		// Open: closed by Kustos, never merged. Closed with Kustos's own head: by Kustos
+		// before a crash (or by a human who agrees): not a decline of what is still wanted.
+		// Closed with a human's head: Kustos never closes that one, so people did (declined).
 		return stepWithdraw
 	}
 	if st, decided := fate(s); decided {

@@ -45,6 +45,7 @@ func TestPlan(t *testing.T) {
 		{"withdrawn: closed by Kustos", held(situation{proposal: proposalOpen, withdraw: true}), stepWithdraw},
 		{"withdrawn: never merged, even clean with auto-merge", held(situation{proposal: proposalOpen, withdraw: true, mergeable: mergeClean, autoMerge: true}), stepWithdraw},
 		{"withdrawn, found closed (Kustos closed it, then crashed): unlocked as withdrawn, not declined", held(situation{proposal: proposalClosed, withdraw: true}), stepWithdraw},
+		{"withdrawn, found closed with someone else's head (Kustos never closes that one): declined by people", held(situation{proposal: proposalClosed, withdraw: true, foreignHead: true}), stepDeclined},
 		{"withdrawn, but merged meanwhile: merged", held(situation{proposal: proposalMerged, withdraw: true}), stepMerged},
 		{"withdrawn, but the holder's PR is gone", held(situation{proposal: proposalGone, withdraw: true}), stepForgetHolder},
 		{"withdrawn, but someone else pushed to it: left to people", held(situation{proposal: proposalOpen, withdraw: true, foreignHead: true}), stepForeignHead},

@@ -280,6 +280,21 @@ func TestRun(t *testing.T) {
 					t.Errorf("PRs created %d, open %d; want the one opened, closed", w.forge.next, w.forge.openPRs())
 				}
 			}},
+		{"pr: the namespace went while the PR was opened, and a person pushed onto it: left open to people, no error", "pr", false,
+			[]step{want(12), func(w *world) {
+				w.events.failReason = "Proposed"
+				w.events.failErr = apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "team-a")
+				w.forge.afterApply = func() { w.forge.afterApply = nil; w.forge.human(testKey, "push", w.now) }
+			}, func(w *world) {
+				if _, err := w.run(w.replica("a")); err != nil {
+					w.t.Errorf("run: %v; want the PR left to people without an error", err)
+				}
+			}},
+			func(t *testing.T, w *world) {
+				if w.forge.next != 1 || w.forge.openPRs() != 1 || len(w.forge.withdrawn) != 0 {
+					t.Errorf("PRs created %d, open %d, comments %q; want the one opened left open", w.forge.next, w.forge.openPRs(), w.forge.withdrawn)
+				}
+			}},
 		{"pr: the Lease was swept while the PR was opened (its lock refused): the PR is withdrawn", "pr", false,
 			[]step{want(12), func(w *world) {
 				w.store.FailNext("Lock", apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "x"))
@@ -462,6 +477,31 @@ func TestRun(t *testing.T) {
 			func(t *testing.T, w *world) {
 				if w.forge.openPRs() != 1 || w.events.count(ReasonWithdrawn) != 0 || w.rec().Holder != "pr-1" {
 					t.Errorf("open %d, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.events, w.rec())
+				}
+			}},
+		{"pr: a withdrawal decided on a read from before a person's push is refused, and the next look leaves the PR to people", "pr", false,
+			[]step{want(12), run("a"), func(w *world) { w.forge.stale = true }, human("push"), withdraw, run("a"),
+				func(w *world) { w.forge.stale = false }, run("a")},
+			func(t *testing.T, w *world) {
+				if w.forge.openPRs() != 1 || len(w.forge.withdrawn) != 0 || w.events.count(ReasonWithdrawn) != 0 ||
+					w.events.count(ReasonForeignCommit) != 1 || w.rec().Holder != "pr-1" {
+					t.Errorf("open %d, comments %q, events %s, record %+v; want the PR left open to people", w.forge.openPRs(), w.forge.withdrawn, w.events, w.rec())
+				}
+			}},
+		{"pr: the detector is told an open PR a person pushed onto is left to people", "pr", false,
+			[]step{want(12), run("a"), func(w *world) { w.views = nil }, run("a"), human("push"), run("a")},
+			func(t *testing.T, w *world) {
+				if n := len(w.views); n < 2 || w.views[0].LeftToPeople || !w.views[n-1].LeftToPeople || !w.views[n-1].ProposalOpen {
+					t.Errorf("the detector's views: %+v; want LeftToPeople only after the push", w.views)
+				}
+			}},
+		{"pr: a PR a person pushed onto and then closed is declined by people, not withdrawn, on the next leader after an extension", "pr", false,
+			[]step{want(12), run("a"), human("push"), run("a"), human("close"), withdraw, die("a"),
+				func(w *world) { w.bag = map[string]string{"extended-until": "later"} }, run("b")},
+			func(t *testing.T, w *world) {
+				if r := w.rec(); len(w.forge.withdrawn) != 0 || w.events.count(ReasonWithdrawn) != 0 || w.events.count("Declined") != 1 ||
+					r.Holder != "" || r.ClosedValues == "" {
+					t.Errorf("comments %q, events %s, record %+v; want it unlocked as declined by people", w.forge.withdrawn, w.events, r)
 				}
 			}},
 		// A stop, a failed Event write or a Lease conflict (the extension server writes the same

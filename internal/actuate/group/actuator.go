@@ -487,6 +487,9 @@ func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, 
 	comment := "Kustos closes this pull request because " + why
 	if g.IsZero() {
 		defer a.lock(prLock(number))()
+		if err := a.ownHead(ctx, key, g, number); err != nil {
+			return err
+		}
 		if err := a.close(ctx, number, comment); err != nil {
 			return err
 		}
@@ -533,6 +536,9 @@ func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, 
 	}
 	if in == 0 || res.Number == 0 {
 		// Nothing left to propose (the others are done): close it.
+		if err := a.ownHead(ctx, key, g, number); err != nil {
+			return err
+		}
 		if err := a.close(ctx, number, comment); err != nil {
 			return err
 		}
@@ -573,6 +579,31 @@ func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, 
 	a.forget(number)
 	if in > 0 && res.Number != 0 {
 		return a.Forge.CommentPR(ctx, number, fmt.Sprintf("Kustos took `%s` out of this pull request because %s.", describeKey(key), strings.TrimSuffix(why, ".")))
+	}
+	return nil
+}
+
+// ownHead reads pull request number afresh and refuses, with an error matching
+// lifecycle.ErrForeignCommit, to let it be closed while it is open with a head Kustos did not
+// write (for key, or for its group g): a person pushed onto it, and it is left to people. The
+// look that decided the withdrawal may have read the pull request from the status cache, up to
+// a StatusTTL before that push; the cache is dropped, so that the next look sees the push.
+func (a *Actuator) ownHead(ctx context.Context, key lifecycle.Key, g lifecycle.Group, number int) error {
+	a.forget(number)
+	st, err := a.Writer.StatusOf(ctx, key, number)
+	if err != nil || st.State != lifecycle.ProposalOpen {
+		return err
+	}
+	own, err := a.Writer.OwnCommit(ctx, key, st.HeadSHA)
+	if err == nil && !own && !g.IsZero() {
+		own, err = a.Writer.OwnCommit(ctx, g.Key, st.HeadSHA)
+	}
+	if err != nil {
+		return err
+	}
+	if !own {
+		return fmt.Errorf("%w: pull request #%d has head %s; Kustos does not close it and leaves it to people",
+			pr.ErrForeignHead, number, st.HeadSHA)
 	}
 	return nil
 }

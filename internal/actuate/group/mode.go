@@ -188,7 +188,8 @@ func (b *baseRepo) Snapshot(ctx context.Context, sha string) (pr.Snapshot, error
 }
 
 // Release closes the open PR of a state Lease whose namespace was deleted, with a comment saying
-// why, before the sweep deletes the Lease: the one case where Kustos closes its own PR. It is
+// why, before the sweep deletes the Lease: the one case where Kustos closes its own PR. One whose
+// head a person pushed is not Kustos's to close: it stays open, left to people. It is
 // state.NamespaceSweeper's Release.
 func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 	n, ok := state.HolderNumber(rec.Holder)
@@ -199,6 +200,9 @@ func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 		if n, err = m.pendingPR(ctx, rec); err != nil || n == 0 {
 			return err
 		}
+	}
+	if own, err := m.ownHead(ctx, rec.Key, n); err != nil || !own {
+		return err
 	}
 	_, ns, _ := state.SplitKey(rec.Key)
 	comment := fmt.Sprintf("Kustos closes this pull request because namespace %q no longer exists in the cluster, so the change it proposes has no target. The branch is left as it is.", ns)
@@ -218,7 +222,11 @@ func (m *Mode) ReleaseNamespace(ctx context.Context, namespace string) error {
 	for _, d := range m.ByNamespace {
 		g := lifecycle.GroupKey(d, string(lifecycle.GroupByNamespace), namespace)
 		n, err := m.Writer.OpenForGroup(ctx, g)
+		own := false
 		if err == nil && n != 0 {
+			own, err = m.ownHead(ctx, g, n) // a person's is left to people, as Release leaves it
+		}
+		if err == nil && own {
 			err = m.GitHub.ClosePR(ctx, n, groupGoneComment)
 		}
 		if err != nil {
@@ -229,6 +237,18 @@ func (m *Mode) ReleaseNamespace(ctx context.Context, namespace string) error {
 }
 
 const groupGoneComment = "Kustos closes this pull request because the namespace of its targets no longer exists in the cluster, so the changes it proposes have no target. The branch is left as it is."
+
+// ownHead reports whether pull request number may be closed for key: it is not open (closing
+// it does nothing), or its head is a commit Kustos wrote for key. One a person pushed onto is
+// left open to people, even with its target's namespace gone (false, no error: the sweep goes
+// on without it).
+func (m *Mode) ownHead(ctx context.Context, key lifecycle.Key, number int) (bool, error) {
+	st, err := m.Writer.StatusOf(ctx, key, number)
+	if err != nil || st.State != lifecycle.ProposalOpen {
+		return err == nil, err
+	}
+	return m.Writer.OwnCommit(ctx, key, st.HeadSHA)
+}
 
 // pendingPR is the open PR of rec's pending decision (0: none pending, a group's, or none open).
 func (m *Mode) pendingPR(ctx context.Context, rec state.Record) (int, error) {

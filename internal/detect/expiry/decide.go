@@ -206,7 +206,10 @@ type Snapshot struct {
 	ProposalOpen, Declined bool
 	// Proposed is the Change of the proposal the Key holds (PR mode; nil: none).
 	Proposed *lifecycle.Change
-	Settings Settings
+	// LeftToPeople: that proposal is open with a commit Kustos did not write, which Kustos
+	// leaves to people: an extension cannot be written back on its branch.
+	LeftToPeople bool
+	Settings     Settings
 	// Replicas is spec.replicas of a target whose lifetime ends in a pause, as a string ("":
 	// not read, or another action): what a pause records, and what a resume checks.
 	Replicas string
@@ -308,15 +311,20 @@ func schedule(s Snapshot) Verdict {
 	st := &d.State
 	// What the owner's page lists: whose the target is and when it goes.
 	st.Owner, st.Deadline, st.Label = lifecycle.RecordedOwner(p.Owner), d.Deadline.UTC(), lifecycle.Clip(p.Label, maxKept)
-	if s.Settings.CarriesOut && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) {
+	if s.Settings.CarriesOut && !p.KeptInState && st.ExtendedUntil.Equal(d.Deadline) && st.ExtendedUntil.After(p.Deadline) && s.LastDecision.Before(st.ExtendedAt) &&
+		!s.LeftToPeople {
 		// Extended through a link and not yet where the environment is declared: write the
 		// new deadline back (Git stays the truth). The next look, after this decision, goes on
-		// with the schedule of the new deadline.
+		// with the schedule of the new deadline. Not while the removal's pull request is left
+		// to people (the write-back would go on its branch): the schedule of the new deadline
+		// goes on without it, so that its owner is still warned before it.
 		d.Change = writeBack(s, d.Deadline)
 		d.Next, d.At = NextWarn, d.Deadline.Add(-s.Settings.WarningBefore)
 		return d
 	}
-	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero()
+	// Sent (WarnedAt) after its latest attempt: a warned-at left from an earlier deadline's
+	// warning (a Lease whose new deadline's record did not clear it) is not this one's.
+	warned := st.WarningFor.Equal(d.Deadline) && !st.WarnedAt.IsZero() && !st.WarnedAt.Before(st.WarningAttemptAt)
 	warnAt := d.Deadline.Add(-s.Settings.WarningBefore)
 	now := s.Now
 
@@ -333,8 +341,9 @@ func schedule(s Snapshot) Verdict {
 		}
 		d.Next = NextWarn
 		if !st.WarningFor.Equal(d.Deadline) {
-			// Record the attempt first: the next look sends it.
-			st.WarningFor, st.WarningAttemptAt, st.WarningAttempts = d.Deadline, now, 1
+			// Record the attempt first: the next look sends it. Not sent yet: an earlier
+			// deadline's sent time (before an extension) says nothing of this warning.
+			st.WarningFor, st.WarningAttemptAt, st.WarningAttempts, st.WarnedAt = d.Deadline, now, 1, time.Time{}
 			d.At = now
 			return d
 		}

@@ -36,6 +36,14 @@ func extended(d time.Duration, at time.Time) State {
 	return s
 }
 
+// recordedAfterExtension is extended(d, at) whose new deadline's warning was recorded at
+// attempt, by a look that left the old warning's sent time in place.
+func recordedAfterExtension(d time.Duration, at, attempt time.Time) State {
+	s := extended(d, at)
+	s.WarningFor, s.WarningAttemptAt, s.WarningAttempts = deadline.Add(d), attempt, 1
+	return s
+}
+
 func warnedAt(at time.Time) State {
 	return State{WarningFor: deadline, WarningAttemptAt: at, WarningAttempts: 1, WarnedAt: at}
 }
@@ -120,6 +128,26 @@ func TestDecide(t *testing.T) {
 			next: NextWarn, at: deadline.Add(4 * day), op: lifecycle.EditSetAnnotations, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "extended and written back (a decision since): the schedule of the new deadline", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
 			func(s *Snapshot) { s.LastDecision = deadline.Add(-90 * time.Minute) }),
+			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
+		{name: "extended, the new deadline's warning recorded (the old one's sent time still there): this look sends it",
+			snap: snap(deadline.Add(6*day+time.Second), recordedAfterExtension(7*day, deadline.Add(-2*time.Hour), deadline.Add(6*day+time.Second)),
+				func(s *Snapshot) { s.LastDecision = deadline.Add(-90 * time.Minute) }),
+			warn: true, next: NextAct, at: deadline.Add(7*day + time.Second), requeueAfter: day,
+			state: func() State {
+				s := recordedAfterExtension(7*day, deadline.Add(-2*time.Hour), deadline.Add(6*day+time.Second))
+				s.WarnedAt = deadline.Add(6*day + time.Second)
+				return s
+			}()},
+		{name: "extended, the new deadline's warning due: recorded as not sent yet", snap: snap(deadline.Add(6*day+time.Second), extended(7*day, deadline.Add(-2*time.Hour)),
+			func(s *Snapshot) { s.LastDecision = deadline.Add(-90 * time.Minute) }),
+			next: NextWarn, at: deadline.Add(6*day + time.Second),
+			state: func() State {
+				s := recordedAfterExtension(7*day, deadline.Add(-2*time.Hour), deadline.Add(6*day+time.Second))
+				s.WarnedAt = time.Time{}
+				return s
+			}()},
+		{name: "extended while the removal's pull request is left to people (a person pushed onto it): no write-back on its branch, the schedule of the new deadline",
+			snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)), func(s *Snapshot) { s.ProposalOpen, s.LeftToPeople = true, true }),
 			next: NextWarn, at: deadline.Add(4 * day), requeueAfter: 4*day + time.Hour, state: extended(7*day, deadline.Add(-2*time.Hour))},
 		{name: "extended, observer mode: nothing is written back", snap: snap(deadline.Add(-time.Hour), extended(7*day, deadline.Add(-2*time.Hour)),
 			func(s *Snapshot) { s.Settings.CarriesOut = false }),

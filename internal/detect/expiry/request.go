@@ -55,7 +55,7 @@ func request(key lifecycle.Key, target lifecycle.Target, uid string, now time.Ti
 			st.Kept = kept
 			last := Decide(Snapshot{Now: now, Target: target, UID: uid,
 				Policy: policy, State: st, LastDecision: v.LastModified, ProposalOpen: v.ProposalOpen, Declined: v.Declined,
-				Proposed: v.Proposed, Settings: settings, Replicas: p.Replicas})
+				Proposed: v.Proposed, LeftToPeople: v.LeftToPeople, Settings: settings, Replicas: p.Replicas})
 			log.V(1).Info("expiry decided", "next", last.Next, "at", last.At, "deadline", last.Deadline)
 			out := lifecycle.Decision{Change: last.Change, RequeueAfter: last.RequeueAfter, Withdraw: last.Withdraw}
 			if !reflect.DeepEqual(last.State, st0) || len(bad) > 0 {
