@@ -100,4 +100,13 @@ func TestReleaseNamespaceGroupPR(t *testing.T) {
 	if err := m.ReleaseNamespace(ctx, "team-c"); err != nil {
 		t.Fatal(err)
 	}
+	// team-b goes too, but a person pushed onto its PR: it is theirs, left open.
+	p, _ := w.s.PR(owner, repo, stays)
+	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
+	if err := m.ReleaseNamespace(ctx, "team-b"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := w.s.PR(owner, repo, stays); p.State != "open" {
+		t.Errorf("PR #%d, which a person pushed onto: %s, want left open to people", stays, p.State)
+	}
 }
