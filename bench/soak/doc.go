@@ -57,8 +57,19 @@
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or (at most
 // every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later; or the mail server is down
-// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds). The last -settle of the
-// run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
+// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds);
+// or (at most every 60 s, and at least once a run, once two thirds of the faults' time have gone
+// without one) the API server restarts (internal/testenv's RestartAPIServer: the same address,
+// certificates and etcd): down for 1 to 10 s, plus its own stop and start. Every watch breaks
+// and is relisted; the leader, unable to renew its lease for the renew deadline (10 s), exits
+// ("leader election lost": controller-runtime's manager stops and `kustos run` exits 1), and a
+// replica started while the server is down exits at once (it cannot read the API's discovery),
+// as a pod would that its kubelet restarts. The soak restarts such a replica once the server
+// serves again and counts its exit in the report, not as replica-exited, if it fell in the
+// outage or in the 30 s after it. The workload does not act while the server is down (its record
+// of what it wrote would be false where a write failed halfway); the GitOps tool and CI retry.
+// The last -settle of the run (a third of -duration, from 90 s to 5 m) has no faults and no
+// workload.
 //
 // # The invariants
 //
@@ -96,7 +107,7 @@
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
 //     the median of the readings from a sixth to a third of it;
 //   - github-contract and replica-exited: the server's own contract checks, and a replica that
-//     exits without being killed.
+//     exits without being killed (outside an API server outage, above).
 //
 // KUSTOS_SOAK_BREAK=overwrite (read by this bench only) makes the fake human force-push over
 // its own commit on a Kustos branch once: that run must fail with foreign-commit-kept, which
@@ -107,6 +118,7 @@
 // A Markdown table on standard output (and -out): faults by kind, workload actions by kind,
 // PRs opened, merged and closed, the owners' mail Mailpit received, GitHub REST requests (and those a fault answered), the
 // server's secondary-limit answers, the convergence time, each replica life's heap after GC, and
+// the replicas' exits in API server outages (by reason), and
 // the violations with the command that replays the run. Kustos's output (one log per replica
 // life) is kept when the run fails or with -keep-logs.
 package main
