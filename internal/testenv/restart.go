@@ -58,16 +58,17 @@ func (e *Env) waitReady(ctx context.Context) error {
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var last error
 	for {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil && string(body) == "ok" {
 			return nil
 		}
-		last = err
+		if err == nil {
+			err = fmt.Errorf("/readyz answered %q", body)
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("testenv: kube-apiserver not ready after a restart: %w (last answer: %v)", context.Cause(ctx), last)
+			return fmt.Errorf("testenv: kube-apiserver not ready after a restart: %w (last answer: %w)", context.Cause(ctx), err)
 		case <-tick.C:
 		}
 	}
