@@ -60,12 +60,24 @@
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or one or two
 // requests to it are held past Kustos's 30 s request timeout and then carried out all the same
-// (a write whose answer is lost); or (at most
-// every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later (any replica in the first
-// half of the faults' time; from then on any but replica 1, the witness, whose life then spans
-// the second half and the settle period, as the heap rule needs); or the mail server is down
-// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds). The last -settle of the
-// run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
+// (a write whose answer is lost); or (at most every 20 s) a replica gets SIGKILL and is
+// restarted 1 to 8 s later (any replica in the first half of the faults' time; from then on any
+// but replica 1, the witness, whose life then spans the second half and the settle period, as
+// the heap rule needs); or the mail server is down for 3 to 15 s (the proxy cuts every SMTP
+// connection, open or new; Mailpit keeps what it holds);
+// or (at most every 60 s, only in the first half of the faults' time, since the leader exits on
+// it and the witness's life must last, and at least once a run, once a third of the faults'
+// time has gone without one) the API server restarts (internal/testenv's RestartAPIServer: the same address,
+// certificates and etcd): down for 1 to 10 s, plus its own stop and start. Every watch breaks
+// and is relisted; the leader, unable to renew its lease for the renew deadline (10 s), exits
+// ("leader election lost": controller-runtime's manager stops and `kustos run` exits 1), and a
+// replica started while the server is down exits at once (it cannot read the API's discovery),
+// as a pod would that its kubelet restarts. The soak restarts such a replica once the server
+// serves again and counts its exit in the report, not as replica-exited, if it fell in the
+// outage or in the 30 s after it. The workload does not act while the server is down (its record
+// of what it wrote would be false where a write failed halfway); the GitOps tool and CI retry.
+// The last -settle of the run (a third of -duration, from 90 s to 5 m) has no faults and no
+// workload.
 //
 // # The invariants
 //
@@ -110,7 +122,7 @@
 //     the median of the readings from a sixth to a third of it (in a 20-minute run, at least the
 //     witness's last life is judged);
 //   - github-contract and replica-exited: the server's own contract checks, and a replica that
-//     exits without being killed.
+//     exits without being killed (outside an API server outage, above).
 //
 // KUSTOS_SOAK_BREAK=overwrite (read by this bench only) makes the fake human force-push over
 // its own commit on a Kustos branch once: that run must fail with foreign-commit-kept, which
@@ -121,6 +133,7 @@
 // A Markdown table on standard output (and -out): faults by kind, workload actions by kind,
 // PRs opened, merged and closed, the owners' mail Mailpit received, GitHub REST requests (and those a fault answered), the
 // server's secondary-limit answers, the convergence time, each replica life's heap after GC, and
+// the replicas' exits in API server outages (by reason), and
 // the violations with the command that replays the run. Kustos's output (one log per replica
 // life) is kept when the run fails or with -keep-logs.
 package main

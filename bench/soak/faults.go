@@ -24,11 +24,12 @@ const githubTimeout = 30 * time.Second
 
 // faults injects a random fault every few seconds until ctx ends: a GitHub fault on one
 // endpoint or on all of them for a while (one at a time), or a replica killed with SIGKILL and
-// restarted after a moment.
+// restarted after a moment, or the API server restarted.
 type faults struct {
 	gh       *githubtest.Server
 	smtp     *smtpProxy
 	replicas []*replica
+	api      *apiServer // nil: no API server restarts
 	logf     func(string, ...any)
 
 	// witness is the replica the kills spare from witnessFrom on (half-way through the faults),
@@ -41,6 +42,7 @@ type faults struct {
 	rng      *rand.Rand
 	counts   map[string]int
 	lastKill time.Time
+	lastAPI  time.Time // when the last API server restart began
 	last     time.Time // when the last fault ended
 }
 
@@ -78,7 +80,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // run injects faults until ctx (which has a deadline) ends; it returns once every fault is over and every replica is
 // running again.
 // A run of any length has at least one kill: once half of the faults' time has gone without
-// one, the next fault is one.
+// one, the next fault is one; and, with f.api, at least one API server restart, once two
+// thirds (with a witness: a third) have gone without one.
 func (f *faults) run(ctx context.Context, restart func(*replica)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -87,7 +90,21 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 	for sleep(ctx, f.dur(5, 15)) {
 		r := f.intn(100)
 		overdue := f.lastKill.IsZero() && time.Since(start) > deadline.Sub(start)/2
+		// The leader exits on a restart: from witnessFrom on there is none, so that the witness's
+		// life spans the rest of the run (see witness).
+		apiAllowed := f.api != nil && (f.witness == nil || time.Now().Before(f.witnessFrom))
+		apiOverdue := apiAllowed && f.lastAPI.IsZero() && time.Since(start) > f.apiDueBy(start, deadline)
 		switch {
+		case !overdue && (apiOverdue || apiAllowed && r >= 84 && r < 88 && time.Since(f.lastAPI) > apiRestartEvery):
+			down := f.dur(1, 10)
+			f.logf("fault: %s, down for %s", faultAPIServerRestart, down)
+			f.count(faultAPIServerRestart)
+			f.lastAPI = time.Now()
+			if err := f.api.outage(ctx, down); err != nil {
+				f.logf("fault: %s: %v", faultAPIServerRestart, err)
+			}
+			f.logf("fault: %s: serving again after %s", faultAPIServerRestart, time.Since(f.lastAPI).Round(100*time.Millisecond))
+			f.ended()
 		case overdue || r < 25 && time.Since(f.lastKill) > 20*time.Second:
 			rep := f.victim(time.Now())
 			if rep == nil {
@@ -144,6 +161,15 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 			f.ended()
 		}
 	}
+}
+
+// apiDueBy is how far into the faults' time an API server restart is forced if none came:
+// two thirds of it, or a third with a witness (restarts stop half-way then).
+func (f *faults) apiDueBy(start, deadline time.Time) time.Duration {
+	if f.witness != nil {
+		return deadline.Sub(start) / 3
+	}
+	return deadline.Sub(start) * 2 / 3
 }
 
 // victim draws the replica to kill at now: any, or, from witnessFrom on, any but the witness

@@ -16,6 +16,9 @@ func render(o outcome) string {
 	row("faults injected", counts(o.faults))
 	row("workload actions", counts(o.actions))
 	row("pull requests", counts(o.prs))
+	if len(o.outageExits) > 0 {
+		row("replica exits in an API server outage (restarted, not violations)", counts(o.outageExits))
+	}
 	if n := len(o.mergeLatency); n > 0 {
 		row("PR opened → merged", fmt.Sprintf("median %s, max %s (%d merged)", o.mergeLatency[n/2].Round(time.Second), o.mergeLatency[n-1].Round(time.Second), n))
 	}

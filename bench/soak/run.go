@@ -68,7 +68,8 @@ type outcome struct {
 	secondary              map[string]int
 	heaps                  []heapSummary
 	dueAtEnd, stalledAtEnd []string
-	mails                  int // messages Mailpit received
+	mails                  int            // messages Mailpit received
+	outageExits            map[string]int // replica exits in an API server outage, by reason
 }
 
 type heapSummary struct {
@@ -209,6 +210,8 @@ func run(s *harness.Session, o options) harness.Result {
 	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
 	f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
+	api := newAPIServer(env.RestartAPIServer)
+	f.api = api
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
@@ -234,7 +237,7 @@ func run(s *harness.Session, o options) harness.Result {
 	every(runCtx, 2*time.Second, func() { w.sync(runCtx) })
 	every(runCtx, 5*time.Second, w.tidy)
 	// The workload and the faults, until the settle period.
-	every(chaosCtx, o.tick, func() { w.step(chaosCtx) })
+	every(chaosCtx, o.tick, func() { api.act(func() { w.step(chaosCtx) }) })
 	if o.broken == "overwrite" {
 		broke := false
 		every(chaosCtx, 2*time.Second, func() {
@@ -273,7 +276,15 @@ func run(s *harness.Session, o options) harness.Result {
 		}
 		for _, r := range reps {
 			if err := r.exitedOnItsOwn(); err != nil {
-				check.Violate(now, invExitEarly, "replica %d: %v", r.id, err)
+				wait, excused, reason := api.exitVerdict(now, r.logPath())
+				switch {
+				case wait:
+					continue
+				case excused:
+					logf("replica %d exited in an API server outage (%s): %v; restarted", r.id, reason, err)
+				default:
+					check.Violate(now, invExitEarly, "replica %d: %v", r.id, err)
+				}
 				restart(r)
 			}
 		}
@@ -314,7 +325,7 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 
 	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
-		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load())}
+		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load()), outageExits: api.exitCounts()}
 	if !interrupted {
 		out.dueAtEnd = check.Due(now, dueSlack, w.overQuota())
 		out.stalledAtEnd = check.Stalled(now, stallAge)

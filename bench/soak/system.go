@@ -126,13 +126,24 @@ func (r *replica) start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lives++
-	log := filepath.Join(r.logDir, fmt.Sprintf("kustos-%d-%d.log", r.id, r.lives))
+	log := r.logPathLocked()
 	p, err := kustosproc.Start(r.bin, append(append([]string(nil), r.args...), "--metrics-bind-address="+r.metrics, "--extension-addr="+r.ext), log)
 	if err != nil {
 		return err
 	}
 	r.proc, r.killed = p, false
 	return nil
+}
+
+// logPath is the output of the current (or last) life.
+func (r *replica) logPath() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logPathLocked()
+}
+
+func (r *replica) logPathLocked() string {
+	return filepath.Join(r.logDir, fmt.Sprintf("kustos-%d-%d.log", r.id, r.lives))
 }
 
 // kill sends SIGKILL and waits for the exit.

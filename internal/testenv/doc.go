@@ -12,6 +12,9 @@
 // is rejected with the real "exceeded quota" errors, which the workload controllers report as
 // FailedCreate warning events.
 //
+// Env.RestartAPIServer restarts kube-apiserver as the same server (address, certificates, client
+// CA, etcd): every client made before, kube-controller-manager's too, works again once it is back.
+//
 // Environment variables:
 //
 //	KUSTOS_TESTBIN           directory holding the binaries (default <repo root>/bin)

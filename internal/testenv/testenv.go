@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -65,9 +66,10 @@ type Env struct {
 	// (removed by Stop).
 	Webhooks envtest.WebhookInstallOptions
 
+	mu  sync.Mutex // serialises RestartAPIServer and Stop
 	env *envtest.Environment
 	kcm *process // nil without ControllerManager
-	dir string   // temporary files: kubeconfigs
+	dir string   // temporary files: kubeconfigs, kube-apiserver's certificates
 }
 
 // Start starts etcd and kube-apiserver and, if opts.ControllerManager, kube-controller-manager,
@@ -100,15 +102,26 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		apiserverTail, etcdTail = newTailBuffer(), newTailBuffer()
 		apiserverErr, etcdErr = apiserverTail, etcdTail
 	}
+	// A certificate directory of ours, which envtest neither removes nor renews when the API
+	// server stops: RestartAPIServer brings it back with the same certificates.
+	certDir := filepath.Join(e.dir, "kube-apiserver")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		return nil, err
+	}
 	apiserver := &envtest.APIServer{
 		// Explicit paths: KUBEBUILDER_ASSETS and TEST_ASSET_* must not pick other binaries.
-		Path: filepath.Join(opts.BinDir, "kube-apiserver"),
-		Out:  opts.Stdout,
-		Err:  apiserverErr,
+		Path:    filepath.Join(opts.BinDir, "kube-apiserver"),
+		CertDir: certDir,
+		Out:     opts.Stdout,
+		Err:     apiserverErr,
 	}
 	// envtest leaves the default admission plugins on and only disables ServiceAccount; be
 	// explicit about the one we depend on.
 	apiserver.Configure().Append("enable-admission-plugins", "ResourceQuota")
+	// On SIGTERM kube-apiserver stops listening at once but, by default, waits for the clients'
+	// watches to end (up to a minute) before it exits; RestartAPIServer would wait as long.
+	// Watches cut after 2 s are re-established by their owners, as after any restart.
+	apiserver.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	e.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.BinDir,
 		ControlPlane: envtest.ControlPlane{
@@ -146,6 +159,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 
 // Stop stops all processes and removes the temporary files. It may be called more than once.
 func (e *Env) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var errs []error
 	if e.kcm != nil {
 		errs = append(errs, e.kcm.stop(stopTimeout))

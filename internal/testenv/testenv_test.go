@@ -392,3 +392,43 @@ func ignoreNotFound(err error) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRestartAPIServer checks that the API server comes back from a restart as the same server
+// to everyone who knew it: a clientset and the kubeconfig file made before still work (same
+// address, serving certificate and client credentials), what was written before is still there
+// (same etcd), and kube-controller-manager, whose own kubeconfig was made at Start, still acts.
+func TestRestartAPIServer(t *testing.T) {
+	ctx := t.Context()
+	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	fileCfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileCS := kubernetes.NewForConfigOrDie(fileCfg)
+	before := createQuotaNamespace(t, cs, "before", true)
+
+	for i, down := range []time.Duration{0, 2 * time.Second} {
+		start := time.Now()
+		if err := env.RestartAPIServer(ctx, down); err != nil {
+			t.Fatalf("restart %d (down %v): %v", i, down, err)
+		}
+		t.Logf("restart %d: down %v, serving again after %v", i, down, time.Since(start).Round(time.Millisecond))
+
+		for name, c := range map[string]kubernetes.Interface{"Config": cs, "Kubeconfig": fileCS} {
+			if _, err := c.CoreV1().ResourceQuotas(before).Get(ctx, "compute", metav1.GetOptions{}); err != nil {
+				t.Fatalf("restart %d: the quota written before, read through the %s made before: %v", i, name, err)
+			}
+		}
+		// The controller manager relists and keeps computing quota status.
+		createQuotaNamespace(t, cs, fmt.Sprintf("after-%d", i), true)
+	}
+}
