@@ -59,8 +59,8 @@
 // One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or one or two
-// requests to it are held past Kustos's 30 s request timeout and then carried out all the same
-// (a write whose answer is lost); or (at most every 20 s) a replica gets SIGKILL and is
+// requests to it in those seconds are held past Kustos's 30 s request timeout and then carried
+// out all the same (a write whose answer is lost); or (at most every 20 s) a replica gets SIGKILL and is
 // restarted 1 to 8 s later (any replica in the first half of the faults' time; from then on any
 // but replica 1, the witness, whose life then spans the second half and the settle period, as
 // the heap rule needs); or the mail server is down for 3 to 15 s (the proxy cuts every SMTP

@@ -150,15 +150,17 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 				kind, spec.Delay, spec.Times = faultGitHubTimeout, githubTimeout+5*time.Second, 1+f.intn(2)
 			}
 			hold := f.dur(3, 15)
-			if kind == faultGitHubTimeout {
-				hold = spec.Delay // until the requests it holds are answered
-			}
 			f.logf("fault: %s on %s for %s (status %d, delay %s)", kind, spec.PathPattern, hold, spec.Status, spec.Delay)
 			f.count(kind)
 			f.gh.Inject(spec)
 			sleep(ctx, hold)
 			f.gh.ClearFaults()
 			f.ended()
+			if kind == faultGitHubTimeout {
+				// A request it took at the last moment is answered a Delay later; the next
+				// fault need not wait for that.
+				f.endedAt(time.Now().Add(spec.Delay))
+			}
 		}
 	}
 }
@@ -190,9 +192,14 @@ func (f *faults) victim(now time.Time) *replica {
 	return cands[f.intn(len(cands))]
 }
 
-func (f *faults) ended() {
+func (f *faults) ended() { f.endedAt(time.Now()) }
+
+// endedAt records a fault whose effect lasts until at.
+func (f *faults) endedAt(at time.Time) {
 	f.mu.Lock()
-	f.last = time.Now()
+	if at.After(f.last) {
+		f.last = at
+	}
 	f.mu.Unlock()
 }
 

@@ -289,7 +289,7 @@ func run(s *harness.Session, o options) harness.Result {
 			}
 		}
 		// Converged: nothing overdue and no PR left open that only Kustos touched.
-		if now.After(chaosEnd) && converged < 0 {
+		if now.After(chaosEnd) && now.After(f.lastEnded()) && converged < 0 {
 			if len(check.Due(now, convergeSlack, w.overQuota())) == 0 && len(check.Stalled(now, 0)) == 0 {
 				converged = now.Sub(maxTime(chaosEnd, f.lastEnded()))
 				logf("converged %s after the last fault", converged.Round(time.Second))
