@@ -61,13 +61,13 @@
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or one or two
 // requests to it in those seconds are held past Kustos's 30 s request timeout and then carried
 // out all the same (a write whose answer is lost); or (at most every 20 s) a replica gets SIGKILL and is
-// restarted 1 to 8 s later (any replica in the first half of the faults' time; from then on any
-// but replica 1, the witness, whose life then spans the second half and the settle period, as
-// the heap rule needs); or the mail server is down for 3 to 15 s (the proxy cuts every SMTP
+// restarted 1 to 8 s later (in a run of 10 minutes or more, any replica in the first half of the
+// faults' time, and from then on any but replica 1, the witness, whose life then spans the
+// second half and the settle period, as the heap rule needs); or the mail server is down for 3 to 15 s (the proxy cuts every SMTP
 // connection, open or new; Mailpit keeps what it holds);
-// or (at most every 60 s, only in the first half of the faults' time, since the leader exits on
-// it and the witness's life must last, and at least once a run, once a third of the faults'
-// time has gone without one) the API server restarts (internal/testenv's RestartAPIServer: the same address,
+// or (at most every 60 s, and at least once a run, once two thirds of the faults' time have
+// gone without one; with a witness, only in the first half and at least once by a third of it,
+// since the leader exits on it and the witness's life must last) the API server restarts (internal/testenv's RestartAPIServer: the same address,
 // certificates and etcd): down for 1 to 10 s, plus its own stop and start. Every watch breaks
 // and is relisted; the leader, unable to renew its lease for the renew deadline (10 s), exits
 // ("leader election lost": controller-runtime's manager stops and `kustos run` exits 1), and a
