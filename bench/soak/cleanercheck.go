@@ -34,6 +34,7 @@ type ephObject struct {
 	class          ephClass
 	cleaner        string // ns/name
 	gone           bool
+	goneAt         time.Time
 }
 
 // soakCleaner is what the checker knows of one Cleaner the workload made.
@@ -42,6 +43,16 @@ type soakCleaner struct {
 	created  time.Time // before the create request: its creationTimestamp is no earlier
 	due      time.Time // created plus its TTL
 	objects  []string  // ephKey of each target
+	// From the Cleaners listed (ObserveCleaners): seen in a list, in the last one, and with a
+	// due evaluation in its status.
+	seen, present, dueInStatus bool
+}
+
+// CleanerStatus is what ObserveCleaners reads of one Cleaner in the cluster.
+type CleanerStatus struct {
+	Namespace, Name string
+	// Due: status.lastEvaluation says the cleanup is due (recorded before anything is acted on).
+	Due bool
 }
 
 // cleanerState is the checker's record of the Cleaners (under Checker.mu).
@@ -102,8 +113,8 @@ func (c *Checker) DeletedObject(kind, ns, name string, at time.Time) {
 	s := c.cleanersLocked()
 	k := ephKey(kind, ns, name)
 	o := s.objects[k]
-	if o != nil {
-		o.gone = true
+	if o != nil && !o.gone {
+		o.gone, o.goneAt = true, at
 	}
 	if c.nsGone[ns] || c.expectDel[k] {
 		return
@@ -138,6 +149,25 @@ func (c *Checker) ExpectDeleteObject(kind, ns, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expectDel[ephKey(kind, ns, name)] = true
+}
+
+// ObserveCleaners records the Cleaners listed in the cluster at now (every one there): for
+// liveness, a Cleaner due reports it in its status, and one whose cleanup is done goes.
+func (c *Checker) ObserveCleaners(now time.Time, list []CleanerStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.cleanersLocked()
+	for _, cl := range s.cleaners {
+		cl.present = false
+	}
+	for _, st := range list {
+		cl := s.cleaners[st.Namespace+"/"+st.Name]
+		if cl == nil {
+			continue
+		}
+		cl.seen, cl.present = true, true
+		cl.dueInStatus = cl.dueInStatus || st.Due
+	}
 }
 
 // checkCleanerPRsLocked: cleaner-once. A Cleaner's PR opened after another of its PRs was
@@ -177,10 +207,16 @@ func (c *Checker) cleanersDueLocked(now time.Time, slack time.Duration) []string
 			continue
 		}
 		var inGit, left []string
+		refused := false
+		var lastGone time.Time
 		for _, k := range cl.objects {
 			o := s.objects[k]
+			if o.class == ephRefused {
+				refused = true
+			}
 			switch {
 			case o.gone:
+				lastGone = maxTime(lastGone, o.goneAt)
 			case o.class == ephGit:
 				inGit = append(inGit, o.name)
 			case o.class == ephDirect:
@@ -193,6 +229,16 @@ func (c *Checker) cleanersDueLocked(now time.Time, slack time.Duration) []string
 		}
 		if len(left) > 0 {
 			due = append(due, fmt.Sprintf("Cleaner %s/%s due %s: %v not deleted", cl.ns, cl.name, cl.due.Format("15:04:05"), left))
+		}
+		if !cl.seen {
+			continue // not listed yet: nothing known of its status
+		}
+		if cl.present && !cl.dueInStatus {
+			due = append(due, fmt.Sprintf("Cleaner %s/%s due %s: its status has no due evaluation", cl.ns, cl.name, cl.due.Format("15:04:05")))
+		}
+		// Every target gone (none of a kind it may not delete): the Cleaner goes too.
+		if cl.present && !refused && len(inGit) == 0 && len(left) == 0 && !now.Before(lastGone.Add(slack)) {
+			due = append(due, fmt.Sprintf("Cleaner %s/%s: every target gone by %s, the Cleaner still there", cl.ns, cl.name, lastGone.Format("15:04:05")))
 		}
 	}
 	return due

@@ -263,6 +263,27 @@ func (c *cleaners) sync(ctx context.Context) {
 	c.mu.Unlock()
 }
 
+// observe lists the Cleaners for the checker: their statuses, and which are still there.
+func (c *cleaners) observe(ctx context.Context) {
+	var list v1alpha1.CleanerList
+	if err := c.kc.List(ctx, &list); err != nil {
+		return
+	}
+	now := time.Now()
+	out := make([]CleanerStatus, 0, len(list.Items))
+	for _, cl := range list.Items {
+		ev := cl.Status.LastEvaluation
+		out = append(out, CleanerStatus{Namespace: cl.Namespace, Name: cl.Name, Due: ev != nil && ev.Due})
+	}
+	c.w.check.ObserveCleaners(now, out)
+}
+
+// cleanerEvery is the time between two Cleaners: every second tick, or slower, so that the
+// workload's maxCleaners are spread over its whole period.
+func cleanerEvery(tick, workload time.Duration) time.Duration {
+	return max(2*tick, workload/maxCleaners)
+}
+
 // watchCleanerTargets reports the deletion of every object a Cleaner of the workload names
 // (its label) to check, until ctx ends.
 func watchCleanerTargets(ctx context.Context, cs *kubernetes.Clientset, check *Checker) error {

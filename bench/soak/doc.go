@@ -53,9 +53,9 @@
 // in the settle period is not used), and the same POST once more, which must answer 409; a
 // human closes a random open PR, or pushes a commit of their own onto its branch. The human
 // closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
-// for the rest of the run. Every second tick, besides, a tenant gets a Cleaner (at most 12 in a
-// run, as each may cost a PR within GitHub's hourly limit; no conditions, a TTL of 10 to 30 s,
-// every target delete: true) over objects made for it: a ConfigMap whose
+// for the rest of the run. Every second tick, besides (or slower, to spread them over the
+// workload period), a tenant gets a Cleaner (at most 12 in a run, as each may cost a PR within
+// GitHub's hourly limit; no conditions, a TTL of 10 to 30 s, every target delete: true) over objects made for it: a ConfigMap whose
 // manifest is in Git (two times in three; the GitOps tool prunes it once a merged PR removed
 // the manifest), a ConfigMap only in the cluster (two in three) and a Secret only in the
 // cluster, a kind --allow does not name (one in three). No deadline or Cleaner falls due in the
@@ -107,7 +107,8 @@
 //     onto its removal PR since, a tenant over quota for 15 s with no
 //     quota PR, a Cleaner due for 15 s with a target Git defines still there and no PR of its
 //     branch opened since the Cleaner was, or with a ConfigMap only in the cluster not yet
-//     deleted) and no PR only Kustos touched stays open; the time that takes is the convergence
+//     deleted, or whose status (listed every 2 s) records no due evaluation, or still there
+//     15 s after every target went, none a Secret) and no PR only Kustos touched stays open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above

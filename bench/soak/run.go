@@ -237,8 +237,11 @@ func run(s *harness.Session, o options) harness.Result {
 	every(runCtx, 5*time.Second, w.tidy)
 	// The workload and the faults, until the settle period.
 	every(chaosCtx, o.tick, func() { w.step(chaosCtx) })
-	every(chaosCtx, 2*o.tick, func() { cw.step(chaosCtx) })
-	every(runCtx, 2*time.Second, func() { cw.sync(runCtx) })
+	every(chaosCtx, cleanerEvery(o.tick, chaosEnd.Sub(runStart)), func() { cw.step(chaosCtx) })
+	every(runCtx, 2*time.Second, func() {
+		cw.sync(runCtx)
+		cw.observe(runCtx)
+	})
 	if o.broken == "overwrite" {
 		broke := false
 		every(chaosCtx, 2*time.Second, func() {
