@@ -55,11 +55,11 @@
 // closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
 // for the rest of the run. Every second tick, besides (or slower, to spread them over the
 // workload period), a tenant gets a Cleaner (at most 12 in a run, as each may cost a PR within
-// GitHub's hourly limit; no conditions, a TTL of 10 to 30 s, every target delete: true) over objects made for it: a ConfigMap whose
-// manifest is in Git (two times in three; the GitOps tool prunes it once a merged PR removed
-// the manifest), a ConfigMap only in the cluster (two in three) and a Secret only in the
-// cluster, a kind --allow does not name (one in three). No deadline or Cleaner falls due in the
-// settle period.
+// GitHub's hourly limit; no conditions, a TTL of 10 to 30 s, every target delete: true) over
+// objects made for it: one time in four a Secret only in the cluster, a kind --allow does not
+// name, else a ConfigMap whose manifest is in Git (two times in three; the GitOps tool prunes it
+// once a merged PR removed the manifest) and a ConfigMap only in the cluster (two in three). No
+// deadline or Cleaner falls due in the settle period.
 //
 // # The faults
 //
