@@ -231,24 +231,25 @@ func TestCheckerCleanerLiveness(t *testing.T) {
 		t.Errorf("due within the slack: %q, want nothing", got)
 	}
 	// The Cleaners' statuses: c-001 never recorded its due evaluation; c-002 did, and, its
-	// Git-defined target left by the human's close, stays rightly. t-001/c-003's only target
-	// went at 31 s, but the Cleaner stays.
+	// Git-defined target left by the human's close, stays rightly, but must say it is blocked.
+	// t-001/c-003's only target went at 31 s, but the Cleaner stays.
 	c.CleanerTarget("ConfigMap", "t-001", "c-003-scratch", "c-003", ephDirect)
 	c.Cleaner("t-001", "c-003", at(0), 30*time.Second)
 	c.DeletedObject("ConfigMap", "t-001", "c-003-scratch", at(31))
-	c.ObserveCleaners(at(99), []CleanerStatus{{"t-001", "c-001", false}, {"t-001", "c-002", true}, {"t-001", "c-003", true}})
+	c.ObserveCleaners(at(99), []CleanerStatus{{"t-001", "c-001", false, false}, {"t-001", "c-002", true, false}, {"t-001", "c-003", true, false}})
 	want = []string{
 		"Cleaner t-001/c-001 due 10:00:30: [c-001-scratch] not deleted",
 		"Cleaner t-001/c-001 due 10:00:30: its status has no due evaluation",
 		"Cleaner t-001/c-001 due 10:00:30: no PR removing [c-001-git]",
+		"Cleaner t-001/c-002: its PR #1 was closed unmerged, its status does not say CleanupBlocked",
 		"Cleaner t-001/c-003: every target gone by 10:00:31, the Cleaner still there",
 	}
 	if got := c.Due(at(100), 60*time.Second, nil); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("due with the statuses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	c.ObserveCleaners(at(100), []CleanerStatus{{"t-001", "c-001", true}})
+	c.ObserveCleaners(at(100), []CleanerStatus{{"t-001", "c-001", true, false}, {"t-001", "c-002", true, true}})
 	if got := c.Due(at(100), 60*time.Second, nil); len(got) != 2 {
-		t.Errorf("due once c-001 reported its evaluation and c-003 went: %q, want c-001's targets only", got)
+		t.Errorf("due once c-001 reported its evaluation, c-002 its block and c-003 went: %q, want c-001's targets only", got)
 	}
 	c.ExpectNamespaceGone("t-001")
 	if got := c.Due(at(100), 60*time.Second, nil); len(got) != 0 {

@@ -46,6 +46,7 @@ type soakCleaner struct {
 	// From the Cleaners listed (ObserveCleaners): seen in a list, in the last one, and with a
 	// due evaluation in its status.
 	seen, present, dueInStatus bool
+	blocked                    bool // the last list's ActionsDone: False, CleanupBlocked
 }
 
 // CleanerStatus is what ObserveCleaners reads of one Cleaner in the cluster.
@@ -53,6 +54,8 @@ type CleanerStatus struct {
 	Namespace, Name string
 	// Due: status.lastEvaluation says the cleanup is due (recorded before anything is acted on).
 	Due bool
+	// Blocked: ActionsDone is False with reason CleanupBlocked (a target decided on stays).
+	Blocked bool
 }
 
 // cleanerState is the checker's record of the Cleaners (under Checker.mu).
@@ -165,7 +168,7 @@ func (c *Checker) ObserveCleaners(now time.Time, list []CleanerStatus) {
 		if cl == nil {
 			continue
 		}
-		cl.seen, cl.present = true, true
+		cl.seen, cl.present, cl.blocked = true, true, st.Blocked
 		cl.dueInStatus = cl.dueInStatus || st.Due
 	}
 }
@@ -233,6 +236,13 @@ func (c *Checker) cleanersDueLocked(now time.Time, slack time.Duration) []string
 		if !cl.seen {
 			continue // not listed yet: nothing known of its status
 		}
+		// Its PR closed unmerged (the human declined it) with a target Git defines still there:
+		// the cleanup cannot finish, and the Cleaner says so.
+		if cl.present && len(inGit) > 0 && !cl.blocked {
+			if n, ok := c.declinedLocked(b); ok {
+				due = append(due, fmt.Sprintf("Cleaner %s/%s: its PR #%d was closed unmerged, its status does not say CleanupBlocked", cl.ns, cl.name, n))
+			}
+		}
 		if cl.present && !cl.dueInStatus {
 			due = append(due, fmt.Sprintf("Cleaner %s/%s due %s: its status has no due evaluation", cl.ns, cl.name, cl.due.Format("15:04:05")))
 		}
@@ -242,6 +252,20 @@ func (c *Checker) cleanersDueLocked(now time.Time, slack time.Duration) []string
 		}
 	}
 	return due
+}
+
+// declinedLocked: the last PR of branch was closed unmerged; n is its number.
+func (c *Checker) declinedLocked(branch string) (n int, ok bool) {
+	for num, p := range c.prs {
+		if p.Head == branch && num > n {
+			n = num
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	p := c.prs[n]
+	return n, p.State == "closed" && !p.Merged
 }
 
 // CleanerCounts are, for the report, the Cleaners made and their targets by class.

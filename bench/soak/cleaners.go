@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/kustos-dev/kustos/api/v1alpha1"
 	"github.com/kustos-dev/kustos/internal/authorship"
+	"github.com/kustos-dev/kustos/internal/detect/ephemeral"
 	"github.com/kustos-dev/kustos/internal/testenv"
 )
 
@@ -278,7 +280,9 @@ func (c *cleaners) observe(ctx context.Context) {
 	out := make([]CleanerStatus, 0, len(list.Items))
 	for _, cl := range list.Items {
 		ev := cl.Status.LastEvaluation
-		out = append(out, CleanerStatus{Namespace: cl.Namespace, Name: cl.Name, Due: ev != nil && ev.Due})
+		done := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.StepActionsDone)
+		out = append(out, CleanerStatus{Namespace: cl.Namespace, Name: cl.Name, Due: ev != nil && ev.Due,
+			Blocked: done != nil && done.Status == metav1.ConditionFalse && done.Reason == ephemeral.ReasonCleanupBlocked})
 	}
 	c.w.check.ObserveCleaners(now, out)
 }

@@ -107,8 +107,9 @@
 //     onto its removal PR since, a tenant over quota for 15 s with no
 //     quota PR, a Cleaner due for 15 s with a target Git defines still there and no PR of its
 //     branch opened since the Cleaner was, or with a ConfigMap only in the cluster not yet
-//     deleted, or whose status (listed every 2 s) records no due evaluation, or still there
-//     15 s after every target went, none a Secret) and no PR only Kustos touched stays open; the time that takes is the convergence
+//     deleted, or whose status (listed every 2 s) records no due evaluation, or, its PR closed
+//     unmerged by the human, does not say ActionsDone=False CleanupBlocked, or still there 15 s
+//     after every target went, none a Secret) and no PR only Kustos touched stays open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
