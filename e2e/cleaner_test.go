@@ -569,3 +569,34 @@ func TestCleanerDefinedInGitGoesByPR(t *testing.T) {
 	eventually(t, "the Cleaner gone", func() bool { return getCleaner(t, ns, "tidy") == nil })
 	g.onePR(t, 2*time.Second)
 }
+
+// TestCleanerDeclinedPRBlocks: in PR mode, a Cleaner whose pull request a person closed
+// unmerged says so — ActionsDone=False with reason CleanupBlocked naming the target kept — instead
+// of the report from before its TTL (NothingDue, "the TTL ends at" a time long past), which it
+// kept for good: a declined pull request is as final as a refusal in direct mode.
+func TestCleanerDeclinedPRBlocks(t *testing.T) {
+	ns := newNamespace(t, "cleaner-declined", nil)
+	g := newGitOps(t, ns)
+	g.addManifest("add the preview", "preview.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: preview\n")
+	if err := k8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}}); err != nil {
+		t.Fatal(err)
+	}
+	createCleaner(t, &v1alpha1.Cleaner{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "preview"}, Spec: v1alpha1.CleanerSpec{
+		TTL:     "1s",
+		Targets: []v1alpha1.Target{{Name: "preview", Delete: true, Reference: v1alpha1.Reference{Version: "v1", Kind: "ConfigMap", Name: "preview"}}},
+	}})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		o.Cleaners = ephemeral.Options{Enabled: true, NotReadyRecheck: time.Second}
+	}))
+	dumpOnFailure(t, k)
+
+	p := g.waitPR(t, "the removal PR opened", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	g.s.ClosePR(ghOwner, ghRepo, p.Number)
+	cl := waitCondition(t, ns, "preview", v1alpha1.StepActionsDone, metav1.ConditionFalse, ephemeral.ReasonCleanupBlocked)
+	if c := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.StepActionsDone); !strings.Contains(c.Message, "ConfigMap/"+ns+"/preview") {
+		t.Errorf("ActionsDone message %q does not name the ConfigMap kept", c.Message)
+	}
+	if !exists(t, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, ns, "preview") {
+		t.Error("the ConfigMap whose removal was declined is gone")
+	}
+}

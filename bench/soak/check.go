@@ -96,6 +96,8 @@ type Checker struct {
 	mailSeen                  map[string]bool     // Mailpit IDs
 	warnings                  map[string]*warning // ns/name@deadline
 	pending                   []pendingMerge
+
+	cl cleanerState // the Cleaners (cleanercheck.go)
 }
 
 // NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
@@ -363,6 +365,7 @@ func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads 
 			c.violateLocked(now, invOnePR, "%d open PRs for %s: %v", len(ns), k, ns)
 		}
 	}
+	c.checkCleanerPRsLocked(now, prs)
 	for _, h := range c.human {
 		if h.resolved {
 			continue
@@ -499,6 +502,7 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 		}
 	}
 	due = append(due, c.unwarnedLocked(now, slack)...)
+	due = append(due, c.cleanersDueLocked(now, slack)...)
 	sort.Strings(due)
 	return due
 }

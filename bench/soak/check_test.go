@@ -44,6 +44,7 @@ func (p parents) isAncestor(a, b string) bool {
 
 func TestChecker(t *testing.T) {
 	branch := expiryBranch("t-001", "p-001")
+	cb := cleanerBranch("t-001", "c-001")
 	graph := parents{"kustos1": {"base"}, "human1": {"kustos1"}, "human2": {"human1"}, "kustos2": {"human1"}, "rebuilt": {"base"}}
 	for _, h := range []history{
 		{name: "quiet run", feed: func(c *Checker) {
@@ -106,6 +107,33 @@ func TestChecker(t *testing.T) {
 			c.HumanPushed(branch, "human1", at(10))
 			c.ObservePRs(at(11), nil, map[string]string{branch: "human1"})
 			c.ObservePRs(at(12), nil, map[string]string{branch: "rebuilt"})
+		}},
+		{name: "a Cleaner's cleanup as it goes", feed: func(c *Checker) {
+			cleanerHistory(c)
+			c.DeletedObject("ConfigMap", "t-001", "c-001-scratch", at(31))
+			c.ObservePRs(at(32), []githubtest.PullRequest{pr(1, cb, "open", false, at(32))}, nil)
+			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, cb, "closed", true, at(32))}, nil)
+			c.ExpectDeleteObject("ConfigMap", "t-001", "c-001-git")
+			c.DeletedObject("ConfigMap", "t-001", "c-001-git", at(42))
+			c.ExpectNamespaceGone("t-001")
+			c.DeletedObject("Secret", "t-001", "c-001-keep", at(50))
+		}},
+		{name: "a Cleaner's target defined in Git deleted directly", want: invDeleted, detail: "c-001-git (defined in Git", feed: func(c *Checker) {
+			cleanerHistory(c)
+			c.DeletedObject("ConfigMap", "t-001", "c-001-git", at(31))
+		}},
+		{name: "a Cleaner's target of a kind not allowed deleted", want: invDeleted, detail: "--allow does not let Cleaners delete Secret", feed: func(c *Checker) {
+			cleanerHistory(c)
+			c.DeletedObject("Secret", "t-001", "c-001-keep", at(31))
+		}},
+		{name: "a Cleaner's target deleted before the Cleaner fell due", want: invDeleted, detail: "before its Cleaner fell due (10:00:30)", feed: func(c *Checker) {
+			cleanerHistory(c)
+			c.DeletedObject("ConfigMap", "t-001", "c-001-scratch", at(20))
+		}},
+		{name: "a Cleaner's cleanup proposed again after its merge", want: invCleanerOnce, detail: "PR #2 for Cleaner t-001/c-001 opened after its PR #1", feed: func(c *Checker) {
+			cleanerHistory(c)
+			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, cb, "closed", true, at(32))}, nil)
+			c.ObservePRs(at(50), []githubtest.PullRequest{pr(1, cb, "closed", true, at(32)), pr(2, cb, "open", false, at(49))}, nil)
 		}},
 	} {
 		t.Run(h.name, func(t *testing.T) {
@@ -184,5 +212,63 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parseFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %s: %v, want %q", tc.args, tc.env, err, tc.want)
 		}
+	}
+}
+
+// cleanerHistory: the Cleaner t-001/c-001, due 30 s after its creation, over a ConfigMap Git
+// defines, one only in the cluster and a Secret (a kind --allow does not name).
+func cleanerHistory(c *Checker) {
+	c.CleanerTarget("ConfigMap", "t-001", "c-001-git", "c-001", ephGit)
+	c.CleanerTarget("ConfigMap", "t-001", "c-001-scratch", "c-001", ephDirect)
+	c.CleanerTarget("Secret", "t-001", "c-001-keep", "c-001", ephRefused)
+	c.Cleaner("t-001", "c-001", at(0), 30*time.Second)
+}
+
+func TestCheckerCleanerLiveness(t *testing.T) {
+	c := NewChecker(42, 5*time.Second, parents{}.isAncestor, func(string, ...any) {})
+	cleanerHistory(c)
+	// t-001/c-002: its PR was opened and closed by the human; its cluster-only target is gone.
+	c.CleanerTarget("ConfigMap", "t-001", "c-002-git", "c-002", ephGit)
+	c.CleanerTarget("ConfigMap", "t-001", "c-002-scratch", "c-002", ephDirect)
+	c.Cleaner("t-001", "c-002", at(0), 30*time.Second)
+	c.DeletedObject("ConfigMap", "t-001", "c-002-scratch", at(31))
+	c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, cleanerBranch("t-001", "c-002"), "closed", false, at(33))}, nil)
+	want := []string{
+		"Cleaner t-001/c-001 due 10:00:30: [c-001-scratch] not deleted",
+		"Cleaner t-001/c-001 due 10:00:30: no PR removing [c-001-git]",
+	}
+	if got := c.Due(at(100), 60*time.Second, nil); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("due:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := c.Due(at(80), 60*time.Second, nil); len(got) != 0 {
+		t.Errorf("due within the slack: %q, want nothing", got)
+	}
+	// The Cleaners' statuses: c-001 never recorded its due evaluation; c-002 did, and, its
+	// Git-defined target left by the human's close, stays rightly, but must say it is blocked.
+	// t-001/c-003's only target went at 31 s, but the Cleaner stays.
+	c.CleanerTarget("ConfigMap", "t-001", "c-003-scratch", "c-003", ephDirect)
+	c.Cleaner("t-001", "c-003", at(0), 30*time.Second)
+	c.DeletedObject("ConfigMap", "t-001", "c-003-scratch", at(31))
+	c.ObserveCleaners(at(99), []CleanerStatus{{"t-001", "c-001", false, false}, {"t-001", "c-002", true, false}, {"t-001", "c-003", true, false}})
+	want = []string{
+		"Cleaner t-001/c-001 due 10:00:30: [c-001-scratch] not deleted",
+		"Cleaner t-001/c-001 due 10:00:30: its status has no due evaluation",
+		"Cleaner t-001/c-001 due 10:00:30: no PR removing [c-001-git]",
+		"Cleaner t-001/c-002: its PR #1 was closed unmerged, its status does not say CleanupBlocked",
+		"Cleaner t-001/c-003: every target gone by 10:00:31, the Cleaner still there",
+	}
+	if got := c.Due(at(100), 60*time.Second, nil); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("due with the statuses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c.ObserveCleaners(at(100), []CleanerStatus{{"t-001", "c-001", true, false}, {"t-001", "c-002", true, true}})
+	if got := c.Due(at(100), 60*time.Second, nil); len(got) != 2 {
+		t.Errorf("due once c-001 reported its evaluation, c-002 its block and c-003 went: %q, want c-001's targets only", got)
+	}
+	c.ExpectNamespaceGone("t-001")
+	if got := c.Due(at(100), 60*time.Second, nil); len(got) != 0 {
+		t.Errorf("due with the namespace gone: %q, want nothing", got)
+	}
+	if got := c.Violations(); len(got) != 0 {
+		t.Errorf("violations %+v, want none", got)
 	}
 }

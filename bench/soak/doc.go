@@ -21,7 +21,11 @@
 // extended meanwhile; none: one PR a preview), --pr-poll-interval=3s, a warning 10 s before
 // a deadline and the removal at least 5 s after it, --max-new-prs-per-hour=0, and
 // --allow-delete=expiry:apps/deployments (every preview has a manifest in Git, so nothing may
-// be deleted directly; were it, the check below would see it). Expiry warnings go by mail to
+// be deleted directly; were it, the check below would see it). The Cleaner detector runs too:
+// the API server has the Cleaner CRD (charts/kustos/files/crds), the replicas verify the
+// author stamps the soak signs as the admission webhook would (--cleaner-author-key-file; the
+// author is the soak's own user), and --allow=cleaner:delete:configmaps,cleaner:delete:kustos.io/cleaners
+// lets Cleaners delete ConfigMaps and themselves directly, never Secrets. Expiry warnings go by mail to
 // each preview's owner (its own address, soak+<preview>@example.com, so that one message holds
 // one preview's notices) through a real Mailpit (bin/mailpit), behind a TCP proxy of the soak's
 // that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s). Every
@@ -52,7 +56,13 @@
 // in the settle period is not used), and the same POST once more, which must answer 409; a
 // human closes a random open PR, or pushes a commit of their own onto its branch. The human
 // closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
-// for the rest of the run. No deadline falls in the settle period.
+// for the rest of the run. Every second tick, besides (or slower, to spread them over the
+// workload period), a tenant gets a Cleaner (at most 12 in a run, as each may cost a PR within
+// GitHub's hourly limit; no conditions, a TTL of 10 to 30 s, every target delete: true) over
+// objects made for it: one time in four a Secret only in the cluster, a kind --allow does not
+// name, else a ConfigMap whose manifest is in Git (two times in three; the GitOps tool prunes it
+// once a merged PR removed the manifest) and a ConfigMap only in the cluster (two in three). No
+// deadline or Cleaner falls due in the settle period.
 //
 // # The faults
 //
@@ -106,17 +116,26 @@
 //     Kustos counts the interval from its decision to send, before the batch window and the
 //     SMTP exchange), judged once the mailbox (read every 2 s) was read after the merge;
 //   - deleted-via-pr: no Deployment deleted except by the GitOps tool after a merged PR removed
-//     its manifest, or with its tenant's namespace;
+//     its manifest, or with its tenant's namespace; of a Cleaner's targets (the API server's
+//     watch of the ConfigMaps and Secrets the workload labelled), one Git defines only so too,
+//     one only in the cluster not before its Cleaner fell due, a Secret never but with its
+//     namespace;
+//   - cleaner-once: no PR of a Cleaner's branch (one per Cleaner) opened after one of them was
+//     merged: its cleanup is proposed once;
 //   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
 //     the branch is merged or deleted;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline with no
 //     removal PR since its last extension — grouped: no open PR of its tenant's group whose
 //     head lacks its manifest — or with no warning delivered about that deadline whatever the
 //     mail server went through, unless the human closed or pushed onto its removal PR since; a
-//     tenant over quota with no quota PR) and no PR only Kustos touched stays open; the time
-//     until nothing is due is the convergence figure, and if the settle period ends first the
-//     run fails with what was left; at the end, whatever is still due by over 60 s is a
-//     violation of its own;
+//     tenant over quota with no quota PR; a Cleaner due with a target Git defines still there
+//     and no PR of its branch opened since the Cleaner was, or with a ConfigMap only in the
+//     cluster not yet deleted, or whose status (listed every 2 s) records no due evaluation,
+//     or, its PR closed unmerged by the human, does not say ActionsDone=False CleanupBlocked,
+//     or still there 15 s after every target went, none a Secret) and no PR only Kustos
+//     touched stays open; the time until nothing is due is the convergence figure, and if the
+//     settle period ends first the run fails with what was left; at the end, whatever is still
+//     due by over 60 s is a violation of its own;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
 //     the median of the readings from a sixth to a third of it (in a 20-minute run, at least the

@@ -90,7 +90,11 @@ func run(s *harness.Session, o options) harness.Result {
 		logf("soak: %s=%s: a deliberately broken run, which must fail", breakEnv, o.broken)
 	}
 	start := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.BinDir, ControllerManager: true})
+	crds, err := cleanerCRDs()
+	if err != nil {
+		return harness.Result{Err: err}
+	}
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.BinDir, ControllerManager: true, CRDDirectoryPaths: []string{crds}})
 	if err != nil {
 		return harness.Result{Err: fmt.Errorf("starting the control plane: %w", err)}
 	}
@@ -172,6 +176,13 @@ func run(s *harness.Session, o options) harness.Result {
 	defer stopInf()
 	inf.Start(infCtx.Done())
 	inf.WaitForCacheSync(infCtx.Done())
+	if err := watchCleanerTargets(infCtx, cs, check); err != nil {
+		return harness.Result{Err: err}
+	}
+	authorKeyFile := filepath.Join(s.LogDir, "cleaner-author-key")
+	if err := os.WriteFile(authorKeyFile, []byte(cleanerAuthorKey), 0o600); err != nil {
+		return harness.Result{Err: err}
+	}
 
 	var reps []*replica
 	var extAddrs []string
@@ -192,7 +203,8 @@ func run(s *harness.Session, o options) harness.Result {
 		return harness.Result{Err: err}
 	}
 	defer door.close()
-	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, o.groupBy, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
+	args := append(kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, o.groupBy, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile),
+		cleanerArgs(authorKeyFile)...)
 	for _, r := range reps {
 		r.args = args
 		if err := r.start(); err != nil {
@@ -212,6 +224,10 @@ func run(s *harness.Session, o options) harness.Result {
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
 	w.verbose = o.verbose
 	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
+	cw, err := newCleaners(ctx, env.Config, cs, w, o.seed)
+	if err != nil {
+		return harness.Result{Err: err}
+	}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
 	if o.duration >= witnessRun {
 		f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
@@ -244,6 +260,11 @@ func run(s *harness.Session, o options) harness.Result {
 	every(runCtx, 5*time.Second, w.tidy)
 	// The workload and the faults, until the settle period.
 	every(chaosCtx, o.tick, func() { api.act(func() { w.step(chaosCtx) }) })
+	every(chaosCtx, cleanerEvery(o.tick, chaosEnd.Sub(runStart)), func() { api.act(func() { cw.step(chaosCtx) }) })
+	every(runCtx, 2*time.Second, func() {
+		cw.sync(runCtx)
+		cw.observe(runCtx)
+	})
 	if o.broken == "overwrite" {
 		broke := false
 		every(chaosCtx, 2*time.Second, func() {
@@ -329,6 +350,7 @@ func run(s *harness.Session, o options) harness.Result {
 	if !interrupted {
 		readMail()
 	}
+	logf("cleaners: %v", check.CleanerCounts())
 
 	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
 		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load()), outageExits: api.exitCounts()}

@@ -211,7 +211,7 @@ func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel, groupBy string, notify,
 		"--cluster-name=" + clusterName, "--git-path=clusters/" + clusterName + "/",
 		"--pr-labels=kustos", "--enable-auto-merge", "--pr-poll-interval=3s",
 		"--group-by=expiry=" + groupBy, "--group-window=" + groupWindow.String(), "--max-open-prs=20", "--max-new-prs-per-hour=0",
-		"--enable-cleaners=false", "--enable-expiry=true", "--lifecycle-kinds=apps/v1/Deployment",
+		"--enable-expiry=true", "--lifecycle-kinds=apps/v1/Deployment",
 		"--expiry-warning-before=" + warn.String(), "--notification-interval=" + notify.String(),
 		// The workload deletes nothing through Kustos directly: every preview has a manifest in
 		// Git. The allowance is there so that a direct deletion is possible, and would be seen.

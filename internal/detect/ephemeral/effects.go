@@ -198,10 +198,10 @@ func (p *progress) account(name string, h handed, blocked bool, out *outcome) {
 }
 
 // blocks reports whether a removal handed over is blocked: stuck although direct mode carries
-// decisions out at once (PR mode waits for the GitOps tool after a merge; observer mode only
-// reports).
+// decisions out at once, or, in PR mode, whose pull request a person closed unmerged (after a
+// merge PR mode waits for the GitOps tool; observer mode only reports).
 func (r *Reconciler) blocks(h handed) bool {
-	return h.stuck() && !r.Proposing && !r.Observe
+	return h.stuck() && !r.Observe && (!r.Proposing || h.declined)
 }
 
 // releases hands the removal of every helm release marked for deletion to the pipeline: one

@@ -41,6 +41,8 @@ type handed struct {
 	recorded bool
 	// decidedNow: this Run recorded the decision.
 	decidedNow bool
+	// declined: a person closed its last proposal unmerged (PR mode), and none was merged since.
+	declined bool
 	// proposalOpen: a proposal (PR mode) carries it; proposal is its number.
 	proposalOpen bool
 	proposal     int
@@ -82,7 +84,7 @@ func (r *Reconciler) cleanupRequest(cl *v1alpha1.Cleaner, change lifecycle.Chang
 	return lifecycle.Request{
 		Key: change.Key, Target: change.Target, UID: uid, Now: now, AutoMerge: r.AutoMerge,
 		Decide: func(v lifecycle.View) lifecycle.Decision {
-			h.proposalOpen, h.proposal, h.recorded = v.ProposalOpen, v.ProposalNumber, false
+			h.proposalOpen, h.proposal, h.recorded, h.declined = v.ProposalOpen, v.ProposalNumber, false, v.Declined
 			before := v.LastModified.UTC().Format(time.RFC3339Nano)
 			if resumed && v.Bag[bagDecided] != "" && v.Bag[bagDecided] != version && !v.ProposalOpen {
 				h.moved = true
