@@ -155,6 +155,17 @@ func run(s *harness.Session, o options) harness.Result {
 	inf.Start(infCtx.Done())
 	inf.WaitForCacheSync(infCtx.Done())
 
+	// The labs, their Prometheus and its proxy (lab.go, prom.go).
+	lab, err := startLabs(ctx, tb, s.LogDir, cs, gh, check, o.seed, logf)
+	if err != nil {
+		return harness.Result{Err: fmt.Errorf("starting the labs: %w", err)}
+	}
+	defer lab.close()
+	lab.verbose = o.verbose
+	if err := lab.watch(dinf); err != nil {
+		return harness.Result{Err: err}
+	}
+
 	var reps []*replica
 	var extAddrs []string
 	for i := range o.replicas {
@@ -175,6 +186,7 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 	defer door.close()
 	args := kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile)
+	args = append(args, lab.args...)
 	for _, r := range reps {
 		r.args = args
 		if err := r.start(); err != nil {
@@ -195,6 +207,7 @@ func run(s *harness.Session, o options) harness.Result {
 	w.verbose = o.verbose
 	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
+	f.prom = lab
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
@@ -221,6 +234,8 @@ func run(s *harness.Session, o options) harness.Result {
 	every(runCtx, 5*time.Second, w.tidy)
 	// The workload and the faults, until the settle period.
 	every(chaosCtx, o.tick, func() { w.step(chaosCtx) })
+	every(chaosCtx, o.tick, func() { lab.step(chaosCtx) })
+	every(runCtx, 2*time.Second, func() { lab.sync(runCtx) })
 	if o.broken == "overwrite" {
 		broke := false
 		every(chaosCtx, 2*time.Second, func() {
@@ -299,7 +314,7 @@ func run(s *harness.Session, o options) harness.Result {
 		readMail()
 	}
 
-	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
+	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: mergeCounts(w.actionCounts(), lab.actionCounts()),
 		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load())}
 	if !interrupted {
 		out.dueAtEnd = check.Due(now, dueSlack, w.overQuota())
