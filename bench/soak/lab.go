@@ -73,7 +73,9 @@ type labEnv struct {
 	used     bool
 }
 
-func labPath(ns, name string) string { return "clusters/" + clusterName + "/labs/" + ns + "/" + name + ".yaml" }
+func labPath(ns, name string) string {
+	return "clusters/" + clusterName + "/labs/" + ns + "/" + name + ".yaml"
+}
 
 func labManifest(ns, name string, replicas int) string {
 	return `# A lab environment; Kustos pauses it when nobody has used it for its timeout.

@@ -158,7 +158,7 @@ func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 			if end.IsZero() {
 				end = now
 			}
-			if !end.After(now.Add(-l.timeout + labEarlySlack)) || !u.from.Before(late) || c.coveredLocked(u.from, late) {
+			if !end.After(now.Add(-l.timeout+labEarlySlack)) || !u.from.Before(late) || c.coveredLocked(u.from, late) {
 				continue
 			}
 			used := "until " + end.Format("15:04:05")
