@@ -25,12 +25,19 @@
 // that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s). Every
 // replica serves the extension links (--extension-addr, periods 20s and 40s) behind one front
 // door of the soak's (--extension-url), as an Ingress would, forwarding to the first replica
-// that answers.
+// that answers. The inactivity detector runs too (lab.go, prom.go): a real Prometheus
+// (internal/activity/promtest) scrapes, every second, an exporter of the soak's holding the
+// bastion's bastion_ssh_connections{namespace,name} for each lab (1 while used, 0 idle), and the
+// replicas ask it through a proxy of the soak's (--prometheus-url) with the bastion as the only
+// source (--inactivity-config, minRange 3s), --inactivity-check-interval=2s,
+// --activity-min-step=1s, --max-alerts=1 (one alert by mail to the lab's owner, the pause one
+// --notification-interval later) and --allow=inactivity:pause:apps/deployments (every lab has a
+// manifest in Git, so nothing is paused directly; were it, the check below would see it).
 //
 // Around Kustos the bench plays the rest of the world: a CI that reports the required check
 // green on each new PR head one to six seconds after it appears; a GitOps tool that every two
 // seconds applies each tenant's quota from the base branch and prunes a preview whose manifest
-// a merged PR removed; a human (below).
+// a merged PR removed, and each lab's replicas from its manifest; a human (below).
 //
 // # The workload
 //
@@ -51,13 +58,27 @@
 // closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
 // for the rest of the run. No deadline falls in the settle period.
 //
+// Beside it, with an RNG of its own, one lab action every -tick: lab environments (two lab
+// namespaces, lab-a and lab-b, two labs each at the start, at most six) are Deployments of one
+// replica with kustos.io/owner and kustos.io/inactivity-timeout 15s, in Git first. A lab drawn is
+// used (its gauge at 1) when it was idle, half of the time; idle when it was used; resumed by its
+// owner when it was paused (replicas: 1 pushed to Git, which the GitOps tool applies; used from
+// then on); now and then a new lab is made. The tenants' workload never touches the lab
+// namespaces. A lab's state at the start of the settle period stays: a used lab must keep
+// running, an idle one must be paused.
+//
 // # The faults
 //
 // One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or (at most
 // every 20 s) a replica gets SIGKILL and is restarted 1 to 8 s later; or the mail server is down
-// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds). The last -settle of the
+// for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit keeps what it holds);
+// or Prometheus is unreachable for 3 to 15 s (its proxy cuts every connection, or answers 503);
+// or Prometheus answers in part for 15 to 30 s, as Thanos's querier does with a store down: the
+// proxy drops the series of every lab, or of a random half of them, from each query's answer and
+// adds a warning (long enough that a lab in use whose series are left out would look idle past
+// its timeout and its alert). The last -settle of the
 // run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
 //
 // # The invariants
@@ -86,11 +107,25 @@
 //     its manifest, or with its tenant's namespace;
 //   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
 //     the branch is merged or deleted;
+//   - no-pause-used: no pause PR of a lab merged while the lab was used within its timeout
+//     before the merge (its creation and a resume count as uses). Two honest slacks: 3 s at
+//     the old end (Kustos sees a use's last scrape, up to a scrape interval and a 1 s step
+//     before it ended), and a use that began less than 10 s before the look preceding the
+//     merge may lose the race (a scrape, a 2 s check, the query, and the withdrawal racing a
+//     merge in flight); a use no whole answer of Prometheus's could have shown before the merge
+//     (every moment from its start to 10 s before the look preceding the merge in a Prometheus
+//     fault) is not counted either, but one hidden by a partial answer while the lab had been
+//     in use before the fault is;
+//   - paused-via-pr: a lab's spec.replicas (the API server's watch) goes to 0 only when the
+//     GitOps tool applies a merged pause from Git;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
 //     with no removal PR since its last extension, or with no warning delivered about
 //     that deadline whatever the mail server went through, unless the human closed or pushed
 //     onto its removal PR since, a tenant over quota for 15 s with no
-//     quota PR) and no PR only Kustos touched stays open; the time that takes is the convergence
+//     quota PR, a lab idle for its timeout and one alert interval, not paused, with no pause PR
+//     since its last use unless the human closed or pushed onto its PR since, a lab used with
+//     its pause PR, which the human left alone, still open) and no PR only Kustos touched stays
+//     open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
 //     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
