@@ -66,6 +66,7 @@ type labs struct {
 	next    int
 	envs    map[string]*labEnv // ns/name
 	actions map[string]int
+	frozen  bool // the broken mode holds the labs as they are
 }
 
 type labEnv struct {
@@ -204,6 +205,10 @@ func (l *labs) gitReplicas(ns, name string) (int32, bool) {
 func (l *labs) step(ctx context.Context) {
 	r := l.intn(100)
 	l.mu.Lock()
+	if l.frozen {
+		l.mu.Unlock()
+		return
+	}
 	n := len(l.envs)
 	var keys []string
 	for k := range l.envs {
@@ -363,4 +368,42 @@ func mergeCounts(a, b map[string]int) map[string]int {
 		a[k] += v
 	}
 	return a
+}
+
+// breakSilentPartial is the broken mode in which Prometheus lies: its answers leave every lab's
+// series out without a warning, which Kustos cannot tell from idleness. The run must fail with
+// no-pause-used, which shows the check working end to end.
+const breakSilentPartial = "silent-partial"
+
+// breakSilent: 20 s into the run every lab is used, and stays so while, for a minute (a
+// timeout, an alert interval, a PR and its merge), the proxy silently leaves their series out.
+func (l *labs) breakSilent(ctx context.Context) {
+	if !sleep(ctx, 20*time.Second) {
+		return
+	}
+	l.mu.Lock()
+	l.frozen = true
+	leave := map[string]bool{}
+	var envs []*labEnv
+	for k, e := range l.envs {
+		leave[k] = true
+		envs = append(envs, e)
+	}
+	l.mu.Unlock()
+	for _, e := range envs {
+		l.setUsed(e, true)
+	}
+	l.logf("broken mode: Prometheus leaves every lab's series out, without a warning, for a minute")
+	// Not a fault the checker knows of: Kustos is given no sign, so every answer counts as
+	// whole.
+	l.proxy.mu.Lock()
+	l.proxy.partial, l.proxy.silent = leave, true
+	l.proxy.mu.Unlock()
+	sleep(ctx, time.Minute)
+	l.proxy.mu.Lock()
+	l.proxy.partial, l.proxy.silent = nil, false
+	l.proxy.mu.Unlock()
+	l.mu.Lock()
+	l.frozen = false
+	l.mu.Unlock()
 }

@@ -80,8 +80,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-settle must be at least 30s and below -duration")
 	case o.replicas < 1 || o.maxTenant < 1 || o.tick <= 0:
 		return o, errors.New("-replicas and -tenants must be at least 1, -tick positive")
-	case o.broken != "" && o.broken != "overwrite":
-		return o, errors.New(breakEnv + " must be empty or overwrite")
+	case o.broken != "" && o.broken != "overwrite" && o.broken != breakSilentPartial:
+		return o, errors.New(breakEnv + " must be empty, overwrite or " + breakSilentPartial)
 	}
 	return o, nil
 }

@@ -40,6 +40,7 @@ type promProxy struct {
 	down    bool
 	cut     bool            // while down: cut the connection rather than answer 503
 	partial map[string]bool // while answering in part: the labs (ns/name) left out; nil: none
+	silent  bool            // the broken mode: left out without a warning
 	served  map[string]int  // requests by how they were answered
 }
 
@@ -103,7 +104,7 @@ type series struct {
 // dropped and a warning says a store was not reached, as Thanos says it.
 func (p *promProxy) rewrite(resp *http.Response) error {
 	p.mu.Lock()
-	leave := p.partial
+	leave, silent := p.partial, p.silent
 	p.mu.Unlock()
 	if leave == nil || !strings.HasPrefix(resp.Request.URL.Path, "/api/v1/query") || resp.StatusCode != http.StatusOK {
 		p.count("whole")
@@ -114,7 +115,7 @@ func (p *promProxy) rewrite(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
-	out, dropped, err := dropSeries(body, leave)
+	out, dropped, err := dropSeries(body, leave, !silent)
 	if err != nil {
 		out = body // not an answer this fault knows: passed on as it is
 	}
@@ -129,9 +130,9 @@ func (p *promProxy) rewrite(resp *http.Response) error {
 	return nil
 }
 
-// dropSeries takes the series of the labs in leave (ns/name) out of a query answer and adds a
-// warning; it returns how many it dropped.
-func dropSeries(body []byte, leave map[string]bool) ([]byte, int, error) {
+// dropSeries takes the series of the labs in leave (ns/name) out of a query answer and, with
+// warn, adds a warning; it returns how many it dropped.
+func dropSeries(body []byte, leave map[string]bool, warn bool) ([]byte, int, error) {
 	var a map[string]json.RawMessage
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
@@ -160,6 +161,10 @@ func dropSeries(body []byte, leave map[string]bool) ([]byte, int, error) {
 	}
 	if a["data"], err = json.Marshal(data); err != nil {
 		return nil, 0, err
+	}
+	if !warn {
+		out, err := json.Marshal(a)
+		return out, dropped, err
 	}
 	var warnings []string
 	if w, ok := a["warnings"]; ok {

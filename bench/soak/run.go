@@ -245,6 +245,13 @@ func run(s *harness.Session, o options) harness.Result {
 			}
 		})
 	}
+	if o.broken == breakSilentPartial {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lab.breakSilent(chaosCtx)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
