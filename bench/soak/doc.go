@@ -58,7 +58,7 @@
 // closes a PR they pushed to 45 s later, so that it does not hold a place under --max-open-prs
 // for the rest of the run. No deadline falls in the settle period.
 //
-// Beside it, with an RNG of its own, one lab action every -tick: lab environments (two lab
+// Beside it, with an RNG of its own, one lab action every two -ticks: lab environments (two lab
 // namespaces, lab-a and lab-b, two labs each at the start, at most six) are Deployments of one
 // replica with kustos.io/owner and kustos.io/inactivity-timeout 15s, in Git first. A lab drawn is
 // used (its gauge at 1) when it was idle, half of the time; idle when it was used; resumed by its
@@ -135,7 +135,10 @@
 //
 // KUSTOS_SOAK_BREAK=overwrite (read by this bench only) makes the fake human force-push over
 // its own commit on a Kustos branch once: that run must fail with foreign-commit-kept, which
-// shows the check working end to end.
+// shows the check working end to end. KUSTOS_SOAK_BREAK=silent-partial makes Prometheus lie
+// instead: 20 s into the run every lab is used, and for a minute the proxy leaves their series
+// out of every answer without a warning, which Kustos cannot tell from idleness; that run must
+// fail with no-pause-used.
 //
 // # The report
 //

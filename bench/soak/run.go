@@ -234,7 +234,7 @@ func run(s *harness.Session, o options) harness.Result {
 	every(runCtx, 5*time.Second, w.tidy)
 	// The workload and the faults, until the settle period.
 	every(chaosCtx, o.tick, func() { w.step(chaosCtx) })
-	every(chaosCtx, o.tick, func() { lab.step(chaosCtx) })
+	every(chaosCtx, 2*o.tick, func() { lab.step(chaosCtx) }) // half the pace: each pause is a PR in the same queue
 	every(runCtx, 2*time.Second, func() { lab.sync(runCtx) })
 	if o.broken == "overwrite" {
 		broke := false
