@@ -99,7 +99,7 @@ func startLabs(ctx context.Context, tb *soakTB, dir string, cs *kubernetes.Clien
 	l := &labs{cs: cs, gh: gh, check: check, logf: logf, rng: rand.New(rand.NewPCG(seed, seed^0x1ab5)), envs: map[string]*labEnv{}, actions: map[string]int{},
 		ssh: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bastion_ssh_connections", Help: "open SSH sessions per lab environment"}, []string{"namespace", "name"})}
 	start := time.Now()
-	if err := catch(func() {
+	if err := catch(func() { //nolint:contextcheck // test tooling: promtest bounds its own start and stops with the TB's cleanups
 		exp := promtest.NewExporter(promTB{tb})
 		// The bastion exports a series per environment it knows, 0 while nobody is connected;
 		// this one keeps the source collecting before the first lab.
@@ -112,7 +112,7 @@ func startLabs(ctx context.Context, tb *soakTB, dir string, cs *kubernetes.Clien
 	}
 	logf("Prometheus (bin/prometheus) up in %s, scraping the labs' bastion_ssh_connections every %s", time.Since(start).Round(time.Millisecond), labScrapeEvery)
 	var err error
-	if l.proxy, err = newPromProxy(l.prom.URL, check); err != nil {
+	if l.proxy, err = newPromProxy(ctx, l.prom.URL, check); err != nil {
 		return nil, err
 	}
 	sources := filepath.Join(dir, "inactivity-sources.yaml")

@@ -44,12 +44,12 @@ type promProxy struct {
 	served  map[string]int  // requests by how they were answered
 }
 
-func newPromProxy(target string, check *Checker) (*promProxy, error) {
+func newPromProxy(ctx context.Context, target string, check *Checker) (*promProxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func dropSeries(body []byte, leave map[string]bool, warn bool) ([]byte, int, err
 	}
 	var result []json.RawMessage
 	if err := json.Unmarshal(data["result"], &result); err != nil {
-		return nil, 0, err // a scalar or a string: no series
+		return nil, 0, err // not a list: passed on as it came
 	}
 	kept := []json.RawMessage{}
 	dropped := 0
