@@ -56,6 +56,11 @@ type labs struct {
 	logf    func(string, ...any)
 	verbose bool
 
+	// mail and owner, when set, are the owners' mailbox and browser: some idle labs are kept
+	// through their alert's link.
+	mail  *mailbox
+	owner *browser
+
 	ssh   *prometheus.GaugeVec
 	prom  *promtest.Server
 	proxy *promProxy
@@ -123,6 +128,7 @@ func startLabs(ctx context.Context, tb *soakTB, dir string, cs *kubernetes.Clien
 		"--enable-inactivity", "--prometheus-url=" + l.proxy.url(), "--inactivity-kinds=apps/v1/Deployment",
 		"--inactivity-config=" + sources, "--inactivity-check-interval=" + labCheckEvery.String(),
 		"--activity-min-step=1s", "--activity-lookback=1h", "--activity-query-timeout=5s", "--max-alerts=1",
+		"--inactivity-keep-periods=" + labKeep.String(), "--inactivity-keep-max=" + labKeep.String(),
 		// Every lab has a manifest in Git, so nothing is paused directly; the allowance makes a
 		// direct pause possible, and paused-via-pr would see it.
 		"--allow=inactivity:pause:apps/deployments",
@@ -199,7 +205,8 @@ func (l *labs) gitReplicas(ns, name string) (int32, bool) {
 }
 
 // step does one random lab action: a new lab now and then; else a lab picked at random is
-// resumed by its owner (in Git) when it was paused, stops being used when it was, or (half of
+// resumed by its owner (in Git) when it was paused, stops being used when it was, is kept
+// through its alert's link (now and then, when one arrived since its last use), or (half of
 // the time) starts being used when it was idle. Idle periods so last about twice as long as
 // uses, often past the timeout.
 func (l *labs) step(ctx context.Context) {
@@ -247,6 +254,7 @@ func (l *labs) step(ctx context.Context) {
 		l.setUsed(e, false)
 		l.count("lab-idle")
 		l.note("lab %s/%s idle", e.ns, e.name)
+	case r < 30 && l.tryKeep(ctx, e):
 	case r%2 == 0:
 		l.setUsed(e, true)
 		l.count("lab-used")

@@ -23,8 +23,9 @@ type lab struct {
 	// uses are the periods it was used, oldest first; to is zero while it still is. Its
 	// creation and its resume count as uses of no length and from then on, as for Kustos.
 	uses   []span
-	paused bool // the GitOps tool applied replicas 0 from Git, and nothing since
-	expect bool // the GitOps tool is about to set replicas 0
+	keeps  []span // its owner's keeps through an alert's link: the POST, and the keep's end
+	paused bool   // the GitOps tool applied replicas 0 from Git, and nothing since
+	expect bool   // the GitOps tool is about to set replicas 0
 }
 
 type span struct{ from, to time.Time }
@@ -75,6 +76,26 @@ func (c *Checker) LabIdle(ns, name string, at time.Time) {
 	if n := len(l.uses); n > 0 && l.uses[n-1].to.IsZero() {
 		l.uses[n-1].to = at
 	}
+}
+
+// LabKept records that the lab's owner kept it through an alert's link, the POST sent at at,
+// until until.
+func (c *Checker) LabKept(ns, name string, at, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.labLocked(ns, name)
+	l.keeps = append(l.keeps, span{at, until})
+}
+
+// LabIdleSince is when the lab's last use ended; ok is false while it is used.
+func (c *Checker) LabIdleSince(ns, name string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.lab.labs[ns+"/"+name]
+	if l == nil || len(l.uses) == 0 || l.uses[len(l.uses)-1].to.IsZero() {
+		return time.Time{}, false
+	}
+	return l.uses[len(l.uses)-1].to, true
 }
 
 // LabSynced records the GitOps tool applying the lab's replicas from Git: paused (0) or
@@ -153,6 +174,13 @@ func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 			continue
 		}
 		late := c.prevPoll.Add(-labLateSlack)
+		for _, k := range l.keeps {
+			if k.from.Before(late) && now.Before(k.to) {
+				c.violateLocked(now, invPauseUsed, "PR #%d pausing lab %s/%s merged by %s, but its owner kept it at %s until %s",
+					p.Number, l.ns, l.name, now.Format("15:04:05"), k.from.Format("15:04:05"), k.to.Format("15:04:05"))
+				return
+			}
+		}
 		for _, u := range l.uses {
 			end := u.to
 			if end.IsZero() {
@@ -196,7 +224,21 @@ func (c *Checker) labsDueLocked(now time.Time, slack time.Duration) []string {
 			}
 			continue
 		}
-		if l.paused || now.Before(last.to.Add(l.timeout+notifyInterval+slack)) || c.humanTouchedLocked(branch, last.to) {
+		dueAt := last.to.Add(l.timeout)
+		for _, k := range l.keeps {
+			if k.from.After(last.to) {
+				dueAt = maxTime(dueAt, k.to)
+				for _, p := range c.prs {
+					// A keep withdraws the pause proposed before it.
+					if p.Head == branch && p.State == "open" && p.Created.Before(k.from) && now.Before(k.to) && now.Sub(k.from) > slack &&
+						!c.humanTouchedLocked(branch, p.Created) {
+						due = append(due, fmt.Sprintf("lab %s/%s kept at %s: its pause PR #%d (opened %s) is still open",
+							l.ns, l.name, k.from.Format("15:04:05"), p.Number, p.Created.Format("15:04:05")))
+					}
+				}
+			}
+		}
+		if l.paused || now.Before(dueAt.Add(notifyInterval+slack)) || c.humanTouchedLocked(branch, last.to) {
 			continue
 		}
 		if !c.proposedLocked(func(head string) bool { return head == branch }, last.to) {

@@ -68,6 +68,21 @@ func TestCheckerLabs(t *testing.T) {
 			c.PromFault(faultPromPartial, at(10), at(40))
 			merge(c, 30, 40)
 		}},
+		{name: "pause merged while its owner kept the lab", want: invPauseUsed, detail: "but its owner kept it at 10:00:25 until 10:01:10", feed: func(c *Checker) {
+			created(c)
+			c.LabKept("lab-a", "vm-001", at(25), at(70))
+			merge(c, 22, 45)
+		}},
+		{name: "a keep racing the merge, inside the late slack", feed: func(c *Checker) {
+			created(c)
+			c.LabKept("lab-a", "vm-001", at(38), at(83))
+			merge(c, 22, 45)
+		}},
+		{name: "paused after the keep ended", feed: func(c *Checker) {
+			created(c)
+			c.LabKept("lab-a", "vm-001", at(25), at(70))
+			merge(c, 72, 80)
+		}},
 		{name: "replicas to 0 without a merged pause", want: invPauseViaPR, detail: "lab lab-a/vm-001 was scaled to 0 replicas", feed: func(c *Checker) {
 			created(c)
 			c.LabReplicas("lab-a", "vm-001", 0, at(30))
@@ -133,6 +148,22 @@ func TestCheckerLabsDue(t *testing.T) {
 			c.LabIdle("lab-a", "vm-001", at(10))
 			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, inactivityBranch("lab-a", "vm-001"), "closed", false, at(31))}, nil)
 			c.HumanClosed(inactivityBranch("lab-a", "vm-001"), at(32))
+		}},
+		{name: "kept: not due before the keep ends", now: 100, feed: func(c *Checker) {
+			c.LabUsed("lab-a", "vm-001", at(1))
+			c.LabIdle("lab-a", "vm-001", at(10))
+			c.LabKept("lab-a", "vm-001", at(30), at(75))
+		}},
+		{name: "kept, then idle past the keep with no pause PR", now: 150, want: "lab lab-a/vm-001 idle since 10:00:10 (timeout 15s): no pause PR", feed: func(c *Checker) {
+			c.LabUsed("lab-a", "vm-001", at(1))
+			c.LabIdle("lab-a", "vm-001", at(10))
+			c.LabKept("lab-a", "vm-001", at(30), at(75))
+		}},
+		{name: "kept, its pause PR left open", now: 100, want: "lab lab-a/vm-001 kept at 10:00:32: its pause PR #1 (opened 10:00:31) is still open", feed: func(c *Checker) {
+			c.LabUsed("lab-a", "vm-001", at(1))
+			c.LabIdle("lab-a", "vm-001", at(10))
+			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, inactivityBranch("lab-a", "vm-001"), "open", false, at(31))}, nil)
+			c.LabKept("lab-a", "vm-001", at(32), at(200))
 		}},
 		{name: "paused", now: 100, feed: func(c *Checker) {
 			c.LabCreated("lab-a", "vm-001", 15*time.Second, at(0))

@@ -206,6 +206,7 @@ func run(s *harness.Session, o options) harness.Result {
 	w := newWorld(cs, gh, check, o.seed, o.maxTenant, chaosEnd, logf)
 	w.verbose = o.verbose
 	w.mail, w.owner = mb, &browser{hc: &http.Client{}}
+	lab.mail, lab.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
 	f.prom = lab
 	restart := func(r *replica) {
