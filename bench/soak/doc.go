@@ -63,7 +63,9 @@
 // replica with kustos.io/owner and kustos.io/inactivity-timeout 15s, in Git first. A lab drawn is
 // used (its gauge at 1) when it was idle, half of the time; idle when it was used; resumed by its
 // owner when it was paused (replicas: 1 pushed to Git, which the GitOps tool applies; used from
-// then on); now and then a new lab is made. The tenants' workload never touches the lab
+// then on); kept by its owner, now and then, through the keep link of an alert that arrived
+// since its last use (GET, then POST, as a browser; --inactivity-keep-periods=45s); now and then
+// a new lab is made. The tenants' workload never touches the lab
 // namespaces. A lab's state at the start of the settle period stays: a used lab must keep
 // running, an idle one must be paused.
 //
@@ -115,7 +117,8 @@
 //     merge in flight); a use no whole answer of Prometheus's could have shown before the merge
 //     (every moment from its start to 10 s before the look preceding the merge in a Prometheus
 //     fault) is not counted either, but one hidden by a partial answer while the lab had been
-//     in use before the fault is;
+//     in use before the fault is; nor while its owner's keep (from its POST, less the same 10 s)
+//     lasts;
 //   - paused-via-pr: a lab's spec.replicas (the API server's watch) goes to 0 only when the
 //     GitOps tool applies a merged pause from Git;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline by 15 s
@@ -123,8 +126,9 @@
 //     that deadline whatever the mail server went through, unless the human closed or pushed
 //     onto its removal PR since, a tenant over quota for 15 s with no
 //     quota PR, a lab idle for its timeout and one alert interval, not paused, with no pause PR
-//     since its last use unless the human closed or pushed onto its PR since, a lab used with
-//     its pause PR, which the human left alone, still open) and no PR only Kustos touched stays
+//     since its last use unless the human closed or pushed onto its PR since (past its keep's
+//     end, when kept), a lab used or kept with its pause PR, which the human left alone, still
+//     open) and no PR only Kustos touched stays
 //     open; the time that takes is the convergence
 //     figure, and if the settle period ends first the run fails with what was left;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
