@@ -97,7 +97,8 @@ type Checker struct {
 	warnings                  map[string]*warning // ns/name@deadline
 	pending                   []pendingMerge
 
-	cl cleanerState // the Cleaners (cleanercheck.go)
+	cl  cleanerState // the Cleaners (cleanercheck.go)
+	lab labState     // the labs and Prometheus's faults (labcheck.go)
 }
 
 // NewChecker returns a Checker; violations are logged with the run's RNG seed as they are found.
@@ -352,6 +353,7 @@ func (c *Checker) ObservePRs(now time.Time, prs []githubtest.PullRequest, heads 
 			if _, seen := c.merged[p.Number]; !seen {
 				c.merged[p.Number] = now
 				c.checkMergeLocked(now, p)
+				c.checkPauseLocked(now, p)
 			}
 		}
 		if _, seen := c.closed[p.Number]; !seen && p.State == "closed" {
@@ -503,6 +505,7 @@ func (c *Checker) Due(now time.Time, slack time.Duration, overSince map[string]t
 	}
 	due = append(due, c.unwarnedLocked(now, slack)...)
 	due = append(due, c.cleanersDueLocked(now, slack)...)
+	due = append(due, c.labsDueLocked(now, slack)...)
 	sort.Strings(due)
 	return due
 }

@@ -31,12 +31,19 @@
 // that the faults take down, with Kustos's batching on (--notify-mail-batch-window=1s). Every
 // replica serves the extension links (--extension-addr, periods 20s and 40s) behind one front
 // door of the soak's (--extension-url), as an Ingress would, forwarding to the first replica
-// that answers.
+// that answers. The inactivity detector runs too (lab.go, prom.go): a real Prometheus
+// (internal/activity/promtest) scrapes, every second, an exporter of the soak's holding the
+// bastion's bastion_ssh_connections{namespace,name} for each lab (1 while used, 0 idle), and the
+// replicas ask it through a proxy of the soak's (--prometheus-url) with the bastion as the only
+// source (--inactivity-config, minRange 3s), --inactivity-check-interval=2s,
+// --activity-min-step=1s, --max-alerts=1 (one alert by mail to the lab's owner, the pause one
+// --notification-interval later) and --allow=inactivity:pause:apps/deployments (every lab has a
+// manifest in Git, so nothing is paused directly; were it, the check below would see it).
 //
 // Around Kustos the bench plays the rest of the world: a CI that reports the required check
 // green on each new PR head one to six seconds after it appears; a GitOps tool that every two
 // seconds applies each tenant's quota from the base branch and prunes a preview whose manifest
-// a merged PR removed; a human (below).
+// a merged PR removed, and each lab's replicas from its manifest; a human (below).
 //
 // # The workload
 //
@@ -64,30 +71,46 @@
 // once a merged PR removed the manifest) and a ConfigMap only in the cluster (two in three). No
 // deadline or Cleaner falls due in the settle period.
 //
+// Beside it, with an RNG of its own, one lab action every two -ticks: lab environments (two lab
+// namespaces, lab-a and lab-b, two labs each at the start, at most six) are Deployments of one
+// replica with kustos.io/owner and kustos.io/inactivity-timeout 15s, in Git first. A lab drawn is
+// used (its gauge at 1) when it was idle, half of the time; idle when it was used; resumed by its
+// owner when it was paused (replicas: 1 pushed to Git, which the GitOps tool applies; used from
+// then on); kept by its owner, now and then, through the keep link of an alert that arrived
+// since its last use (GET, then POST, as a browser; --inactivity-keep-periods=45s); now and then
+// a new lab is made. The tenants' workload never touches the lab
+// namespaces. A lab's state at the start of the settle period stays: a used lab must keep
+// running, an idle one must be paused.
+//
 // # The faults
 //
 // One every 5 to 15 s, drawn by the seeded RNG: for 3 to 15 s, every request to one endpoint
 // Kustos uses (or to all of them) answers 500, 502 or 503, or 403 or 429 with GitHub's
 // secondary-limit body and a Retry-After of 1 to 5 s, or is slowed by 0.5 to 3 s; or one or two
 // requests to it in those seconds are held past Kustos's 30 s request timeout and then carried
-// out all the same (a write whose answer is lost); or (at most every 20 s) a replica gets SIGKILL and is
-// restarted 1 to 8 s later (in a run of 10 minutes or more, any replica in the first half of the
-// faults' time, and from then on any but replica 1, the witness, whose life then spans the
-// second half and the settle period, as the heap rule needs); or the mail server is down for 3 to 15 s (the proxy cuts every SMTP
-// connection, open or new; Mailpit keeps what it holds);
+// out all the same (a write whose answer is lost); or (at most every 20 s) a replica gets
+// SIGKILL and is restarted 1 to 8 s later (in a run of 10 minutes or more, any replica in the
+// first half of the faults' time, and from then on any but replica 1, the witness, whose life
+// then spans the second half and the settle period, as the heap rule needs); or the mail
+// server is down for 3 to 15 s (the proxy cuts every SMTP connection, open or new; Mailpit
+// keeps what it holds); or Prometheus is unreachable for 3 to 15 s (its proxy cuts every
+// connection, or answers 503); or Prometheus answers in part for 15 to 30 s, as Thanos's
+// querier does with a store down: the proxy drops the series of every lab, or of a random half
+// of them, from each query's answer and adds a warning (long enough that a lab in use whose
+// series are left out would look idle past its timeout and its alert);
 // or (at most every 60 s, and at least once a run, once two thirds of the faults' time have
 // gone without one; with a witness, only in the first half and at least once by a third of it,
-// since the leader exits on it and the witness's life must last) the API server restarts (internal/testenv's RestartAPIServer: the same address,
-// certificates and etcd): down for 1 to 10 s, plus its own stop and start. Every watch breaks
-// and is relisted; the leader, unable to renew its lease for the renew deadline (10 s), exits
-// ("leader election lost": controller-runtime's manager stops and `kustos run` exits 1), and a
-// replica started while the server is down exits at once (it cannot read the API's discovery),
-// as a pod would that its kubelet restarts. The soak restarts such a replica once the server
-// serves again and counts its exit in the report, not as replica-exited, if it fell in the
-// outage or in the 30 s after it. The workload does not act while the server is down (its record
-// of what it wrote would be false where a write failed halfway); the GitOps tool and CI retry.
-// The last -settle of the run (a third of -duration, from 90 s to 5 m) has no faults and no
-// workload.
+// since the leader exits on it and the witness's life must last) the API server restarts
+// (internal/testenv's RestartAPIServer: the same address, certificates and etcd): down for 1
+// to 10 s, plus its own stop and start. Every watch breaks and is relisted; the leader, unable
+// to renew its lease for the renew deadline (10 s), exits ("leader election lost":
+// controller-runtime's manager stops and `kustos run` exits 1), and a replica started while
+// the server is down exits at once (it cannot read the API's discovery), as a pod would that
+// its kubelet restarts. The soak restarts such a replica once the server serves again and
+// counts its exit in the report, not as replica-exited, if it fell in the outage or in the
+// 30 s after it. The workload does not act while the server is down (its record of what it
+// wrote would be false where a write failed halfway); the GitOps tool and CI retry. The last
+// -settle of the run (a third of -duration, from 90 s to 5 m) has no faults and no workload.
 //
 // # The invariants
 //
@@ -124,6 +147,18 @@
 //     merged: its cleanup is proposed once;
 //   - foreign-commit-kept: a commit the human pushed onto a PR branch stays on that branch until
 //     the branch is merged or deleted;
+//   - no-pause-used: no pause PR of a lab merged while the lab was used within its timeout
+//     before the merge (its creation and a resume count as uses). Two honest slacks: 3 s at
+//     the old end (Kustos sees a use's last scrape, up to a scrape interval and a 1 s step
+//     before it ended), and a use that began less than 10 s before the look preceding the
+//     merge may lose the race (a scrape, a 2 s check, the query, and the withdrawal racing a
+//     merge in flight); a use no whole answer of Prometheus's could have shown before the merge
+//     (every moment from its start to 10 s before the look preceding the merge in a Prometheus
+//     fault) is not counted either, but one hidden by a partial answer while the lab had been
+//     in use before the fault is; nor while its owner's keep (from its POST, less the same 10 s)
+//     lasts;
+//   - paused-via-pr: a lab's spec.replicas (the API server's watch) goes to 0 only when the
+//     GitOps tool applies a merged pause from Git;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline with no
 //     removal PR since its last extension — grouped: no open PR of its tenant's group whose
 //     head lacks its manifest — or with no warning delivered about that deadline whatever the
@@ -132,7 +167,10 @@
 //     and no PR of its branch opened since the Cleaner was, or with a ConfigMap only in the
 //     cluster not yet deleted, or whose status (listed every 2 s) records no due evaluation,
 //     or, its PR closed unmerged by the human, does not say ActionsDone=False CleanupBlocked,
-//     or still there 15 s after every target went, none a Secret) and no PR only Kustos
+//     or still there 15 s after every target went, none a Secret; a lab idle for its timeout
+//     and one alert interval, not paused, with no pause PR since its last use unless the human
+//     closed or pushed onto its PR since (past its keep's end, when kept); a lab used or kept
+//     with its pause PR, which the human left alone, still open) and no PR only Kustos
 //     touched stays open; the time until nothing is due is the convergence figure, and if the
 //     settle period ends first the run fails with what was left; at the end, whatever is still
 //     due by over 60 s is a violation of its own;
@@ -145,7 +183,10 @@
 //
 // KUSTOS_SOAK_BREAK=overwrite (read by this bench only) makes the fake human force-push over
 // its own commit on a Kustos branch once: that run must fail with foreign-commit-kept, which
-// shows the check working end to end.
+// shows the check working end to end. KUSTOS_SOAK_BREAK=silent-partial makes Prometheus lie
+// instead: 20 s into the run every lab is used, and for a minute the proxy leaves their series
+// out of every answer without a warning, which Kustos cannot tell from idleness; that run must
+// fail with no-pause-used.
 //
 // # The report
 //

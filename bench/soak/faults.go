@@ -28,6 +28,7 @@ const githubTimeout = 30 * time.Second
 type faults struct {
 	gh       *githubtest.Server
 	smtp     *smtpProxy
+	prom     *labs // the labs' Prometheus, behind its proxy (lab.go); nil: no Prometheus faults
 	replicas []*replica
 	api      *apiServer // nil: no API server restarts
 	logf     func(string, ...any)
@@ -131,6 +132,8 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 			sleep(ctx, hold)
 			f.smtp.setDown(false)
 			f.ended()
+		case r >= 78 && f.prom != nil:
+			f.promFault(ctx, r >= 83)
 		default:
 			spec := githubtest.FaultSpec{PathPattern: endpoints[f.intn(len(endpoints))], Times: -1}
 			kind := faultGitHub5xx

@@ -86,8 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-replicas and -tenants must be at least 1, -tick positive")
 	case o.groupBy != "namespace" && o.groupBy != "none":
 		return o, errors.New("-group-by must be namespace or none")
-	case o.broken != "" && o.broken != "overwrite":
-		return o, errors.New(breakEnv + " must be empty or overwrite")
+	case o.broken != "" && o.broken != "overwrite" && o.broken != breakSilentPartial:
+		return o, errors.New(breakEnv + " must be empty, overwrite or " + breakSilentPartial)
 	}
 	return o, nil
 }

@@ -184,6 +184,17 @@ func run(s *harness.Session, o options) harness.Result {
 		return harness.Result{Err: err}
 	}
 
+	// The labs, their Prometheus and its proxy (lab.go, prom.go).
+	lab, err := startLabs(ctx, tb, s.LogDir, cs, gh, check, o.seed, logf)
+	if err != nil {
+		return harness.Result{Err: fmt.Errorf("starting the labs: %w", err)}
+	}
+	defer lab.close()
+	lab.verbose = o.verbose
+	if err := lab.watch(dinf); err != nil {
+		return harness.Result{Err: err}
+	}
+
 	var reps []*replica
 	var extAddrs []string
 	for i := range o.replicas {
@@ -205,6 +216,7 @@ func run(s *harness.Session, o options) harness.Result {
 	defer door.close()
 	args := append(kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, o.groupBy, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile),
 		cleanerArgs(authorKeyFile)...)
+	args = mergeAllow(append(args, lab.args...))
 	for _, r := range reps {
 		r.args = args
 		if err := r.start(); err != nil {
@@ -228,7 +240,9 @@ func run(s *harness.Session, o options) harness.Result {
 	if err != nil {
 		return harness.Result{Err: err}
 	}
+	lab.mail, lab.owner = mb, &browser{hc: &http.Client{}}
 	f := newFaults(gh, reps, smtp, o.seed, logf)
+	f.prom = lab
 	if o.duration >= witnessRun {
 		f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
 	}
@@ -265,6 +279,9 @@ func run(s *harness.Session, o options) harness.Result {
 		cw.sync(runCtx)
 		cw.observe(runCtx)
 	})
+	// Half the pace: each pause is a PR in the same queue.
+	every(chaosCtx, 2*o.tick, func() { api.act(func() { lab.step(chaosCtx) }) })
+	every(runCtx, 2*time.Second, func() { lab.sync(runCtx) })
 	if o.broken == "overwrite" {
 		broke := false
 		every(chaosCtx, 2*time.Second, func() {
@@ -273,6 +290,13 @@ func run(s *harness.Session, o options) harness.Result {
 				logf("broken mode: the human force-pushed over its own commit on a Kustos branch")
 			}
 		})
+	}
+	if o.broken == breakSilentPartial {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lab.breakSilent(chaosCtx)
+		}()
 	}
 	wg.Add(1)
 	go func() {
@@ -352,7 +376,7 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 	logf("cleaners: %v", check.CleanerCounts())
 
-	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: w.actionCounts(),
+	out := outcome{seed: o.seed, duration: now.Sub(runStart), settle: o.settle, faults: f.countsCopy(), actions: mergeCounts(w.actionCounts(), lab.actionCounts()),
 		converged: converged, lastFault: f.lastEnded(), chaosEnd: chaosEnd, secondary: gh.SecondaryLimitedBy(), mails: int(mailCount.Load()), outageExits: api.exitCounts()}
 	if !interrupted {
 		out.dueAtEnd = check.Due(now, dueSlack, w.overQuota())

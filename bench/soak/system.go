@@ -210,7 +210,7 @@ func kustosArgs(kubeconfig, apiURL, tokenFile, logLevel, groupBy string, notify,
 		"--git-repo=" + ghOwner + "/" + ghRepo, "--git-base-branch=" + baseBranch,
 		"--cluster-name=" + clusterName, "--git-path=clusters/" + clusterName + "/",
 		"--pr-labels=kustos", "--enable-auto-merge", "--pr-poll-interval=3s",
-		"--group-by=expiry=" + groupBy, "--group-window=" + groupWindow.String(), "--max-open-prs=20", "--max-new-prs-per-hour=0",
+		"--group-by=expiry=" + groupBy + ",inactivity=none", "--group-window=" + groupWindow.String(), "--max-open-prs=20", "--max-new-prs-per-hour=0",
 		"--enable-expiry=true", "--lifecycle-kinds=apps/v1/Deployment",
 		"--expiry-warning-before=" + warn.String(), "--notification-interval=" + notify.String(),
 		// The workload deletes nothing through Kustos directly: every preview has a manifest in
@@ -234,6 +234,23 @@ var endpoints = []string{
 	"/repos/{owner}/{repo}/commits/{ref}/check-runs",
 	"/repos/{owner}/{repo}/commits/{ref}/status",
 	"/repos/{owner}/{repo}/issues/{issue_number}/comments",
+}
+
+// mergeAllow joins the --allow flags of args into one: the flag takes one value, and each part
+// of the system (previews, Cleaners, labs) allows its own.
+func mergeAllow(args []string) []string {
+	var out, allow []string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--allow="); ok {
+			allow = append(allow, v)
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(allow) > 0 {
+		out = append(out, "--allow="+strings.Join(allow, ","))
+	}
+	return out
 }
 
 // fileAtFunc tells whether a file exists at a commit; commits do not change, so each answer is
