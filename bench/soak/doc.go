@@ -152,10 +152,10 @@
 //     the old end (Kustos sees a use's last scrape, up to a scrape interval and a 1 s step
 //     before it ended), and a use that began less than 10 s before the look preceding the
 //     merge may lose the race (a scrape, a 2 s check, the query, and the withdrawal racing a
-//     merge in flight); a use no whole answer of Prometheus's could have shown before the merge
-//     (every moment from its start to 10 s before the look preceding the merge in a Prometheus
-//     fault) is not counted either, but one hidden by a partial answer while the lab had been
-//     in use before the fault is; nor while its owner's keep (from its POST, less the same 10 s)
+//     merge in flight); a use during a Prometheus fault counts like any other (Kustos merges
+//     a pause only on a whole answer, and the first one after the fault shows the use); nor
+//     merged while Prometheus could not answer in full, from 10 s before the look preceding
+//     the merge to that look; nor while its owner's keep (from its POST, less the same 10 s)
 //     lasts;
 //   - paused-via-pr: a lab's spec.replicas (the API server's watch) goes to 0 only when the
 //     GitOps tool applies a merged pause from Git;

@@ -165,9 +165,10 @@ func inactivityBranch(ns, name string) string {
 // and now. It must not have been used within its timeout before the merge (less
 // labEarlySlack: Kustos sees the last scrape of a use, up to a scrape interval and a query step
 // before its end), except by a use that began less than labLateSlack before the previous look
-// (a scrape, a check, the query and the withdrawal racing a merge in flight), or one of which
-// no whole answer of Prometheus's could have told Kustos before the merge (every moment from
-// its start to labLateSlack before the merge fell in a Prometheus fault).
+// (a scrape, a check, the query and the withdrawal racing a merge in flight); a use in a
+// Prometheus fault counts too, since Kustos holds its merges while an answer is not whole and
+// the first whole one shows the use. Nor merged while Prometheus could not answer in full from
+// labLateSlack before the previous look to it (Kustos merges a pause only on a whole answer).
 func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 	for _, l := range c.lab.labs {
 		if p.Head != inactivityBranch(l.ns, l.name) {
@@ -186,7 +187,7 @@ func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 			if end.IsZero() {
 				end = now
 			}
-			if !end.After(now.Add(-l.timeout+labEarlySlack)) || !u.from.Before(late) || c.coveredLocked(u.from, late) {
+			if !end.After(now.Add(-l.timeout+labEarlySlack)) || !u.from.Before(late) {
 				continue
 			}
 			used := "until " + end.Format("15:04:05")
@@ -195,6 +196,11 @@ func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 			}
 			c.violateLocked(now, invPauseUsed, "PR #%d pausing lab %s/%s merged by %s, but the lab was used from %s %s (timeout %s)",
 				p.Number, l.ns, l.name, now.Format("15:04:05"), u.from.Format("15:04:05"), used, l.timeout)
+			return
+		}
+		if c.coveredLocked(late, c.prevPoll) {
+			c.violateLocked(now, invPauseUsed, "PR #%d pausing lab %s/%s merged by %s, while Prometheus could not answer in full (from %s at least)",
+				p.Number, l.ns, l.name, now.Format("15:04:05"), late.Format("15:04:05"))
 			return
 		}
 	}

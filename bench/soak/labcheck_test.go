@@ -55,12 +55,26 @@ func TestCheckerLabs(t *testing.T) {
 			c.LabIdle("lab-a", "vm-001", at(27))
 			merge(c, 35, 40)
 		}},
-		{name: "a use Prometheus could not report before the merge", feed: func(c *Checker) {
+		{name: "a use in a Prometheus outage, the pause merged in it", want: invPauseUsed, detail: "used from 10:00:26", feed: func(c *Checker) {
 			created(c)
 			c.PromFault(faultPromDown, at(25), time.Time{})
 			c.LabUsed("lab-a", "vm-001", at(26))
 			merge(c, 24, 45)
 			c.PromFault(faultPromDown, at(25), at(46))
+		}},
+		{name: "a pause merged in a Prometheus outage", want: invPauseUsed, detail: "while Prometheus could not answer in full", feed: func(c *Checker) {
+			created(c)
+			c.LabIdle("lab-a", "vm-001", at(1))
+			c.PromFault(faultPromDown, at(70), time.Time{})
+			merge(c, 65, 90)
+			c.PromFault(faultPromDown, at(70), at(95))
+		}},
+		{name: "a pause merged as an outage began, inside the late slack", feed: func(c *Checker) {
+			created(c)
+			c.LabIdle("lab-a", "vm-001", at(1))
+			c.PromFault(faultPromDown, at(85), time.Time{})
+			merge(c, 65, 90)
+			c.PromFault(faultPromDown, at(85), at(95))
 		}},
 		{name: "a use hidden by a partial answer (taken for idleness)", want: invPauseUsed, feed: func(c *Checker) {
 			created(c)

@@ -71,6 +71,11 @@ type Decision struct {
 	// comment instead of following it to a merge. It completes "Kustos closes this pull
 	// request because …".
 	Withdraw string
+	// HoldMerge, when not empty, says why the open proposal must not be merged at this look
+	// (Kustos's auto-merge): the detector cannot tell now whether its Change is still wanted
+	// (the evidence it stands on is not available). The proposal stays open and is looked at
+	// again; a merge by people is theirs.
+	HoldMerge string
 }
 
 // Result is what Run did, for the controller (requeue, metrics).

@@ -184,6 +184,7 @@ func (lk *look) heed(rec state.Record, d Decision) {
 	lk.decided, lk.decision = true, d
 	lk.s.change = d.Change != nil
 	lk.s.withdraw = d.Change == nil && d.Withdraw != ""
+	lk.s.holdMerge = d.HoldMerge != ""
 	lk.s.bagChanged = d.Bag != nil && !maps.Equal(d.Bag, rec.Bag)
 }
 

@@ -313,6 +313,9 @@ func (r *run) execute(ctx context.Context, st step) (end, error) {
 	case stepWithdraw:
 		return r.withdraw(ctx)
 	case stepPoll:
+		if r.s.holdMerge && r.s.autoMerge && r.s.mergeable == mergeClean {
+			r.log.Info("merge held by the detector", "why", r.decision.HoldMerge)
+		}
 		r.out.RequeueAfter = minPositive(p.pollInterval(), r.decision.RequeueAfter)
 		return endStop, nil
 	case stepCommit:

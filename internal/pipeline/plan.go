@@ -68,6 +68,9 @@ type situation struct {
 	// withdraw: the detector asks for no change and withdraws the holder's proposal (or the
 	// queued decision).
 	withdraw bool
+	// holdMerge: the detector cannot confirm its Change now (Decision.HoldMerge): the open
+	// proposal is not merged at this look.
+	holdMerge bool
 	// bagChanged: the detector asked to keep a different Bag.
 	bagChanged bool
 	// carried: a Change was carried out earlier in this Run; looking again only asks the
@@ -194,7 +197,7 @@ func planFollow(s situation) step {
 		return stepRebuild // whether or not auto-merge is on: people cannot merge it either
 	case s.mergeable == mergeBehind && s.autoMerge:
 		return stepRebuild
-	case s.mergeable == mergeClean && s.autoMerge:
+	case s.mergeable == mergeClean && s.autoMerge && !s.holdMerge:
 		return stepMerge
 	}
 	return stepPoll

@@ -36,6 +36,8 @@ func TestPlan(t *testing.T) {
 		{"foreign push is not updated by a larger change", held(situation{proposal: proposalOpen, foreignHead: true, change: true, supersedes: true}), stepForeignHead},
 		{"larger change updates the PR", held(situation{proposal: proposalOpen, change: true, supersedes: true, mergeable: mergeClean, autoMerge: true}), stepUpdate},
 		{"same change does not update; clean + auto-merge merges", held(situation{proposal: proposalOpen, change: true, mergeable: mergeClean, autoMerge: true}), stepMerge},
+		{"clean + auto-merge, the detector holds the merge (its evidence is unknown now): polled", held(situation{proposal: proposalOpen, mergeable: mergeClean, autoMerge: true, holdMerge: true}), stepPoll},
+		{"the detector holds the merge, but wants it withdrawn: withdrawn", held(situation{proposal: proposalOpen, mergeable: mergeClean, autoMerge: true, holdMerge: true, withdraw: true}), stepWithdraw},
 		{"clean without auto-merge waits for people", held(situation{proposal: proposalOpen, mergeable: mergeClean}), stepPoll},
 		{"dirty is rebuilt with auto-merge", held(situation{proposal: proposalOpen, mergeable: mergeDirty, autoMerge: true}), stepRebuild},
 		{"dirty is rebuilt without auto-merge", held(situation{proposal: proposalOpen, mergeable: mergeDirty}), stepRebuild},

@@ -251,6 +251,10 @@ type Verdict struct {
 	// longer wanted (the target was used or restarted, opted out, or no longer times out); the
 	// pipeline closes that pull request instead of following it to a merge.
 	Withdraw string
+	// HoldMerge says why the pause or deletion proposed earlier must not be merged now: a
+	// source cannot say whether the target was used since (Unknown), and the merge is the
+	// pause.
+	HoldMerge string
 	// Change is the pause or deletion, when due now, or the resume its owner asked for.
 	Change *lifecycle.Change
 	// PauseSeen: this look is the first to see the target paused by the pause the state
@@ -382,6 +386,11 @@ func decide(s Snapshot) Verdict {
 		// Before the first check (Kustos just started) there is nothing to say yet: the check
 		// looks at every target again when it is done.
 		d.Unknown = !s.Activity.CheckedAt.IsZero() && !s.Now.Before(d.IdleSince.Add(p.Timeout))
+		if s.Proposed != nil {
+			// Proposed on what was known then; whether it was used since cannot be told, and
+			// an auto-merge now would pause it on the old evidence.
+			d.HoldMerge = fmt.Sprintf("whether %s was used since cannot be told now (an activity source is not answering in full)", s.Target)
+		}
 		return d
 	}
 	base := latest(last, s.Created, s.Activity.CoveredSince)

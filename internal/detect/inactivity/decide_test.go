@@ -282,8 +282,8 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Every row is looked at with a pause proposed (so that a withdrawal shows), and
 			// once without: nothing to withdraw then.
-			if bare := Decide(tc.snap()); bare.Withdraw != "" {
-				t.Errorf("withdraw %q without a proposal", bare.Withdraw)
+			if bare := Decide(tc.snap()); bare.Withdraw != "" || bare.HoldMerge != "" {
+				t.Errorf("withdraw %q, hold %q without a proposal", bare.Withdraw, bare.HoldMerge)
 			}
 			s := tc.snap()
 			s.Proposed = &lifecycle.Change{Reason: ReasonInactivityDue, Edit: lifecycle.Edit{Op: lifecycle.EditScaleToZero}}
@@ -315,6 +315,11 @@ func TestDecide(t *testing.T) {
 			}
 			if (d.Withdraw != "") != tc.withdraw || (d.Withdraw != "" && d.Change != nil) {
 				t.Errorf("withdraw = %q with change %v, want withdrawn %v", d.Withdraw, d.Change != nil, tc.withdraw)
+			}
+			// A pause proposed while a source cannot say whether the target was used is not
+			// merged until one can: the merge is the pause.
+			if (d.HoldMerge != "") != (tc.next == NextUnknown) {
+				t.Errorf("hold merge = %q, want held %v", d.HoldMerge, tc.next == NextUnknown)
 			}
 			// The pipeline decides again over the state it just wrote until nothing changes:
 			// a second look at the same moment must keep the state and send nothing more.

@@ -16,7 +16,7 @@ import (
 // and a Notice to the owner) and the ActivityUnknown Event. The controller and the offline plan
 // share it.
 func Findings(key lifecycle.Key, target lifecycle.Target, p Policy, act activity.Activity, d Verdict, now time.Time) lifecycle.Decision {
-	out := lifecycle.Decision{Change: d.Change, RequeueAfter: d.RequeueAfter, Withdraw: d.Withdraw}
+	out := lifecycle.Decision{Change: d.Change, RequeueAfter: d.RequeueAfter, Withdraw: d.Withdraw, HoldMerge: d.HoldMerge}
 	out.Bag = d.State.Bag()
 	if d.Alert {
 		idle := d.IdleSince.UTC().Format(time.RFC3339)
