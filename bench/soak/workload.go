@@ -324,27 +324,42 @@ func (w *world) createPreview(ctx context.Context) error {
 	return nil
 }
 
+// pickPreview draws a preview of a random tenant among those keep accepts (nil: all) that is
+// still in Git, with its manifest's path; errNothing when there is none.
+func (w *world) pickPreview(keep func(ns, name string) bool) (t *tenant, name, path string, err error) {
+	if t = w.pickTenant(0); t == nil {
+		return nil, "", "", errNothing
+	}
+	w.mu.Lock()
+	var all []string
+	for p := range t.previews {
+		all = append(all, p)
+	}
+	w.mu.Unlock()
+	var names []string
+	for _, p := range all {
+		if keep == nil || keep(t.ns, p) {
+			names = append(names, p)
+		}
+	}
+	if len(names) == 0 {
+		return nil, "", "", errNothing
+	}
+	sort.Strings(names)
+	name = names[w.intn(len(names))]
+	path = previewPath(t.ns, name)
+	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
+		return nil, "", "", errNothing // removed by a merged PR; the sync prunes it
+	}
+	return t, name, path, nil
+}
+
 // extendPreview moves a live preview's deadline later, in Git and then in the cluster, at a
 // random moment: before its warning, after it, or while its removal PR is open.
 func (w *world) extendPreview(ctx context.Context) error {
-	t := w.pickTenant(0)
-	if t == nil {
-		return errNothing
-	}
-	w.mu.Lock()
-	var names []string
-	for p := range t.previews {
-		names = append(names, p)
-	}
-	sort.Strings(names)
-	w.mu.Unlock()
-	if len(names) == 0 {
-		return errNothing
-	}
-	name := names[w.intn(len(names))]
-	path := previewPath(t.ns, name)
-	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
-		return errNothing // removed by a merged PR; the sync prunes it
+	t, name, path, err := w.pickPreview(nil)
+	if err != nil {
+		return err
 	}
 	if w.check.IsOptedOut(t.ns, name) {
 		return errNothing // kept for good: nothing to extend
@@ -365,7 +380,7 @@ func (w *world) extendPreview(ctx context.Context) error {
 		return err
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotationExpiresAt, exp.UTC().Format(time.RFC3339))
-	_, err := w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err = w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -379,30 +394,9 @@ const labelExpiryIgnore = "kustos.io/expiration-ignore"
 // Git and then in the cluster), at whatever moment: before its warning, after it, while its
 // removal PR is open. From then on it must never be removed.
 func (w *world) optOutPreview(ctx context.Context) error {
-	t := w.pickTenant(0)
-	if t == nil {
-		return errNothing
-	}
-	w.mu.Lock()
-	var all []string
-	for p := range t.previews {
-		all = append(all, p)
-	}
-	w.mu.Unlock()
-	var names []string
-	for _, p := range all {
-		if !w.check.IsOptedOut(t.ns, p) {
-			names = append(names, p)
-		}
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return errNothing
-	}
-	name := names[w.intn(len(names))]
-	path := previewPath(t.ns, name)
-	if _, ok := w.gh.FileAt(ghOwner, ghRepo, baseBranch, path); !ok {
-		return errNothing // removed by a merged PR; the sync prunes it
+	t, name, path, err := w.pickPreview(func(ns, name string) bool { return !w.check.IsOptedOut(ns, name) })
+	if err != nil {
+		return err
 	}
 	exp, ok := w.check.CurrentDeadline(t.ns, name)
 	if !ok {
@@ -419,7 +413,7 @@ func (w *world) optOutPreview(ctx context.Context) error {
 		return err
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, labelExpiryIgnore)
-	_, err := w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err = w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
