@@ -192,7 +192,7 @@ func TestParseFlags(t *testing.T) {
 	t.Setenv(breakEnv, "")
 	o, err := parseFlags([]string{"-kustos", k, "-seed", "7"}, io.Discard)
 	// 15 minutes of workload: 140 actions 6.4 s apart, within GitHub's hourly content limit.
-	if err != nil || o.duration != 20*time.Minute || o.settle != 5*time.Minute || o.seed != 7 || o.replicas != 2 || o.tick != 6400*time.Millisecond {
+	if err != nil || o.duration != 20*time.Minute || o.settle != 5*time.Minute || o.seed != 7 || o.replicas != 2 || o.tick != 9600*time.Millisecond {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	if o, err := parseFlags([]string{"-kustos", k, "-duration", "3m"}, io.Discard); err != nil || o.settle != 90*time.Second || o.seed == 0 || o.tick != 3*time.Second {

@@ -47,8 +47,9 @@
 //
 // # The workload
 //
-// One action every -tick (3 s; longer in a run of over about ten minutes, so that at most 140
-// actions keep Kustos's content-creating GitHub requests under the 500 an hour GitHub allows),
+// One action every -tick (3 s; longer in a run of over about seven minutes, so that at most
+// 140 actions, the labs' one every two ticks counted, keep Kustos's content-creating GitHub
+// requests under the 500 an hour GitHub allows),
 // drawn by the seeded RNG: a tenant appears (its quota.yaml and
 // kustomization in Git, then its namespace and ResourceQuota requests.cpu 4 in the cluster) or
 // disappears (namespace deleted, then its files); a tenant is pushed over its quota (a
@@ -175,9 +176,11 @@
 //     settle period ends first the run fails with what was left; at the end, whatever is still
 //     due by over 60 s is a violation of its own;
 //   - heap-flat: for each replica life with readings (go_gc_heap_live_bytes on its /metrics,
-//     every 15 s) over at least 8 minutes, the median of the last sixth is at most 25% above
-//     the median of the readings from a sixth to a third of it (in a 20-minute run, at least the
-//     witness's last life is judged);
+//     every 15 s) over at least 8 minutes from the half-way point of the faults in a run with a
+//     witness (by then the tenants, previews and the Leases Kustos keeps, swept every minute
+//     here, have levelled off), the median of the last sixth is at most 25% above the median
+//     of the readings from a sixth to a third of it (in a 20-minute run, the witness's last
+//     life is judged);
 //   - github-contract and replica-exited: the server's own contract checks, and a replica that
 //     exits without being killed (outside an API server outage, above).
 //
