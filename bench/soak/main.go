@@ -102,7 +102,7 @@ const maxActions = 140
 // defaultTick is 3 s, or the tick that spreads maxActions over a longer workload period: the
 // labs' actions, one every two ticks, count too (a pause is a PR like a removal), so a tick
 // makes one and a half. (The 20-minute run 2027 spread 140 over the previews' ticks alone and
-// made 210: its leader spent Kustos's 450 writes an hour, and the last removals waited.)
+// did 174: GitHub's 500 writes an hour were spent, and the last removals waited.)
 func defaultTick(workload time.Duration) time.Duration {
 	return max(3*time.Second, (workload * 3 / 2 / maxActions).Round(100*time.Millisecond))
 }
