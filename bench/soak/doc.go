@@ -156,8 +156,8 @@
 //     merge in flight); a use during a Prometheus fault counts like any other (Kustos merges
 //     a pause only on a whole answer, and the first one after the fault shows the use); nor
 //     merged while Prometheus could not answer in full, from 10 s before the look preceding
-//     the merge to that look; nor while its owner's keep (from its POST, less the same 10 s)
-//     lasts;
+//     the merge to the look that saw it merged; nor while its owner's keep (from its POST,
+//     less the same 10 s) lasts;
 //   - paused-via-pr: a lab's spec.replicas (the API server's watch) goes to 0 only when the
 //     GitOps tool applies a merged pause from Git;
 //   - liveness: once the faults stop, nothing stays due (a preview past its deadline with no

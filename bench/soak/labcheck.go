@@ -168,7 +168,8 @@ func inactivityBranch(ns, name string) string {
 // (a scrape, a check, the query and the withdrawal racing a merge in flight); a use in a
 // Prometheus fault counts too, since Kustos holds its merges while an answer is not whole and
 // the first whole one shows the use. Nor merged while Prometheus could not answer in full from
-// labLateSlack before the previous look to it (Kustos merges a pause only on a whole answer).
+// labLateSlack before the previous look until this one, which saw it merged (Kustos merges a
+// pause only on a whole answer; a merge seen after a fault ended may have come after it).
 func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 	for _, l := range c.lab.labs {
 		if p.Head != inactivityBranch(l.ns, l.name) {
@@ -198,7 +199,7 @@ func (c *Checker) checkPauseLocked(now time.Time, p githubtest.PullRequest) {
 				p.Number, l.ns, l.name, now.Format("15:04:05"), u.from.Format("15:04:05"), used, l.timeout)
 			return
 		}
-		if c.coveredLocked(late, c.prevPoll) {
+		if c.coveredLocked(late, now) {
 			c.violateLocked(now, invPauseUsed, "PR #%d pausing lab %s/%s merged by %s, while Prometheus could not answer in full (from %s at least)",
 				p.Number, l.ns, l.name, now.Format("15:04:05"), late.Format("15:04:05"))
 			return

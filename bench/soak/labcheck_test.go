@@ -69,6 +69,13 @@ func TestCheckerLabs(t *testing.T) {
 			merge(c, 65, 90)
 			c.PromFault(faultPromDown, at(70), at(95))
 		}},
+		{name: "a pause merged as an outage ended (seen merged after its end)", feed: func(c *Checker) {
+			created(c)
+			c.LabIdle("lab-a", "vm-001", at(1))
+			c.PromFault(faultPromPartial, at(60), time.Time{})
+			c.PromFault(faultPromPartial, at(60), at(89))
+			merge(c, 65, 90)
+		}},
 		{name: "a pause merged as an outage began, inside the late slack", feed: func(c *Checker) {
 			created(c)
 			c.LabIdle("lab-a", "vm-001", at(1))
