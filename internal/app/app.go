@@ -397,6 +397,9 @@ func (sh *shared) setMode(ctx context.Context) error {
 		// Lease in turn, and a cache a moment behind would turn each write into a conflict.
 		m.Actuator.Leases = &state.Store{Reader: sh.mgr.GetAPIReader(), Writer: sh.mgr.GetClient(), Namespace: o.StateNamespace, Identity: sh.base.Identity}
 		sh.base.Actuator, sh.base.Proposals, sh.base.PollInterval = m.Actuator, m.Actuator, o.PR.PollInterval
+		// A merge is decided on the Lease as the API server has it, not the cache: the same
+		// live reads as the groups' Leases.
+		sh.base.LiveRecord = m.Actuator.Leases.Get
 		sh.release, sh.releaseNamespace = m.Release, m.ReleaseNamespace
 	case ModeDirect:
 		sh.base.Actuator = directActuator(sh.live, o.Allow)

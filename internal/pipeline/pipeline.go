@@ -139,7 +139,12 @@ type Pipeline struct {
 	Detector string
 	Vocab    Vocabulary
 	Store    Store
-	Actuator Actuator
+	// LiveRecord reads the Key's Lease from the API server, not a cache (nil: Store is read
+	// as it is). A merge is decided on it: a keep or an extension another replica, or the
+	// extension server, wrote a moment ago may not be in Store's cache yet (after an API
+	// server restart, the cache's watch comes back only after a backoff).
+	LiveRecord func(ctx context.Context, key lifecycle.Key) (state.Record, error)
+	Actuator   Actuator
 	// Proposals is set in PR mode: Changes become proposals that are followed until merged or
 	// closed.
 	Proposals Proposals
@@ -800,6 +805,19 @@ func (r *run) foreignHead(ctx context.Context) (end, error) {
 // merge asks the forge to merge Kustos's head commit.
 func (r *run) merge(ctx context.Context) (end, error) {
 	p := r.p
+	if p.LiveRecord != nil {
+		live, err := p.LiveRecord(ctx, r.rec.Key)
+		if err != nil {
+			return endStop, fmt.Errorf("reading the lease before a merge: %w", err)
+		}
+		if live.Version != r.rec.Version {
+			// The look decided on a Lease behind the API server's: decide again on this one
+			// (an owner's keep or extension there withdraws instead) before merging anything.
+			r.log.V(1).Info("the lease moved since it was read; looking again before the merge", "read", r.rec.Version, "live", live.Version)
+			r.rec = live
+			return endLook, nil
+		}
+	}
 	merged, retry, err := p.Proposals.Merge(ctx, r.rec.Key, r.status)
 	switch {
 	case errors.Is(err, lifecycle.ErrProposalClosed):

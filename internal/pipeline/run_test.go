@@ -102,6 +102,10 @@ func (w *world) run(p *Pipeline) (Result, error) {
 		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
 		Decide: func(v View) Decision {
 			w.views = append(w.views, v)
+			if v.Bag["kept"] != "" {
+				// An owner's keep, written into the Lease by another replica's extension server.
+				return Decision{Withdraw: "its owner kept it"}
+			}
 			if wants == nil {
 				return Decision{Withdraw: w.withdraw, Bag: w.bag}
 			}
