@@ -29,6 +29,8 @@ const (
 // excuse a replica's exit in them.
 type apiServer struct {
 	restart func(ctx context.Context, down time.Duration) error
+	// back, when set, is told when the server serves again after a restart.
+	back func(time.Time)
 
 	// gate: the workload holds it shared while it acts, a restart exclusively. A workload
 	// action writes Git and then the cluster, and records what it wrote before; a write to the
@@ -66,6 +68,9 @@ func (a *apiServer) outage(ctx context.Context, down time.Duration) error {
 	a.mu.Lock()
 	a.down, a.lastEnd = false, time.Now()
 	a.mu.Unlock()
+	if a.back != nil {
+		a.back(time.Now())
+	}
 	return err
 }
 

@@ -74,6 +74,7 @@ type outcome struct {
 	dueAtEnd, stalledAtEnd []string
 	mails                  int            // messages Mailpit received
 	outageExits            map[string]int // replica exits in an API server outage, by reason
+	known                  []string       // merges an open finding excused (Checker.Known)
 }
 
 type heapSummary struct {
@@ -247,6 +248,7 @@ func run(s *harness.Session, o options) harness.Result {
 		f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
 	}
 	api := newAPIServer(env.RestartAPIServer)
+	api.back = check.APIServerBack
 	f.api = api
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
@@ -421,6 +423,7 @@ func run(s *harness.Session, o options) harness.Result {
 	out.heaps = heapRule(reps, check, f.witnessFrom)
 	out.mergeLatency = check.MergeLatencies()
 	out.violations = check.Violations()
+	out.known = check.Known()
 	res := harness.Result{Report: render(out)}
 	if interrupted {
 		res.Err = ctx.Err()
