@@ -23,6 +23,22 @@ type history struct {
 	detail string
 }
 
+// check asserts what h wants of the violations c found: none, or exactly one of h.want
+// whose detail holds h.detail.
+func (h history) check(t *testing.T, c *Checker) {
+	t.Helper()
+	vs := c.Violations()
+	if h.want == "" {
+		if len(vs) > 0 {
+			t.Fatalf("violations %+v, want none", vs)
+		}
+		return
+	}
+	if len(vs) != 1 || vs[0].Invariant != h.want || !strings.Contains(vs[0].Detail, h.detail) {
+		t.Fatalf("violations %+v, want one %s with %q", vs, h.want, h.detail)
+	}
+}
+
 func pr(n int, head, state string, merged bool, created time.Time) githubtest.PullRequest {
 	return githubtest.PullRequest{Number: n, Head: head, State: state, Merged: merged, Created: created}
 }
@@ -158,16 +174,7 @@ func TestChecker(t *testing.T) {
 		t.Run(h.name, func(t *testing.T) {
 			c := NewChecker(42, 5*time.Second, graph.isAncestor, func(string, ...any) {})
 			h.feed(c)
-			vs := c.Violations()
-			if h.want == "" {
-				if len(vs) > 0 {
-					t.Fatalf("violations %+v, want none", vs)
-				}
-				return
-			}
-			if len(vs) != 1 || vs[0].Invariant != h.want || !strings.Contains(vs[0].Detail, h.detail) {
-				t.Fatalf("violations %+v, want one %s with %q", vs, h.want, h.detail)
-			}
+			h.check(t, c)
 		})
 	}
 }

@@ -77,16 +77,7 @@ func TestCheckerGrouped(t *testing.T) {
 			c := NewChecker(1, 5*time.Second, func(a, b string) bool { return a == b }, func(string, ...any) {})
 			c.ReadRemovals("namespace", tr.fileAt, tr.firstParent)
 			h.feed(c)
-			vs := c.Violations()
-			if h.want == "" {
-				if len(vs) != 0 {
-					t.Fatalf("violations %+v; want none", vs)
-				}
-				return
-			}
-			if len(vs) != 1 || vs[0].Invariant != h.want || !strings.Contains(vs[0].Detail, h.detail) {
-				t.Fatalf("violations %+v; want one %s with %q", vs, h.want, h.detail)
-			}
+			h.check(t, c)
 		})
 	}
 }
