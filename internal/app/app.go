@@ -400,6 +400,10 @@ func (sh *shared) setMode(ctx context.Context) error {
 		// A merge is decided on the Lease as the API server has it, not the cache: the same
 		// live reads as the groups' Leases.
 		sh.base.LiveRecord = m.Actuator.Leases.Get
+		// Every target a merged commit changes is confirmed against the API server first (the
+		// detectors register how their targets are read).
+		sh.base.Confirm = &pipeline.Confirmations{Lease: m.Actuator.Leases.Get, Log: o.Log.WithName("confirm")}
+		m.Actuator.Confirm = sh.base.Confirm
 		sh.release, sh.releaseNamespace = m.Release, m.ReleaseNamespace
 	case ModeDirect:
 		sh.base.Actuator = directActuator(sh.live, o.Allow)

@@ -84,6 +84,9 @@ func setupExpiry(sh *shared) error {
 	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	kinds := append([]schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}}, o.Expiry.Kinds...)
 	held := sh.plan.HeldWhole
+	if sh.base.Confirm != nil {
+		sh.base.Confirm.Register(expiry.DetectorName, expiry.TargetReader(mgr.GetAPIReader(), kinds))
+	}
 	for _, k := range kinds {
 		var cached client.Reader = mgr.GetClient()
 		var objects cache.Cache

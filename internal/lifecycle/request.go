@@ -12,7 +12,12 @@ type Request struct {
 	// Target is where Events about the Key go (its UID, when known, links them).
 	Target Target
 	UID    string
-	Now    time.Time
+	// Seen is what the look read of the target, in a form the detector's reader of the API
+	// server writes the same way (detectkit.Seen): before a merge, a target the API server has
+	// otherwise was decided on a cache that was behind, and the merge waits. Empty: the
+	// target is not confirmed, only its Lease.
+	Seen string
+	Now  time.Time
 	// Decide is the detector's pure decision over what the pipeline remembers.
 	Decide func(View) Decision
 	// Supersedes says whether newer asks for more than old (an open or a declined proposal) and

@@ -144,7 +144,10 @@ type Pipeline struct {
 	// extension server, wrote a moment ago may not be in Store's cache yet (after an API
 	// server restart, the cache's watch comes back only after a backoff).
 	LiveRecord func(ctx context.Context, key lifecycle.Key) (state.Record, error)
-	Actuator   Actuator
+	// Confirm, when set (PR mode), remembers what each look that agreed with its Key's proposal
+	// decided on; the actuator confirms it against the API server before a merge.
+	Confirm  *Confirmations
+	Actuator Actuator
 	// Proposals is set in PR mode: Changes become proposals that are followed until merged or
 	// closed.
 	Proposals Proposals
@@ -254,7 +257,21 @@ func (r *run) step(ctx context.Context, carried bool) (end, error) {
 	}
 	st := plan(lk.s)
 	r.log.V(1).Info("pipeline step", "step", st.String())
-	return r.execute(ctx, st)
+	if st == stepPoll || st == stepMerge {
+		// The look agrees with the open proposal (before the merge, which confirms it).
+		r.p.Confirm.agree(r.req.Key, r.req.Seen, r.rec.Version)
+	}
+	e, err := r.execute(ctx, st)
+	switch {
+	case err != nil:
+	case r.rec.Holder == "":
+		r.p.Confirm.forget(r.req.Key)
+	case (st == stepCommit || st == stepUpdate || st == stepReplay) && lk.decided && lk.decision.Withdraw == "":
+		// What this look decided (its Change, or a queued one it still wants) is now in the
+		// proposal.
+		r.p.Confirm.agree(r.req.Key, r.req.Seen, r.rec.Version)
+	}
+	return e, err
 }
 
 // track records what the look saw of the Key's proposal, for the health metrics (what was

@@ -46,6 +46,8 @@ type world struct {
 	// notices receive the Notices sent (nil: no notifier); held is the Request's HeldNotice.
 	notices *notifier
 	held    *lifecycle.Notice
+	// seen is what the look read of the target (Request.Seen).
+	seen string
 }
 
 // gatedActuator is a removal gate in front of next, as internal/actuate/gate answers.
@@ -98,7 +100,7 @@ func (w *world) run(p *Pipeline) (Result, error) {
 	w.now = w.now.Add(time.Minute)
 	wants := w.wants
 	return p.Run(context.Background(), Request{
-		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto, HeldNotice: w.held,
+		Key: testKey, Now: w.now, Supersedes: supersedes, AutoMerge: w.auto, HeldNotice: w.held, Seen: w.seen,
 		Target: lifecycle.Target{Version: "v1", Kind: "ResourceQuota", Namespace: "team-a", Name: "compute"},
 		Decide: func(v View) Decision {
 			w.views = append(w.views, v)

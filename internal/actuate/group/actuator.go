@@ -27,6 +27,14 @@ type Writer interface {
 	ClosedSince(ctx context.Context, c lifecycle.Change, since time.Time) (int, bool, error)
 	OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error)
 	CommitGroup(ctx context.Context, sha string) (lifecycle.Key, bool, error)
+	CommitTargets(ctx context.Context, sha string) ([]lifecycle.Key, error)
+}
+
+// Confirmer says, before a merge, which of keys (the targets the commit to be merged changes)
+// the API server has otherwise than the look that last agreed to its change read it, if any
+// (*pipeline.Confirmations).
+type Confirmer interface {
+	Unconfirmed(ctx context.Context, keys []lifecycle.Key) (lifecycle.Key, error)
 }
 
 var _ Writer = (*pr.Writer)(nil)
@@ -67,8 +75,12 @@ type Actuator struct {
 	// StatusTTL is how long a pull request's status read for one member serves the others
 	// (default 10 s).
 	StatusTTL time.Duration
-	Now       func() time.Time
-	Log       logr.Logger
+	// Confirm, when set, confirms every target of a pull request before it is merged: a group's
+	// pull request is merged from one member's look, on the others' looks' decisions, each
+	// made on its replica's caches. Nil: merged as the looks decided.
+	Confirm Confirmer
+	Now     func() time.Time
+	Log     logr.Logger
 
 	mu     sync.Mutex
 	locks  map[lifecycle.Key]*sync.Mutex
@@ -444,11 +456,30 @@ func (a *Actuator) ClosedSince(ctx context.Context, c lifecycle.Change, since ti
 	return a.Writer.ClosedSince(ctx, c, since)
 }
 
+// confirmRetry is how soon a merge that waits for a target's look is tried again.
+const confirmRetry = 2 * time.Second
+
 // Merge merges the pull request st, pinned to its head. It waits for a withdrawal from, or a
 // member joining, the same pull request in this process (which pushes a new head, so that the
 // merge, pinned to the head it read, merges nothing); another replica's merge, or the forge's, Withdraw finds afterwards.
+// With Confirm, it first confirms every target the head commit changes, and waits (merged false,
+// a retry soon) while one is unconfirmed.
 func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.ProposalState) (bool, time.Duration, error) {
 	defer a.lock(prLock(st.Number))()
+	if a.Confirm != nil && st.State == lifecycle.ProposalOpen {
+		keys, err := a.Writer.CommitTargets(ctx, st.HeadSHA)
+		if err != nil {
+			return false, 0, err
+		}
+		stale, err := a.Confirm.Unconfirmed(ctx, keys)
+		if err != nil {
+			return false, 0, fmt.Errorf("confirming the targets of pull request #%d before merging it: %w", st.Number, err)
+		}
+		if stale != "" {
+			a.Log.Info("merge waits until the target's look has decided on what the API server has", "number", st.Number, "target", string(stale))
+			return false, confirmRetry, nil
+		}
+	}
 	merged, retry, err := a.Writer.MergeIfReady(ctx, key, st, true)
 	if merged && st.State == lifecycle.ProposalOpen {
 		// This call merged it (a group's other members find it merged): its room is free.

@@ -124,6 +124,9 @@ type world struct {
 
 	mu   sync.Mutex
 	kept map[string]bool // targets extended by their owner
+	// cached and live are each target's Seen as the looks' cache and as the API server have it
+	// (ns/name; unset: both ""), for Confirm.
+	cached, live map[string]string
 }
 
 var nsCount int
@@ -146,7 +149,8 @@ func newWorld(t *testing.T) *world {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, s: s, gh: gh, clock: &clock{t: t0}, ev: &events{ids: map[string]bool{}}, kept: map[string]bool{}}
+	w := &world{t: t, s: s, gh: gh, clock: &clock{t: t0}, ev: &events{ids: map[string]bool{}}, kept: map[string]bool{},
+		cached: map[string]string{}, live: map[string]string{}}
 	w.store = &state.Store{Reader: k8s, Writer: k8s, Namespace: ns.Name, Identity: "replica-a"}
 	w.writer = pr.NewWriter(gh, &pr.GitRepo{URL: s.GitURL(owner, repo), Branch: "main",
 		Token: func(context.Context) (string, error) { return s.Token(), nil }},
@@ -181,7 +185,10 @@ func (w *world) request(ns, name string, autoMerge bool) lifecycle.Request {
 	c := lifecycle.Change{Key: key, Detector: "expiry", Target: t, Edit: lifecycle.Edit{Op: lifecycle.EditDelete},
 		Reason: "ExpiryDue", Summary: t.String() + " expired; removing it",
 		OptOut: &lifecycle.OptOut{Declined: "it stays.", Annotation: "kustos.io/expiry-ignore", Value: "true", Keep: "its owner extends it"}}
-	return lifecycle.Request{Key: key, Target: t, Now: w.clock.Now(), AutoMerge: autoMerge, Group: groupOf(ns),
+	w.mu.Lock()
+	seen := w.cached[ns+"/"+name]
+	w.mu.Unlock()
+	return lifecycle.Request{Key: key, Target: t, Seen: seen, Now: w.clock.Now(), AutoMerge: autoMerge, Group: groupOf(ns),
 		HeldNotice: &lifecycle.Notice{To: "owner@example.com", Owner: "owner", Target: t},
 		Decide: func(v lifecycle.View) lifecycle.Decision {
 			w.mu.Lock()

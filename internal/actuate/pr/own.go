@@ -71,10 +71,64 @@ const ownCommitsCacheSize = 1024
 // OwnCommit reports whether the commit sha is one Kustos wrote for key (IsOwnCommit), reading it
 // from GitHub once.
 func (w *Writer) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error) {
-	if sha == "" {
-		return false, nil
+	v, err := w.commitFact(ctx, string(key), sha, func(cm *gh.Commit) any { return IsOwnCommit(cm, key) })
+	if err != nil {
+		return false, fmt.Errorf("pr: %s: %w", key, err)
 	}
-	id := string(key) + "\x00" + sha
+	own, _ := v.(bool)
+	return own, nil
+}
+
+// CommitGroup returns the group Key of the commit sha when Kustos wrote it for a group: its
+// single Kustos-Key trailer names a group and the commit is Kustos's own for it.
+func (w *Writer) CommitGroup(ctx context.Context, sha string) (key lifecycle.Key, ok bool, err error) {
+	v, err := w.commitFact(ctx, "\x00group", sha, func(cm *gh.Commit) any {
+		if keys := trailerValues(cm.GetMessage(), TrailerKey); len(keys) == 1 {
+			if k := lifecycle.Key(keys[0]); k.IsGroup() && IsOwnCommit(cm, k) {
+				return k
+			}
+		}
+		return lifecycle.Key("")
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("pr: %w", err)
+	}
+	key, _ = v.(lifecycle.Key)
+	return key, key != "", nil
+}
+
+// CommitTargets returns the Keys whose Changes the commit sha carries, as its trailers name
+// them: a group's members (Kustos-Member), or the single Key (Kustos-Key) of a commit of its
+// own. A commit Kustos did not write carries none. A merge confirms exactly these targets.
+func (w *Writer) CommitTargets(ctx context.Context, sha string) ([]lifecycle.Key, error) {
+	v, err := w.commitFact(ctx, "\x00targets", sha, func(cm *gh.Commit) any {
+		keys := trailerValues(cm.GetMessage(), TrailerKey)
+		if len(keys) != 1 || !IsOwnCommit(cm, lifecycle.Key(keys[0])) {
+			return []lifecycle.Key(nil)
+		}
+		if k := lifecycle.Key(keys[0]); !k.IsGroup() {
+			return []lifecycle.Key{k}
+		}
+		var out []lifecycle.Key
+		for _, m := range trailerValues(cm.GetMessage(), TrailerMember) {
+			out = append(out, lifecycle.Key(m))
+		}
+		return out
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pr: %w", err)
+	}
+	keys, _ := v.([]lifecycle.Key)
+	return keys, nil
+}
+
+// commitFact returns read of the commit sha, reading the commit from GitHub once per what (a
+// commit never changes, so the answer holds for ever). An empty sha is read as no commit.
+func (w *Writer) commitFact(ctx context.Context, what, sha string, read func(*gh.Commit) any) (any, error) {
+	if sha == "" {
+		return read(nil), nil
+	}
+	id := what + "\x00" + sha
 	w.mu.Lock()
 	if w.own == nil {
 		w.own = lru.New(ownCommitsCacheSize)
@@ -82,48 +136,15 @@ func (w *Writer) OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (
 	v, ok := w.own.Get(id)
 	w.mu.Unlock()
 	if ok {
-		return v.(bool), nil
+		return v, nil
 	}
 	cm, err := w.gh.GetCommit(ctx, sha)
 	if err != nil {
-		return false, fmt.Errorf("pr: %s: read commit %s: %w", key, sha, err)
+		return nil, fmt.Errorf("read commit %s: %w", sha, err)
 	}
-	own := IsOwnCommit(cm, key)
+	v = read(cm)
 	w.mu.Lock()
-	w.own.Add(id, own)
+	w.own.Add(id, v)
 	w.mu.Unlock()
-	return own, nil
-}
-
-// CommitGroup returns the group Key of the commit sha when Kustos wrote it for a group: its
-// Kustos-Key trailer names a group, and IsOwnCommit holds for that group. ok is false for any
-// other commit (a target's own, a human's). Read from GitHub once per commit.
-func (w *Writer) CommitGroup(ctx context.Context, sha string) (key lifecycle.Key, ok bool, err error) {
-	if sha == "" {
-		return "", false, nil
-	}
-	id := "\x00group\x00" + sha
-	w.mu.Lock()
-	if w.own == nil {
-		w.own = lru.New(ownCommitsCacheSize)
-	}
-	v, cached := w.own.Get(id)
-	w.mu.Unlock()
-	if cached {
-		k := v.(lifecycle.Key)
-		return k, k != "", nil
-	}
-	cm, err := w.gh.GetCommit(ctx, sha)
-	if err != nil {
-		return "", false, fmt.Errorf("pr: read commit %s: %w", sha, err)
-	}
-	if keys := trailerValues(cm.GetMessage(), TrailerKey); len(keys) == 1 {
-		if k := lifecycle.Key(keys[0]); k.IsGroup() && IsOwnCommit(cm, k) {
-			key = k
-		}
-	}
-	w.mu.Lock()
-	w.own.Add(id, key)
-	w.mu.Unlock()
-	return key, key != "", nil
+	return v, nil
 }

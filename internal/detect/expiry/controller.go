@@ -140,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pipelineReq := decideRequest(key, g.target, g.uid, g.now, g.policy, r.Settings, r.Links, pause, log)
 	pipelineReq.AutoMerge = r.AutoMerge
+	pipelineReq.Seen = g.seen
 	pipelineReq.Group = r.Grouping.For(DetectorName, g.target, g.policy.Owner, r.GroupWindow)
 	res, err := r.Pipeline.Run(ctx, pipelineReq)
 	detectkit.CountCommitted(DetectorName, res)
@@ -248,26 +249,9 @@ func metadataChanged() predicate.Predicate {
 // sameReadMetadata says whether a and b agree on every annotation with one of w's prefixes and
 // every label w names.
 func sameReadMetadata(w lifecycle.Watches, a, b client.Object) bool {
-	for _, k := range w.MetadataLabels {
-		va, oka := a.GetLabels()[k]
-		vb, okb := b.GetLabels()[k]
-		if oka != okb || va != vb {
-			return false
-		}
-	}
-	read := func(o client.Object) map[string]string {
-		m := map[string]string{}
-		for k, v := range o.GetAnnotations() {
-			for _, p := range w.MetadataAnnotationPrefixes {
-				if strings.HasPrefix(k, p) {
-					m[k] = v
-					break
-				}
-			}
-		}
-		return m
-	}
-	return maps.Equal(read(a), read(b))
+	la, aa := detectkit.ReadMetadata(w, a)
+	lb, ab := detectkit.ReadMetadata(w, b)
+	return maps.Equal(la, lb) && maps.Equal(aa, ab)
 }
 
 func (r *Reconciler) objectsOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {

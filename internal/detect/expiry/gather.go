@@ -7,7 +7,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/detect/detectkit"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
@@ -18,6 +20,8 @@ import (
 type gathered struct {
 	target lifecycle.Target
 	uid    string
+	// seen is what the look read of the target and its Namespace (lifecycle.Request.Seen).
+	seen   string
 	policy Policy
 	now    time.Time
 }
@@ -27,19 +31,13 @@ type gathered struct {
 // is an orphan). ok is false when there is nothing to decide about: the object or its
 // Namespace is gone or going, or it is another installation's.
 func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log logr.Logger) (g gathered, ok bool, err error) {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(r.Kind)
-	if ok, err := detectkit.ReadTarget(ctx, r.Cache, n, obj, func(bool) { r.setOrphan(n, false) }); !ok {
+	obj, nsObj, ok, err := readObjects(ctx, r.Cache, r.Kind, n, func(bool) { r.setOrphan(n, false) })
+	if !ok {
 		return g, false, err
 	}
-	var nsObj *metav1.PartialObjectMetadata
 	var nsMeta *Meta
-	if obj.Namespace != "" {
-		ns, ok, err := detectkit.ReadNamespace(ctx, r.Cache, obj.Namespace)
-		if !ok {
-			return g, false, err
-		}
-		nsObj, nsMeta = ns, &Meta{Labels: ns.Labels, Annotations: ns.Annotations}
+	if nsObj != nil {
+		nsMeta = &Meta{Labels: nsObj.Labels, Annotations: nsObj.Annotations}
 	}
 	if !detectkit.InScope(r.Scope, obj, nsObj) {
 		// Another installation's (or it left the selector): no Event, no decision; a proposal
@@ -47,7 +45,7 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 		r.setOrphan(n, false)
 		return g, false, nil
 	}
-	g = gathered{target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.UID), now: r.Now()}
+	g = gathered{target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.UID), seen: seenOf(obj, nsObj), now: r.Now()}
 	var problems []Problem
 	g.policy, problems = ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(g.target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
 	if err := ReportProblems(ctx, r.Reporter, log, detectkit.RefOf(r.Kind, obj), detectkit.NamespaceRef(nsObj), problems, g.now); err != nil {
@@ -55,6 +53,56 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 	}
 	r.setOrphan(n, len(g.policy.Missing()) > 0 && len(problems) == 0)
 	return g, true, nil
+}
+
+// readObjects reads the object n of kind, and its Namespace (nil for a cluster-scoped kind),
+// as metadata through r: the cache at a look, the API server before a merge (TargetReader).
+// ok is false when there is nothing to decide about: either is gone or being deleted
+// (forget(gone) as detectkit.ReadTarget says).
+func readObjects(ctx context.Context, r client.Reader, kind schema.GroupVersionKind, n types.NamespacedName, forget func(gone bool)) (
+	obj, ns *metav1.PartialObjectMetadata, ok bool, err error) {
+	obj = &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(kind)
+	if ok, err := detectkit.ReadTarget(ctx, r, n, obj, forget); !ok {
+		return nil, nil, false, err
+	}
+	if obj.Namespace == "" {
+		return obj, nil, true, nil
+	}
+	ns, ok, err = detectkit.ReadNamespace(ctx, r, obj.Namespace)
+	return obj, ns, ok, err
+}
+
+// seenOf is lifecycle.Request.Seen of a target obj whose Namespace is ns (nil: none).
+func seenOf(obj, ns *metav1.PartialObjectMetadata) string {
+	if ns == nil {
+		return detectkit.Seen(Watches(), obj, nil)
+	}
+	return detectkit.Seen(Watches(), obj, ns)
+}
+
+// TargetReader reads the target of an expiry Key from reader (the API server) as a look reads
+// it from the cache (readObjects, then the same Seen), for the confirmation of a merge
+// (pipeline.Confirmations). kinds are the kinds the detector's Reconcilers watch; a Key of
+// another kind (a helm release, a VM) carries no Seen, and reads as none. ok is false when the
+// target or its Namespace is gone or being deleted.
+func TargetReader(reader client.Reader, kinds []schema.GroupVersionKind) func(ctx context.Context, key lifecycle.Key) (string, bool, error) {
+	byKindGroup := map[string]schema.GroupVersionKind{}
+	for _, k := range kinds {
+		byKindGroup[lifecycle.Target{Group: k.Group, Kind: k.Kind}.KindGroup()] = k
+	}
+	return func(ctx context.Context, key lifecycle.Key) (string, bool, error) {
+		p, ok := key.Parts()
+		kind, known := byKindGroup[p.KindGroup]
+		if !ok || !known {
+			return "", true, nil
+		}
+		obj, ns, ok, err := readObjects(ctx, reader, kind, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, func(bool) {})
+		if !ok || err != nil {
+			return "", false, err
+		}
+		return seenOf(obj, ns), true, nil
+	}
 }
 
 // SourcesOf are the places an object's expiry metadata is looked up, in order: the object,

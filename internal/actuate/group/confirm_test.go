@@ -1,0 +1,142 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/kustos-dev/kustos/internal/lifecycle"
+	"github.com/kustos-dev/kustos/internal/pipeline"
+)
+
+// confirmWith gives the world's actuator and pipeline c, whose expiry targets read as w.live.
+func (w *world) confirmWith(c *pipeline.Confirmations) {
+	c.Register("expiry", func(_ context.Context, key lifecycle.Key) (string, bool, error) {
+		p, _ := key.Parts()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.live[p.Namespace+"/"+p.Name], true, nil
+	})
+	w.act.Confirm, w.pl.Confirm = c, c
+}
+
+func (w *world) newConfirmations() *pipeline.Confirmations {
+	return &pipeline.Confirmations{Lease: w.store.Get, Log: testr.NewWithOptions(w.t, testr.Options{Verbosity: 1})}
+}
+
+// optOut opts preview n out on the API server; cacheToo says whether the looks' cache has it yet.
+func (w *world) optOut(ns string, n int, cacheToo bool) {
+	name := fmt.Sprintf("%s/preview-%d", ns, n)
+	w.mu.Lock()
+	w.live[name] = "opted-out"
+	if cacheToo {
+		w.cached[name] = "opted-out"
+		w.kept[name] = true // what the look decides on the opt-out: withdraw
+	}
+	w.mu.Unlock()
+}
+
+// tryMerge looks at previews with auto-merge once GitHub says the pull request may be merged,
+// past the status cache's TTL, and says whether it was merged.
+func (w *world) tryMerge(ns string, numbers ...int) bool {
+	w.t.Helper()
+	number := w.prs()[0].Number
+	w.mergeable(lifecycle.Key("test/merge"), number)
+	w.clock.Add(11 * time.Second)
+	w.lookWith(w.pl, true, ns, numbers...)
+	return w.prs()[0].Merged
+}
+
+// TestMergeConfirmsEveryTarget: a group's pull request is merged from one member's look, on the
+// other members' decisions, each made on its own look's cache. Before the merge, every target
+// the merged commit changes is read again from the API server (Confirm): a member whose owner
+// opted it out while this replica's cache was behind (after an API server restart its watch
+// comes back only after a backoff), or whose Lease moved, keeps the merge waiting until its own
+// look has decided on what the API server has.
+func TestMergeConfirmsEveryTarget(t *testing.T) {
+	rows := []struct {
+		name string
+		// confirm: the actuator confirms; act runs after the pull request of previews 1–3 opened.
+		confirm bool
+		act     func(w *world)
+	}{
+		{"every target as its look read it: merged", true, func(w *world) {
+			if !w.tryMerge("team-a", 1) {
+				w.t.Fatalf("not merged: %+v", w.prs()[0])
+			}
+			w.onlyPR("team-a", 1, 2, 3)
+		}},
+		{"a member opted out, this replica's cache behind: the merge waits; its look withdraws it; the rest merges", true, func(w *world) {
+			w.optOut("team-a", 2, false)
+			w.look("team-a", 2) // the stale cache: still due, agrees with the proposal
+			if w.tryMerge("team-a", 1) || w.tryMerge("team-a", 3) {
+				w.t.Fatalf("merged with preview-2 opted out on the API server: %+v", w.prs()[0])
+			}
+			w.optOut("team-a", 2, true) // the watch is back
+			w.look("team-a", 2)
+			w.onlyPR("team-a", 1, 3)
+			if !w.tryMerge("team-a", 1, 3) {
+				w.t.Fatalf("not merged once preview-2 was out: %+v", w.prs()[0])
+			}
+			if !w.onMain("team-a", 2) || w.onMain("team-a", 1) {
+				w.t.Errorf("on main: preview-1 %v, preview-2 %v; want only preview-2 kept", w.onMain("team-a", 1), w.onMain("team-a", 2))
+			}
+		}},
+		{"the same without confirmation: the stale looks merge the opted-out member (why Confirm is there)", false, func(w *world) {
+			w.optOut("team-a", 2, false)
+			w.look("team-a", 2)
+			if !w.tryMerge("team-a", 1) {
+				w.t.Fatalf("not merged: %+v", w.prs()[0])
+			}
+			if w.onMain("team-a", 2) {
+				w.t.Errorf("preview-2 kept: this row no longer shows the stale merge")
+			}
+		}},
+		{"a member's Lease moved since its look agreed (an extension another replica recorded): the merge waits for its look", true, func(w *world) {
+			key2 := lifecycle.KeyFor("expiry", target("team-a", "preview-2"))
+			rec, err := w.store.Get(context.Background(), key2)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			if _, err := w.store.SetBag(context.Background(), rec, map[string]string{"extended": "until tomorrow"}); err != nil {
+				w.t.Fatal(err)
+			}
+			w.keep("team-a", 2)
+			if w.tryMerge("team-a", 1) {
+				w.t.Fatalf("merged past preview-2's moved Lease: %+v", w.prs()[0])
+			}
+			w.look("team-a", 2)
+			w.onlyPR("team-a", 1, 3)
+			if !w.tryMerge("team-a", 1) {
+				w.t.Fatalf("not merged once preview-2 was out: %+v", w.prs()[0])
+			}
+		}},
+		{"a new process: no look of it has agreed to the members yet; the merge waits for theirs", true, func(w *world) {
+			w.confirmWith(w.newConfirmations())
+			if w.tryMerge("team-a", 1) {
+				w.t.Fatalf("merged before preview-2 and preview-3 were looked at: %+v", w.prs()[0])
+			}
+			w.look("team-a", 2, 3)
+			if !w.tryMerge("team-a", 1) {
+				w.t.Fatalf("not merged once every member agreed: %+v", w.prs()[0])
+			}
+			w.onlyPR("team-a", 1, 2, 3)
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w := newWorld(t)
+			if row.confirm {
+				w.confirmWith(w.newConfirmations())
+			}
+			w.look("team-a", 1, 2, 3)
+			w.clock.Add(window)
+			w.look("team-a", 1, 2, 3)
+			w.onlyPR("team-a", 1, 2, 3)
+			row.act(w)
+		})
+	}
+}
