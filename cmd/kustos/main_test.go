@@ -125,6 +125,11 @@ func TestRunFlagsAllow(t *testing.T) {
 			want: "expiry:delete:apps/deployments,expiry:pause:apps/deployments"},
 		{name: "KUSTOS_ALLOW", env: "expiry:delete:helm.sh/releases,expiry:pause:apps/statefulsets",
 			want: "expiry:delete:helm.sh/releases,expiry:pause:apps/statefulsets"},
+		{name: "--allow repeated: every one counts (a second one once replaced the first)",
+			args: []string{"--allow=cleaner:delete:configmaps", "--allow=inactivity:pause:apps/deployments", "--allow-delete=expiry:namespaces", "--allow-delete=expiry:apps/deployments"},
+			want: "cleaner:delete:configmaps,expiry:delete:apps/deployments,expiry:delete:namespaces,inactivity:pause:apps/deployments"},
+		{name: "a flag wins over KUSTOS_ALLOW, whole", args: []string{"--allow=cleaner:delete:configmaps"}, env: "expiry:delete:namespaces",
+			want: "cleaner:delete:configmaps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("KUSTOS_ALLOW", tc.env)

@@ -39,7 +39,7 @@ type runFlagSet struct {
 	mailTLS             string
 	allowedDestinations string
 	webhookConfigs      string
-	allow, allowDelete  string
+	allow, allowDelete  listFlag
 	groupBy             string
 	// vSphere VMs (issue 18): comma-separated lists.
 	vsphereFolders, vsphereIgnore string
@@ -62,8 +62,8 @@ func (r *runFlagSet) define(fs *pflag.FlagSet) {
 		fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof/ (heap and CPU profiles; bind it to loopback, e.g. 127.0.0.1:8082, and reach it with kubectl port-forward); 0 disables")
 		fs.IntVar(&o.GCPercent, "gogc", defaultGCPercent, "Go's garbage-collection target: the heap grows by this percentage of the live heap (mostly Kustos's caches, which live as long as it does) before the next collection; lower holds less memory for more CPU, 100 is Go's default; the GOGC environment variable wins when set")
 		fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "quotas decided in parallel")
-		fs.StringVar(&r.allow, "allow", "", "what each detector may delete and pause in the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): comma-separated detector:verb:resource, detector one of expiry, inactivity, cleaner (also spelt ephemeral), verb delete or pause (scale to zero, or the pause field), resource plural with its API group (expiry:delete:namespaces,inactivity:pause:apps/deployments,cleaner:delete:configmaps; helm.sh/releases: uninstalling helm releases, e.g. expiry:delete:helm.sh/releases; expiry:delete:vsphere.kustos.io/virtualmachines lets expired vSphere VMs be quarantined); empty: nothing is deleted or paused, refusals are DeleteNotAllowed or PauseNotAllowed Warning Events")
-		fs.StringVar(&r.allowDelete, "allow-delete", "", "the older spelling of --allow's deletions, merged with it: comma-separated detector:resource, each meaning detector:delete:resource (expiry:namespaces,expiry:apps/deployments)")
+		fs.Var(&r.allow, "allow", "what each detector may delete and pause in the cluster (direct mode; in pr mode objects no manifest in Git defines, which get no pull request): repeatable or comma-separated detector:verb:resource, detector one of expiry, inactivity, cleaner (also spelt ephemeral), verb delete or pause (scale to zero, or the pause field), resource plural with its API group (expiry:delete:namespaces,inactivity:pause:apps/deployments,cleaner:delete:configmaps; helm.sh/releases: uninstalling helm releases, e.g. expiry:delete:helm.sh/releases; expiry:delete:vsphere.kustos.io/virtualmachines lets expired vSphere VMs be quarantined); empty: nothing is deleted or paused, refusals are DeleteNotAllowed or PauseNotAllowed Warning Events")
+		fs.Var(&r.allowDelete, "allow-delete", "the older spelling of --allow's deletions, merged with it: repeatable or comma-separated detector:resource, each meaning detector:delete:resource (expiry:namespaces,expiry:apps/deployments)")
 	})
 
 	cli.StateNamespace(fs, &o.StateNamespace)
@@ -233,10 +233,10 @@ func (r *runFlagSet) finish(fs *pflag.FlagSet, lookupEnv func(string) (string, b
 	}
 	o.Webhook.Configurations = splitList(r.webhookConfigs)
 	o.Gates.SubmissionAllowedHosts = splitList(r.submissionAllowedHosts)
-	if o.Allow, err = allow.Parse(r.allow, app.PolicyDetectors); err != nil {
+	if o.Allow, err = allow.Parse(r.allow.String(), app.PolicyDetectors); err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}
-	deletes, err := allow.ParseDeletes(r.allowDelete, app.PolicyDetectors)
+	deletes, err := allow.ParseDeletes(r.allowDelete.String(), app.PolicyDetectors)
 	if err != nil {
 		return o, "", "", &cli.UsageError{Err: err}
 	}
