@@ -23,9 +23,10 @@ const (
 	StateOpen = lifecycle.ProposalOpen
 	// StateMerged: the PR was merged; the change waits for the GitOps tool to sync.
 	StateMerged = lifecycle.ProposalMerged
-	// StateClosedByHuman: the PR was closed without merging. Kustos closes a PR only when its
-	// namespace is gone (and then forgets the key), so this was a person; the pipeline starts the
-	// cooldown.
+	// StateClosedByHuman: the PR was closed without merging, by people or by Kustos itself (a
+	// withdrawal, a gone namespace's PR): the name is the state's, not a verdict. The pipeline
+	// takes it for people's decline, and starts the cooldown, unless the detector withdraws the
+	// change and the head is Kustos's own.
 	StateClosedByHuman = lifecycle.ProposalClosedByHuman
 )
 
