@@ -30,7 +30,8 @@ FUZZ_TARGETS := \
   ./internal/submit:FuzzParseOffset,FuzzParseCompletion \
   ./internal/vsphere:FuzzParseNotes \
   ./internal/actuate/gate:FuzzCheckDestination \
-  ./internal/actuate/pr:FuzzChart,FuzzActivityChart
+  ./internal/actuate/pr:FuzzChart,FuzzActivityChart \
+  ./internal/state:FuzzParseWrites
 
 export KUSTOS_TESTBIN := $(BIN)
 

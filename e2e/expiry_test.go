@@ -40,6 +40,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/notify/mailpittest"
 	"github.com/kustos-dev/kustos/internal/orphans"
 	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // Short lifetimes: warned 2 s before the deadline, never acted on less than 3 s after the warning.
@@ -247,6 +248,15 @@ func TestExpiryPRMode(t *testing.T) {
 	}
 	waitEvents(t, ns, expiry.ReasonExpired, 1)
 	g.onePR(t, 2*time.Second)
+	// The leader logs its GitHub writes, so that its successor paces from them too.
+	eventually(t, "the REST writes in the log of GitHub writes", func() bool {
+		var l coordinationv1.Lease
+		if k8s.Get(context.Background(), client.ObjectKey{Namespace: k.opts.StateNamespace, Name: state.WriteLogLease}, &l) != nil {
+			return false
+		}
+		writes := g.s.CountRequests("POST", "") + g.s.CountRequests("PATCH", "") + g.s.CountRequests("PUT", "") + g.s.CountRequests("DELETE", "")
+		return len(strings.Fields(l.Annotations[state.AnnotationWrites])) >= writes
+	})
 }
 
 // TestExpiryDeleteNotAllowed: deletions and pauses are opt-ins per detector and kind (--allow).

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -378,6 +379,10 @@ func newShared(ctx context.Context, mgr ctrl.Manager, o Options, serving *keyrin
 	return sh, nil
 }
 
+// writeLogInterval is how often the leader saves its GitHub writes of the last hour: what a
+// crash can lose of them.
+const writeLogInterval = 10 * time.Second
+
 // setMode gives the base pipeline the actuator --mode selects: PR mode's (group's Mode, whose
 // credentials are checked now, and its release of a gone namespace's pull request) or the
 // direct one; observer mode keeps the recorder.
@@ -405,6 +410,15 @@ func (sh *shared) setMode(ctx context.Context) error {
 		sh.base.Confirm = &pipeline.Confirmations{Lease: m.Actuator.Leases.Get, Log: o.Log.WithName("confirm")}
 		m.Actuator.Confirm = sh.base.Confirm
 		sh.release, sh.releaseNamespace = m.Release, m.ReleaseNamespace
+		// GitHub counts its writes an hour per installation, not per process: the leader keeps
+		// the last hour's in a Lease, which the next leader (a restart, the other replica)
+		// reads before it paces its own.
+		writeLog := &state.WriteLog{Client: sh.live, Namespace: o.StateNamespace}
+		if err := sh.mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			return m.GitHub.KeepWriteLog(ctx, writeLog, writeLogInterval, o.Log.WithName("github-writes"))
+		})); err != nil {
+			return err
+		}
 	case ModeDirect:
 		sh.base.Actuator = directActuator(sh.live, o.Allow)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,11 @@ type Runner interface{ Run() int }
 // os.Exit. A control plane that does not start fails the package: it is a broken install step
 // (make testbin), never a reason to skip. pkg names the package in what it prints.
 func Main(m Runner, pkg string, startTimeout time.Duration, opts Options, setup func(ctx context.Context, env *Env) error) int {
+	if fuzzing(os.Args[1:]) {
+		// make fuzz runs one fuzz target and no test (-run='^$'), in a coordinator and its
+		// workers, each a process of its own: none needs a control plane.
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	env, err := Start(ctx, opts)
@@ -34,4 +40,16 @@ func Main(m Runner, pkg string, startTimeout time.Duration, opts Options, setup 
 		return 1
 	}
 	return m.Run()
+}
+
+// fuzzing reports whether the test binary was started to fuzz (go test -fuzz, or one of its
+// workers).
+func fuzzing(args []string) bool {
+	for _, a := range args {
+		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if (name == "test.fuzz" && value != "") || name == "test.fuzzworker" {
+			return true
+		}
+	}
+	return false
 }

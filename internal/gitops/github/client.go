@@ -22,6 +22,9 @@ type Client struct {
 	// app and installationID describe GitHub App credentials (for CheckCredentials).
 	app            bool
 	installationID int64
+	// pacer paces the client's writes (nil: not paced); clock is the chain's.
+	pacer *writePacer
+	clock Clock
 
 	// defaultBranch is the repository's default branch as CheckCredentials read it, so that the
 	// start-up check and the first PR read the repository once.
@@ -53,7 +56,8 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	creds, err := newCredentials(cfg, s.chain(), s.clock, s.credentialRecheck)
+	pacer := newWritePacer(s.writesPerMinute, s.writesPerHour)
+	creds, err := newCredentials(cfg, s.chain(pacer), s.clock, s.credentialRecheck)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +65,8 @@ func NewClient(cfg Config, opts ...Option) (*Client, error) {
 	c := gh.NewClient(&http.Client{Transport: creds})
 	c.BaseURL = api
 	c.UserAgent = "kustos"
-	return &Client{gh: c, creds: creds, owner: owner, repo: repo, app: cfg.PrivateKeyFile != "", installationID: cfg.InstallationID}, nil
+	return &Client{gh: c, creds: creds, owner: owner, repo: repo, app: cfg.PrivateKeyFile != "", installationID: cfg.InstallationID,
+		pacer: pacer, clock: s.clock}, nil
 }
 
 // Owner and Repo name the repository.

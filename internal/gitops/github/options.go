@@ -152,7 +152,7 @@ func NewChain(opts ...Option) http.RoundTripper {
 	if err := s.validate(); err != nil {
 		panic(err)
 	}
-	return s.chain()
+	return s.chain(newWritePacer(s.writesPerMinute, s.writesPerHour))
 }
 
 // validate refuses settings no request could be paced by.
@@ -166,12 +166,12 @@ func (s settings) validate() error {
 	return nil
 }
 
-func (s settings) chain() http.RoundTripper {
+func (s settings) chain(pacer *writePacer) http.RoundTripper {
 	limits := newRateLimits()
 	var rt http.RoundTripper = &instrumented{next: s.base}
 	rt = &timeoutTransport{next: rt, timeout: s.timeout}
 	rt = &refGuard{next: rt} // under every wait: the branch is read right before its update
-	rt = newPacedTransport(rt, s, limits)
+	rt = newPacedTransport(rt, s, pacer, limits)
 	rt = &retryTransport{next: rt, s: s, limits: limits}
 	if s.cacheEntries > 0 {
 		rt = newETagCache(rt, s.cacheEntries, s.identity)

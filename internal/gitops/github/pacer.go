@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -93,6 +94,48 @@ func (p *writePacer) reserve(now time.Time, maxWait time.Duration) (at time.Time
 	return at, reason, true
 }
 
+// addEarlier adds the writes of an earlier life of Kustos (sent, read from the write log) to the
+// pacer, as if this process had sent them: the hourly log keeps the last perHour of both, and
+// the minute bucket gives up a token for each of them sent in the last minute.
+func (p *writePacer) addEarlier(sent []time.Time, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lastMinute := 0
+	for _, t := range sent {
+		if !t.After(now.Add(-time.Hour)) {
+			continue
+		}
+		p.sent = append(p.sent, t)
+		if t.After(now.Add(-time.Minute)) {
+			lastMinute++
+		}
+	}
+	slices.SortFunc(p.sent, func(a, b time.Time) int { return a.Compare(b) })
+	if p.perHour > 0 && len(p.sent) > p.perHour {
+		p.sent = append(p.sent[:0], p.sent[len(p.sent)-p.perHour:]...)
+	} else if p.perHour == 0 {
+		p.sent = p.sent[:0]
+	}
+	if p.perMinute > 0 && lastMinute > 0 {
+		p.tokens, p.last = p.refill(now)-float64(lastMinute), now
+	}
+	p.gauges(now, p.refill(now))
+}
+
+// recent returns the send times of the writes of the hour before now and of those reserved
+// after it: what the write log keeps.
+func (p *writePacer) recent(now time.Time) []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []time.Time
+	for _, t := range p.sent {
+		if t.After(now.Add(-time.Hour)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // refill returns the minute bucket's tokens at now.
 func (p *writePacer) refill(now time.Time) float64 {
 	if p.perMinute <= 0 {
@@ -143,8 +186,8 @@ type pacedTransport struct {
 	maxWait time.Duration
 }
 
-func newPacedTransport(next http.RoundTripper, s settings, limits *rateLimits) *pacedTransport {
-	t := &pacedTransport{next: next, clock: s.clock, pacer: newWritePacer(s.writesPerMinute, s.writesPerHour), limits: limits, maxWait: s.maxWait}
+func newPacedTransport(next http.RoundTripper, s settings, pacer *writePacer, limits *rateLimits) *pacedTransport {
+	t := &pacedTransport{next: next, clock: s.clock, pacer: pacer, limits: limits, maxWait: s.maxWait}
 	if s.maxInFlight > 0 {
 		t.slots = make(chan struct{}, s.maxInFlight)
 	}
