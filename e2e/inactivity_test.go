@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kustos-dev/kustos/internal/activity"
@@ -546,4 +548,35 @@ func TestInactivityPRWithdrawn(t *testing.T) {
 	if got := replicas(t, ns, "vm"); got != 1 {
 		t.Errorf("the VM has %d replicas, want 1", got)
 	}
+}
+
+// TestInactivityPROptOutWithdraws: the pause PR of an idle VM is open when its namespace's owner
+// opts the VM out of the inactivity detector. Kustos closes the PR itself, saying why, as it
+// does when the VM is used again: an opted-out target has no Change, and a PR left open would be
+// merged by people, or (grouped with other VMs) by another VM's auto-merge.
+func TestInactivityPROptOutWithdraws(t *testing.T) {
+	live := startLiveActivity(t, false)
+	ns := newNamespace(t, "inactivity-optout", nil)
+	g := newGitOps(t, ns)
+	g.addManifest("add the lab VM", "vm.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
+		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n")
+	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
+	k := startKustos(t, g.prMode(func(o *app.Options) {
+		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
+		o.Inactivity.Sources = o.Inactivity.Sources[:1] // nginx only
+	}))
+	dumpOnFailure(t, k)
+	p := g.waitPR(t, "the pause PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+
+	patch := []byte(`{"metadata":{"annotations":{"` + inactivity.AnnotationIgnore + `":"true"}}}`)
+	if err := k8s.Patch(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	closed := g.waitPR(t, "the pause PR closed by Kustos", func(q githubtest.PullRequest) bool { return q.Number == p.Number && q.State == "closed" })
+	if closed.Merged || len(closed.Comments) != 1 || !strings.Contains(closed.Comments[0], "is opted out of the inactivity detector") {
+		t.Errorf("merged %v, comments %q", closed.Merged, closed.Comments)
+	}
+	waitEvents(t, ns, pipeline.ReasonWithdrawn, 1)
+	g.onePR(t, 3*time.Second)
+	never(t, ns, inactivity.ReasonDeclined, 0, time.Second)
 }

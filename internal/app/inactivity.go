@@ -10,6 +10,7 @@ import (
 	"github.com/kustos-dev/kustos/internal/egress"
 	"github.com/kustos-dev/kustos/internal/extension"
 	"github.com/kustos-dev/kustos/internal/objcache"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // setupInactivity adds the inactivity detector: the check loop (one Prometheus query per source
@@ -67,6 +68,8 @@ func setupInactivity(sh *shared) error {
 	// --allowed-destinations and follows no redirect (an exam endpoint answers itself).
 	guard := &egress.Guard{Policy: o.AllowedDestinations, Detector: inactivity.DetectorName, Log: o.Log.WithName("egress")}
 	prober := inactivity.HTTPProber{Client: guard.Client(in.ProbeTimeout), Log: o.Log.WithName("probe")}
+	// Whether a target no longer watched still has a Lease (a pause proposed for it): from the cache.
+	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
 	for _, k := range in.Kinds {
 		ch := make(chan inactivity.Checked, 1)
 		loop.Notify = append(loop.Notify, ch)
@@ -76,6 +79,7 @@ func setupInactivity(sh *shared) error {
 			Prober: prober, ProbeInterval: in.ProbeInterval, AutoMerge: o.Mode == ModePR && o.PR.AutoMerge,
 			Grouping: o.PR.GroupingFor(inactivity.DetectorName), GroupWindow: o.PR.GroupWindow,
 			Checked: ch, KeepLinks: nt.KeepLinks, Now: o.Now, Log: o.Log.WithName("inactivity"),
+			HasState: cachedState.Has,
 		}
 		if nt.ResumeLinks != nil {
 			// A resume its owner asks for is looked at at once.

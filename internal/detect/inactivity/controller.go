@@ -122,8 +122,12 @@ type Reconciler struct {
 	// LeaseTrigger, when set, says which Key a change of a state Lease should make the detector
 	// look at at once (a resume its owner just asked for), instead of at its next look.
 	LeaseTrigger func(before, after client.Object) (lifecycle.Key, bool)
-	Now          func() time.Time
-	Log          logr.Logger
+	// HasState, when set, says whether a state Lease exists for a Key, from a cache (no read of
+	// the API server): a target opted out, or that no longer times out, goes through the
+	// pipeline only then, so that a pause proposed for it is withdrawn.
+	HasState func(ctx context.Context, key lifecycle.Key) bool
+	Now      func() time.Time
+	Log      logr.Logger
 
 	mu        sync.Mutex
 	lastProbe map[types.NamespacedName]time.Time

@@ -94,7 +94,8 @@ type gathered struct {
 // serves it, reads its policy (reporting what of the metadata cannot be used), whether it runs,
 // its activity, and probes its exam endpoint when due. ok is false when there is nothing to
 // decide: the target or its Namespace is gone or going, it is another installation's, it never
-// times out, or what it needs cannot be read (said on it).
+// times out or is opted out (and has no Lease: one with a Lease is decided, to withdraw what was
+// proposed for it), or what it needs cannot be read (said on it).
 func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log logr.Logger) (g gathered, ok bool, err error) {
 	// The reconcile only reads the target, its Namespace and its template (GetLabels and
 	// GetAnnotations copy; Running, TemplateRefOf and ParsePolicy read): the manager's cache's
@@ -129,17 +130,23 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 	if g.policy, err = r.policy(ctx, log, obj, nsObj, g.target, objRef, g.now); err != nil {
 		return g, false, err
 	}
-	if g.policy.Ignored || (g.policy.Timeout <= 0 && g.policy.ProbeURL == "") {
-		// Opted out, never times out, or metadata that cannot be used: no Lease, no look.
-		r.setTarget(n, false)
+	watched := !g.policy.Ignored && (g.policy.Timeout > 0 || g.policy.ProbeURL != "")
+	r.setTarget(n, watched)
+	if !watched && (r.HasState == nil || !r.HasState(ctx, lifecycle.KeyFor(DetectorName, g.target))) {
+		// Opted out, never times out, or metadata that cannot be used, and nothing of it is
+		// remembered: no Lease, no look.
 		return g, false, nil
 	}
-	r.setTarget(n, true)
 	if g.running, err = Running(obj, r.Settings.Pause); err != nil {
 		return g, false, r.report(ctx, log, objRef, nil, []Problem{{On: g.target.String(), Key: "pause state", Value: err.Error(),
 			Err: "cannot tell whether the target runs; it is left alone"}}, g.now)
 	}
 	g.pauseFrom = PauseFieldValue(obj, r.Settings.Pause)
+	if !watched {
+		// It was watched (its Lease exists): Decide withdraws the pause or deletion proposed
+		// for it. Its activity and its probe are no longer asked.
+		return g, true, nil
+	}
 	if g.act, err = ActivityOf(obj, g.target, r.Sources, r.Tracker); err != nil {
 		// A source's target template cannot name this target (a label it indexes is missing):
 		// its activity is unknown, so it is left alone, and said so on it.
