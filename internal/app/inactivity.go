@@ -70,6 +70,9 @@ func setupInactivity(sh *shared) error {
 	prober := inactivity.HTTPProber{Client: guard.Client(in.ProbeTimeout), Log: o.Log.WithName("probe")}
 	// Whether a target no longer watched still has a Lease (a pause proposed for it): from the cache.
 	cachedState := &state.Store{Reader: mgr.GetClient(), Namespace: o.StateNamespace}
+	if sh.base.Confirm != nil {
+		sh.base.Confirm.Register(inactivity.DetectorName, inactivity.TargetReader(mgr.GetAPIReader(), in.Kinds))
+	}
 	for _, k := range in.Kinds {
 		ch := make(chan inactivity.Checked, 1)
 		loop.Notify = append(loop.Notify, ch)

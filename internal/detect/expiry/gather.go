@@ -31,7 +31,7 @@ type gathered struct {
 // is an orphan). ok is false when there is nothing to decide about: the object or its
 // Namespace is gone or going, or it is another installation's.
 func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log logr.Logger) (g gathered, ok bool, err error) {
-	obj, nsObj, ok, err := readObjects(ctx, r.Cache, r.Kind, n, func(bool) { r.setOrphan(n, false) })
+	obj, nsObj, ok, err := detectkit.ReadObjects(ctx, r.Cache, r.Kind, n, func(bool) { r.setOrphan(n, false) })
 	if !ok {
 		return g, false, err
 	}
@@ -55,54 +55,15 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 	return g, true, nil
 }
 
-// readObjects reads the object n of kind, and its Namespace (nil for a cluster-scoped kind),
-// as metadata through r: the cache at a look, the API server before a merge (TargetReader).
-// ok is false when there is nothing to decide about: either is gone or being deleted
-// (forget(gone) as detectkit.ReadTarget says).
-func readObjects(ctx context.Context, r client.Reader, kind schema.GroupVersionKind, n types.NamespacedName, forget func(gone bool)) (
-	obj, ns *metav1.PartialObjectMetadata, ok bool, err error) {
-	obj = &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(kind)
-	if ok, err := detectkit.ReadTarget(ctx, r, n, obj, forget); !ok {
-		return nil, nil, false, err
-	}
-	if obj.Namespace == "" {
-		return obj, nil, true, nil
-	}
-	ns, ok, err = detectkit.ReadNamespace(ctx, r, obj.Namespace)
-	return obj, ns, ok, err
-}
-
 // seenOf is lifecycle.Request.Seen of a target obj whose Namespace is ns (nil: none).
 func seenOf(obj, ns *metav1.PartialObjectMetadata) string {
-	if ns == nil {
-		return detectkit.Seen(Watches(), obj, nil)
-	}
-	return detectkit.Seen(Watches(), obj, ns)
+	return detectkit.SeenOf(Watches(), obj, ns)
 }
 
 // TargetReader reads the target of an expiry Key from reader (the API server) as a look reads
-// it from the cache (readObjects, then the same Seen), for the confirmation of a merge
-// (pipeline.Confirmations). kinds are the kinds the detector's Reconcilers watch; a Key of
-// another kind (a helm release, a VM) carries no Seen, and reads as none. ok is false when the
-// target or its Namespace is gone or being deleted.
+// it from the cache (detectkit.TargetReader), for the confirmation of a merge.
 func TargetReader(reader client.Reader, kinds []schema.GroupVersionKind) func(ctx context.Context, key lifecycle.Key) (string, bool, error) {
-	byKindGroup := map[string]schema.GroupVersionKind{}
-	for _, k := range kinds {
-		byKindGroup[lifecycle.Target{Group: k.Group, Kind: k.Kind}.KindGroup()] = k
-	}
-	return func(ctx context.Context, key lifecycle.Key) (string, bool, error) {
-		p, ok := key.Parts()
-		kind, known := byKindGroup[p.KindGroup]
-		if !ok || !known {
-			return "", true, nil
-		}
-		obj, ns, ok, err := readObjects(ctx, reader, kind, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, func(bool) {})
-		if !ok || err != nil {
-			return "", false, err
-		}
-		return seenOf(obj, ns), true, nil
-	}
+	return detectkit.TargetReader(reader, kinds, Watches())
 }
 
 // SourcesOf are the places an object's expiry metadata is looked up, in order: the object,

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,14 +81,27 @@ type gathered struct {
 	uid             string
 	created         time.Time
 	resourceVersion string
-	now             time.Time
-	policy          Policy
-	running         bool
-	pauseFrom       string
-	act             activity.Activity
-	probe           *Probe
+	// seen is what the look read of the target and its Namespace (lifecycle.Request.Seen).
+	seen      string
+	now       time.Time
+	policy    Policy
+	running   bool
+	pauseFrom string
+	act       activity.Activity
+	probe     *Probe
 	// requeue is the probe's: look again within ProbeInterval (0: no probe).
 	requeue time.Duration
+}
+
+// readMetadata is what of a target's and its Namespace's metadata the detector decides on (the
+// metadata of Watches).
+var readMetadata = Watches(nil, Pause{}, nil)
+
+// TargetReader reads the target of an inactivity Key from reader (the API server) as a look
+// reads its metadata from the cache (detectkit.TargetReader), for the confirmation of a merge.
+// A target template's metadata (--inactivity-template-ref) is not read.
+func TargetReader(reader client.Reader, kinds []schema.GroupVersionKind) func(ctx context.Context, key lifecycle.Key) (string, bool, error) {
+	return detectkit.TargetReader(reader, kinds, readMetadata)
 }
 
 // gather reads the target n and its Namespace from the cache, tells whether this installation
@@ -125,7 +139,7 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 		return g, false, nil
 	}
 	g = gathered{now: r.Now(), target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.GetUID()),
-		created: obj.GetCreationTimestamp().Time, resourceVersion: obj.GetResourceVersion()}
+		created: obj.GetCreationTimestamp().Time, resourceVersion: obj.GetResourceVersion(), seen: detectkit.SeenOf(readMetadata, obj, nsObj)}
 	objRef := detectkit.RefOf(r.Kind, obj)
 	if g.policy, err = r.policy(ctx, log, obj, nsObj, g.target, objRef, g.now); err != nil {
 		return g, false, err

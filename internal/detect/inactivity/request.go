@@ -13,7 +13,7 @@ import (
 func (r *Reconciler) request(g gathered, log logr.Logger) lifecycle.Request {
 	key := lifecycle.KeyFor(DetectorName, g.target)
 	return lifecycle.Request{
-		Key: key, Target: g.target, UID: g.uid, Now: g.now, AutoMerge: r.AutoMerge,
+		Key: key, Target: g.target, UID: g.uid, Seen: g.seen, Now: g.now, AutoMerge: r.AutoMerge,
 		Group: r.Grouping.For(DetectorName, g.target, g.policy.Owner, r.GroupWindow),
 		// The owner is told when the termination is held (its submission failed).
 		HeldNotice: &lifecycle.Notice{To: g.policy.OwnerAddress, Owner: g.policy.Owner, Target: g.target},
