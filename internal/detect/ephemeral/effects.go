@@ -126,6 +126,17 @@ func (r *Reconciler) act(ctx context.Context, log logr.Logger, cl *v1alpha1.Clea
 		out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(p.remaining, ", ")+" to go")
 		return nil
 	}
+	if left, err := r.stillLive(ctx, cl, targets); err != nil || len(left) > 0 {
+		// The target cache said every target is gone; the API server does not: the cache is
+		// behind (after an API server restart its watch comes back only after a backoff). The
+		// Cleaner goes once its cache has caught up and those, too, are deleted.
+		if err == nil {
+			log.Info("cleanup waits: the API server still has targets the cache does not show", "targets", left)
+			out.report(v1alpha1.StepActionsDone, metav1.ConditionUnknown, "CleanupInProgress", "waiting for "+strings.Join(left, ", ")+" to go")
+			out.retry = time.Second
+		}
+		return err
+	}
 	out.report(v1alpha1.StepActionsDone, metav1.ConditionTrue, ReasonCleanedUp, "every target and release marked for deletion is gone")
 	if spec.Sink == "" {
 		out.report(v1alpha1.StepEventDelivered, metav1.ConditionTrue, ReasonNoSink, "no CloudEvent sink is configured")
@@ -460,4 +471,41 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// stillLive reads the objects of cl's targets marked for deletion from the API server (not the
+// cache), by the same name or selector as resolve, and returns those not being deleted.
+func (r *Reconciler) stillLive(ctx context.Context, cl *v1alpha1.Cleaner, targets []resolvedTarget) ([]string, error) {
+	var left []string
+	for _, t := range targets {
+		if !t.Delete {
+			continue
+		}
+		gvk := t.mapping.GroupVersionKind
+		var objs []metav1.PartialObjectMetadata
+		if t.Selector == nil {
+			o := metav1.PartialObjectMetadata{}
+			o.SetGroupVersionKind(gvk)
+			err := r.Live.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: t.ObjectName}, &o)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("reading %s %s/%s from the API server: %w", gvk.Kind, cl.Namespace, t.ObjectName, err)
+			}
+			if err == nil {
+				objs = append(objs, o)
+			}
+		} else {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := r.Live.List(ctx, list, client.InNamespace(cl.Namespace), client.MatchingLabelsSelector{Selector: t.Selector}); err != nil {
+				return nil, fmt.Errorf("listing %s in %s from the API server: %w", gvk.Kind, cl.Namespace, err)
+			}
+			objs = list.Items
+		}
+		for _, o := range objs {
+			if o.DeletionTimestamp == nil {
+				left = append(left, lifecycle.Target{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: o.Namespace, Name: o.Name}.String())
+			}
+		}
+	}
+	return left, nil
 }
