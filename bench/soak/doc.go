@@ -71,7 +71,7 @@
 // name, else a ConfigMap whose manifest is in Git (two times in three; the GitOps tool prunes it
 // once a merged PR removed the manifest) and a ConfigMap only in the cluster (two in three). No
 // deadline or Cleaner falls due in the settle period. Three times in four after an API server
-// restart (an RNG of its own, so the draws above stay the seed's), 1 to 5 s after the server
+// restart (an RNG of its own, so the draws above stay the RNG seed's), 1 to 5 s after the server
 // serves again, a preview whose removal is under way (an open PR proposes it, or, with none,
 // its deadline has passed) is opted out as above (preview-opted-out-after-restart in the
 // report): the moment the replicas relist their watches and a new leader may take over.

@@ -434,7 +434,7 @@ func (w *world) optOut(ctx context.Context, ns, name, path string) error {
 const kindOptOutAfterRestart = "preview-opted-out-after-restart"
 
 // afterAPIRestart, told that the API server serves again at at, draws (from an RNG of its own,
-// seeded, so that the workload's draws stay those of the seed) whether to opt a preview out 1
+// seeded, so that the workload's draws stay those of its RNG seed) whether to opt a preview out 1
 // to 5 s later, three times in four: one whose removal is under way (restartOptOutTargets).
 // Nothing once ctx, the workload's time, has ended.
 func (w *world) afterAPIRestart(ctx context.Context, api *apiServer, at time.Time) {
