@@ -180,6 +180,22 @@ func (c *Checker) IsOptedOut(ns, name string) bool {
 	return p != nil && !p.optedOut.IsZero()
 }
 
+// RemovalStates are the previews still in the cluster and not opted out, with their
+// deadline in force and whether an open PR proposes removing them.
+func (c *Checker) RemovalStates() []removalState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []removalState
+	for _, pv := range c.previews {
+		if pv.gone || c.nsGone[pv.ns] || len(pv.deadlines) == 0 || !pv.optedOut.IsZero() {
+			continue
+		}
+		out = append(out, removalState{ns: pv.ns, name: pv.name, deadline: pv.deadlines[len(pv.deadlines)-1].expiresAt,
+			proposed: c.anyPRLocked(func(p githubtest.PullRequest) bool { return c.proposesRemovalLocked(p, pv) })})
+	}
+	return out
+}
+
 // knownAPIWindow is how long after an API server restart an opt-out falls under the open
 // finding (checkMergeLocked).
 const knownAPIWindow = 40 * time.Second

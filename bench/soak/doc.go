@@ -70,7 +70,11 @@
 // objects made for it: one time in four a Secret only in the cluster, a kind --allow does not
 // name, else a ConfigMap whose manifest is in Git (two times in three; the GitOps tool prunes it
 // once a merged PR removed the manifest) and a ConfigMap only in the cluster (two in three). No
-// deadline or Cleaner falls due in the settle period.
+// deadline or Cleaner falls due in the settle period. Three times in four after an API server
+// restart (an RNG of its own, so the draws above stay the RNG seed's), 1 to 5 s after the server
+// serves again, a preview whose removal is under way (an open PR proposes it, or, with none,
+// its deadline has passed) is opted out as above (preview-opted-out-after-restart in the
+// report): the moment the replicas relist their watches and a new leader may take over.
 //
 // Beside it, with an RNG of its own, one lab action every two -ticks: lab environments (two lab
 // namespaces, lab-a and lab-b, two labs each at the start, at most six) are Deployments of one
@@ -103,7 +107,8 @@
 // gone without one; with a witness, only in the first half and at least once by a third of it,
 // since the leader exits on it and the witness's life must last) the API server restarts
 // (internal/testenv's RestartAPIServer: the same address, certificates and etcd): down for 1
-// to 10 s, plus its own stop and start. Every watch breaks and is relisted; the leader, unable
+// to 10 s, plus its own stop and start (-api-restart-every forces one once that long has passed
+// since the last, so that a short run has several). Every watch breaks and is relisted; the leader, unable
 // to renew its lease for the renew deadline (10 s), exits ("leader election lost":
 // controller-runtime's manager stops and `kustos run` exits 1), and a replica started while
 // the server is down exits at once (it cannot read the API's discovery), as a pod would that

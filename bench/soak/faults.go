@@ -31,6 +31,10 @@ type faults struct {
 	prom     *labs // the labs' Prometheus, behind its proxy (lab.go); nil: no Prometheus faults
 	replicas []*replica
 	api      *apiServer // nil: no API server restarts
+	// apiEvery, when set (-api-restart-every), makes an API server restart the next fault
+	// once that long has passed since the last one began (or since the faults began), so that
+	// a short run has several; zero: restarts only as drawn, at most every apiRestartEvery.
+	apiEvery time.Duration
 	logf     func(string, ...any)
 
 	// witness is the replica the kills spare from witnessFrom on (half-way through the faults),
@@ -91,12 +95,8 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 	for sleep(ctx, f.dur(5, 15)) {
 		r := f.intn(100)
 		overdue := f.lastKill.IsZero() && time.Since(start) > deadline.Sub(start)/2
-		// The leader exits on a restart: from witnessFrom on there is none, so that the witness's
-		// life spans the rest of the run (see witness).
-		apiAllowed := f.api != nil && (f.witness == nil || time.Now().Before(f.witnessFrom))
-		apiOverdue := apiAllowed && f.lastAPI.IsZero() && time.Since(start) > f.apiDueBy(start, deadline)
 		switch {
-		case !overdue && (apiOverdue || apiAllowed && r >= 84 && r < 88 && time.Since(f.lastAPI) > apiRestartEvery):
+		case !overdue && f.apiRestartDue(time.Now(), start, deadline, r):
 			down := f.dur(1, 10)
 			f.logf("fault: %s, down for %s", faultAPIServerRestart, down)
 			f.count(faultAPIServerRestart)
@@ -166,6 +166,24 @@ func (f *faults) run(ctx context.Context, restart func(*replica)) {
 			}
 		}
 	}
+}
+
+// apiRestartDue reports whether the fault drawn (r, of 100) at now is an API server restart:
+// forced once apiDueBy has gone without one, or once apiEvery has passed since the last (or
+// since the faults began at start), else drawn four times in a hundred at most every
+// apiRestartEvery. Never without f.api, nor from witnessFrom on: the leader exits on a
+// restart, and the witness's life must span the rest of the run (see witness).
+func (f *faults) apiRestartDue(now, start, deadline time.Time, r int) bool {
+	if f.api == nil || f.witness != nil && !now.Before(f.witnessFrom) {
+		return false
+	}
+	if f.lastAPI.IsZero() && now.Sub(start) > f.apiDueBy(start, deadline) {
+		return true
+	}
+	if f.apiEvery > 0 && now.Sub(maxTime(f.lastAPI, start)) >= f.apiEvery {
+		return true
+	}
+	return r >= 84 && r < 88 && now.Sub(f.lastAPI) > apiRestartEvery
 }
 
 // apiDueBy is how far into the faults' time an API server restart is forced if none came:

@@ -41,6 +41,9 @@ type options struct {
 	// groupBy is the expiry detector's --group-by: namespace (Kustos's default: one PR for a
 	// tenant's previews) or none (one PR a preview).
 	groupBy string
+	// apiEvery is -api-restart-every: an API server restart at least this often (0: only as
+	// the faults draw them).
+	apiEvery time.Duration
 	// broken: the fake human overwrites its own commit on a Kustos branch (breakEnv).
 	broken string
 }
@@ -60,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxTenant, "tenants", 6, "most tenant namespaces alive at once")
 	fs.DurationVar(&o.settle, "settle", 0, "the last part of the run, without faults or new workload, in which everything due must be proposed or done (0: a third of -duration, from 90s to 5m)")
 	fs.StringVar(&o.groupBy, "group-by", "namespace", "the expiry detector's --group-by: namespace (Kustos's default: a tenant's previews are removed by one pull request) or none (one a preview)")
+	fs.DurationVar(&o.apiEvery, "api-restart-every", 0, "restart the API server as the next fault once this long has passed since the last restart, so that a short run has several (0: only as the faults draw them, at most every "+apiRestartEvery.String()+", and once a run)")
 	fs.BoolVar(&o.verbose, "v", false, "log each workload action on a named object (tenant, preview, PR)")
 	harness.LogLevelFlag(fs, &o.logLevel)
 	o.logLevel = "info"
@@ -82,6 +86,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-duration must be at least 1m")
 	case o.settle < 30*time.Second || o.settle >= o.duration:
 		return o, errors.New("-settle must be at least 30s and below -duration")
+	case o.apiEvery < 0:
+		return o, errors.New("-api-restart-every must not be negative")
 	case o.replicas < 1 || o.maxTenant < 1 || o.tick <= 0:
 		return o, errors.New("-replicas and -tenants must be at least 1, -tick positive")
 	case o.groupBy != "namespace" && o.groupBy != "none":

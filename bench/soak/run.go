@@ -248,8 +248,7 @@ func run(s *harness.Session, o options) harness.Result {
 		f.witness, f.witnessFrom = reps[0], runStart.Add(chaosEnd.Sub(runStart)/2)
 	}
 	api := newAPIServer(env.RestartAPIServer)
-	api.back = check.APIServerBack
-	f.api = api
+	f.api, f.apiEvery = api, o.apiEvery
 	restart := func(r *replica) {
 		if err := r.start(); err != nil {
 			check.Violate(time.Now(), invExitEarly, "replica %d could not be restarted: %v", r.id, err)
@@ -257,6 +256,10 @@ func run(s *harness.Session, o options) harness.Result {
 	}
 	chaosCtx, stopChaos := context.WithDeadline(ctx, chaosEnd)
 	defer stopChaos()
+	api.back = func(at time.Time) {
+		check.APIServerBack(at)
+		w.afterAPIRestart(chaosCtx, api, at)
+	}
 	runCtx, stopRun := context.WithDeadline(ctx, end)
 	defer stopRun()
 

@@ -45,6 +45,7 @@ type world struct {
 
 	mu        sync.Mutex
 	rng       *rand.Rand
+	afterRng  *rand.Rand // the opt-outs aimed just after an API server restart (afterAPIRestart)
 	next      int
 	tenants   map[string]*tenant
 	overSince map[string]time.Time // tenants pushed over quota, since when
@@ -60,7 +61,8 @@ type tenant struct {
 
 func newWorld(cs *kubernetes.Clientset, gh *githubtest.Server, check *Checker, seed uint64, maxTenants int, chaosEnd time.Time, logf func(string, ...any)) *world {
 	return &world{cs: cs, gh: gh, maxTenants: maxTenants, chaosEnd: chaosEnd, check: check, logf: logf, rng: rand.New(rand.NewPCG(seed, seed^0x50a4)),
-		tenants: map[string]*tenant{}, overSince: map[string]time.Time{}, actions: map[string]int{}, ciSeen: map[string]bool{}}
+		afterRng: rand.New(rand.NewPCG(seed, seed^0xa9e5)),
+		tenants:  map[string]*tenant{}, overSince: map[string]time.Time{}, actions: map[string]int{}, ciSeen: map[string]bool{}}
 }
 
 func (w *world) count(kind string) {
@@ -398,26 +400,124 @@ func (w *world) optOutPreview(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	exp, ok := w.check.CurrentDeadline(t.ns, name)
+	return w.optOut(ctx, t.ns, name, path)
+}
+
+// optOut opts preview ns/name, whose manifest is at path, out of expiry: in Git, then in the
+// cluster.
+func (w *world) optOut(ctx context.Context, ns, name, path string) error {
+	exp, ok := w.check.CurrentDeadline(ns, name)
 	if !ok {
 		return errNothing
 	}
 	// Recorded before either write, as a deadline is: a merge racing them is judged against
 	// the checker's grace.
-	w.check.OptOut(t.ns, name, time.Now())
-	w.note("preview %s/%s opted out of expiry", t.ns, name)
+	w.check.OptOut(ns, name, time.Now())
+	w.note("preview %s/%s opted out of expiry", ns, name)
 	if err := catch(func() {
 		w.gh.PushBaseCommit(ghOwner, ghRepo, baseBranch, "opt preview "+name+" out of expiry",
-			map[string]string{path: previewManifestLabelled(t.ns, name, exp, "    "+labelExpiryIgnore+": \"true\"\n")})
+			map[string]string{path: previewManifestLabelled(ns, name, exp, "    "+labelExpiryIgnore+": \"true\"\n")})
 	}); err != nil {
 		return err
 	}
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, labelExpiryIgnore)
-	_, err = w.cs.AppsV1().Deployments(t.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := w.cs.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// kindOptOutAfterRestart is the opt-out the workload aims at the moment just after an API
+// server restart: the replicas' watches are being relisted then, and a new leader may be
+// taking over with a cache that has not caught up.
+const kindOptOutAfterRestart = "preview-opted-out-after-restart"
+
+// afterAPIRestart, told that the API server serves again at at, draws (from an RNG of its own,
+// seeded, so that the workload's draws stay those of its RNG seed) whether to opt a preview out 1
+// to 5 s later, three times in four: one whose removal is under way (restartOptOutTargets).
+// Nothing once ctx, the workload's time, has ended.
+func (w *world) afterAPIRestart(ctx context.Context, api *apiServer, at time.Time) {
+	w.mu.Lock()
+	act := w.afterRng.IntN(4) < 3
+	delay := time.Duration(1000+w.afterRng.IntN(4001)) * time.Millisecond
+	pick := w.afterRng.IntN(1 << 30)
+	w.mu.Unlock()
+	if !act {
+		return
+	}
+	time.AfterFunc(delay, func() {
+		if ctx.Err() != nil {
+			return
+		}
+		api.act(func() {
+			switch err := w.optOutUnderWay(ctx, pick); {
+			case errors.Is(err, errNothing):
+				w.logf("workload %s: no preview's removal under way %s after the API server came back at %s", kindOptOutAfterRestart,
+					time.Since(at).Round(100*time.Millisecond), at.Format("15:04:05.000"))
+			case err != nil:
+				w.logf("workload %s: %v", kindOptOutAfterRestart, err)
+			default:
+				w.count(kindOptOutAfterRestart)
+			}
+		})
+	})
+}
+
+// optOutUnderWay opts out one of the previews whose removal is under way, still in Git: the
+// pick-th, modulo their number.
+func (w *world) optOutUnderWay(ctx context.Context, pick int) error {
+	now := time.Now()
+	var live []removalState
+	for _, s := range restartOptOutTargets(w.check.RemovalStates(), now) {
+		w.mu.Lock()
+		t := w.tenants[s.ns]
+		ok := t != nil && t.previews[s.name]
+		w.mu.Unlock()
+		if _, inGit := w.gh.FileAt(ghOwner, ghRepo, baseBranch, previewPath(s.ns, s.name)); ok && inGit {
+			live = append(live, s)
+		}
+	}
+	if len(live) == 0 {
+		return errNothing
+	}
+	s := live[pick%len(live)]
+	w.logf("workload %s: preview %s/%s (deadline %s, removal proposed by an open PR: %v)", kindOptOutAfterRestart,
+		s.ns, s.name, s.deadline.Format("15:04:05"), s.proposed)
+	return w.optOut(ctx, s.ns, s.name, previewPath(s.ns, s.name))
+}
+
+// removalState is where a preview's removal stands, as the checker saw it.
+type removalState struct {
+	ns, name string
+	deadline time.Time // the one in force
+	proposed bool      // an open PR's head lacks its manifest
+}
+
+// restartOptOutTargets are the previews of states whose removal is under way at now: those an
+// open PR proposes removing, or, when there are none, those past their deadline (their removal
+// about to be proposed); by namespace and name.
+func restartOptOutTargets(states []removalState, now time.Time) []removalState {
+	var proposed, due []removalState
+	for _, s := range states {
+		switch {
+		case s.proposed:
+			proposed = append(proposed, s)
+		case !s.deadline.After(now):
+			due = append(due, s)
+		}
+	}
+	out := proposed
+	if len(out) == 0 {
+		out = due
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ns != out[j].ns {
+			return out[i].ns < out[j].ns
+		}
+		return out[i].name < out[j].name
+	})
+	return out
 }
 
 func (w *world) intn(n int) int {
