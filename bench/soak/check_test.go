@@ -101,25 +101,6 @@ func TestChecker(t *testing.T) {
 			c.ObservePRs(at(45), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
 			c.ObservePRs(at(46), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
 		}},
-		{name: "an opt-out just after an API server restart: the open finding, reported as known", feed: func(c *Checker) {
-			c.Deadline("t-001", "p-001", at(30), at(0))
-			c.APIServerBack(at(29))
-			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
-			c.OptOut("t-001", "p-001", at(32))
-			c.ObservePRs(at(45), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
-			c.ObservePRs(at(46), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
-			if k := c.Known(); len(k) != 1 || !strings.Contains(k[0], "opted out of expiry at 10:00:32") {
-				t.Errorf("known %q, want the merge of p-001", k)
-			}
-		}},
-		{name: "an opt-out long after an API server restart: a violation", want: invExtended, detail: "opted out of expiry at 10:00:32", feed: func(c *Checker) {
-			c.Deadline("t-001", "p-001", at(30), at(0))
-			c.APIServerBack(at(-60))
-			c.ObservePRs(at(31), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
-			c.OptOut("t-001", "p-001", at(32))
-			c.ObservePRs(at(45), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)
-			c.ObservePRs(at(46), []githubtest.PullRequest{pr(1, branch, "closed", true, at(31))}, nil)
-		}},
 		{name: "an opt-out racing the merge, inside the grace", feed: func(c *Checker) {
 			c.Deadline("t-001", "p-001", at(30), at(0))
 			c.ObservePRs(at(40), []githubtest.PullRequest{pr(1, branch, "open", false, at(31))}, nil)

@@ -133,10 +133,7 @@
 //     before the previous look, was still ahead (an extension made inside those seconds may
 //     lose the race honestly); an extension through a link counts from the moment its POST was
 //     sent; a merged PR that writes such an extension back into Git deletes no manifest; nor
-//     merged after the preview was opted out (more than 5 s before the previous look). One
-//     open finding is excused and listed in the report instead: an opt-out made within 40 s
-//     after an API server restart (seen once, its grouped removal merged 33 s later; not yet
-//     understood);
+//     merged after the preview was opted out (more than 5 s before the previous look);
 //   - link-used-once: the second POST of a link that extended answers 409 (429 and 503 are
 //     asked again);
 //   - notice-once: each expiry warning (a preview's deadline, named in its subject) is delivered

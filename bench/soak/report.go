@@ -19,9 +19,6 @@ func render(o outcome) string {
 	if len(o.outageExits) > 0 {
 		row("replica exits in an API server outage (restarted, not violations)", counts(o.outageExits))
 	}
-	if len(o.known) > 0 {
-		row("open finding: removals merged after an opt-out made just after an API server restart (excused, not understood yet)", strings.Join(o.known, "; "))
-	}
 	if n := len(o.mergeLatency); n > 0 {
 		row("PR opened → merged", fmt.Sprintf("median %s, max %s (%d merged)", o.mergeLatency[n/2].Round(time.Second), o.mergeLatency[n-1].Round(time.Second), n))
 	}

@@ -74,7 +74,6 @@ type outcome struct {
 	dueAtEnd, stalledAtEnd []string
 	mails                  int            // messages Mailpit received
 	outageExits            map[string]int // replica exits in an API server outage, by reason
-	known                  []string       // merges an open finding excused (Checker.Known)
 }
 
 type heapSummary struct {
@@ -217,7 +216,7 @@ func run(s *harness.Session, o options) harness.Result {
 	defer door.close()
 	args := append(kustosArgs(env.Kubeconfig, gh.URL(), tokenFile, o.logLevel, o.groupBy, notifyInterval, warnBefore, smtp.port(), door.url(), keyFile),
 		cleanerArgs(authorKeyFile)...)
-	args = mergeAllow(append(args, lab.args...))
+	args = append(args, lab.args...)
 	for _, r := range reps {
 		r.args = args
 		if err := r.start(); err != nil {
@@ -257,7 +256,6 @@ func run(s *harness.Session, o options) harness.Result {
 	chaosCtx, stopChaos := context.WithDeadline(ctx, chaosEnd)
 	defer stopChaos()
 	api.back = func(at time.Time) {
-		check.APIServerBack(at)
 		w.afterAPIRestart(chaosCtx, api, at)
 	}
 	runCtx, stopRun := context.WithDeadline(ctx, end)
@@ -426,7 +424,6 @@ func run(s *harness.Session, o options) harness.Result {
 	out.heaps = heapRule(reps, check, f.witnessFrom)
 	out.mergeLatency = check.MergeLatencies()
 	out.violations = check.Violations()
-	out.known = check.Known()
 	res := harness.Result{Report: render(out)}
 	if interrupted {
 		res.Err = ctx.Err()

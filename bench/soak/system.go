@@ -240,23 +240,6 @@ var endpoints = []string{
 	"/repos/{owner}/{repo}/issues/{issue_number}/comments",
 }
 
-// mergeAllow joins the --allow flags of args into one: the flag takes one value, and each part
-// of the system (previews, Cleaners, labs) allows its own.
-func mergeAllow(args []string) []string {
-	var out, allow []string
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--allow="); ok {
-			allow = append(allow, v)
-			continue
-		}
-		out = append(out, a)
-	}
-	if len(allow) > 0 {
-		out = append(out, "--allow="+strings.Join(allow, ","))
-	}
-	return out
-}
-
 // fileAtFunc tells whether a file exists at a commit; commits do not change, so each answer is
 // kept.
 func fileAtFunc(s *githubtest.Server) func(sha, path string) bool {
