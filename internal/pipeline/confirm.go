@@ -85,17 +85,32 @@ func (c *Confirmations) forget(key lifecycle.Key) {
 }
 
 // Unconfirmed returns the first of keys (the targets a commit about to be merged changes) whose
-// Lease or target the API server has otherwise than its last agreeing look read them, or which
-// no look of this process has agreed to; "" when every one is confirmed.
+// target or Lease the API server has otherwise than its last agreeing look read them, or which
+// no look of this process has agreed to; "" when every one is confirmed. A target gone from the
+// API server (or being deleted) is confirmed: nothing of it is left to keep.
 func (c *Confirmations) Unconfirmed(ctx context.Context, keys []lifecycle.Key) (lifecycle.Key, error) {
 	for _, k := range keys {
 		c.mu.Lock()
-		a, ok := c.agreed[k]
+		a, agreed := c.agreed[k]
 		p, _ := k.Parts()
 		read := c.targets[p.Detector]
 		c.mu.Unlock()
-		if !ok {
+		seen, exists := "", true
+		if read != nil {
+			var err error
+			if seen, exists, err = read(ctx, k); err != nil {
+				return "", fmt.Errorf("reading %s: %w", k, err)
+			}
+		}
+		if !exists {
+			continue // gone, or going: nothing of it is left to keep (and no look of it comes)
+		}
+		if !agreed {
 			c.Log.V(1).Info("merge waits: no look of this replica has agreed to this target's change yet", "target", string(k))
+			return k, nil
+		}
+		if seen != a.seen {
+			c.Log.V(1).Info("merge waits: the target changed since the look that agreed (its cache is behind the API server)", "target", string(k))
 			return k, nil
 		}
 		rec, err := c.Lease(ctx, k)
@@ -104,17 +119,6 @@ func (c *Confirmations) Unconfirmed(ctx context.Context, keys []lifecycle.Key) (
 		}
 		if rec.Version != a.lease {
 			c.Log.V(1).Info("merge waits: the lease moved since the look that agreed", "target", string(k), "read", a.lease, "live", rec.Version)
-			return k, nil
-		}
-		if read == nil {
-			continue
-		}
-		seen, exists, err := read(ctx, k)
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", k, err)
-		}
-		if exists && seen != a.seen {
-			c.Log.V(1).Info("merge waits: the target changed since the look that agreed (its cache is behind the API server)", "target", string(k))
 			return k, nil
 		}
 	}

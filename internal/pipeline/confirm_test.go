@@ -128,13 +128,17 @@ func TestUnconfirmed(t *testing.T) {
 		{name: "a member gone from the API server: nothing left to keep", keys: []lifecycle.Key{a, b},
 			agreed: map[lifecycle.Key]agreement{a: {"sa", "1"}, b: {"sb", "2"}}, leases: map[lifecycle.Key]string{a: "1", b: "2"},
 			targets: map[lifecycle.Key]target{a: {"sa", true, nil}, b: {"", false, nil}}},
+		{name: "a member gone that no look of this process agreed to (none will: it is gone)", keys: []lifecycle.Key{a, b},
+			agreed: map[lifecycle.Key]agreement{a: {"sa", "1"}}, leases: map[lifecycle.Key]string{a: "1"},
+			targets: map[lifecycle.Key]target{a: {"sa", true, nil}, b: {"", false, nil}}},
 		{name: "a detector whose targets are not read: its Lease alone", keys: []lifecycle.Key{quota},
 			agreed: map[lifecycle.Key]agreement{quota: {"", "7"}}, leases: map[lifecycle.Key]string{quota: "7"}},
 		{name: "a target that cannot be read: an error, no merge", keys: []lifecycle.Key{a},
 			agreed: map[lifecycle.Key]agreement{a: {"sa", "1"}}, leases: map[lifecycle.Key]string{a: "1"},
 			targets: map[lifecycle.Key]target{a: {"", false, errRead}}, wantErr: errRead},
 		{name: "a Lease that cannot be read: an error, no merge", keys: []lifecycle.Key{a},
-			agreed: map[lifecycle.Key]agreement{a: {"sa", "1"}}, leaseErr: errRead, wantErr: errRead},
+			agreed: map[lifecycle.Key]agreement{a: {"sa", "1"}}, leaseErr: errRead, wantErr: errRead,
+			targets: map[lifecycle.Key]target{a: {"sa", true, nil}}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
