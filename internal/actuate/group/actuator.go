@@ -471,6 +471,9 @@ func (a *Actuator) Merge(ctx context.Context, key lifecycle.Key, st lifecycle.Pr
 		if err != nil {
 			return false, 0, err
 		}
+		if len(keys) == 0 {
+			keys = []lifecycle.Key{key} // a head whose trailers name none: at least the look's own
+		}
 		stale, err := a.Confirm.Unconfirmed(ctx, keys)
 		if err != nil {
 			return false, 0, fmt.Errorf("confirming the targets of pull request #%d before merging it: %w", st.Number, err)
