@@ -511,13 +511,12 @@ func TestInactivityPRMode(t *testing.T) {
 	never(t, ns, inactivity.ReasonInactive, 2, 0)
 }
 
-// TestInactivityPRWithdrawn: the pause PR of an idle VM is open (no auto-merge, people have not
-// looked yet) when its student logs in again. Kustos closes the PR itself, with a comment saying
-// why, rather than leaving a pause of a VM in use for someone to merge; it is not taken for a
-// human's decline, and the VM keeps running.
-func TestInactivityPRWithdrawn(t *testing.T) {
+// openPausePR starts Kustos in PR mode (no auto-merge) over an idle lab VM in a new namespace
+// (named from prefix) and waits for the pull request that pauses it.
+func openPausePR(t *testing.T, prefix string) (*liveActivity, string, *gitops, githubtest.PullRequest) {
+	t.Helper()
 	live := startLiveActivity(t, false)
-	ns := newNamespace(t, "inactivity-withdrawn", nil)
+	ns := newNamespace(t, prefix, nil)
 	g := newGitOps(t, ns)
 	g.addManifest("add the lab VM", "vm.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
 		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n")
@@ -528,6 +527,15 @@ func TestInactivityPRWithdrawn(t *testing.T) {
 	}))
 	dumpOnFailure(t, k)
 	p := g.waitPR(t, "the pause PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	return live, ns, g, p
+}
+
+// TestInactivityPRWithdrawn: the pause PR of an idle VM is open (no auto-merge, people have not
+// looked yet) when its student logs in again. Kustos closes the PR itself, with a comment saying
+// why, rather than leaving a pause of a VM in use for someone to merge; it is not taken for a
+// human's decline, and the VM keeps running.
+func TestInactivityPRWithdrawn(t *testing.T) {
+	live, ns, g, p := openPausePR(t, "inactivity-withdrawn")
 
 	// Ana is back: requests through the ingress, every half second until the test ends.
 	ctx, stop := context.WithCancel(context.Background())
@@ -555,18 +563,7 @@ func TestInactivityPRWithdrawn(t *testing.T) {
 // does when the VM is used again: an opted-out target has no Change, and a PR left open would be
 // merged by people, or (grouped with other VMs) by another VM's auto-merge.
 func TestInactivityPROptOutWithdraws(t *testing.T) {
-	live := startLiveActivity(t, false)
-	ns := newNamespace(t, "inactivity-optout", nil)
-	g := newGitOps(t, ns)
-	g.addManifest("add the lab VM", "vm.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vm\n  annotations:\n"+
-		"    kustos.io/owner: ana@example.com\n    kustos.io/inactivity-timeout: 4s\nspec:\n  replicas: 1\n")
-	newEnvironmentOf(t, ns, "vm", 1, map[string]string{inactivity.AnnotationOwner: "ana@example.com", inactivity.AnnotationTimeout: "4s"})
-	k := startKustos(t, g.prMode(func(o *app.Options) {
-		inactivityDetector(o, live.prom.URL, sourcesWithRange(t, "3s"))
-		o.Inactivity.Sources = o.Inactivity.Sources[:1] // nginx only
-	}))
-	dumpOnFailure(t, k)
-	p := g.waitPR(t, "the pause PR", func(p githubtest.PullRequest) bool { return p.State == "open" })
+	_, ns, g, p := openPausePR(t, "inactivity-optout")
 
 	patch := []byte(`{"metadata":{"annotations":{"` + inactivity.AnnotationIgnore + `":"true"}}}`)
 	if err := k8s.Patch(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestWriteLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := (&WriteLog{Client: k8s, Namespace: ns}).Load(ctx)
-			if err != nil || !equalTimeList(got, want) {
+			if err != nil || !slices.EqualFunc(got, want, time.Time.Equal) {
 				t.Errorf("Load = %v, %v; want %v", got, err, want)
 			}
 			l := lease(t, ns)
@@ -67,7 +68,7 @@ func TestWriteLog(t *testing.T) {
 			if err := w.Save(ctx, sent[:1]); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := w.Load(ctx); err != nil || !equalTimeList(got, want[:1]) {
+			if got, err := w.Load(ctx); err != nil || !slices.EqualFunc(got, want[:1], time.Time.Equal) {
 				t.Errorf("after the save: %v, %v", got, err)
 			}
 		}},
@@ -89,7 +90,7 @@ func TestWriteLog(t *testing.T) {
 			if err := w.Save(ctx, sent); err != nil {
 				t.Fatalf("the next save: %v", err)
 			}
-			if got, _ := other.Load(ctx); !equalTimeList(got, want) {
+			if got, _ := other.Load(ctx); !slices.EqualFunc(got, want, time.Time.Equal) {
 				t.Errorf("log %v, want %v", got, want)
 			}
 		}},
@@ -99,18 +100,6 @@ func TestWriteLog(t *testing.T) {
 			row.run(t, newStore(t).Namespace)
 		})
 	}
-}
-
-func equalTimeList(a, b []time.Time) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].Equal(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzParseWrites: any annotation value is read or refused with an error, never a panic; what

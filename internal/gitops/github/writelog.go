@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,7 +36,7 @@ func (c *Client) KeepWriteLog(ctx context.Context, wl WriteLog, interval time.Du
 	var saved []time.Time
 	save := func(ctx context.Context) {
 		sent := c.pacer.recent(c.clock.Now())
-		if equalTimes(sent, saved) {
+		if slices.EqualFunc(sent, saved, time.Time.Equal) {
 			return
 		}
 		if err := wl.Save(ctx, sent); err != nil {
@@ -58,16 +59,4 @@ func (c *Client) KeepWriteLog(ctx context.Context, wl WriteLog, interval time.Du
 			save(ctx)
 		}
 	}
-}
-
-func equalTimes(a, b []time.Time) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].Equal(b[i]) {
-			return false
-		}
-	}
-	return true
 }
