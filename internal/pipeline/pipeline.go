@@ -69,6 +69,16 @@ type Proposals interface {
 	OwnCommit(ctx context.Context, key lifecycle.Key, sha string) (bool, error)
 }
 
+// Dequeuer is implemented by Proposals that gather the Changes of a group into one proposal
+// (the group actuator): the group proposes every member's pending Change, so a queued Change
+// its detector drops may already be in the group's proposal, put there by another member's
+// push, and must be taken out of it before the drop, or another member's merge carries it out.
+type Dequeuer interface {
+	// Dequeue takes key's Change out of group g's open proposal when its head carries it (as
+	// Withdraw does) and returns that proposal's number; 0 and nil when none carries it.
+	Dequeue(ctx context.Context, key lifecycle.Key, g lifecycle.Group, why string) (int, error)
+}
+
 // Notifier sends a Finding's Notice to the people it names (mail, webhook). An error leaves
 // the detector's state unwritten, so the Notice is sent again at its next look.
 type Notifier interface {
@@ -379,6 +389,25 @@ func (r *run) dropPending(ctx context.Context) (end, error) {
 // decision cleared.
 func (r *run) dropQueued(ctx context.Context) (end, error) {
 	p, rec, d := r.p, r.rec, r.decision
+	if dq, ok := p.Proposals.(Dequeuer); ok && !r.req.Group.IsZero() {
+		// First out of the group's proposal, if another member's push put it there: the pending
+		// decision stays until then, so a failure here is tried again at the next look.
+		n, err := dq.Dequeue(ctx, rec.Key, r.req.Group, d.Withdraw)
+		switch {
+		case errors.Is(err, lifecycle.ErrMergedBeforeWithdrawal):
+			r.log.Info("the group's proposal carrying the queued change was merged before it could be taken out", "number", n, "why", d.Withdraw)
+			if err := r.mergedBeforeWithdrawal(ctx, n); err != nil {
+				return endStop, err
+			}
+			r.rec, err = p.Store.Unlock(ctx, rec, r.req.Now, "")
+			return r.next(err)
+		case errors.Is(err, lifecycle.ErrForeignCommit):
+			// A person pushed onto the group's proposal: it is theirs now, and its Change with it.
+			r.log.Info("the queued change is in a proposal left to people; dropped from Kustos's queue only", "number", n)
+		case err != nil:
+			return r.forgeError("taking the queued change out of its group's proposal", err)
+		}
+	}
 	msg := fmt.Sprintf("The queued proposal %s is dropped: %s", describe(*r.pending), d.Withdraw)
 	if err := r.notify(ctx, corev1.EventTypeNormal, ReasonWithdrawn, msg, "dequeued|"+string(rec.Key)+"|"+rec.PendingSince.UTC().Format(time.RFC3339Nano)); err != nil {
 		return endStop, err

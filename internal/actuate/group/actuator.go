@@ -617,6 +617,26 @@ func (a *Actuator) Withdraw(ctx context.Context, key lifecycle.Key, number int, 
 	return nil
 }
 
+// Dequeue takes key out of its group's open pull request when the head carries key's Change:
+// the group proposes each member's pending Change, so one whose own look has just dropped it
+// (its target was opted out while it waited) may be in the head another member pushed. It is
+// taken out as Withdraw does, and the pull request's number returned; a key that is only
+// gathering, or not in the group, is left to the next proposal, which reads its Lease.
+func (a *Actuator) Dequeue(ctx context.Context, key lifecycle.Key, g lifecycle.Group, why string) (int, error) {
+	if g.IsZero() {
+		return 0, nil
+	}
+	rec, err := a.Leases.GetGroup(ctx, g.Key)
+	if err != nil {
+		return 0, err
+	}
+	n, open := state.HolderNumber(rec.Holder)
+	if m, ok := rec.Members[key]; !ok || !m.In || !open {
+		return 0, nil
+	}
+	return n, a.Withdraw(ctx, key, n, why, g)
+}
+
 // ownHead reads pull request number afresh and refuses, with an error matching
 // lifecycle.ErrForeignCommit, to let it be closed while it is open with a head Kustos did not
 // write (for key, or for its group g): a person pushed onto it, and it is left to people. The

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,56 @@ func TestMergeConfirmsEveryTarget(t *testing.T) {
 			w.onlyPR("team-a", 1, 2, 3)
 			row.act(w)
 		})
+	}
+}
+
+var _ pipeline.Dequeuer = (*Actuator)(nil)
+
+// TestDroppedQueuedMemberLeavesThePR: the soak's finding (seed 8). Previews 1–3 gather; when
+// the window ends, preview-1's look proposes the group, with the pending Changes of all three
+// (their own looks have not come yet). Preview-2's owner has opted it out meanwhile: its look
+// drops its queued decision, and must take its Change out of the group's pull request too, or
+// preview-1's auto-merge removes it. Before the fix, the drop cleared only preview-2's own Lease.
+func TestDroppedQueuedMemberLeavesThePR(t *testing.T) {
+	for _, confirm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the looks alone", true: "with the confirmation of merges, as in PR mode"}[confirm], func(t *testing.T) {
+			droppedQueuedMember(t, confirm)
+		})
+	}
+}
+
+func droppedQueuedMember(t *testing.T, confirm bool) {
+	w := newWorld(t)
+	if confirm {
+		w.confirmWith(w.newConfirmations())
+	}
+	w.look("team-a", 1, 2, 3)
+	w.clock.Add(window)
+	w.look("team-a", 1) // proposes every member's pending Change
+	w.onlyPR("team-a", 1, 2, 3)
+	if r := w.lease("team-a", 2); r.Pending == "" || r.Holder != "" {
+		t.Fatalf("preview-2's Lease %+v: want its decision still queued, no holder", r)
+	}
+	w.keep("team-a", 2)
+	w.look("team-a", 2)
+	p := w.onlyPR("team-a", 1, 3)
+	if r := w.lease("team-a", 2); r.Pending != "" || r.Holder != "" {
+		t.Errorf("preview-2's Lease %+v: want nothing pending, no holder", r)
+	}
+	if g := w.groupLease("team-a"); len(g.Members) != 2 {
+		t.Errorf("group members %v, want preview-1 and preview-3", g.Members)
+	}
+	if n := w.ev.count(pipeline.ReasonWithdrawn); n != 1 {
+		t.Errorf("%d ProposalWithdrawn Events, want 1 (the queued decision dropped): %v", n, w.ev.log)
+	}
+	if len(p.Comments) != 1 || !strings.Contains(p.Comments[0], "preview-2") {
+		t.Errorf("comments on #%d: %q, want one saying preview-2 was taken out", p.Number, p.Comments)
+	}
+	w.look("team-a", 3)
+	if !w.tryMerge("team-a", 1, 3) {
+		t.Fatalf("not merged: %+v", w.prs()[0])
+	}
+	if !w.onMain("team-a", 2) {
+		t.Error("preview-2, opted out, was removed by the group's merge")
 	}
 }
