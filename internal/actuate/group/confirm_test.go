@@ -144,7 +144,7 @@ func TestMergeConfirmsEveryTarget(t *testing.T) {
 
 var _ pipeline.Dequeuer = (*Actuator)(nil)
 
-// TestDroppedQueuedMemberLeavesThePR: the soak's finding (seed 8). Previews 1–3 gather; when
+// TestDroppedQueuedMemberLeavesThePR: the soak's finding (its run 8). Previews 1–3 gather; when
 // the window ends, preview-1's look proposes the group, with the pending Changes of all three
 // (their own looks have not come yet). Preview-2's owner has opted it out meanwhile: its look
 // drops its queued decision, and must take its Change out of the group's pull request too, or
