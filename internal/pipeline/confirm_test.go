@@ -46,6 +46,12 @@ func TestConfirmationsAgreement(t *testing.T) {
 				w.t.Fatal("the withdrawal did not fail")
 			}
 		}, "s1"}, // the Lease moved since (the withdrawal's record): a merge waits for the next look
+		{"a look that holds the merge (its evidence unknown): forgotten, so no group member's merge stands on it", func(w *world, c *Confirmations) {
+			w.seen, w.wants = "s1", cpu(testKey, 12)
+			w.mustRun(c)
+			w.hold = "whether it was used since cannot be told now"
+			w.mustRun(c)
+		}, "-"},
 		{"a look that withdraws: forgotten", func(w *world, c *Confirmations) {
 			w.seen, w.wants = "s1", cpu(testKey, 12)
 			w.mustRun(c)

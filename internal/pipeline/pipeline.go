@@ -267,13 +267,18 @@ func (r *run) step(ctx context.Context, carried bool) (end, error) {
 	}
 	st := plan(lk.s)
 	r.log.V(1).Info("pipeline step", "step", st.String())
-	if st == stepPoll || st == stepMerge {
+	switch {
+	case lk.s.holdMerge:
+		// The detector cannot confirm its Change now (Decision.HoldMerge): no merge, not even
+		// another group member's, may stand on an earlier look of this Key.
+		r.p.Confirm.forget(r.req.Key)
+	case st == stepPoll || st == stepMerge:
 		// The look agrees with the open proposal (before the merge, which confirms it).
 		r.p.Confirm.agree(r.req.Key, r.req.Seen, r.rec.Version)
 	}
 	e, err := r.execute(ctx, st)
 	switch {
-	case err != nil:
+	case err != nil, lk.s.holdMerge:
 	case r.rec.Holder == "":
 		r.p.Confirm.forget(r.req.Key)
 	case (st == stepCommit || st == stepUpdate || st == stepReplay) && lk.decided && lk.decision.Withdraw == "":

@@ -48,6 +48,8 @@ type world struct {
 	held    *lifecycle.Notice
 	// seen is what the look read of the target (Request.Seen).
 	seen string
+	// hold is the detector's Decision.HoldMerge while it wants its Change (none: "").
+	hold string
 }
 
 // gatedActuator is a removal gate in front of next, as internal/actuate/gate answers.
@@ -113,6 +115,9 @@ func (w *world) run(p *Pipeline) (Result, error) {
 			}
 			if !v.ProposalOpen && !v.LastModified.IsZero() && w.now.Sub(v.LastModified) < w.cooldown {
 				return Decision{RequeueAfter: v.LastModified.Add(w.cooldown).Sub(w.now)}
+			}
+			if w.hold != "" && v.ProposalOpen {
+				return Decision{HoldMerge: w.hold}
 			}
 			c := *wants
 			return Decision{Change: &c}
