@@ -7,8 +7,10 @@
 // that wrote it is gone —, the lock while a proposal is open, following that proposal (update it
 // when the detector's newer Change supersedes it, rebuild it on a moved base, merge only the
 // head commit Kustos itself wrote, remember a human's decline, close one the detector withdraws
-// because the change lost its reason), requeueing on rate limits, and
-// starting the cooldown clock (the Lease's last-modified time, which detectors read).
+// because the change lost its reason), requeueing on rate limits,
+// starting the cooldown clock (the Lease's last-modified time, which detectors read), and
+// remembering what each look that agreed with its proposal decided on, so that a merge, which
+// may carry other targets' Changes too, is confirmed against the API server (Confirmations).
 //
 // A detector hands Run a Request: the Key, the target, a pure Decide function of what the
 // pipeline remembers, and how a newer Change supersedes an open one. It knows nothing of
