@@ -41,6 +41,19 @@ func GroupKey(detector, by, value string) Key {
 	return Key(detector + "/@" + by + "/" + value)
 }
 
+// Cleaners' groups: one per Cleaner, its removals that Git may hold, keyed
+// GroupKey(CleanerGroupDetector, CleanerGroupBy, "<namespace>/<cleaner>"). The detector is the
+// Cleaners' stored Key prefix. A gone namespace's Cleaner groups are found by that prefix.
+const (
+	CleanerGroupDetector = "ephemeral"
+	CleanerGroupBy       = "cleaner"
+)
+
+// CleanerGroupKey is the group Key of the removals of Cleaner namespace/name.
+func CleanerGroupKey(namespace, name string) Key {
+	return GroupKey(CleanerGroupDetector, CleanerGroupBy, namespace+"/"+name)
+}
+
 // IsGroup reports whether k is a group's Key (GroupKey).
 func (k Key) IsGroup() bool {
 	p, ok := k.groupParts()

@@ -213,7 +213,7 @@ func (m *Mode) Release(ctx context.Context, rec state.Record) error {
 }
 
 // ReleaseNamespace closes the open pull request of each namespace group of namespace (the
-// detectors in ByNamespace), whatever the Leases say: the one a replica opened and could not
+// detectors in ByNamespace) and of each of its Cleaners' groups, whatever the Leases say: the one a replica opened and could not
 // record, because it crashed first or because the namespace's sweep had deleted the group's
 // Lease in the meantime, has no Lease to be released by. It is state.NamespaceSweeper's
 // ReleaseNamespace, called once the namespace is gone.
@@ -228,6 +228,26 @@ func (m *Mode) ReleaseNamespace(ctx context.Context, namespace string) error {
 		}
 		if err == nil && own {
 			err = m.GitHub.ClosePR(ctx, n, groupGoneComment)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("closing the pull request of group %s: %w", g, err))
+		}
+	}
+	// The Cleaners' groups of the namespace, one per Cleaner: found by their branches.
+	prefix := m.Writer.GroupBranch(lifecycle.GroupKey(lifecycle.CleanerGroupDetector, lifecycle.CleanerGroupBy, namespace)) + "/"
+	prs, err := m.GitHub.OpenPullRequests(ctx, prefix)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("listing the Cleaners' pull requests of namespace %s: %w", namespace, err))...)
+	}
+	for _, p := range prs {
+		name := strings.TrimPrefix(p.GetHead().GetRef(), prefix)
+		if name == "" || strings.Contains(name, "/") {
+			continue
+		}
+		g := lifecycle.CleanerGroupKey(namespace, name)
+		own, err := m.ownHead(ctx, g, p.GetNumber())
+		if err == nil && own {
+			err = m.GitHub.ClosePR(ctx, p.GetNumber(), groupGoneComment)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("closing the pull request of group %s: %w", g, err))

@@ -84,11 +84,29 @@ func TestReleaseNamespaceGroupPR(t *testing.T) {
 		return res.Number
 	}
 	gone, stays := open("team-a"), open("team-b")
+	// A Cleaner's group too, one per Cleaner: found by its branch (the soak saw one left open).
+	openCleaner := func(ns, name string) int {
+		t.Helper()
+		c := *w.request(ns, "preview-2", false).Decide(lifecycle.View{}).Change
+		c.Detector, c.Key = lifecycle.CleanerGroupDetector, lifecycle.KeyFor(lifecycle.CleanerGroupDetector, c.Target)
+		g := lifecycle.Group{Key: lifecycle.CleanerGroupKey(ns, name), Label: "Cleaner " + ns + "/" + name, Namespace: ns, Window: window}
+		res, err := w.writer.ProposeGroup(ctx, g, []pr.Member{{Change: c}}, "")
+		if err != nil || res.Number == 0 {
+			t.Fatalf("opening the pull request of Cleaner %s/%s: %+v, %v", ns, name, res, err)
+		}
+		return res.Number
+	}
+	cleanerGone, cleanerStays := openCleaner("team-a", "c-1"), openCleaner("team-b", "c-1")
 	if err := m.ReleaseNamespace(ctx, "team-a"); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := w.s.PR(owner, repo, gone); p.State != "closed" || p.Merged {
-		t.Errorf("PR #%d of the gone namespace: %s (merged %v), want closed unmerged", gone, p.State, p.Merged)
+	for _, n := range []int{gone, cleanerGone} {
+		if p, _ := w.s.PR(owner, repo, n); p.State != "closed" || p.Merged {
+			t.Errorf("PR #%d of the gone namespace: %s (merged %v), want closed unmerged", n, p.State, p.Merged)
+		}
+	}
+	if p, _ := w.s.PR(owner, repo, cleanerStays); p.State != "open" {
+		t.Errorf("PR #%d of another namespace's Cleaner: %s, want open", cleanerStays, p.State)
 	}
 	if p, _ := w.s.PR(owner, repo, stays); p.State != "open" {
 		t.Errorf("PR #%d of another namespace: %s, want open", stays, p.State)

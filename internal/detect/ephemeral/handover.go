@@ -111,7 +111,7 @@ func (r *Reconciler) cleanupGroup(cl *v1alpha1.Cleaner, expect int) lifecycle.Gr
 	// Every removal joins within one look, so the group opens as soon as they all have; the
 	// window only bounds the wait for one that cannot join (it fails, or was carried out).
 	window := max(r.GroupWindow, minCleanupWindow)
-	return lifecycle.Group{Key: lifecycle.GroupKey(DetectorName, "cleaner", cl.Namespace+"/"+cl.Name),
+	return lifecycle.Group{Key: lifecycle.CleanerGroupKey(cl.Namespace, cl.Name),
 		Label: "Cleaner " + cl.Namespace + "/" + cl.Name, Namespace: cl.Namespace, Window: window, Expect: expect}
 }
 
