@@ -38,6 +38,12 @@ type Progress interface {
 	SetStep(ctx context.Context, name, value string) error
 }
 
+// HeadOfPeople is the head recorded for a Change that waits on a pull request a person took
+// over (a group's, which a person pushed onto before the Change could join): no commit of
+// Kustos's, so the proposal's head never matches it, and the pipeline leaves the pull request
+// to people while it follows its fate.
+const HeadOfPeople = "-"
+
 // Proposal says what proposing a Change (in PR mode: a pull request) found and did.
 type Proposal struct {
 	// AlreadyInBase: the base already holds every proposed value (typically a merged proposal

@@ -273,6 +273,20 @@ func (a *Actuator) applyGrouped(ctx context.Context, c lifecycle.Change, opts li
 		if dirty {
 			_, _ = a.Leases.PutGroup(ctx, rec, g.Namespace) // keep who joined; the proposal is tried again
 		}
+		if errors.Is(err, lifecycle.ErrForeignCommit) && res.Members[c.Key].AlreadyInBase {
+			// A person took the group's pull request over, but this Change needs none: Git
+			// holds nothing of it (a target only in the cluster, or a manifest gone already).
+			// It goes on as any proposal's member Git has nothing of does.
+			return lifecycle.Outcome{Proposal: &lifecycle.Proposal{AlreadyInBase: true}}, nil
+		}
+		if fh := (*pr.ForeignHeadError)(nil); errors.As(err, &fh) && res.Members[c.Key].Err == nil {
+			// The group's pull request is the only one its Changes can be proposed in, and a
+			// person took it over: the Change follows its fate, left to people (its recorded head
+			// is HeadOfPeople, which no commit matches, so Kustos merges, updates and closes
+			// nothing of it), instead of being dropped: merged, it is done; closed, declined.
+			a.Log.Info("the group's pull request has a person's commit; the change waits on it, left to people", "number", fh.Number, "key", string(c.Key))
+			return lifecycle.Outcome{Proposal: &lifecycle.Proposal{Number: fh.Number, URL: fh.URL, HeadSHA: lifecycle.HeadOfPeople}}, nil
+		}
 		return lifecycle.Outcome{}, err
 	}
 	a.record(&rec, res, members)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
+	"github.com/kustos-dev/kustos/internal/state"
 )
 
 // confirmWith gives the world's actuator and pipeline c, whose expiry targets read as w.live.
@@ -190,5 +191,72 @@ func droppedQueuedMember(t *testing.T, confirm bool) {
 	}
 	if !w.onMain("team-a", 2) {
 		t.Error("preview-2, opted out, was removed by the group's merge")
+	}
+}
+
+// TestForeignGroupHeadSparesClusterOnlyMembers: the smoke's finding (CI, 20261129). A person
+// pushed onto a Cleaner's group pull request; a removal that Git holds nothing of (a target
+// only in the cluster, here preview-9, which has no manifest) then joined, and its join was
+// refused with the person's head (ForeignCommit): its decision was dropped and the target never
+// deleted. It needs no pull request: it goes on as any member Git has nothing of does (already
+// in the base, which the actuator in front deletes directly), and the person's pull request is
+// left to them.
+func TestForeignGroupHeadSparesClusterOnlyMembers(t *testing.T) {
+	w := newWorld(t)
+	w.look("team-a", 1, 2)
+	w.clock.Add(window)
+	w.look("team-a", 1, 2)
+	p := w.onlyPR("team-a", 1, 2)
+	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
+	w.clock.Add(11 * time.Second) // past the status cache
+	if _, err := w.pl.Run(context.Background(), w.request("team-a", "preview-9", false)); err != nil {
+		t.Fatal(err)
+	}
+	key9 := lifecycle.KeyFor("expiry", target("team-a", "preview-9"))
+	rec, err := w.store.Get(context.Background(), key9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Pending != "" || rec.Holder != "" {
+		t.Errorf("preview-9's Lease %+v: want its Change carried (nothing of it in Git), not pending or held", rec)
+	}
+	if n := w.ev.warned(pipeline.ReasonForeignCommit); n != 0 {
+		t.Errorf("%d ForeignCommit Warnings for a Change that needs no pull request", n)
+	}
+	if q, _ := w.s.PR(owner, repo, p.Number); q.State != "open" || q.Head != p.Head {
+		t.Errorf("the person's pull request #%d: %s on %s, want left open to them", p.Number, q.State, q.Head)
+	}
+}
+
+// TestForeignGroupHeadIsFollowed: the same pull request, taken over by a person, and a removal
+// Git holds (preview-3) joining after the push. Its join is refused, but its Change is not
+// dropped: it waits on the person's pull request, left to people (one ForeignCommit Warning,
+// nothing merged or pushed by Kustos), and the person's close is its decline — what a Cleaner
+// reports as CleanupBlocked. Before, the Change was dropped and the close told nobody.
+func TestForeignGroupHeadIsFollowed(t *testing.T) {
+	w := newWorld(t)
+	w.look("team-a", 1, 2)
+	w.clock.Add(window)
+	w.look("team-a", 1, 2)
+	p := w.onlyPR("team-a", 1, 2)
+	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
+	w.clock.Add(11 * time.Second)
+	w.lookWith(w.pl, true, "team-a", 3)
+	if r := w.lease("team-a", 3); r.Holder != state.HolderOf(p.Number) || r.Head != lifecycle.HeadOfPeople {
+		t.Fatalf("preview-3's Lease %+v: want it waiting on #%d with no head of Kustos's", r, p.Number)
+	}
+	w.clock.Add(11 * time.Second)
+	w.lookWith(w.pl, true, "team-a", 1, 2, 3)
+	if q, _ := w.s.PR(owner, repo, p.Number); q.State != "open" || q.Merged {
+		t.Fatalf("#%d %s (merged %v): Kustos acted on a pull request left to people", p.Number, q.State, q.Merged)
+	}
+	if n := w.ev.warned(pipeline.ReasonForeignCommit); n == 0 {
+		t.Errorf("no ForeignCommit Warning: %v", w.ev.log)
+	}
+	w.s.ClosePR(owner, repo, p.Number)
+	w.clock.Add(11 * time.Second)
+	w.look("team-a", 3)
+	if r := w.lease("team-a", 3); r.Holder != "" || r.ClosedValues == "" {
+		t.Errorf("preview-3's Lease %+v: want the person's close recorded as its decline", r)
 	}
 }

@@ -25,6 +25,17 @@ const (
 // overwrites nor adopts it (it matches lifecycle.ErrForeignCommit).
 var ErrForeignHead = lifecycle.NewError("pr: the branch head is a commit Kustos did not write", lifecycle.ErrForeignCommit)
 
+// ForeignHeadError is ErrForeignHead for the open pull request Number (at URL), which Kustos
+// leaves to people: a Change that belongs in it can follow its fate instead of being dropped.
+type ForeignHeadError struct {
+	Number int
+	URL    string
+	err    error
+}
+
+func (e *ForeignHeadError) Error() string { return e.err.Error() }
+func (e *ForeignHeadError) Unwrap() error { return e.err }
+
 // IsOwnCommit reports whether cm is a commit Kustos wrote for key: its message carries exactly
 // one Kustos-Key trailer naming key (or, for a group's commit, naming the group, with a
 // Kustos-Member trailer naming key) and exactly one Kustos-Tree trailer naming cm's own tree.

@@ -349,8 +349,8 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 		// A human's commit on the branch (pushed while the Lease did not name the PR yet, or
 		// since the pipeline last looked) is never overwritten by a force-push.
 		if head != p.head && !IsOwnCommit(cm, key) {
-			return fmt.Errorf("%w: pull request #%d (%s) has head %s; Kustos leaves it to people", ErrForeignHead,
-				pr.GetNumber(), pr.GetHTMLURL(), head)
+			return &ForeignHeadError{Number: pr.GetNumber(), URL: pr.GetHTMLURL(), err: fmt.Errorf("%w: pull request #%d (%s) has head %s; Kustos leaves it to people", ErrForeignHead,
+				pr.GetNumber(), pr.GetHTMLURL(), head)}
 		}
 		upToDate = cm.GetTree().GetSHA() == wantTree && len(cm.Parents) == 1 && cm.Parents[0].GetSHA() == p.snap.Commit()
 		res.HeadSHA = head
@@ -368,8 +368,8 @@ func (w *Writer) publish(ctx context.Context, res *Result, p publication) error 
 			// client reads it again right before the update, see github.ErrRefMoved).
 			if err := w.gh.UpdateRefFrom(ctx, branch, res.HeadSHA, sha); err != nil {
 				if errors.Is(err, github.ErrRefMoved) && !w.headIsOwn(ctx, branch, key) {
-					return fmt.Errorf("%w: pull request #%d (%s) moved while Kustos rebuilt it: %w; Kustos leaves it to people",
-						ErrForeignHead, pr.GetNumber(), pr.GetHTMLURL(), err)
+					return &ForeignHeadError{Number: pr.GetNumber(), URL: pr.GetHTMLURL(), err: fmt.Errorf("%w: pull request #%d (%s) moved while Kustos rebuilt it: %w; Kustos leaves it to people",
+						ErrForeignHead, pr.GetNumber(), pr.GetHTMLURL(), err)}
 				}
 				return fmt.Errorf("pr: %s: %w", key, err) // moved by Kustos itself: look again
 			}
