@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 
+	"github.com/kustos-dev/kustos/internal/gitops/githubtest"
 	"github.com/kustos-dev/kustos/internal/lifecycle"
 	"github.com/kustos-dev/kustos/internal/pipeline"
 	"github.com/kustos-dev/kustos/internal/state"
@@ -194,6 +195,20 @@ func droppedQueuedMember(t *testing.T, confirm bool) {
 	}
 }
 
+// personsGroupPR opens the group pull request of previews 1 and 2 of team-a, has a person push
+// onto it, and moves the clock past the status cache.
+func personsGroupPR(t *testing.T) (*world, githubtest.PullRequest) {
+	t.Helper()
+	w := newWorld(t)
+	w.look("team-a", 1, 2)
+	w.clock.Add(window)
+	w.look("team-a", 1, 2)
+	p := w.onlyPR("team-a", 1, 2)
+	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
+	w.clock.Add(11 * time.Second)
+	return w, p
+}
+
 // TestForeignGroupHeadSparesClusterOnlyMembers: the smoke's finding (CI, 20261129). A person
 // pushed onto a Cleaner's group pull request; a removal that Git holds nothing of (a target
 // only in the cluster, here preview-9, which has no manifest) then joined, and its join was
@@ -202,22 +217,11 @@ func droppedQueuedMember(t *testing.T, confirm bool) {
 // in the base, which the actuator in front deletes directly), and the person's pull request is
 // left to them.
 func TestForeignGroupHeadSparesClusterOnlyMembers(t *testing.T) {
-	w := newWorld(t)
-	w.look("team-a", 1, 2)
-	w.clock.Add(window)
-	w.look("team-a", 1, 2)
-	p := w.onlyPR("team-a", 1, 2)
-	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
-	w.clock.Add(11 * time.Second) // past the status cache
+	w, p := personsGroupPR(t)
 	if _, err := w.pl.Run(context.Background(), w.request("team-a", "preview-9", false)); err != nil {
 		t.Fatal(err)
 	}
-	key9 := lifecycle.KeyFor("expiry", target("team-a", "preview-9"))
-	rec, err := w.store.Get(context.Background(), key9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Pending != "" || rec.Holder != "" {
+	if rec := w.lease("team-a", 9); rec.Pending != "" || rec.Holder != "" {
 		t.Errorf("preview-9's Lease %+v: want its Change carried (nothing of it in Git), not pending or held", rec)
 	}
 	if n := w.ev.warned(pipeline.ReasonForeignCommit); n != 0 {
@@ -234,13 +238,7 @@ func TestForeignGroupHeadSparesClusterOnlyMembers(t *testing.T) {
 // nothing merged or pushed by Kustos), and the person's close is its decline — what a Cleaner
 // reports as CleanupBlocked. Before, the Change was dropped and the close told nobody.
 func TestForeignGroupHeadIsFollowed(t *testing.T) {
-	w := newWorld(t)
-	w.look("team-a", 1, 2)
-	w.clock.Add(window)
-	w.look("team-a", 1, 2)
-	p := w.onlyPR("team-a", 1, 2)
-	w.s.PushBaseCommit(owner, repo, p.Head, "a person's fix", map[string]string{"NOTES.md": "mine\n"})
-	w.clock.Add(11 * time.Second)
+	w, p := personsGroupPR(t)
 	w.lookWith(w.pl, true, "team-a", 3)
 	if r := w.lease("team-a", 3); r.Holder != state.HolderOf(p.Number) || r.Head != lifecycle.HeadOfPeople {
 		t.Fatalf("preview-3's Lease %+v: want it waiting on #%d with no head of Kustos's", r, p.Number)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +44,7 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 		r.setOrphan(n, false)
 		return g, false, nil
 	}
-	g = gathered{target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.UID), seen: seenOf(obj, nsObj), now: r.Now()}
+	g = gathered{target: detectkit.TargetOf(r.Kind, obj), uid: string(obj.UID), seen: detectkit.SeenOf(Watches(), obj, nsObj), now: r.Now()}
 	var problems []Problem
 	g.policy, problems = ParsePolicy(obj.CreationTimestamp.Time, SourcesOf(g.target, Meta{Labels: obj.Labels, Annotations: obj.Annotations}, nsMeta), r.Scalable, r.Settings)
 	if err := ReportProblems(ctx, r.Reporter, log, detectkit.RefOf(r.Kind, obj), detectkit.NamespaceRef(nsObj), problems, g.now); err != nil {
@@ -53,11 +52,6 @@ func (r *Reconciler) gather(ctx context.Context, n types.NamespacedName, log log
 	}
 	r.setOrphan(n, len(g.policy.Missing()) > 0 && len(problems) == 0)
 	return g, true, nil
-}
-
-// seenOf is lifecycle.Request.Seen of a target obj whose Namespace is ns (nil: none).
-func seenOf(obj, ns *metav1.PartialObjectMetadata) string {
-	return detectkit.SeenOf(Watches(), obj, ns)
 }
 
 // TargetReader reads the target of an expiry Key from reader (the API server) as a look reads
